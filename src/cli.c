@@ -1,0 +1,117 @@
+/* Argument handling shared by the commands that burn: run, selftest, bench. */
+#include "cli.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "report.h"
+#include "util.h"
+
+int sdc_cli_bad(const struct sdc_cli *cli, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "sdcscan %s: %s (see 'sdcscan %s --help')\n", cli->command, msg, cli->command);
+	return sdc_exit_code(SDC_UNKNOWN, cli->exit_style);
+}
+
+/* Reports getopt's '?' and ':' returns as one line naming the argument. */
+int sdc_cli_getopt_error(const struct sdc_cli *cli, int c, char **argv)
+{
+	const char *arg = argv[optind - 1];
+	if (c == ':')
+		return sdc_cli_bad(cli, "option '%s' needs a value", arg);
+	if (optopt)
+		return sdc_cli_bad(cli, "unknown option '-%c'", optopt);
+	return sdc_cli_bad(cli, "unknown option '%s'", arg);
+}
+
+int sdc_cli_common(struct sdc_cli *cli, int c, const char *arg)
+{
+	char err[256];
+	switch (c) {
+	case 'c':
+		if (sdc_cpu_list_parse(arg, &cli->cpus, err, sizeof(err))) {
+			sdc_cli_bad(cli, "--cpus: %s", err);
+			return -1;
+		}
+		cli->have_cpus = true;
+		return 0;
+	case 'S':
+		if (!sdc_parse_u64(arg, &cli->seed)) {
+			sdc_cli_bad(cli, "--seed '%s': expected a non-negative integer", arg);
+			return -1;
+		}
+		cli->have_seed = true;
+		return 0;
+	case 'j':
+		cli->json = arg;
+		return 0;
+	case 'q':
+		cli->quiet = true;
+		return 0;
+	case 'C':
+		cli->no_color = true;
+		return 0;
+	case 'e':
+		if (!strcmp(arg, "nagios"))
+			cli->exit_style = SDC_EXIT_NAGIOS;
+		else if (!strcmp(arg, "npd"))
+			cli->exit_style = SDC_EXIT_NPD;
+		else {
+			sdc_cli_bad(cli, "--exit-codes '%s': expected nagios or npd", arg);
+			return -1;
+		}
+		return 0;
+	}
+	return 1;
+}
+
+/* Devices, report, exit code: the part of a run every command that burns shares. */
+int sdc_cli_finish(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_plan *plan,
+		   struct sdc_output *out, enum sdc_verdict v)
+{
+	int code = sdc_exit_code(v, cli->exit_style);
+	if (cli->json) {
+		json_t *report = sdc_report_build(run, plan, v, code, NULL);
+		if (!report || sdc_report_write(report, cli->json)) {
+			v = sdc_verdict_worst(v, SDC_UNKNOWN);
+			code = sdc_exit_code(v, cli->exit_style);
+		}
+		json_decref(report);
+	}
+	sdc_output_verdict(out, run, v, cli->json && strcmp(cli->json, "-") ? cli->json : NULL);
+	return code;
+}
+
+int sdc_cli_prepare_run(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_plan *plan, int argc,
+			char **argv)
+{
+	char err[512];
+	if (sdc_run_init(run)) {
+		sdc_error("out of memory");
+		return -1;
+	}
+	run->argc = argc;
+	run->argv = argv;
+	run->start_wall = sdc_wall_now();
+	run->start_mono = sdc_now();
+	run->seed = cli->have_seed ? cli->seed : sdc_plan_seed(plan, run->start_wall);
+	sdc_strlcpy(run->profile, plan->name, sizeof(run->profile));
+	sdc_strlcpy(run->profile_source, plan->source, sizeof(run->profile_source));
+	if (sdc_cpu_devices(cli->have_cpus ? &cli->cpus : NULL, &run->devices, &run->ndevices, err, sizeof(err))) {
+		sdc_cli_bad(cli, "%s", err);
+		return -1;
+	}
+	if (!run->ndevices) {
+		sdc_cli_bad(cli, "no CPUs selected");
+		return -1;
+	}
+	return 0;
+}
+

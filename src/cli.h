@@ -1,0 +1,41 @@
+/* What the burning commands (run, selftest, bench) share: common flags, devices, the report. */
+#ifndef SDC_CLI_H
+#define SDC_CLI_H
+
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "output.h"
+#include "plan.h"
+#include "run.h"
+#include "verdict.h"
+
+struct sdc_cli {
+	const char *command;
+	enum sdc_exit_style exit_style;
+	bool have_cpus;
+	cpu_set_t cpus;
+	bool have_seed;
+	uint64_t seed;
+	const char *json;
+	bool quiet, no_color;
+};
+
+/* Prints "sdcscan CMD: message (see ...)" and returns the UNKNOWN exit code. */
+int sdc_cli_bad(const struct sdc_cli *cli, const char *fmt, ...) SDC_PRINTF(2, 3);
+/* One line for getopt's ':' (missing value) and '?' (unknown option). */
+int sdc_cli_getopt_error(const struct sdc_cli *cli, int c, char **argv);
+/* Handles -c/--cpus, -S/--seed, -j/--json, -q, --no-color (C), -e: 0 done, 1 not ours, -1 error. */
+int sdc_cli_common(struct sdc_cli *cli, int c, const char *arg);
+/* Inits run with seed, devices and argv. -1 after printing the error. */
+int sdc_cli_prepare_run(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_plan *plan, int argc,
+			char **argv);
+/* Writes the report if asked, prints the verdict line, returns the exit code. */
+int sdc_cli_finish(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_plan *plan,
+		   struct sdc_output *out, enum sdc_verdict v);
+
+int sdc_cmd_selftest(int argc, char **argv);
+int sdc_cmd_bench(int argc, char **argv);
+
+#endif

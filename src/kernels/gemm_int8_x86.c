@@ -1,0 +1,175 @@
+/*
+ * x86 u8 x s8 GEMM kernels. Each is a register-tiled micro-kernel (MR rows x NR vectors of
+ * columns) over the packed B of gemm_int8.h, blocked over k so a B panel stays in L2.
+ * Functions carry their own target attributes, so this file builds with baseline flags
+ * and the dispatcher in gemm_int8.c only calls what the CPU supports.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "gemm_int8.h"
+
+#define INLINE static inline __attribute__((always_inline))
+/* k groups (of 4) per block: 256 groups x 64 columns = 64 KiB of B per panel. */
+#define KGROUPS 256
+
+static inline int32_t load_quad(const uint8_t *p)
+{
+	int32_t v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* ---- AVX-512 VNNI: vpdpbusd multiplies u8 x s8 and accumulates 4 products per lane ---- */
+#define VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#define Z_MR 6
+#define Z_NR 4
+
+INLINE VNNI void vnni_tile(const int mr, const int nr, int g0, int g1, const uint8_t *a, int lda,
+			   const int8_t *b, size_t gstride, int32_t *c, int ldc,
+			   int accumulate)
+{
+	__m512i acc[Z_MR][Z_NR];
+	for (int q = 0; q < mr; q++)
+		for (int r = 0; r < nr; r++)
+			acc[q][r] = accumulate ? _mm512_loadu_si512(c + (size_t)q * ldc + 16 * r)
+					       : _mm512_setzero_si512();
+	for (int g = g0; g < g1; g++) {
+		const int8_t *bg = b + (size_t)g * gstride;
+		__m512i bv[Z_NR];
+		for (int r = 0; r < nr; r++)
+			bv[r] = _mm512_loadu_si512(bg + 64 * r);
+		for (int q = 0; q < mr; q++) {
+			__m512i va = _mm512_set1_epi32(load_quad(a + (size_t)q * lda + 4 * g));
+			for (int r = 0; r < nr; r++)
+				acc[q][r] = _mm512_dpbusd_epi32(acc[q][r], va, bv[r]);
+		}
+	}
+	for (int q = 0; q < mr; q++)
+		for (int r = 0; r < nr; r++)
+			_mm512_storeu_si512(c + (size_t)q * ldc + 16 * r, acc[q][r]);
+}
+
+
+/* ---- AVX-512BW: vpmaddubsw to s16 pairs, vpmaddwd by ones to s32 quads ---- */
+#define BW __attribute__((target("avx512f,avx512bw")))
+
+INLINE BW void bw_tile(const int mr, const int nr, int g0, int g1, const uint8_t *a, int lda,
+		       const int8_t *b, size_t gstride, int32_t *c, int ldc,
+			   int accumulate)
+{
+	const __m512i ones = _mm512_set1_epi16(1);
+	__m512i acc[Z_MR][Z_NR];
+	for (int q = 0; q < mr; q++)
+		for (int r = 0; r < nr; r++)
+			acc[q][r] = accumulate ? _mm512_loadu_si512(c + (size_t)q * ldc + 16 * r)
+					       : _mm512_setzero_si512();
+	for (int g = g0; g < g1; g++) {
+		const int8_t *bg = b + (size_t)g * gstride;
+		__m512i bv[Z_NR];
+		for (int r = 0; r < nr; r++)
+			bv[r] = _mm512_loadu_si512(bg + 64 * r);
+		for (int q = 0; q < mr; q++) {
+			__m512i va = _mm512_set1_epi32(load_quad(a + (size_t)q * lda + 4 * g));
+			for (int r = 0; r < nr; r++) {
+				__m512i t = _mm512_maddubs_epi16(va, bv[r]);
+				acc[q][r] = _mm512_add_epi32(acc[q][r], _mm512_madd_epi16(t, ones));
+			}
+		}
+	}
+	for (int q = 0; q < mr; q++)
+		for (int r = 0; r < nr; r++)
+			_mm512_storeu_si512(c + (size_t)q * ldc + 16 * r, acc[q][r]);
+}
+
+
+/* ---- AVX2: the same on 8 columns per ymm register, 16 registers in all ---- */
+#define AVX2 __attribute__((target("avx2")))
+#define Y_MR 4
+#define Y_NR 2
+
+INLINE AVX2 void avx2_tile(const int mr, const int nr, int g0, int g1, const uint8_t *a, int lda,
+			   const int8_t *b, size_t gstride, int32_t *c, int ldc,
+			   int accumulate)
+{
+	const __m256i ones = _mm256_set1_epi16(1);
+	__m256i acc[Y_MR][Y_NR];
+	for (int q = 0; q < mr; q++)
+		for (int r = 0; r < nr; r++)
+			acc[q][r] = accumulate ? _mm256_loadu_si256((const __m256i *)(c + (size_t)q * ldc + 8 * r))
+					       : _mm256_setzero_si256();
+	for (int g = g0; g < g1; g++) {
+		const int8_t *bg = b + (size_t)g * gstride;
+		__m256i bv[Y_NR];
+		for (int r = 0; r < nr; r++)
+			bv[r] = _mm256_loadu_si256((const __m256i *)(bg + 32 * r));
+		for (int q = 0; q < mr; q++) {
+			__m256i va = _mm256_set1_epi32(load_quad(a + (size_t)q * lda + 4 * g));
+			for (int r = 0; r < nr; r++) {
+				__m256i t = _mm256_maddubs_epi16(va, bv[r]);
+				acc[q][r] = _mm256_add_epi32(acc[q][r], _mm256_madd_epi16(t, ones));
+			}
+		}
+	}
+	for (int q = 0; q < mr; q++)
+		for (int r = 0; r < nr; r++)
+			_mm256_storeu_si256((__m256i *)(c + (size_t)q * ldc + 8 * r), acc[q][r]);
+}
+
+/*
+ * One driver for every kernel: k blocks of KGROUPS groups, then row blocks of MC rows, so
+ * the A block (MC x 4*KGROUPS bytes) and one B panel stay in L2 while the micro-kernel
+ * sweeps them. Edge columns run one vector at a time, edge rows one row at a time.
+ */
+#define MC 96
+
+/* Start of the column vector v (VW columns wide) inside its panel, and the panel's group stride. */
+static inline const int8_t *panel_at(const struct sdc_i8_packed *bp, int j, size_t *gstride)
+{
+	const int j0 = j / SDC_I8_PANEL * SDC_I8_PANEL;
+	*gstride = (size_t)sdc_i8_panel_width(bp, j0) * 4;
+	return bp->data + (size_t)j0 * (size_t)bp->kp + (size_t)(j - j0) * 4;
+}
+
+#define DEFINE_DRIVER(fname, attr, tile, MR, NR, VW)                                              \
+	attr void fname(int m, const uint8_t *a, int lda, const struct sdc_i8_packed *bp, int32_t *c, \
+			int ldc)                                                                      \
+	{                                                                                             \
+		const int groups = bp->kp / 4, nvec = bp->np / (VW);                                   \
+		for (int g0 = 0; g0 < groups; g0 += KGROUPS) {                                        \
+			const int g1 = g0 + KGROUPS < groups ? g0 + KGROUPS : groups, acc = g0 > 0;    \
+			for (int i0 = 0; i0 < m; i0 += MC) {                                          \
+				const int i1 = i0 + MC < m ? i0 + MC : m;                             \
+				for (int v = 0; v < nvec; v += (NR)) {                                \
+					size_t gs;                                                    \
+					const int8_t *b = panel_at(bp, v * (VW), &gs);                \
+					const int full = v + (NR) <= nvec && gs == 4 * SDC_I8_PANEL;  \
+					for (int i = i0; i < i1; i += (MR)) {                         \
+						int32_t *ci = c + (size_t)i * ldc + (size_t)v * (VW); \
+						if (i + (MR) <= i1 && full) {                         \
+							tile(MR, NR, g0, g1, a + (size_t)i * lda, lda, \
+							     b, gs, ci, ldc, acc);                   \
+							continue;                                     \
+						}                                                     \
+						for (int r = v; r < nvec && r < v + (NR); r++) {      \
+							size_t gs1;                                   \
+							const int8_t *b1 = panel_at(bp, r * (VW), &gs1); \
+							int32_t *c1 = c + (size_t)r * (VW);           \
+							if (i + (MR) <= i1) {                         \
+								tile(MR, 1, g0, g1, a + (size_t)i * lda, lda, \
+								     b1, gs1, c1 + (size_t)i * ldc, ldc, acc); \
+								continue;                             \
+							}                                             \
+							for (int q = i; q < i1; q++)                  \
+								tile(1, 1, g0, g1, a + (size_t)q * lda, lda, \
+								     b1, gs1, c1 + (size_t)q * ldc, ldc, acc); \
+						}                                                     \
+					}                                                             \
+				}                                                                     \
+			}                                                                             \
+		}                                                                                     \
+	}
+
+DEFINE_DRIVER(sdc_gemm_u8s8_avx512vnni, VNNI, vnni_tile, Z_MR, Z_NR, 16)
+DEFINE_DRIVER(sdc_gemm_u8s8_avx512bw, BW, bw_tile, Z_MR, Z_NR, 16)
+DEFINE_DRIVER(sdc_gemm_u8s8_avx2, AVX2, avx2_tile, Y_MR, Y_NR, 8)

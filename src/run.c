@@ -1,0 +1,166 @@
+#include "run.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *sdc_status_name(enum sdc_status s)
+{
+	switch (s) {
+	case SDC_STATUS_OK:
+		return "ok";
+	case SDC_STATUS_CORRUPT:
+		return "corrupt";
+	case SDC_STATUS_DEGRADED:
+		return "degraded";
+	case SDC_STATUS_ERROR:
+		return "error";
+	case SDC_STATUS_SKIPPED:
+		return "skipped";
+	case SDC_STATUS_NOT_RUN:
+		return "not-run";
+	}
+	return "error";
+}
+
+enum sdc_verdict sdc_status_verdict(enum sdc_status s)
+{
+	switch (s) {
+	case SDC_STATUS_OK:
+		return SDC_OK;
+	case SDC_STATUS_CORRUPT:
+		return SDC_CRITICAL;
+	case SDC_STATUS_DEGRADED:
+	case SDC_STATUS_SKIPPED:
+		return SDC_WARNING;
+	case SDC_STATUS_ERROR:
+	case SDC_STATUS_NOT_RUN:
+		return SDC_UNKNOWN;
+	}
+	return SDC_UNKNOWN;
+}
+
+int sdc_run_init(struct sdc_run *run)
+{
+	memset(run, 0, sizeof(*run));
+	if (pthread_mutex_init(&run->lock, NULL))
+		return -1;
+	run->environment = json_object();
+	return run->environment ? 0 : -1;
+}
+
+void sdc_run_release(struct sdc_run *run)
+{
+	pthread_mutex_destroy(&run->lock);
+	free(run->results);
+	free(run->findings);
+	free(run->injections);
+	free(run->devices);
+	free(run->inject);
+	json_decref(run->environment);
+	memset(run, 0, sizeof(*run));
+}
+
+/* Grows *arr (of *cap elements of size sz) so it can hold one more; -1 on allocation failure. */
+static int grow(void **arr, int *cap, int n, size_t sz)
+{
+	if (n < *cap)
+		return 0;
+	int ncap = *cap ? 2 * *cap : 16;
+	void *p = realloc(*arr, (size_t)ncap * sz);
+	if (!p)
+		return -1;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
+
+struct sdc_result *sdc_run_add_result(struct sdc_run *run)
+{
+	struct sdc_result *r = NULL;
+	pthread_mutex_lock(&run->lock);
+	if (!grow((void **)&run->results, &run->results_cap, run->nresults, sizeof(*r))) {
+		r = &run->results[run->nresults++];
+		memset(r, 0, sizeof(*r));
+	}
+	pthread_mutex_unlock(&run->lock);
+	return r;
+}
+
+bool sdc_run_add_finding(struct sdc_run *run, const struct sdc_finding *f)
+{
+	bool kept = false;
+	pthread_mutex_lock(&run->lock);
+	if (run->nfindings < SDC_FINDINGS_MAX &&
+	    !grow((void **)&run->findings, &run->findings_cap, run->nfindings, sizeof(*f))) {
+		run->findings[run->nfindings++] = *f;
+		kept = true;
+	} else {
+		run->findings_dropped++;
+	}
+	pthread_mutex_unlock(&run->lock);
+	return kept;
+}
+
+void sdc_run_count_dropped(struct sdc_run *run)
+{
+	pthread_mutex_lock(&run->lock);
+	run->findings_dropped++;
+	pthread_mutex_unlock(&run->lock);
+}
+
+void sdc_run_add_injection(struct sdc_run *run, const struct sdc_injection *inj)
+{
+	pthread_mutex_lock(&run->lock);
+	if (!grow((void **)&run->injections, &run->injections_cap, run->ninjections, sizeof(*inj)))
+		run->injections[run->ninjections++] = *inj;
+	pthread_mutex_unlock(&run->lock);
+}
+
+enum sdc_verdict sdc_run_verdict(const struct sdc_run *run)
+{
+	enum sdc_verdict v = SDC_OK;
+	for (int i = 0; i < run->nresults; i++)
+		v = sdc_verdict_worst(v, sdc_status_verdict(run->results[i].status));
+	for (int i = 0; i < run->nfindings; i++) {
+		switch (run->findings[i].cls) {
+		case SDC_FINDING_CORRUPTION:
+			v = sdc_verdict_worst(v, SDC_CRITICAL);
+			break;
+		case SDC_FINDING_DEGRADED:
+			v = sdc_verdict_worst(v, SDC_WARNING);
+			break;
+		case SDC_FINDING_ERROR:
+			v = sdc_verdict_worst(v, SDC_UNKNOWN);
+			break;
+		}
+	}
+	if (run->interrupted)
+		v = sdc_verdict_worst(v, SDC_UNKNOWN);
+	return v;
+}
+
+/* A host-level finding (device -1) is in the same place as an injection on any device. */
+static bool same_place(const struct sdc_finding *f, const struct sdc_injection *inj)
+{
+	return (f->device == inj->device || f->device < 0) && f->iteration == inj->iteration &&
+	       !strcmp(f->probe, inj->probe) && !strcmp(f->variant, inj->variant);
+}
+
+bool sdc_finding_locates(const struct sdc_finding *f, const struct sdc_injection *inj)
+{
+	if (f->cls != SDC_FINDING_CORRUPTION || !same_place(f, inj) || strcmp(f->target, inj->target) ||
+	    f->row != inj->row || f->col != inj->col)
+		return false;
+	/* The XOR mask must hold the flipped bit: "0x..." hex, bit 0 rightmost. */
+	unsigned long long mask = strtoull(f->xor_mask, NULL, 16);
+	return inj->bit < 64 && (mask >> inj->bit) & 1ull;
+}
+
+bool sdc_finding_explained(const struct sdc_finding *f, const struct sdc_run *run)
+{
+	for (int i = 0; i < run->ninjections; i++)
+		if (same_place(f, &run->injections[i]))
+			return true;
+	return false;
+}

@@ -1,0 +1,124 @@
+/*
+ * A run: what was asked (seed, devices, injections), what happened (results per probe,
+ * variant and device; findings; applied injections) and how it ends (the verdict).
+ * Findings are data, not log lines (OpenDCDiag): each carries as much of the chain
+ * host -> device -> operation -> element -> bits as its probe knows.
+ */
+#ifndef SDC_RUN_H
+#define SDC_RUN_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cpu.h"
+#include "inject.h"
+#include "verdict.h"
+
+#define SDC_NAME_MAX 24
+
+enum sdc_status {
+	SDC_STATUS_OK,       /* ran to the end (or the deadline), found nothing */
+	SDC_STATUS_CORRUPT,  /* found corruption: CRITICAL */
+	SDC_STATUS_DEGRADED, /* slower than the profile's floor: WARNING */
+	SDC_STATUS_ERROR,    /* could not test (platform failure, bad setup): UNKNOWN */
+	SDC_STATUS_SKIPPED,  /* optional probe, hardware missing: WARNING */
+	SDC_STATUS_NOT_RUN,  /* the run ended (interrupt) before this one started: UNKNOWN */
+};
+
+const char *sdc_status_name(enum sdc_status s);
+enum sdc_verdict sdc_status_verdict(enum sdc_status s);
+
+enum sdc_finding_class {
+	SDC_FINDING_CORRUPTION, /* wrong data: CRITICAL */
+	SDC_FINDING_DEGRADED,   /* too slow: WARNING */
+	SDC_FINDING_ERROR,      /* could not test: UNKNOWN */
+};
+
+struct sdc_finding {
+	enum sdc_finding_class cls;
+	char probe[SDC_NAME_MAX], variant[SDC_NAME_MAX];
+	int device;              /* index into run->devices, -1 for the host as a whole */
+	char kind[32];           /* checksum-mismatch, operand-corrupt, device-disagreement, ... */
+	char operation[96];      /* what was running: "gemm int8 256x256x1024" */
+	char target[8];          /* which buffer: C, A, B; empty when not an element */
+	uint64_t iteration;
+	double time_to_failure;  /* seconds from the start of the variant */
+	int64_t row, col;        /* -1 when not known */
+	char expected[40], actual[40], xor_mask[40]; /* bit patterns, hex */
+	char expected_value[48], actual_value[48];   /* the same as numbers */
+	char detail[320];
+};
+
+struct sdc_result {
+	char probe[SDC_NAME_MAX], variant[SDC_NAME_MAX];
+	int device;
+	enum sdc_status status;
+	uint64_t iterations;
+	double ops, seconds, rate;
+	char rate_unit[16], iter_unit[16];
+	uint64_t corruptions; /* detections, including those beyond the findings kept */
+	char kernel[64];
+	char error[256];
+	bool interrupted;
+};
+
+struct sdc_injection {
+	char probe[SDC_NAME_MAX], variant[SDC_NAME_MAX];
+	int device;
+	char target[8];
+	uint64_t iteration;
+	int64_t row, col;
+	int bit;
+	char before[24], after[24];
+	int spec; /* index of the --inject spec that asked for it */
+};
+
+struct sdc_run {
+	/* what was asked */
+	uint64_t seed;
+	char profile[128];
+	char profile_source[256];
+	struct sdc_device *devices;
+	int ndevices;
+	struct sdc_inject_spec *inject;
+	int ninject;
+	int argc;
+	char **argv;
+
+	/* when */
+	double start_wall, start_mono, end_mono;
+	bool interrupted;
+
+	/* what happened; appended under lock by worker threads */
+	pthread_mutex_t lock;
+	struct sdc_result *results;
+	int nresults, results_cap;
+	struct sdc_finding *findings;
+	int nfindings, findings_cap;
+	uint64_t findings_dropped;
+	struct sdc_injection *injections;
+	int ninjections, injections_cap;
+	void *environment; /* json_t object: libraries and kernels, for the report */
+};
+
+#define SDC_FINDINGS_MAX 2000
+
+int sdc_run_init(struct sdc_run *run);
+void sdc_run_release(struct sdc_run *run);
+
+struct sdc_result *sdc_run_add_result(struct sdc_run *run);
+/* Keeps the finding if there is room; returns whether it was kept. */
+bool sdc_run_add_finding(struct sdc_run *run, const struct sdc_finding *f);
+/* Counts a finding that was detected but not kept in detail. */
+void sdc_run_count_dropped(struct sdc_run *run);
+void sdc_run_add_injection(struct sdc_run *run, const struct sdc_injection *inj);
+
+enum sdc_verdict sdc_run_verdict(const struct sdc_run *run);
+
+/* Whether finding f is the detection of injection inj at the exact element and bit. */
+bool sdc_finding_locates(const struct sdc_finding *f, const struct sdc_injection *inj);
+/* Whether finding f happened where some injection happened (same probe, device, iteration). */
+bool sdc_finding_explained(const struct sdc_finding *f, const struct sdc_run *run);
+
+#endif

@@ -1,0 +1,45 @@
+/* Small helpers shared by every part of sdcscan: messages, parsing, time, memory. */
+#ifndef SDC_UTIL_H
+#define SDC_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SDC_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define SDC_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define SDC_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#if defined(__GNUC__)
+#define SDC_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define SDC_PRINTF(f, a)
+#endif
+
+/* Diagnostics go to stderr, prefixed with "sdcscan: ". */
+void sdc_error(const char *fmt, ...) SDC_PRINTF(1, 2);
+void sdc_warning(const char *fmt, ...) SDC_PRINTF(1, 2);
+void sdc_note(const char *fmt, ...) SDC_PRINTF(1, 2);
+/* Quiet mode silences notes and warnings, never errors. */
+void sdc_set_quiet(bool quiet);
+
+/* Strict number parsing: the whole string must be consumed. Accepts 0x prefixes. */
+bool sdc_parse_i64(const char *s, int64_t *out);
+bool sdc_parse_u64(const char *s, uint64_t *out);
+bool sdc_parse_double(const char *s, double *out);
+bool sdc_parse_bool(const char *s, bool *out);
+
+/* Monotonic seconds, and wall-clock seconds since the epoch. */
+double sdc_now(void);
+double sdc_wall_now(void);
+/* Formats an epoch time as RFC 3339 UTC ("2026-11-21T19:24:00Z"). */
+void sdc_format_utc(double epoch, char *buf, size_t len);
+
+/* Cache-line aligned allocation; NULL on failure (the caller reports it). */
+void *sdc_alloc_aligned(size_t size);
+void sdc_free_aligned(void *p);
+
+/* snprintf that always terminates and never warns about truncation. */
+void sdc_strlcpy(char *dst, const char *src, size_t len);
+
+#endif

@@ -106,12 +106,15 @@ int sdc_cli_prepare_run(struct sdc_cli *cli, struct sdc_run *run, const struct s
 	sdc_strlcpy(run->profile_source, plan->source, sizeof(run->profile_source));
 	if (sdc_cpu_devices(cli->have_cpus ? &cli->cpus : NULL, &run->devices, &run->ndevices, err, sizeof(err))) {
 		sdc_cli_bad(cli, "%s", err);
-		return -1;
+		goto out_release;
 	}
 	if (!run->ndevices) {
 		sdc_cli_bad(cli, "no CPUs selected");
-		return -1;
+		goto out_release;
 	}
 	return 0;
+out_release:
+	sdc_run_release(run);
+	return -1;
 }
 

@@ -28,7 +28,7 @@ int sdc_cli_bad(const struct sdc_cli *cli, const char *fmt, ...) SDC_PRINTF(2, 3
 int sdc_cli_getopt_error(const struct sdc_cli *cli, int c, char **argv);
 /* Handles -c/--cpus, -S/--seed, -j/--json, -q, --no-color (C), -e: 0 done, 1 not ours, -1 error. */
 int sdc_cli_common(struct sdc_cli *cli, int c, const char *arg);
-/* Inits run with seed, devices and argv. -1 after printing the error. */
+/* Inits run with seed, devices and argv. -1 after printing the error (run is then released). */
 int sdc_cli_prepare_run(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_plan *plan, int argc,
 			char **argv);
 /* Writes the report if asked, prints the verdict line, returns the exit code. */

@@ -1,5 +1,6 @@
 #include "inject.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -8,6 +9,15 @@
 static int parse_key(struct sdc_inject_spec *spec, const char *key, const char *val, char *err,
 		     size_t errlen)
 {
+	static const char *const keys[] = { "device", "iter", "row", "col", "bit", "count", "every", "rate" };
+	bool known = false;
+	for (size_t i = 0; i < SDC_ARRAY_SIZE(keys); i++)
+		known |= !strcmp(key, keys[i]);
+	if (!known) {
+		snprintf(err, errlen, "unknown key '%s' (valid keys: device, iter, row, col, bit, count, every, rate)",
+			 key);
+		return -1;
+	}
 	int64_t v;
 	if (!strcmp(key, "rate")) {
 		double r;
@@ -40,14 +50,10 @@ static int parse_key(struct sdc_inject_spec *spec, const char *key, const char *
 		if (v < 1 || v > 100000)
 			goto range;
 		spec->count = (int)v;
-	} else if (!strcmp(key, "every")) {
+	} else { /* every: the keys were checked above */
 		if (v < 1)
 			goto range;
 		spec->every = v;
-	} else {
-		snprintf(err, errlen, "unknown key '%s' (valid keys: device, iter, row, col, bit, count, every, rate)",
-			 key);
-		return -1;
 	}
 	return 0;
 range:

@@ -54,15 +54,17 @@ struct sdc_plan_entry *sdc_plan_find(struct sdc_plan *plan, const char *probe)
 	return NULL;
 }
 
+const struct sdc_option *sdc_plan_entry_option(const struct sdc_plan_entry *e, const char *key)
+{
+	const struct sdc_option *o = sdc_opt_find(sdc_common_options, key);
+	return o ? o : sdc_opt_find(e->probe->options, key);
+}
+
 int sdc_plan_entry_set(struct sdc_plan_entry *e, const char *key, const char *value, char *err,
 		       size_t errlen)
 {
-	const struct sdc_option *o = sdc_opt_find(sdc_common_options, key);
-	void *dst = &e->common;
-	if (!o) {
-		o = sdc_opt_find(e->probe->options, key);
-		dst = e->opts;
-	}
+	const struct sdc_option *o = sdc_plan_entry_option(e, key);
+	void *dst = sdc_opt_find(sdc_common_options, key) ? (void *)&e->common : e->opts;
 	if (!o) {
 		char names[512], common[128];
 		sdc_opt_list_names(sdc_common_options, NULL, common, sizeof(common));

@@ -56,6 +56,9 @@ struct sdc_plan_entry *sdc_plan_find(struct sdc_plan *plan, const char *probe);
  */
 int sdc_plan_set(struct sdc_plan *plan, const char *assignment);
 
+/* The option a key names for this entry (common keys first), or NULL. */
+const struct sdc_option *sdc_plan_entry_option(const struct sdc_plan_entry *e, const char *key);
+
 /* Sets one key of an entry; err gets "what was wrong (valid choices)". */
 int sdc_plan_entry_set(struct sdc_plan_entry *e, const char *key, const char *value, char *err,
 		       size_t errlen);

@@ -243,13 +243,29 @@ static int load_probe(struct parse *ps, struct sdc_plan *plan, const struct node
 			    probe->name, kind_name(body));
 	for (int i = 0; i < body->n; i += 2) {
 		const struct node *k = body->items[i], *v = body->items[i + 1];
+		const struct sdc_option *opt = sdc_plan_entry_option(e, k->value);
 		char value[SDC_OPT_STR_MAX], err[1024];
+		if (opt && opt->type != SDC_OPT_SET && v->type == NODE_SEQ) {
+			char expected[600];
+			sdc_opt_expected(opt, expected, sizeof(expected));
+			return fail(ps, v->line, v->col, "%s.%s: expected a single value, found a list (expected %s)",
+				    probe->name, k->value, expected);
+		}
 		if (option_text(ps, v, k->value, value, sizeof(value)))
 			return -1;
-		if (sdc_plan_entry_set(e, k->value, value, err, sizeof(err))) {
-			const struct node *at = strstr(err, "unknown key") ? k : v;
-			return fail(ps, at->line, at->col, "%s", err);
+		if (!sdc_plan_entry_set(e, k->value, value, err, sizeof(err)))
+			continue;
+		const struct node *at = strstr(err, "unknown key") ? k : v;
+		/* In a list, point at the first item that makes it invalid (a bad or repeated choice). */
+		for (int n = 1; at == v && v->type == NODE_SEQ && n <= v->n; n++) {
+			struct node prefix = *v;
+			char part[SDC_OPT_STR_MAX], perr[1024];
+			prefix.n = n;
+			if (!option_text(ps, &prefix, k->value, part, sizeof(part)) &&
+			    sdc_plan_entry_set(e, k->value, part, perr, sizeof(perr)))
+				at = v->items[n - 1];
 		}
+		return fail(ps, at->line, at->col, "%s", err);
 	}
 	return 0;
 }

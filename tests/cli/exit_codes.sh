@@ -1,0 +1,89 @@
+#!/bin/sh
+# Exit codes from real runs: 0 clean, 2 corruption found, 3 bad arguments; the npd mapping.
+. "$(dirname "$0")/lib.sh"
+
+# 0: a clean run, with a report that says OK.
+expect_exit 0 clean "$SDCSCAN" run $SMALL --duration 1 --json "$TMP/clean.json"
+[ "$(json_get "$TMP/clean.json" "r['verdict']['status']")" = OK ] || fail "clean report verdict"
+[ "$(json_get "$TMP/clean.json" "r['tool']['exit_status']")" = 0 ] || fail "clean report exit_status"
+[ "$(json_get "$TMP/clean.json" "sum(x['iterations']>0 for x in r['results'])")" = \
+  "$(json_get "$TMP/clean.json" "len(r['results'])")" ] || fail "a clean device did no work"
+expect_grep clean out "^OK: "
+
+# 2: an injected output fault, found on the device and element it was put.
+expect_exit 2 inject "$SDCSCAN" run $SMALL --duration 1 --set gemm.dtypes=int8 \
+	--inject gemm/int8:C:device=0,iter=1,row=5,col=7,bit=3 --json "$TMP/inject.json"
+expect_grep inject out "^CRITICAL: cpu0 gemm int8"
+[ "$(json_get "$TMP/inject.json" \
+  "[(f['device'],f['iteration'],f['row'],f['col'],f['xor_mask']) for f in r['findings'] if f['kind']=='checksum-mismatch']")" \
+  = "[('cpu0', 1, 5, 7, '0x00000008')]" ] || fail "injected fault not located at cpu0 iteration 1 C[5][7] bit 3"
+[ "$(json_get "$TMP/inject.json" "r['tool']['exit_status']")" = 2 ] || fail "inject report exit_status"
+
+# npd: 0 OK, 1 problem, 2 unknown.
+expect_exit 0 npd_ok "$SDCSCAN" run $SMALL --duration 0.5 --exit-codes npd
+expect_exit 1 npd_bad "$SDCSCAN" run $SMALL --duration 0.5 --exit-codes npd --inject gemm:C:iter=0
+expect_exit 2 npd_unknown "$SDCSCAN" run --exit-codes npd --duration zero
+
+# 3: each bad argument gets one line on stderr naming it, and nothing runs.
+bad() {
+	name=$1 pattern=$2
+	shift 2
+	expect_exit 3 "$name" "$SDCSCAN" "$@"
+	expect_grep "$name" err "$pattern"
+	[ "$(wc -l <"$TMP/$name.err")" -eq 1 ] || fail "$name: expected one line on stderr"
+	[ ! -s "$TMP/$name.out" ] || fail "$name: printed on stdout (a probe ran?)"
+}
+bad unknown_opt "unknown option '--frobnicate'" run --frobnicate
+bad missing_value "option '--duration' needs a value" run --duration
+bad bad_duration "--duration 'soon': expected seconds" run --duration soon
+bad neg_duration "--duration '-1'" run --duration -1
+bad bad_seed "--seed 'x': expected a non-negative integer" run --seed x
+bad bad_cpus "cannot parse CPU list '0-x'" run --cpus 0-x
+bad missing_cpu "CPU 1000 is offline or not in this process" run --cpus 1000
+bad bad_probe "--probe 'gemx': unknown probe (valid probes: gemm" run --probe gemx
+bad twice_probe "given twice" run --probe gemm --probe gemm
+bad bad_set_key "unknown key 'mm' for probe gemm (valid keys: duration" run --set gemm.mm=3
+bad bad_set_range "gemm.m: 0 is out of range (expected an integer from 1 to 16384)" run --set gemm.m=0
+bad bad_set_form "expected PROBE.KEY=VALUE" run --set gemm
+bad bad_profile "unknown profile 'nosuch' (built-in profiles: quick, cron" run --profile nosuch
+bad missing_file "No such file" run --profile ./nosuch.yaml
+bad bad_exit "--exit-codes 'sensu': expected nagios or npd" run --exit-codes sensu
+bad bad_inject "expected PROBE" run --inject gemm
+bad bad_target "has no target 'D' (valid targets: A, B, C)" run --inject gemm:D
+bad bad_inject_key "unknown key 'colour'" run --inject gemm:C:colour=red
+bad extra_arg "unexpected argument 'now'" run now
+bad bad_command "unknown command 'scan'" scan
+bad bad_list "unknown option '--all'" list --all
+bad bad_bench "--sizes '9x9': expected MxNxK" bench --sizes 9x9
+
+# A bad profile file: refused with file:line:column before any probe runs.
+printf 'probes:\n  gemm:\n    m: 4\n    m: 5\n' >"$TMP/dup.yaml"
+bad dup_profile "dup.yaml:4:5: duplicate key 'm'" run --profile "$TMP/dup.yaml"
+printf 'probes:\n  gemm:\n    dtypes: [int4]\n' >"$TMP/type.yaml"
+bad type_profile "type.yaml:3:14: gemm.dtypes: 'int4' is not a valid choice" run --profile "$TMP/type.yaml"
+
+# Help on every command, exit 0, on stdout.
+for cmd in run list selftest bench version; do
+	expect_exit 0 "help_$cmd" "$SDCSCAN" "$cmd" --help
+	expect_grep "help_$cmd" out "Usage: sdcscan $cmd"
+done
+expect_exit 0 help_top "$SDCSCAN" --help
+expect_exit 3 no_command "$SDCSCAN"
+
+# --json - puts the report on stdout and the human text on stderr.
+expect_exit 0 json_stdout "$SDCSCAN" run $SMALL --duration 0.5 --json -
+python3 -m json.tool "$TMP/json_stdout.out" >/dev/null || fail "--json - did not print JSON on stdout"
+expect_grep json_stdout err "^OK: "
+
+# --quiet: the verdict line only. Not a TTY here, so never an escape sequence.
+expect_exit 0 quiet "$SDCSCAN" run $SMALL --duration 0.5 --quiet
+[ "$(wc -l <"$TMP/quiet.out")" -eq 1 ] || fail "--quiet printed more than the verdict line"
+expect_exit 0 colour "$SDCSCAN" run $SMALL --duration 0.5
+if grep -q "$(printf '\033')" "$TMP/colour.out"; then fail "escape sequences on a pipe"; fi
+
+# list names every probe's availability and every built-in profile.
+expect_exit 0 list "$SDCSCAN" list
+expect_grep list out "gemm *available"
+expect_grep list out "quick .*\[default\]"
+expect_grep list out "cron "
+finish

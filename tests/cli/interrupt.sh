@@ -1,0 +1,23 @@
+#!/bin/sh
+# SIGINT ends the run UNKNOWN within a moment, and the report keeps the partial results.
+. "$(dirname "$0")/lib.sh"
+
+"$SDCSCAN" run $SMALL --duration 60 --json "$TMP/int.json" >"$TMP/int.out" 2>"$TMP/int.err" &
+pid=$!
+sleep 2
+start=$(date +%s)
+kill -INT $pid
+wait $pid
+code=$?
+took=$(( $(date +%s) - start ))
+[ "$code" = 3 ] || fail "interrupted run exit $code, expected 3"
+[ "$took" -le 5 ] || fail "interrupted run took ${took}s to end"
+[ "$(json_get "$TMP/int.json" "r['run']['interrupted']")" = True ] || fail "report does not say interrupted"
+[ "$(json_get "$TMP/int.json" "r['verdict']['status']")" = UNKNOWN ] || fail "verdict is not UNKNOWN"
+# int8 ran (partially) and kept its work; fp32 never started.
+[ "$(json_get "$TMP/int.json" "all(x['iterations']>0 and x['interrupted'] for x in r['results'] if x['variant']=='int8')")" = True ] \
+	|| fail "partial int8 results lost"
+[ "$(json_get "$TMP/int.json" "sorted(set(x['status'] for x in r['results'] if x['variant']=='fp32'))")" = "['not-run']" ] \
+	|| fail "fp32 should be not-run"
+expect_grep int out "^UNKNOWN: "
+finish

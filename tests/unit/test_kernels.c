@@ -1,0 +1,98 @@
+/*
+ * Every GEMM kernel built in and supported here against the scalar reference, on random data,
+ * on extreme values (u8 127 x s8 -128 would saturate vpmaddubsw if A could exceed 127) and on
+ * awkward shapes (dav1d's checkasm idea).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "kernels/gemm_fp32.h"
+#include "kernels/gemm_int8.h"
+#include "rng.h"
+
+static void check_int8(const struct sdc_gemm_u8s8_impl *impl, int m, int n, int k, int pattern)
+{
+	struct sdc_i8_packed bp;
+	const int lda = (k + 3) / 4 * 4;
+	uint8_t *a = calloc((size_t)m * lda, 1);
+	int8_t *b = malloc((size_t)k * n);
+	CHECK(a && b && sdc_i8_packed_alloc(&bp, k, n) == 0);
+	int32_t *c = malloc(sizeof(int32_t) * (size_t)m * bp.np);
+	int64_t *ref = malloc(sizeof(int64_t) * (size_t)n);
+	struct sdc_rng r = sdc_rng_make((uint64_t)(m * 31 + n * 7 + k), 0, 0, 0, (uint32_t)pattern);
+	uint32_t *w = malloc(4 * ((size_t)m * k + (size_t)k * n + 8));
+	sdc_rng_fill_u32(&r, 0, w, (size_t)m * k + (size_t)k * n);
+	for (int i = 0; i < m; i++)
+		for (int p = 0; p < k; p++)
+			a[(size_t)i * lda + p] = pattern == 1 ? 127 : (uint8_t)(w[i * k + p] & 0x7F);
+	for (size_t i = 0; i < (size_t)k * n; i++)
+		b[i] = pattern == 1 ? -128 : pattern == 2 ? 127 : (int8_t)w[(size_t)m * k + i];
+	sdc_i8_pack(&bp, b, n);
+	memset(c, 0x5A, sizeof(int32_t) * (size_t)m * bp.np);
+	impl->fn(m, a, lda, &bp, c, bp.np);
+	int bad = 0;
+	for (int i = 0; i < m; i++) {
+		sdc_gemm_u8s8_row_reference(k, n, a + (size_t)i * lda, b, n, ref);
+		for (int j = 0; j < n; j++)
+			bad += c[(size_t)i * bp.np + j] != ref[j];
+		for (int j = n; j < bp.np; j++)
+			bad += c[(size_t)i * bp.np + j] != 0; /* padding columns compute to zero */
+	}
+	CHECK_MSG(!bad, "int8 kernel %s, %dx%dx%d pattern %d: %d wrong elements", impl->name, m, n, k, pattern, bad);
+	free(a);
+	free(b);
+	free(c);
+	free(ref);
+	free(w);
+	sdc_i8_packed_release(&bp);
+}
+
+static void check_fp32(const struct sdc_sgemm_impl *impl, int m, int n, int k)
+{
+	float *a = malloc(sizeof(float) * (size_t)m * k), *b = malloc(sizeof(float) * (size_t)k * n);
+	float *c = malloc(sizeof(float) * (size_t)m * n);
+	/* Small integers: every sum is exact, so any kernel must match the int64 reference exactly. */
+	for (size_t i = 0; i < (size_t)m * k; i++)
+		a[i] = (float)((int)(i * 2654435761u % 255) - 127);
+	for (size_t i = 0; i < (size_t)k * n; i++)
+		b[i] = (float)((int)(i * 40503u % 255) - 127);
+	impl->fn(m, n, k, a, k, b, n, c, n);
+	int bad = 0;
+	for (int i = 0; i < m; i++)
+		for (int j = 0; j < n; j++) {
+			int64_t s = 0;
+			for (int p = 0; p < k; p++)
+				s += (int64_t)a[(size_t)i * k + p] * (int64_t)b[(size_t)p * n + j];
+			bad += (double)c[(size_t)i * n + j] != (double)s;
+		}
+	CHECK_MSG(!bad, "fp32 kernel %s, %dx%dx%d: %d wrong elements", impl->name, m, n, k, bad);
+	free(a);
+	free(b);
+	free(c);
+}
+
+int main(void)
+{
+	static const int shapes[][3] = { { 1, 1, 4 },   { 1, 16, 4 },    { 6, 64, 4 },   { 7, 65, 9 },
+					 { 13, 80, 96 }, { 96, 200, 257 }, { 100, 37, 13 }, { 200, 130, 1100 } };
+	int tested = 0;
+	for (const struct sdc_gemm_u8s8_impl *impl = sdc_gemm_u8s8_impls; impl->name; impl++) {
+		if (!impl->supported()) {
+			printf("int8 kernel %s: not supported on this CPU, skipped\n", impl->name);
+			continue;
+		}
+		for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+			for (int pattern = 0; pattern < 3; pattern++)
+				check_int8(impl, shapes[s][0], shapes[s][1], shapes[s][2], pattern);
+		tested++;
+	}
+	CHECK(tested >= 1);
+	CHECK(sdc_gemm_u8s8_find("auto") != NULL);
+	CHECK(sdc_gemm_u8s8_find("nosuch") == NULL);
+	for (const struct sdc_sgemm_impl *impl = sdc_sgemm_impls; impl->name; impl++)
+		for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+			if (shapes[s][2] <= 257) /* keep k * 127 * 127 below 2^24 */
+				check_fp32(impl, shapes[s][0], shapes[s][1], shapes[s][2]);
+	return check_done("test_kernels");
+}

@@ -142,6 +142,13 @@ void sdc_output_results(struct sdc_output *o, const struct sdc_run *run, int fro
 		if (total > shown)
 			fprintf(o->fp, "    ... %d more findings in the report\n", total - shown);
 	}
+	for (int t = 0; t < run->ntotals; t++) {
+		const struct sdc_total *tot = &run->totals[t];
+		if (to > from && !strcmp(tot->probe, run->results[from].probe) &&
+		    !strcmp(tot->variant, run->results[from].variant) && tot->devices > 1)
+			fprintf(o->fp, "%-16s %-7s %-8s %8s %-6s %8.1f %-7s on %d CPUs\n", "", "total", "", "", "",
+				tot->rate, tot->rate_unit, tot->devices);
+	}
 	/* Findings about the host as a whole (devices that disagree with no majority). */
 	for (int k = 0; k < run->nfindings; k++) {
 		const struct sdc_finding *f = &run->findings[k];

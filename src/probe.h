@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "digest.h"
 #include "options.h"
 #include "run.h"
 #include "util.h"
@@ -95,6 +96,9 @@ struct sdc_worker {
 	/* framework */
 	double t_start, t_end;
 	int findings_kept;
+	struct sdc_sha256 work; /* over the first per-iteration digests */
+	uint8_t work_digest[32];
+	bool work_done;
 };
 
 /* ---- for probes ---- */

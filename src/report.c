@@ -122,7 +122,23 @@ static json_t *results_json(const struct sdc_run *run)
 			json_object_set_new(o, "kernel", json_string(r->kernel));
 		if (r->error[0])
 			json_object_set_new(o, "error", json_string(r->error));
+		json_object_set_new(o, "work_digest",
+				    r->work_digest[0] ? json_pack("{s:i, s:s}", "iterations", SDC_WORK_DIGEST_ITERATIONS,
+								  "sha256", r->work_digest)
+						      : json_null());
 		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
+static json_t *totals_json(const struct sdc_run *run)
+{
+	json_t *arr = json_array();
+	for (int i = 0; i < run->ntotals; i++) {
+		const struct sdc_total *t = &run->totals[i];
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:i, s:f, s:s}", "probe", t->probe, "variant",
+						     t->variant, "devices", t->devices, "rate", t->rate, "rate_unit",
+						     t->rate_unit));
 	}
 	return arr;
 }
@@ -190,12 +206,12 @@ json_t *sdc_report_build(const struct sdc_run *run, const struct sdc_plan *plan,
 		sdc_strlcpy(summary, summary_text, sizeof(summary));
 	else
 		sdc_summary_line(run, v, summary, sizeof(summary));
-	return json_pack("{s:[i,i], s:{s:s, s:s, s:o, s:i, s:o}, s:o, s:o, s:o, s:o, s:o, s:I, s:o, "
+	return json_pack("{s:[i,i], s:{s:s, s:s, s:o, s:i, s:o}, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o, "
 			 "s:{s:s, s:i, s:s}}",
 			 "schema_version", SDC_SCHEMA_MAJOR, SDC_SCHEMA_MINOR, "tool", "name", "sdcscan", "version",
 			 SDC_VERSION, "argv", argv, "exit_status", exit_status, "build", build, "host",
 			 host_json(run), "devices", devices_json(run), "run", run_json(run, plan), "results",
-			 results_json(run), "findings", findings_json(run), "findings_not_kept",
+			 results_json(run), "totals", totals_json(run), "findings", findings_json(run), "findings_not_kept",
 			 (json_int_t)run->findings_dropped, "injections", injections_json(run), "verdict",
 			 "status", sdc_verdict_name(v), "code", (int)v, "summary", summary);
 }

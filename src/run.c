@@ -55,6 +55,7 @@ void sdc_run_release(struct sdc_run *run)
 	free(run->results);
 	free(run->findings);
 	free(run->injections);
+	free(run->totals);
 	free(run->devices);
 	free(run->inject);
 	json_decref(run->environment);
@@ -114,6 +115,14 @@ void sdc_run_add_injection(struct sdc_run *run, const struct sdc_injection *inj)
 	pthread_mutex_lock(&run->lock);
 	if (!grow((void **)&run->injections, &run->injections_cap, run->ninjections, sizeof(*inj)))
 		run->injections[run->ninjections++] = *inj;
+	pthread_mutex_unlock(&run->lock);
+}
+
+void sdc_run_add_total(struct sdc_run *run, const struct sdc_total *t)
+{
+	pthread_mutex_lock(&run->lock);
+	if (!grow((void **)&run->totals, &run->totals_cap, run->ntotals, sizeof(*t)))
+		run->totals[run->ntotals++] = *t;
 	pthread_mutex_unlock(&run->lock);
 }
 

@@ -61,6 +61,19 @@ struct sdc_result {
 	char kernel[64];
 	char error[256];
 	bool interrupted;
+	/* SHA-256 of the first SDC_WORK_DIGEST_ITERATIONS per-iteration result digests: the same
+	 * work gives the same value on every healthy device and host. Empty if fewer ran. */
+	char work_digest[65];
+};
+
+#define SDC_WORK_DIGEST_ITERATIONS 16
+
+/* A variant's throughput summed over its devices. */
+struct sdc_total {
+	char probe[SDC_NAME_MAX], variant[SDC_NAME_MAX];
+	int devices;
+	double rate;
+	char rate_unit[16];
 };
 
 struct sdc_injection {
@@ -99,6 +112,8 @@ struct sdc_run {
 	uint64_t findings_dropped;
 	struct sdc_injection *injections;
 	int ninjections, injections_cap;
+	struct sdc_total *totals;
+	int ntotals, totals_cap;
 	void *environment; /* json_t object: libraries and kernels, for the report */
 };
 
@@ -113,6 +128,7 @@ bool sdc_run_add_finding(struct sdc_run *run, const struct sdc_finding *f);
 /* Counts a finding that was detected but not kept in detail. */
 void sdc_run_count_dropped(struct sdc_run *run);
 void sdc_run_add_injection(struct sdc_run *run, const struct sdc_injection *inj);
+void sdc_run_add_total(struct sdc_run *run, const struct sdc_total *t);
 
 enum sdc_verdict sdc_run_verdict(const struct sdc_run *run);
 

@@ -267,6 +267,16 @@ void sdc_worker_report(struct sdc_worker *w, struct sdc_finding *f)
 void sdc_worker_digest(struct sdc_worker *w, uint64_t iter, uint64_t digest)
 {
 	sdc_vote_record(w->ctx->vote, w->index, iter, digest);
+	if (iter < SDC_WORK_DIGEST_ITERATIONS && w->work.ctx) {
+		uint8_t le[8];
+		for (int i = 0; i < 8; i++)
+			le[i] = (uint8_t)(digest >> (8 * i));
+		sdc_sha256_update(&w->work, le, sizeof(le));
+		if (iter + 1 == SDC_WORK_DIGEST_ITERATIONS) {
+			sdc_sha256_final(&w->work, w->work_digest);
+			w->work_done = true;
+		}
+	}
 }
 
 /* ---- one variant ---- */
@@ -380,6 +390,11 @@ static void collect_results(struct variant_run *vr)
 {
 	struct sdc_probe_ctx *ctx = &vr->ctx;
 	const bool was_interrupted = atomic_load(&interrupted);
+	struct sdc_total total;
+	memset(&total, 0, sizeof(total));
+	sdc_strlcpy(total.probe, ctx->probe->name, sizeof(total.probe));
+	sdc_strlcpy(total.variant, ctx->variant, sizeof(total.variant));
+	sdc_strlcpy(total.rate_unit, ctx->rate_unit, sizeof(total.rate_unit));
 	for (int i = 0; i < ctx->nworkers; i++) {
 		struct sdc_worker *w = &ctx->workers[i];
 		struct sdc_result *r = sdc_run_add_result(ctx->run);
@@ -397,6 +412,12 @@ static void collect_results(struct variant_run *vr)
 		sdc_strlcpy(r->kernel, w->kernel, sizeof(r->kernel));
 		r->corruptions = w->corruptions + vr->dissents[i];
 		r->interrupted = was_interrupted;
+		if (w->work_done)
+			sdc_hex(w->work_digest, sizeof(w->work_digest), r->work_digest);
+		if (!w->failed && r->iterations) {
+			total.rate += r->rate;
+			total.devices++;
+		}
 		if (r->corruptions) {
 			r->status = SDC_STATUS_CORRUPT;
 		} else if (w->failed) {
@@ -426,6 +447,7 @@ static void collect_results(struct variant_run *vr)
 			r->status = SDC_STATUS_OK;
 		}
 	}
+	sdc_run_add_total(ctx->run, &total);
 }
 
 static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, const char *variant,
@@ -459,6 +481,10 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 		ctx->workers[i].index = i;
 		ctx->workers[i].device = i;
 		ctx->workers[i].dev = &run->devices[i];
+		if (sdc_sha256_init(&ctx->workers[i].work)) {
+			add_plain_results(run, e->probe, variant, SDC_STATUS_ERROR, "cannot create a SHA-256 context");
+			goto out_free;
+		}
 	}
 	ctx->faults = plan_faults(ctx);
 	if (!ctx->faults) {
@@ -507,6 +533,9 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 out_output:
 	sdc_output_results(out, run, first, run->nresults);
 out_free:
+	for (int i = 0; ctx->workers && i < nw; i++)
+		if (ctx->workers[i].work.ctx)
+			sdc_sha256_release(&ctx->workers[i].work);
 	free_faults(ctx->faults);
 	sdc_vote_free(ctx->vote);
 	free(threads);

@@ -19,6 +19,13 @@ expect_grep inject out "^CRITICAL: cpu0 gemm int8"
   = "[('cpu0', 1, 5, 7, '0x00000008')]" ] || fail "injected fault not located at cpu0 iteration 1 C[5][7] bit 3"
 [ "$(json_get "$TMP/inject.json" "r['tool']['exit_status']")" = 2 ] || fail "inject report exit_status"
 
+# 1: a core below the profile's throughput floor is WARNING, with a slow-device finding.
+expect_exit 1 floor "$SDCSCAN" run $SMALL --duration 0.5 --set gemm.dtypes=int8 --set gemm.int8_floor=1000000 \
+	--json "$TMP/floor.json"
+expect_grep floor out "^WARNING: cpu[0-9]* gemm int8 slow"
+[ "$(json_get "$TMP/floor.json" "sorted(set(f['kind'] for f in r['findings']))")" = "['slow-device']" ] \
+	|| fail "floor: expected only slow-device findings"
+
 # npd: 0 OK, 1 problem, 2 unknown.
 expect_exit 0 npd_ok "$SDCSCAN" run $SMALL --duration 0.5 --exit-codes npd
 expect_exit 1 npd_bad "$SDCSCAN" run $SMALL --duration 0.5 --exit-codes npd --inject gemm:C:iter=0

@@ -27,7 +27,7 @@ static void usage(FILE *out)
 		"Usage: sdcscan bench [gemm] [OPTIONS]\n"
 		"Measure the GEMM kernels against each other and the libraries on one core.\n\n"
 		"  -z, --sizes LIST     MxNxK sizes (default 256x256x1024,1024x1024x1024)\n"
-		"  -t, --seconds S      time per measurement (default 1)\n"
+		"  -t, --seconds S      time per kernel and size (default 1)\n"
 		"  -c, --cpus N         the CPU to pin to (default: the first allowed)\n"
 		"  -h, --help           this help\n");
 }
@@ -43,12 +43,17 @@ typedef int (*dnnl_gemm_u8s8s32_fn)(char transa, char transb, char offsetc, int6
 static dnnl_gemm_u8s8s32_fn load_onednn(void)
 {
 	static const char *const names[] = { "libdnnl.so.3", "libdnnl.so.2", "libdnnl.so" };
+	/*
+	 * oneDNN's OpenMP runtime would spread one call over every core; we measure one. libgomp
+	 * reads OMP_NUM_THREADS when it loads (with libdnnl, below), and omp_set_num_threads is
+	 * looked up through the library handle because RTLD_LOCAL keeps it out of the global scope.
+	 */
+	setenv("OMP_NUM_THREADS", "1", 1);
 	for (size_t i = 0; i < SDC_ARRAY_SIZE(names); i++) {
 		void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
 		if (!h)
 			continue;
-		/* oneDNN's OpenMP runtime would spread one call over every core; we measure one. */
-		void (*omp_set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+		void (*omp_set)(int) = (void (*)(int))dlsym(h, "omp_set_num_threads");
 		if (omp_set)
 			omp_set(1);
 		dnnl_gemm_u8s8s32_fn fn = (dnnl_gemm_u8s8s32_fn)dlsym(h, "dnnl_gemm_u8s8s32");
@@ -58,8 +63,21 @@ static dnnl_gemm_u8s8s32_fn load_onednn(void)
 	return NULL;
 }
 
-/* Median throughput of five timed segments, in units of 1e9 operations per second. */
-#define SEGMENTS 5
+/*
+ * Contenders run in interleaved rounds (A B C, A B C, ...) and each reports its median round,
+ * so a slow spell of a shared machine (a noisy neighbour, a frequency drop) hits all of them
+ * alike instead of whichever happened to run then.
+ */
+#define ROUNDS 7
+
+typedef void (*bench_call)(void *arg);
+
+struct contender {
+	const char *name;
+	bench_call call;
+	void *arg;
+	double rate; /* median, 1e9 operations per second */
+};
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -67,24 +85,39 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-typedef void (*bench_call)(void *arg);
-
-static double measure(bench_call call, void *arg, double ops, double seconds)
+static void race(struct contender *c, int n, double ops, double seconds)
 {
-	double rates[SEGMENTS];
-	call(arg); /* warm caches and lazy initialisation */
-	for (int s = 0; s < SEGMENTS; s++) {
-		double t0 = sdc_now(), t;
-		long reps = 0;
-		do {
-			call(arg);
-			reps++;
-			t = sdc_now() - t0;
-		} while (t < seconds / SEGMENTS);
-		rates[s] = ops * (double)reps / t / 1e9;
+	double rates[16][ROUNDS];
+	for (int i = 0; i < n; i++)
+		c[i].call(c[i].arg); /* warm caches and lazy initialisation */
+	for (int round = 0; round < ROUNDS; round++) {
+		for (int i = 0; i < n; i++) {
+			double t0 = sdc_now(), t;
+			long reps = 0;
+			do {
+				c[i].call(c[i].arg);
+				reps++;
+				t = sdc_now() - t0;
+			} while (t < seconds / ROUNDS);
+			rates[i][round] = ops * (double)reps / t / 1e9;
+		}
 	}
-	qsort(rates, SEGMENTS, sizeof(double), cmp_double);
-	return rates[SEGMENTS / 2];
+	for (int i = 0; i < n; i++) {
+		qsort(rates[i], ROUNDS, sizeof(double), cmp_double);
+		c[i].rate = rates[i][ROUNDS / 2];
+	}
+}
+
+/* Prints the contenders with their ratio to the library (the first one, when lib). */
+static void print_race(const char *dtype, struct bench_size sz, const struct contender *c, int n, bool lib,
+		       const char *unit)
+{
+	for (int i = 0; i < n; i++) {
+		printf("%-5s %5dx%5dx%5d  %-12s %8.1f %-7s", dtype, sz.m, sz.n, sz.k, c[i].name, c[i].rate, unit);
+		if (lib)
+			printf("  %.2fx%s", c[i].rate / c[0].rate, i ? "" : " (library)");
+		putchar('\n');
+	}
 }
 
 struct int8_case {
@@ -146,21 +179,23 @@ static int bench_int8(struct bench_size sz, double seconds, dnnl_gemm_u8s8s32_fn
 		t.a[i] &= 0x7F;
 	fill(t.b, (size_t)sz.k * sz.n, 2);
 	sdc_i8_pack(&t.bp, t.b, sz.n);
-	const double ops = 2.0 * sz.m * sz.n * sz.k;
-	double lib = 0;
+	struct int8_case cases[16];
+	struct contender c[16];
+	int n = 0;
 	if (dnnl) {
-		lib = measure(call_onednn, &t, ops, seconds);
-		printf("int8  %5dx%5dx%5d  %-12s %8.1f GOP/s  1.00x (library)\n", sz.m, sz.n, sz.k, "onednn", lib);
+		c[n] = (struct contender){ "onednn", call_onednn, &t, 0 };
+		n++;
 	}
-	for (t.impl = sdc_gemm_u8s8_impls; t.impl->name; t.impl++) {
-		if (!t.impl->supported())
+	for (const struct sdc_gemm_u8s8_impl *impl = sdc_gemm_u8s8_impls; impl->name && n < 16; impl++) {
+		if (!impl->supported())
 			continue;
-		double r = measure(call_int8, &t, ops, seconds);
-		if (lib > 0)
-			printf("int8  %5dx%5dx%5d  %-12s %8.1f GOP/s  %.2fx\n", sz.m, sz.n, sz.k, t.impl->name, r, r / lib);
-		else
-			printf("int8  %5dx%5dx%5d  %-12s %8.1f GOP/s\n", sz.m, sz.n, sz.k, t.impl->name, r);
+		cases[n] = t;
+		cases[n].impl = impl;
+		c[n] = (struct contender){ impl->name, call_int8, &cases[n], 0 };
+		n++;
 	}
+	race(c, n, 2.0 * sz.m * sz.n * sz.k, seconds);
+	print_race("int8", sz, c, n, dnnl != NULL, "GOP/s");
 	sdc_free_aligned(t.a);
 	sdc_free_aligned(t.b);
 	sdc_free_aligned(t.c);
@@ -182,24 +217,27 @@ static int bench_fp32(struct bench_size sz, double seconds)
 		t.a[i] = (float)(i % 7) - 3.0f;
 	for (size_t i = 0; i < (size_t)sz.k * sz.n; i++)
 		t.b[i] = (float)(i % 5) - 2.0f;
-	const double ops = 2.0 * sz.m * sz.n * sz.k;
+	/* The library first, as the baseline the others are compared with. */
+	struct fp32_case cases[8];
+	struct contender c[8];
 	const struct sdc_sgemm_impl *libimpl = sdc_sgemm_find("openblas");
-	double lib = 0;
+	int n = 0;
 	if (libimpl) {
-		t.impl = libimpl;
-		lib = measure(call_fp32, &t, ops, seconds);
-		printf("fp32  %5dx%5dx%5d  %-12s %8.1f GFLOP/s  1.00x (library)\n", sz.m, sz.n, sz.k, "openblas", lib);
+		cases[n] = t;
+		cases[n].impl = libimpl;
+		c[n] = (struct contender){ libimpl->name, call_fp32, &cases[n], 0 };
+		n++;
 	}
-	for (t.impl = sdc_sgemm_impls; t.impl->name; t.impl++) {
-		if (t.impl == libimpl)
+	for (const struct sdc_sgemm_impl *impl = sdc_sgemm_impls; impl->name && n < 8; impl++) {
+		if (impl == libimpl)
 			continue;
-		double r = measure(call_fp32, &t, ops, seconds);
-		if (lib > 0)
-			printf("fp32  %5dx%5dx%5d  %-12s %8.1f GFLOP/s  %.2fx\n", sz.m, sz.n, sz.k, t.impl->name, r,
-			       r / lib);
-		else
-			printf("fp32  %5dx%5dx%5d  %-12s %8.1f GFLOP/s\n", sz.m, sz.n, sz.k, t.impl->name, r);
+		cases[n] = t;
+		cases[n].impl = impl;
+		c[n] = (struct contender){ impl->name, call_fp32, &cases[n], 0 };
+		n++;
 	}
+	race(c, n, 2.0 * sz.m * sz.n * sz.k, seconds);
+	print_race("fp32", sz, c, n, libimpl != NULL, "GFLOP/s");
 	sdc_free_aligned(t.a);
 	sdc_free_aligned(t.b);
 	sdc_free_aligned(t.c);
@@ -278,8 +316,9 @@ int sdc_cmd_bench(int argc, char **argv)
 	struct sdc_blas_info bi;
 	sdc_blas_info(&bi);
 	dnnl_gemm_u8s8s32_fn dnnl = load_onednn();
-	printf("sdcscan bench gemm: one thread on %s (%s), median of %d segments over %.1f s each\n", dev->id,
-	       dev->model, SEGMENTS, seconds);
+	printf("sdcscan bench gemm: one thread on %s (%s); kernels interleaved in %d rounds, median round,\n"
+	       "%.1f s per kernel and size\n",
+	       dev->id, dev->model, ROUNDS, seconds);
 	printf("libraries: %s %s (core %s), oneDNN %s\n", bi.library, bi.version, bi.corename,
 	       dnnl ? "loaded" : "not installed (libdnnl.so)");
 	int rc = 0;

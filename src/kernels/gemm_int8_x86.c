@@ -20,101 +20,69 @@ static inline int32_t load_quad(const uint8_t *p)
 	return v;
 }
 
-/* ---- AVX-512 VNNI: vpdpbusd multiplies u8 x s8 and accumulates 4 products per lane ---- */
-#define VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+/*
+ * The micro-kernel, written once: an MR x NR tile of accumulators over k groups g0..g1, each
+ * step multiplying a broadcast quad of A by NR vectors of B. Instantiated per instruction set
+ * below with that set's vector type, loads and multiply-accumulate step.
+ */
+#define DEFINE_TILE(name, attr, vec, MRMAX, NRMAX, VW, load, store, zero, set1, step)             \
+	INLINE attr void name(const int mr, const int nr, int g0, int g1, const uint8_t *a, int lda,   \
+			      const int8_t *b, size_t gstride, int32_t *c, int ldc, int accumulate)   \
+	{                                                                                         \
+		vec acc[MRMAX][NRMAX];                                                            \
+		for (int q = 0; q < mr; q++)                                                      \
+			for (int r = 0; r < nr; r++)                                              \
+				acc[q][r] = accumulate ? load(c + (size_t)q * ldc + (VW) * r) : zero(); \
+		for (int g = g0; g < g1; g++) {                                                   \
+			const int8_t *bg = b + (size_t)g * gstride;                               \
+			vec bv[NRMAX];                                                            \
+			for (int r = 0; r < nr; r++)                                              \
+				bv[r] = load(bg + 4 * (VW) * r);                                  \
+			for (int q = 0; q < mr; q++) {                                            \
+				const vec va = set1(load_quad(a + (size_t)q * lda + 4 * g));      \
+				for (int r = 0; r < nr; r++)                                      \
+					acc[q][r] = step(acc[q][r], va, bv[r]);                   \
+			}                                                                         \
+		}                                                                                 \
+		for (int q = 0; q < mr; q++)                                                      \
+			for (int r = 0; r < nr; r++)                                              \
+				store(c + (size_t)q * ldc + (VW) * r, acc[q][r]);                 \
+	}
+
+/* ---- 512-bit: 16 columns per zmm, 32 registers (24 accumulators) ---- */
 #define Z_MR 6
 #define Z_NR 4
+#define AVX512 __attribute__((target("avx512f")))
+INLINE AVX512 __m512i z_load(const void *p) { return _mm512_loadu_si512(p); }
+INLINE AVX512 void z_store(void *p, __m512i v) { _mm512_storeu_si512(p, v); }
 
-INLINE VNNI void vnni_tile(const int mr, const int nr, int g0, int g1, const uint8_t *a, int lda,
-			   const int8_t *b, size_t gstride, int32_t *c, int ldc,
-			   int accumulate)
-{
-	__m512i acc[Z_MR][Z_NR];
-	for (int q = 0; q < mr; q++)
-		for (int r = 0; r < nr; r++)
-			acc[q][r] = accumulate ? _mm512_loadu_si512(c + (size_t)q * ldc + 16 * r)
-					       : _mm512_setzero_si512();
-	for (int g = g0; g < g1; g++) {
-		const int8_t *bg = b + (size_t)g * gstride;
-		__m512i bv[Z_NR];
-		for (int r = 0; r < nr; r++)
-			bv[r] = _mm512_loadu_si512(bg + 64 * r);
-		for (int q = 0; q < mr; q++) {
-			__m512i va = _mm512_set1_epi32(load_quad(a + (size_t)q * lda + 4 * g));
-			for (int r = 0; r < nr; r++)
-				acc[q][r] = _mm512_dpbusd_epi32(acc[q][r], va, bv[r]);
-		}
-	}
-	for (int q = 0; q < mr; q++)
-		for (int r = 0; r < nr; r++)
-			_mm512_storeu_si512(c + (size_t)q * ldc + 16 * r, acc[q][r]);
-}
+/* AVX-512 VNNI: vpdpbusd multiplies u8 x s8 and adds four products into each s32 lane. */
+#define VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+INLINE VNNI __m512i vnni_step(__m512i acc, __m512i a, __m512i b) { return _mm512_dpbusd_epi32(acc, a, b); }
+DEFINE_TILE(vnni_tile, VNNI, __m512i, Z_MR, Z_NR, 16, z_load, z_store, _mm512_setzero_si512,
+	    _mm512_set1_epi32, vnni_step)
 
-
-/* ---- AVX-512BW: vpmaddubsw to s16 pairs, vpmaddwd by ones to s32 quads ---- */
+/* AVX-512BW: vpmaddubsw to s16 pairs (cannot saturate for A <= 127), vpmaddwd by ones to s32. */
 #define BW __attribute__((target("avx512f,avx512bw")))
-
-INLINE BW void bw_tile(const int mr, const int nr, int g0, int g1, const uint8_t *a, int lda,
-		       const int8_t *b, size_t gstride, int32_t *c, int ldc,
-			   int accumulate)
+INLINE BW __m512i bw_step(__m512i acc, __m512i a, __m512i b)
 {
-	const __m512i ones = _mm512_set1_epi16(1);
-	__m512i acc[Z_MR][Z_NR];
-	for (int q = 0; q < mr; q++)
-		for (int r = 0; r < nr; r++)
-			acc[q][r] = accumulate ? _mm512_loadu_si512(c + (size_t)q * ldc + 16 * r)
-					       : _mm512_setzero_si512();
-	for (int g = g0; g < g1; g++) {
-		const int8_t *bg = b + (size_t)g * gstride;
-		__m512i bv[Z_NR];
-		for (int r = 0; r < nr; r++)
-			bv[r] = _mm512_loadu_si512(bg + 64 * r);
-		for (int q = 0; q < mr; q++) {
-			__m512i va = _mm512_set1_epi32(load_quad(a + (size_t)q * lda + 4 * g));
-			for (int r = 0; r < nr; r++) {
-				__m512i t = _mm512_maddubs_epi16(va, bv[r]);
-				acc[q][r] = _mm512_add_epi32(acc[q][r], _mm512_madd_epi16(t, ones));
-			}
-		}
-	}
-	for (int q = 0; q < mr; q++)
-		for (int r = 0; r < nr; r++)
-			_mm512_storeu_si512(c + (size_t)q * ldc + 16 * r, acc[q][r]);
+	return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(a, b), _mm512_set1_epi16(1)));
 }
+DEFINE_TILE(bw_tile, BW, __m512i, Z_MR, Z_NR, 16, z_load, z_store, _mm512_setzero_si512,
+	    _mm512_set1_epi32, bw_step)
 
-
-/* ---- AVX2: the same on 8 columns per ymm register, 16 registers in all ---- */
-#define AVX2 __attribute__((target("avx2")))
+/* ---- AVX2: the AVX-512BW step on 8 columns per ymm, 16 registers in all ---- */
 #define Y_MR 4
 #define Y_NR 2
-
-INLINE AVX2 void avx2_tile(const int mr, const int nr, int g0, int g1, const uint8_t *a, int lda,
-			   const int8_t *b, size_t gstride, int32_t *c, int ldc,
-			   int accumulate)
+#define AVX2 __attribute__((target("avx2")))
+INLINE AVX2 __m256i y_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+INLINE AVX2 void y_store(void *p, __m256i v) { _mm256_storeu_si256((__m256i *)p, v); }
+INLINE AVX2 __m256i avx2_step(__m256i acc, __m256i a, __m256i b)
 {
-	const __m256i ones = _mm256_set1_epi16(1);
-	__m256i acc[Y_MR][Y_NR];
-	for (int q = 0; q < mr; q++)
-		for (int r = 0; r < nr; r++)
-			acc[q][r] = accumulate ? _mm256_loadu_si256((const __m256i *)(c + (size_t)q * ldc + 8 * r))
-					       : _mm256_setzero_si256();
-	for (int g = g0; g < g1; g++) {
-		const int8_t *bg = b + (size_t)g * gstride;
-		__m256i bv[Y_NR];
-		for (int r = 0; r < nr; r++)
-			bv[r] = _mm256_loadu_si256((const __m256i *)(bg + 32 * r));
-		for (int q = 0; q < mr; q++) {
-			__m256i va = _mm256_set1_epi32(load_quad(a + (size_t)q * lda + 4 * g));
-			for (int r = 0; r < nr; r++) {
-				__m256i t = _mm256_maddubs_epi16(va, bv[r]);
-				acc[q][r] = _mm256_add_epi32(acc[q][r], _mm256_madd_epi16(t, ones));
-			}
-		}
-	}
-	for (int q = 0; q < mr; q++)
-		for (int r = 0; r < nr; r++)
-			_mm256_storeu_si256((__m256i *)(c + (size_t)q * ldc + 8 * r), acc[q][r]);
+	return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1)));
 }
+DEFINE_TILE(avx2_tile, AVX2, __m256i, Y_MR, Y_NR, 8, y_load, y_store, _mm256_setzero_si256,
+	    _mm256_set1_epi32, avx2_step)
 
 /*
  * One driver for every kernel: k blocks of KGROUPS groups, then row blocks of MC rows, so

@@ -480,6 +480,33 @@ static void verify_rows(struct sdc_worker *w, struct gemm_worker *gw, const stru
 }
 
 /* Re-verifies A and B against their digests; names and repairs any element that changed. */
+/* Compares one operand element with its true bits; files a finding when they differ. */
+static void compare_element(struct sdc_worker *w, const struct gemm_shared *sh, uint64_t iter,
+			   const char *target, int row, int col, const void *truth, const void *have,
+			   int *reported)
+{
+	const int esz = sh->dtype == GEMM_INT8 ? 1 : 4;
+	uint32_t e = 0, a = 0;
+	memcpy(&e, truth, (size_t)esz);
+	memcpy(&a, have, (size_t)esz);
+	if (e == a)
+		return;
+	if ((*reported)++ >= 8) {
+		w->corruptions++;
+		return;
+	}
+	struct sdc_finding f;
+	finding_init(&f, sh, iter, "operand-corrupt", target, row, col);
+	hex_bits(f.expected, sizeof(f.expected), e, esz);
+	hex_bits(f.actual, sizeof(f.actual), a, esz);
+	hex_bits(f.xor_mask, sizeof(f.xor_mask), e ^ a, esz);
+	snprintf(f.detail, sizeof(f.detail), "operand %s%s changed in memory after %s", target,
+		 target[0] == 'B' && col >= sh->n ? " (checksum column)" : "",
+		 target[0] == 'A' ? "its digest was taken" : "encoding");
+	sdc_worker_report(w, &f);
+}
+
+/* Re-verifies A and B against their digests; names and repairs any element that changed. */
 static void verify_operands(struct sdc_worker *w, struct gemm_worker *gw, const struct gemm_shared *sh,
 			    uint64_t iter)
 {
@@ -488,60 +515,25 @@ static void verify_operands(struct sdc_worker *w, struct gemm_worker *gw, const 
 	gw->operand_fault = !a_ok || !b_ok;
 	if (a_ok && b_ok)
 		return;
-	const int esz = sh->dtype == GEMM_INT8 ? 1 : 4;
+	const size_t esz = sh->dtype == GEMM_INT8 ? 1 : 4;
 	int reported = 0;
-	if (!a_ok) {
-		for (int i = 0; i < sh->m; i++) {
-			truth_a_rows(w->ctx->seed, sh, gw->set, i, i + 1, sh->k, gw->truth_a_row);
-			const char *have = (const char *)gw->a + (size_t)i * sh->lda * esz;
-			for (int p = 0; p < sh->k; p++) {
-				uint32_t e = 0, a = 0;
-				memcpy(&e, (const char *)gw->truth_a_row + (size_t)p * esz, (size_t)esz);
-				memcpy(&a, have + (size_t)p * esz, (size_t)esz);
-				if (e == a)
-					continue;
-				if (reported++ < 8) {
-					struct sdc_finding f;
-					finding_init(&f, sh, iter, "operand-corrupt", "A", i, p);
-					hex_bits(f.expected, sizeof(f.expected), e, esz);
-					hex_bits(f.actual, sizeof(f.actual), a, esz);
-					hex_bits(f.xor_mask, sizeof(f.xor_mask), e ^ a, esz);
-					snprintf(f.detail, sizeof(f.detail),
-						 "operand A changed in memory after its digest was taken");
-					sdc_worker_report(w, &f);
-				} else {
-					w->corruptions++;
-				}
-			}
-		}
+	for (int i = 0; !a_ok && i < sh->m; i++) {
+		truth_a_rows(w->ctx->seed, sh, gw->set, i, i + 1, sh->k, gw->truth_a_row);
+		const char *have = (const char *)gw->a + (size_t)i * sh->lda * esz;
+		for (int p = 0; p < sh->k; p++)
+			compare_element(w, sh, iter, "A", i, p, (const char *)gw->truth_a_row + p * esz,
+					have + p * esz, &reported);
 	}
 	if (!b_ok) {
 		ensure_truth_b(w, gw, sh);
 		const int ne = sh->layout.n_ext;
-		for (int p = 0; p < sh->k; p++) {
-			for (int j = 0; j < ne; j++) {
-				uint32_t e = 0, a = 0;
-				memcpy(&e, (const char *)gw->truth_b + ((size_t)p * ne + j) * esz, (size_t)esz);
-				if (sh->dtype == GEMM_INT8)
-					memcpy(&a, gw->bp.data + sdc_i8_packed_offset(&gw->bp, p, j), 1);
-				else
-					memcpy(&a, gw->b + (size_t)p * sh->ldb + j, 4);
-				if (e == a)
-					continue;
-				if (reported++ < 8) {
-					struct sdc_finding f;
-					finding_init(&f, sh, iter, "operand-corrupt", "B", p, j);
-					hex_bits(f.expected, sizeof(f.expected), e, esz);
-					hex_bits(f.actual, sizeof(f.actual), a, esz);
-					hex_bits(f.xor_mask, sizeof(f.xor_mask), e ^ a, esz);
-					snprintf(f.detail, sizeof(f.detail), "operand B%s changed in memory after encoding",
-						 j >= sh->n ? " (checksum column)" : "");
-					sdc_worker_report(w, &f);
-				} else {
-					w->corruptions++;
-				}
-			}
-		}
+		for (int p = 0; p < sh->k; p++)
+			for (int j = 0; j < ne; j++)
+				compare_element(w, sh, iter, "B", p, j,
+						(const char *)gw->truth_b + ((size_t)p * ne + j) * esz,
+						sh->dtype == GEMM_INT8 ? (const void *)(gw->bp.data + sdc_i8_packed_offset(&gw->bp, p, j))
+								       : (const void *)(gw->b + (size_t)p * sh->ldb + j),
+						&reported);
 	}
 	if (!reported) {
 		/* Digest differs but every element is right: the digest or its read glitched. */

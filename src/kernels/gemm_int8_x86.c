@@ -33,13 +33,17 @@ static inline int32_t load_quad(const uint8_t *p)
 		for (int q = 0; q < mr; q++)                                                      \
 			for (int r = 0; r < nr; r++)                                              \
 				acc[q][r] = accumulate ? load(c + (size_t)q * ldc + (VW) * r) : zero(); \
-		for (int g = g0; g < g1; g++) {                                                   \
-			const int8_t *bg = b + (size_t)g * gstride;                               \
+		const uint8_t *ap[MRMAX];                                                         \
+		for (int q = 0; q < mr; q++)                                                      \
+			ap[q] = a + (size_t)q * lda + 4 * (size_t)g0;                             \
+		const int8_t *bg = b + (size_t)g0 * gstride;                                      \
+		for (int g = g0; g < g1; g++, bg += gstride) {                                    \
 			vec bv[NRMAX];                                                            \
 			for (int r = 0; r < nr; r++)                                              \
 				bv[r] = load(bg + 4 * (VW) * r);                                  \
 			for (int q = 0; q < mr; q++) {                                            \
-				const vec va = set1(load_quad(a + (size_t)q * lda + 4 * g));      \
+				const vec va = set1(load_quad(ap[q]));                            \
+				ap[q] += 4;                                                       \
 				for (int r = 0; r < nr; r++)                                      \
 					acc[q][r] = step(acc[q][r], va, bv[r]);                   \
 			}                                                                         \

@@ -1,8 +1,12 @@
 /*
- * sdcscan bench: the kernels measured side by side in one run, on one pinned core, against
- * the libraries (dav1d's checkasm --bench idea). int8: the hand-written kernels against oneDNN's
- * dnnl_gemm_u8s8s32 when libdnnl is installed (loaded at run time, so sdcscan does not depend
- * on it); fp32: the portable kernel against OpenBLAS. Numbers, not pass/fail: machines are noisy.
+ * sdcscan bench: numbers measured side by side in one run, on one pinned core (dav1d's
+ * checkasm --bench idea). Machines are noisy, so contenders run in interleaved rounds and each
+ * reports its median round.
+ *   bench gemm      the GEMM kernels against each other and the libraries: int8 against
+ *                   oneDNN's dnnl_gemm_u8s8s32 when libdnnl is installed (loaded at run time, so
+ *                   sdcscan does not depend on it), fp32 and fp64 against OpenBLAS.
+ *   bench overhead  plain GEMM against the ABFT-checked GEMM of the gemm probe (checksum columns
+ *                   in the same call, thresholds, row checks) with the same kernel, per class.
  */
 #include <dlfcn.h>
 #include <getopt.h>
@@ -11,9 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calibration.h"
 #include "cli.h"
-#include "kernels/gemm_fp32.h"
+#include "dist.h"
+#include "kernels/gemm_float.h"
 #include "kernels/gemm_int8.h"
+#include "probes/gemm_abft.h"
 #include "rng.h"
 #include "util.h"
 
@@ -24,12 +31,16 @@ struct bench_size {
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: sdcscan bench [gemm] [OPTIONS]\n"
-		"Measure the GEMM kernels against each other and the libraries on one core.\n\n"
-		"  -z, --sizes LIST     MxNxK sizes (default 256x256x1024,1024x1024x1024)\n"
-		"  -t, --seconds S      time per kernel and size (default 1)\n"
+		"Usage: sdcscan bench [gemm|overhead] [OPTIONS]\n"
+		"Measure on one pinned core, contenders interleaved, median of %d rounds.\n"
+		"  gemm       the GEMM kernels against each other and OpenBLAS/oneDNN (default)\n"
+		"  overhead   plain GEMM against the ABFT-checked GEMM, same kernel, per class\n\n"
+		"  -z, --sizes LIST     MxNxK or N (square) sizes; default 256x272x1024,1024 for gemm,\n"
+		"                       1024,2048,4096 for overhead\n"
+		"  -t, --seconds S      time per contender and size (default 1 for gemm, 3 for overhead)\n"
 		"  -c, --cpus N         the CPU to pin to (default: the first allowed)\n"
-		"  -h, --help           this help\n");
+		"  -h, --help           this help\n",
+		7);
 }
 
 /*
@@ -63,12 +74,10 @@ static dnnl_gemm_u8s8s32_fn load_onednn(void)
 	return NULL;
 }
 
-/*
- * Contenders run in interleaved rounds (A B C, A B C, ...) and each reports its median round,
- * so a slow spell of a shared machine (a noisy neighbour, a frequency drop) hits all of them
- * alike instead of whichever happened to run then.
- */
+/* ---- the race ---- */
+
 #define ROUNDS 7
+#define MAX_CONTENDERS 8
 
 typedef void (*bench_call)(void *arg);
 
@@ -87,7 +96,7 @@ static int cmp_double(const void *a, const void *b)
 
 static void race(struct contender *c, int n, double ops, double seconds)
 {
-	double rates[16][ROUNDS];
+	double rates[MAX_CONTENDERS][ROUNDS];
 	for (int i = 0; i < n; i++)
 		c[i].call(c[i].arg); /* warm caches and lazy initialisation */
 	for (int round = 0; round < ROUNDS; round++) {
@@ -108,17 +117,7 @@ static void race(struct contender *c, int n, double ops, double seconds)
 	}
 }
 
-/* Prints the contenders with their ratio to the library (the first one, when lib). */
-static void print_race(const char *dtype, struct bench_size sz, const struct contender *c, int n, bool lib,
-		       const char *unit)
-{
-	for (int i = 0; i < n; i++) {
-		printf("%-5s %5dx%5dx%5d  %-12s %8.1f %-7s", dtype, sz.m, sz.n, sz.k, c[i].name, c[i].rate, unit);
-		if (lib)
-			printf("  %.2fx%s", c[i].rate / c[0].rate, i ? "" : " (library)");
-		putchar('\n');
-	}
-}
+/* ---- bench gemm: kernels ---- */
 
 struct int8_case {
 	struct bench_size sz;
@@ -145,22 +144,38 @@ static void call_onednn(void *arg)
 		t->bp.np, &co);
 }
 
-struct fp32_case {
+struct float_case {
 	struct bench_size sz;
-	float *a, *b, *c;
-	const struct sdc_sgemm_impl *impl;
+	void *a, *b, *c;
+	bool fp64;
+	const struct sdc_fgemm_impl *impl;
 };
 
-static void call_fp32(void *arg)
+static void call_float(void *arg)
 {
-	struct fp32_case *t = arg;
-	t->impl->fn(t->sz.m, t->sz.n, t->sz.k, t->a, t->sz.k, t->b, t->sz.n, t->c, t->sz.n);
+	struct float_case *t = arg;
+	if (t->fp64)
+		t->impl->dgemm(t->sz.m, t->sz.n, t->sz.k, t->a, t->sz.k, t->b, t->sz.n, t->c, t->sz.n);
+	else
+		t->impl->sgemm(t->sz.m, t->sz.n, t->sz.k, t->a, t->sz.k, t->b, t->sz.n, t->c, t->sz.n);
 }
 
 static void fill(void *buf, size_t bytes, uint32_t purpose)
 {
 	struct sdc_rng r = sdc_rng_make(1, SDC_RNG_PROBE_GEMM, 0, 0, purpose);
 	sdc_rng_fill_u32(&r, 0, buf, bytes / 4);
+}
+
+/* Prints the contenders with their ratio to the first one (the library) when lib. */
+static void print_race(const char *dtype, struct bench_size sz, const struct contender *c, int n, bool lib,
+		       const char *unit)
+{
+	for (int i = 0; i < n; i++) {
+		printf("%-5s %5dx%5dx%5d  %-12s %8.1f %-7s", dtype, sz.m, sz.n, sz.k, c[i].name, c[i].rate, unit);
+		if (lib)
+			printf("  %.2fx%s", c[i].rate / c[0].rate, i ? "" : " (library)");
+		putchar('\n');
+	}
 }
 
 static int bench_int8(struct bench_size sz, double seconds, dnnl_gemm_u8s8s32_fn dnnl)
@@ -179,14 +194,12 @@ static int bench_int8(struct bench_size sz, double seconds, dnnl_gemm_u8s8s32_fn
 		t.a[i] &= 0x7F;
 	fill(t.b, (size_t)sz.k * sz.n, 2);
 	sdc_i8_pack(&t.bp, t.b, sz.n);
-	struct int8_case cases[16];
-	struct contender c[16];
+	struct int8_case cases[MAX_CONTENDERS];
+	struct contender c[MAX_CONTENDERS];
 	int n = 0;
-	if (dnnl) {
-		c[n] = (struct contender){ "onednn", call_onednn, &t, 0 };
-		n++;
-	}
-	for (const struct sdc_gemm_u8s8_impl *impl = sdc_gemm_u8s8_impls; impl->name && n < 16; impl++) {
+	if (dnnl)
+		c[n++] = (struct contender){ "onednn", call_onednn, &t, 0 };
+	for (const struct sdc_gemm_u8s8_impl *impl = sdc_gemm_u8s8_impls; impl->name && n < MAX_CONTENDERS; impl++) {
 		if (!impl->supported())
 			continue;
 		cases[n] = t;
@@ -203,44 +216,137 @@ static int bench_int8(struct bench_size sz, double seconds, dnnl_gemm_u8s8s32_fn
 	return 0;
 }
 
-static int bench_fp32(struct bench_size sz, double seconds)
+static int bench_float(struct bench_size sz, double seconds, bool fp64)
 {
-	struct fp32_case t = { .sz = sz };
-	t.a = sdc_alloc_aligned(sizeof(float) * sz.m * sz.k);
-	t.b = sdc_alloc_aligned(sizeof(float) * sz.k * sz.n);
-	t.c = sdc_alloc_aligned(sizeof(float) * sz.m * sz.n);
+	const size_t esz = fp64 ? 8 : 4;
+	struct float_case t = { .sz = sz, .fp64 = fp64 };
+	t.a = sdc_alloc_aligned(esz * sz.m * sz.k);
+	t.b = sdc_alloc_aligned(esz * sz.k * sz.n);
+	t.c = sdc_alloc_aligned(esz * sz.m * sz.n);
 	if (!t.a || !t.b || !t.c) {
 		sdc_error("bench: cannot allocate %dx%dx%d", sz.m, sz.n, sz.k);
 		return -1;
 	}
-	for (size_t i = 0; i < (size_t)sz.m * sz.k; i++)
-		t.a[i] = (float)(i % 7) - 3.0f;
-	for (size_t i = 0; i < (size_t)sz.k * sz.n; i++)
-		t.b[i] = (float)(i % 5) - 2.0f;
+	for (size_t i = 0; i < (size_t)sz.m * sz.k; i++) {
+		if (fp64)
+			((double *)t.a)[i] = (double)(i % 7) - 3.0;
+		else
+			((float *)t.a)[i] = (float)(i % 7) - 3.0f;
+	}
+	for (size_t i = 0; i < (size_t)sz.k * sz.n; i++) {
+		if (fp64)
+			((double *)t.b)[i] = (double)(i % 5) - 2.0;
+		else
+			((float *)t.b)[i] = (float)(i % 5) - 2.0f;
+	}
 	/* The library first, as the baseline the others are compared with. */
-	struct fp32_case cases[8];
-	struct contender c[8];
-	const struct sdc_sgemm_impl *libimpl = sdc_sgemm_find("openblas");
+	struct float_case cases[MAX_CONTENDERS];
+	struct contender c[MAX_CONTENDERS];
+	const struct sdc_fgemm_impl *lib = sdc_fgemm_find("openblas");
 	int n = 0;
-	if (libimpl) {
+	if (lib) {
 		cases[n] = t;
-		cases[n].impl = libimpl;
-		c[n] = (struct contender){ libimpl->name, call_fp32, &cases[n], 0 };
+		cases[n].impl = lib;
+		c[n] = (struct contender){ lib->name, call_float, &cases[n], 0 };
 		n++;
 	}
-	for (const struct sdc_sgemm_impl *impl = sdc_sgemm_impls; impl->name && n < 8; impl++) {
-		if (impl == libimpl)
+	for (const struct sdc_fgemm_impl *impl = sdc_fgemm_impls; impl->name && n < MAX_CONTENDERS; impl++) {
+		if (impl == lib)
 			continue;
 		cases[n] = t;
 		cases[n].impl = impl;
-		c[n] = (struct contender){ impl->name, call_fp32, &cases[n], 0 };
+		c[n] = (struct contender){ impl->name, call_float, &cases[n], 0 };
 		n++;
 	}
 	race(c, n, 2.0 * sz.m * sz.n * sz.k, seconds);
-	print_race("fp32", sz, c, n, libimpl != NULL, "GFLOP/s");
+	print_race(fp64 ? "fp64" : "fp32", sz, c, n, lib != NULL, "GFLOP/s");
 	sdc_free_aligned(t.a);
 	sdc_free_aligned(t.b);
 	sdc_free_aligned(t.c);
+	return 0;
+}
+
+/* ---- bench overhead: plain against ABFT-checked, same kernel ---- */
+
+struct overhead_case {
+	struct sdc_gemm g;       /* the checked path, as the gemm probe runs it; plain reuses its buffers */
+	struct sdc_i8_packed bp; /* int8 plain: B without checksum columns */
+};
+
+static void call_plain(void *arg)
+{
+	struct overhead_case *t = arg;
+	struct sdc_gemm *g = &t->g;
+	const int m = g->cfg.m, n = g->cfg.n, k = g->cfg.k;
+	switch (g->cfg.cls) {
+	case SDC_GEMM_INT8:
+		g->i8->fn(m, g->a, g->lda, &t->bp, g->c, g->ldc);
+		break;
+	case SDC_GEMM_FP64_FAST:
+		g->fl->dgemm(m, n, k, g->a, g->lda, g->b, g->ldb, g->c, g->ldc);
+		break;
+	default:
+		g->fl->sgemm(m, n, k, g->a, g->lda, g->b, g->ldb, g->c, g->ldc);
+		break;
+	}
+}
+
+static long checked_failures;
+
+/* What the burn pays per GEMM: the extended GEMM, the thresholds from A's rows, every row checked. */
+static void call_checked(void *arg)
+{
+	struct overhead_case *t = arg;
+	sdc_gemm_multiply(&t->g);
+	if (sdc_gemm_is_fast(t->g.cfg.cls))
+		sdc_gemm_thresholds(&t->g);
+	checked_failures += sdc_gemm_check(&t->g);
+}
+
+static int bench_overhead(enum sdc_gemm_class cls, int n, double seconds, const struct sdc_dist_pool *pool)
+{
+	struct overhead_case *t = calloc(1, sizeof(*t));
+	struct sdc_gemm_cfg cfg = {
+		.cls = cls, .m = n, .n = n, .k = n, .kernel = "auto", .seed = 1,
+		.emax = sdc_emax_at(cls == SDC_GEMM_FP64_FAST ? SDC_EMAX1024_FP64 : SDC_EMAX1024_FP32, n,
+				    SDC_EMAX_KMIN_BUILTIN),
+		.c_sigma = SDC_C_SIGMA, .pools = pool, .npools = 1,
+	};
+	char err[256];
+	if (!t || sdc_gemm_init(&t->g, &cfg, err, sizeof(err))) {
+		sdc_error("bench overhead %s %d: %s", sdc_gemm_class_names[cls], n, t ? err : "out of memory");
+		free(t);
+		return -1;
+	}
+	const double t0 = sdc_now();
+	sdc_gemm_load(&t->g, 0);
+	const double load = sdc_now() - t0;
+	if (cls == SDC_GEMM_INT8) {
+		/* Plain int8 multiplies the same B without its checksum digit columns. */
+		int8_t *b = malloc((size_t)n * n);
+		if (!b || sdc_i8_packed_alloc(&t->bp, n, n)) {
+			sdc_error("bench overhead: out of memory");
+			free(b);
+			return -1;
+		}
+		for (int p = 0; p < n; p++)
+			for (int j = 0; j < n; j++)
+				b[(size_t)p * n + j] = (int8_t)sdc_gemm_truth_bits(&t->g, 'B', p, j);
+		sdc_i8_pack(&t->bp, b, n);
+		free(b);
+	}
+	struct contender c[2] = {
+		{ "plain", call_plain, t, 0 },
+		{ "checked", call_checked, t, 0 },
+	};
+	race(c, 2, sdc_gemm_ops(&t->g), seconds);
+	const double gemm_seconds = sdc_gemm_ops(&t->g) / (c[0].rate * 1e9);
+	printf("%-9s %5d  %-10s %9.1f %9.1f %-7s  %+6.2f%%   %6.2f%%\n", sdc_gemm_class_names[cls], n,
+	       t->g.kernel_name, c[0].rate, c[1].rate, cls == SDC_GEMM_INT8 ? "GOP/s" : "GFLOP/s",
+	       100.0 * (c[0].rate / c[1].rate - 1.0), 100.0 * load / gemm_seconds);
+	sdc_gemm_release(&t->g);
+	sdc_i8_packed_release(&t->bp);
+	free(t);
 	return 0;
 }
 
@@ -249,8 +355,14 @@ static int parse_sizes(const char *s, struct bench_size *out, int max)
 	int n = 0;
 	while (*s && n < max) {
 		int m, nn, k, used;
-		if (sscanf(s, "%dx%dx%d%n", &m, &nn, &k, &used) != 3 || m < 1 || nn < 1 || k < 4 || m > 16384 ||
-		    nn > 16384 || k > 65536)
+		if (sscanf(s, "%dx%dx%d%n", &m, &nn, &k, &used) == 3) {
+			/* MxNxK */
+		} else if (sscanf(s, "%d%n", &m, &used) == 1 && (s[used] == ',' || !s[used])) {
+			nn = k = m;
+		} else {
+			return -1;
+		}
+		if (m < 1 || nn < 1 || k < 4 || m > 16384 || nn > 16384 || k > 65536)
 			return -1;
 		out[n++] = (struct bench_size){ m, nn, k };
 		s += used;
@@ -270,9 +382,9 @@ int sdc_cmd_bench(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sdc_cli cli = { .command = "bench" };
-	struct bench_size sizes[16] = { { 256, 256, 1024 }, { 1024, 1024, 1024 } };
-	int nsizes = 2, c;
-	double seconds = 1;
+	struct bench_size sizes[16];
+	int nsizes = 0, c;
+	double seconds = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":z:t:c:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -282,7 +394,7 @@ int sdc_cmd_bench(int argc, char **argv)
 		case 'z':
 			nsizes = parse_sizes(optarg, sizes, 16);
 			if (nsizes <= 0)
-				return sdc_cli_bad(&cli, "--sizes '%s': expected MxNxK[,MxNxK...] (k >= 4, at most 16 sizes)",
+				return sdc_cli_bad(&cli, "--sizes '%s': expected MxNxK or N, comma-separated (k >= 4, at most 16)",
 						   optarg);
 			break;
 		case 't':
@@ -297,16 +409,27 @@ int sdc_cmd_bench(int argc, char **argv)
 				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 		}
 	}
-	if (optind < argc && strcmp(argv[optind], "gemm"))
-		return sdc_cli_bad(&cli, "unknown benchmark '%s' (expected gemm)", argv[optind]);
+	const char *which = optind < argc ? argv[optind] : "gemm";
+	if (strcmp(which, "gemm") && strcmp(which, "overhead"))
+		return sdc_cli_bad(&cli, "unknown benchmark '%s' (expected gemm or overhead)", which);
 	if (optind + 1 < argc)
 		return sdc_cli_bad(&cli, "unexpected argument '%s'", argv[optind + 1]);
+	const bool overhead = !strcmp(which, "overhead");
+	if (!nsizes) {
+		static const struct bench_size gemm_sizes[] = { { 256, 272, 1024 }, { 1024, 1024, 1024 } };
+		static const struct bench_size over_sizes[] = { { 1024, 1024, 1024 }, { 2048, 2048, 2048 }, { 4096, 4096, 4096 } };
+		nsizes = overhead ? 3 : 2;
+		memcpy(sizes, overhead ? over_sizes : gemm_sizes, sizeof(struct bench_size) * (size_t)nsizes);
+	}
+	if (seconds == 0)
+		seconds = overhead ? 3 : 1;
 
 	struct sdc_run run;
 	struct sdc_plan none = { 0 };
 	if (sdc_cli_prepare_run(&cli, &run, &none, argc, argv))
 		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 	const struct sdc_device *dev = &run.devices[0];
+	int rc = 0;
 	if (sdc_cpu_pin(dev->cpu)) {
 		sdc_error("bench: cannot pin to CPU %d", dev->cpu);
 		sdc_run_release(&run);
@@ -315,17 +438,40 @@ int sdc_cmd_bench(int argc, char **argv)
 	sdc_blas_single_thread();
 	struct sdc_blas_info bi;
 	sdc_blas_info(&bi);
-	dnnl_gemm_u8s8s32_fn dnnl = load_onednn();
-	printf("sdcscan bench gemm: one thread on %s (%s); kernels interleaved in %d rounds, median round,\n"
-	       "%.1f s per kernel and size\n",
-	       dev->id, dev->model, ROUNDS, seconds);
-	printf("libraries: %s %s (core %s), oneDNN %s\n", bi.library, bi.version, bi.corename,
-	       dnnl ? "loaded" : "not installed (libdnnl.so)");
-	int rc = 0;
-	for (int i = 0; i < nsizes && !rc; i++)
-		rc = bench_int8(sizes[i], seconds, dnnl);
-	for (int i = 0; i < nsizes && !rc; i++)
-		rc = bench_fp32(sizes[i], seconds);
+	printf("sdcscan bench %s: one thread on %s (%s); contenders interleaved in %d rounds, median round, "
+	       "%.1f s per contender and size\n",
+	       which, dev->id, dev->model, ROUNDS, seconds);
+	if (!overhead) {
+		dnnl_gemm_u8s8s32_fn dnnl = load_onednn();
+		printf("libraries: %s %s (core %s), oneDNN %s\n", bi.library, bi.version, bi.corename,
+		       dnnl ? "loaded" : "not installed (libdnnl.so)");
+		for (int i = 0; i < nsizes && !rc; i++)
+			rc = bench_int8(sizes[i], seconds, dnnl);
+		for (int f = 0; f < 2; f++)
+			for (int i = 0; i < nsizes && !rc; i++)
+				rc = bench_float(sizes[i], seconds, f == 1);
+	} else {
+		struct sdc_dist_pool pool;
+		if (sdc_dist_pool_init(&pool, SDC_DIST_NORMAL, 1)) {
+			sdc_error("bench: out of memory");
+			sdc_run_release(&run);
+			return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+		}
+		printf("libraries: %s %s (core %s); fast class on N(1e-6,1), built-in e_max\n", bi.library, bi.version,
+		       bi.corename);
+		printf("checked = the extended GEMM (checksum columns in the same call) + V-ABFT thresholds from A's rows "
+		       "+ every row checked;\nencoding B is paid once per operand set, shown as a share of one plain GEMM.\n");
+		printf("%-9s %5s  %-10s %9s %9s %-7s  %7s   %s\n", "class", "n", "kernel", "plain", "checked", "",
+		       "overhead", "encode B once");
+		static const enum sdc_gemm_class classes[] = { SDC_GEMM_INT8, SDC_GEMM_FP32_FAST, SDC_GEMM_FP64_FAST };
+		for (size_t k = 0; k < SDC_ARRAY_SIZE(classes) && !rc; k++)
+			for (int i = 0; i < nsizes && !rc; i++)
+				rc = bench_overhead(classes[k], sizes[i].m, seconds, &pool);
+		if (checked_failures)
+			printf("note: %ld rows failed their check during the benchmark: this host needs a closer look\n",
+			       checked_failures);
+		sdc_dist_pool_release(&pool);
+	}
 	sdc_run_release(&run);
 	return rc ? sdc_exit_code(SDC_UNKNOWN, cli.exit_style) : 0;
 }

@@ -96,6 +96,8 @@ struct sdc_worker {
 	/* framework */
 	double t_start, t_end;
 	int findings_kept;
+	uint64_t findings_iteration;
+	int findings_this_iteration;
 	struct sdc_sha256 work; /* over the first per-iteration digests */
 	uint8_t work_digest[32];
 	bool work_done;

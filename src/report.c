@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +173,11 @@ static json_t *findings_json(const struct sdc_run *run)
 		set_if(o, "expected_value", f->expected_value);
 		set_if(o, "actual_value", f->actual_value);
 		set_if(o, "detail", f->detail);
+		if (f->threshold > 0) {
+			json_object_set_new(o, "threshold", json_real(f->threshold));
+			/* A NaN or infinite difference has no finite margin. */
+			json_object_set_new(o, "margin", isfinite(f->margin) ? json_real(f->margin) : json_null());
+		}
 		json_array_append_new(arr, o);
 	}
 	return arr;

@@ -47,6 +47,7 @@ struct sdc_finding {
 	int64_t row, col;        /* -1 when not known */
 	char expected[40], actual[40], xor_mask[40]; /* bit patterns, hex */
 	char expected_value[48], actual_value[48];   /* the same as numbers */
+	double threshold, margin; /* fast class: the check's threshold and |difference| / threshold */
 	char detail[320];
 };
 

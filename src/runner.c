@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernels/gemm_fp32.h"
+#include "kernels/gemm_float.h"
 #include "probe.h"
 #include "registry.h"
 #include "util.h"
@@ -18,8 +18,12 @@
 atomic_bool sdc_stop_requested;
 static atomic_bool interrupted;
 
-/* Findings kept in detail per device and variant; the rest are counted. */
-#define FINDINGS_PER_WORKER 32
+/*
+ * Findings kept in detail per device and variant, and per device and iteration, so one flood
+ * (a corrupted operand fails every row) cannot hide the next event; the rest are counted.
+ */
+#define FINDINGS_PER_WORKER 64
+#define FINDINGS_PER_ITERATION 16
 /* How often the main thread wakes to draw progress and compare digests. */
 #define TICK_SECONDS 0.1
 
@@ -248,7 +252,11 @@ static void file_finding(struct sdc_worker *w, struct sdc_finding *f)
 	sdc_strlcpy(f->probe, w->ctx->probe->name, sizeof(f->probe));
 	sdc_strlcpy(f->variant, w->ctx->variant, sizeof(f->variant));
 	f->device = w->device;
-	if (w->findings_kept < FINDINGS_PER_WORKER) {
+	if (f->iteration != w->findings_iteration) {
+		w->findings_iteration = f->iteration;
+		w->findings_this_iteration = 0;
+	}
+	if (w->findings_kept < FINDINGS_PER_WORKER && w->findings_this_iteration++ < FINDINGS_PER_ITERATION) {
 		if (sdc_run_add_finding(w->ctx->run, f))
 			w->findings_kept++;
 	} else {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "kernels/gemm_fp32.h"
+#include "kernels/gemm_float.h"
 #include "kernels/gemm_int8.h"
 #include "rng.h"
 
@@ -48,7 +48,7 @@ static void check_int8(const struct sdc_gemm_u8s8_impl *impl, int m, int n, int 
 	sdc_i8_packed_release(&bp);
 }
 
-static void check_fp32(const struct sdc_sgemm_impl *impl, int m, int n, int k)
+static void check_fp32(const struct sdc_fgemm_impl *impl, int m, int n, int k)
 {
 	float *a = malloc(sizeof(float) * (size_t)m * k), *b = malloc(sizeof(float) * (size_t)k * n);
 	float *c = malloc(sizeof(float) * (size_t)m * n);
@@ -57,7 +57,7 @@ static void check_fp32(const struct sdc_sgemm_impl *impl, int m, int n, int k)
 		a[i] = (float)((int)(i * 2654435761u % 255) - 127);
 	for (size_t i = 0; i < (size_t)k * n; i++)
 		b[i] = (float)((int)(i * 40503u % 255) - 127);
-	impl->fn(m, n, k, a, k, b, n, c, n);
+	impl->sgemm(m, n, k, a, k, b, n, c, n);
 	int bad = 0;
 	for (int i = 0; i < m; i++)
 		for (int j = 0; j < n; j++) {
@@ -67,6 +67,30 @@ static void check_fp32(const struct sdc_sgemm_impl *impl, int m, int n, int k)
 			bad += (double)c[(size_t)i * n + j] != (double)s;
 		}
 	CHECK_MSG(!bad, "fp32 kernel %s, %dx%dx%d: %d wrong elements", impl->name, m, n, k, bad);
+	free(a);
+	free(b);
+	free(c);
+}
+
+/* fp64 on integers below 2^53 in every partial sum: exact too. */
+static void check_fp64(const struct sdc_fgemm_impl *impl, int m, int n, int k)
+{
+	double *a = malloc(sizeof(double) * (size_t)m * k), *b = malloc(sizeof(double) * (size_t)k * n);
+	double *c = malloc(sizeof(double) * (size_t)m * n);
+	for (size_t i = 0; i < (size_t)m * k; i++)
+		a[i] = (double)((int64_t)(i * 2654435761u % 65535) - 32767);
+	for (size_t i = 0; i < (size_t)k * n; i++)
+		b[i] = (double)((int64_t)(i * 40503u % 65535) - 32767);
+	impl->dgemm(m, n, k, a, k, b, n, c, n);
+	int bad = 0;
+	for (int i = 0; i < m; i++)
+		for (int j = 0; j < n; j++) {
+			int64_t s = 0;
+			for (int p = 0; p < k; p++)
+				s += (int64_t)a[(size_t)i * k + p] * (int64_t)b[(size_t)p * n + j];
+			bad += c[(size_t)i * n + j] != (double)s;
+		}
+	CHECK_MSG(!bad, "fp64 kernel %s, %dx%dx%d: %d wrong elements", impl->name, m, n, k, bad);
 	free(a);
 	free(b);
 	free(c);
@@ -90,9 +114,11 @@ int main(void)
 	CHECK(tested >= 1);
 	CHECK(sdc_gemm_u8s8_find("auto") != NULL);
 	CHECK(sdc_gemm_u8s8_find("nosuch") == NULL);
-	for (const struct sdc_sgemm_impl *impl = sdc_sgemm_impls; impl->name; impl++)
-		for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+	for (const struct sdc_fgemm_impl *impl = sdc_fgemm_impls; impl->name; impl++)
+		for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
 			if (shapes[s][2] <= 257) /* keep k * 127 * 127 below 2^24 */
 				check_fp32(impl, shapes[s][0], shapes[s][1], shapes[s][2]);
+			check_fp64(impl, shapes[s][0], shapes[s][1], shapes[s][2]);
+		}
 	return check_done("test_kernels");
 }

@@ -1,26 +1,29 @@
 /*
- * fp32 GEMM behind one interface: OpenBLAS when built with it, and a portable blocked C
- * kernel otherwise. Row-major: C[m x n] = A[m x k] * B[k x n].
+ * Floating-point GEMM (fp32 and fp64) behind one interface: OpenBLAS when built with it, and
+ * a portable blocked C kernel. Row-major: C[m x n] = A[m x k] * B[k x n].
  */
-#ifndef SDC_GEMM_FP32_H
-#define SDC_GEMM_FP32_H
+#ifndef SDC_GEMM_FLOAT_H
+#define SDC_GEMM_FLOAT_H
 
 #include <stdbool.h>
 
 typedef void (*sdc_sgemm_fn)(int m, int n, int k, const float *a, int lda, const float *b, int ldb,
 			     float *c, int ldc);
+typedef void (*sdc_dgemm_fn)(int m, int n, int k, const double *a, int lda, const double *b, int ldb,
+			     double *c, int ldc);
 
-struct sdc_sgemm_impl {
+struct sdc_fgemm_impl {
 	const char *name;
 	const char *isa;
-	bool (*supported)(void);
-	sdc_sgemm_fn fn;
+	sdc_sgemm_fn sgemm;
+	sdc_dgemm_fn dgemm;
 };
 
-extern const struct sdc_sgemm_impl sdc_sgemm_impls[];
+/* Every implementation built in, the portable one first; terminated by a NULL name. */
+extern const struct sdc_fgemm_impl sdc_fgemm_impls[];
 
 /* "auto" picks the library when there is one. NULL if unknown or not built. */
-const struct sdc_sgemm_impl *sdc_sgemm_find(const char *name);
+const struct sdc_fgemm_impl *sdc_fgemm_find(const char *name);
 
 /* Library identity for reports: name, version, kernel (core type), threads. */
 struct sdc_blas_info {

@@ -10,7 +10,7 @@ digests() { # digests DTYPE KERNEL-OPTION KERNEL -> one sha256 per CPU
 	json_get "$TMP/d.json" "'\n'.join(x['work_digest']['sha256'] for x in r['results'])"
 }
 
-for pair in "int8 int8_kernel" "fp32 fp32_kernel"; do
+for pair in "int8 int8_kernel" "fp32 float_kernel"; do
 	set -- $pair
 	dtype=$1 opt=$2
 	case $dtype in

@@ -308,8 +308,7 @@ static int bench_overhead(enum sdc_gemm_class cls, int n, double seconds, const 
 	struct overhead_case *t = calloc(1, sizeof(*t));
 	struct sdc_gemm_cfg cfg = {
 		.cls = cls, .m = n, .n = n, .k = n, .kernel = "auto", .seed = 1,
-		.emax = sdc_emax_at(cls == SDC_GEMM_FP64_FAST ? SDC_EMAX1024_FP64 : SDC_EMAX1024_FP32, n,
-				    SDC_EMAX_KMIN_BUILTIN),
+		.emax = cls == SDC_GEMM_FP64_FAST ? SDC_EMAX_FP64 : SDC_EMAX_FP32,
 		.c_sigma = SDC_C_SIGMA, .pools = pool, .npools = 1,
 	};
 	char err[256];

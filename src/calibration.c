@@ -1,7 +1,6 @@
 #include "calibration.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,11 +13,6 @@
 #include "report.h"
 #include "sdc_config.h"
 #include "util.h"
-
-double sdc_emax_at(double emax1024, int k, int kmin)
-{
-	return emax1024 * sqrt((double)(k > kmin ? k : kmin) / 1024.0);
-}
 
 void sdc_calibration_key_here(struct sdc_calibration_key *k, const char *impl)
 {
@@ -156,17 +150,14 @@ static int key_matches(json_t *doc, const struct sdc_calibration_key *key, const
 }
 
 int sdc_calibration_emax(const char *path, const struct sdc_calibration_key *key, const char *precision,
-			 double *emax1024, int *kmin, char *source, size_t srclen, char *err, size_t errlen)
+			 double *emax, char *source, size_t srclen, char *err, size_t errlen)
 {
 	const bool named = path && *path;
-	const bool fp32 = !strcmp(precision, "fp32");
 	const char *file = named ? path : sdc_calibration_default_path();
-	*emax1024 = fp32 ? SDC_EMAX1024_FP32 : SDC_EMAX1024_FP64;
-	*kmin = SDC_EMAX_KMIN_BUILTIN;
+	*emax = !strcmp(precision, "fp32") ? SDC_EMAX_FP32 : SDC_EMAX_FP64;
 	if (!named && access(file, F_OK) && errno == ENOENT) {
-		snprintf(source, srclen,
-			 "built-in: V-ABFT Table 7 per-step-accumulation row, %g sqrt(K/1024) (no calibration file at %s)",
-			 *emax1024, file);
+		snprintf(source, srclen, "built-in: %g, V-ABFT Table 7's largest FP32 ratio (34u) (no calibration file at %s)",
+			 *emax, file);
 		return 0;
 	}
 	json_t *doc = sdc_calibration_read(file, err, errlen);
@@ -175,20 +166,17 @@ int sdc_calibration_emax(const char *path, const struct sdc_calibration_key *key
 	int rc = key_matches(doc, key, file, err, errlen);
 	if (!rc) {
 		json_t *p = json_object_get(json_object_get(doc, "precisions"), precision);
-		json_t *e = json_object_get(p, "emax_at_1024"), *km = json_object_get(p, "kmin");
+		json_t *e = json_object_get(p, "emax");
 		if (!p) {
-			snprintf(source, srclen, "built-in: V-ABFT Table 7 per-step-accumulation row (%s has no %s entry)",
-				 file, precision);
-		} else if (!json_is_real(e) || json_real_value(e) <= 0 || json_real_value(e) >= 1 || !json_is_integer(km) ||
-			   json_integer_value(km) < 1) {
-			snprintf(err, errlen,
-				 "calibration file %s: precisions.%s needs emax_at_1024 in (0, 1) and kmin >= 1", file,
+			snprintf(source, srclen, "built-in: %g, V-ABFT Table 7's largest FP32 ratio (34u) (%s has no %s entry)",
+				 *emax, file, precision);
+		} else if (!json_is_real(e) || json_real_value(e) <= 0 || json_real_value(e) >= 1) {
+			snprintf(err, errlen, "calibration file %s: precisions.%s.emax is not a number in (0, 1)", file,
 				 precision);
 			rc = -1;
 		} else {
-			*emax1024 = json_real_value(e);
-			*kmin = (int)json_integer_value(km);
-			snprintf(source, srclen, "calibrated: %s (%g sqrt(K/1024), K >= %d)", file, *emax1024, *kmin);
+			*emax = json_real_value(e);
+			snprintf(source, srclen, "calibrated: %g from %s", *emax, file);
 		}
 	}
 	json_decref(doc);

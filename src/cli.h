@@ -37,5 +37,7 @@ int sdc_cli_finish(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_pl
 
 int sdc_cmd_selftest(int argc, char **argv);
 int sdc_cmd_bench(int argc, char **argv);
+int sdc_cmd_calibrate(int argc, char **argv);
+int sdc_cmd_campaign(int argc, char **argv);
 
 #endif

@@ -25,7 +25,9 @@ static void usage(FILE *out)
 		"  run        run the probes of a profile and give a verdict (default profile: %s)\n"
 		"  list       list probes (and whether they can run here) and built-in profiles\n"
 		"  selftest   inject faults into every probe and check that each is found and located\n"
-		"  bench      measure the kernels against each other and the libraries\n"
+		"  bench      measure the kernels against each other and the libraries, and ABFT's overhead\n"
+		"  calibrate  measure e_max for the fast class's V-ABFT thresholds on this host\n"
+		"  campaign   fault-injection campaigns: detection and false-positive tables\n"
 		"  version    print the version and the optional features built in\n\n"
 		"Run 'sdcscan COMMAND --help' for the options of a command.\n"
 		"Exit status: 0 OK, 1 WARNING, 2 CRITICAL (corruption found), 3 UNKNOWN (could not test).\n",
@@ -308,7 +310,8 @@ int main(int argc, char **argv)
 		int (*fn)(int, char **);
 	} commands[] = {
 		{ "run", cmd_run },     { "list", cmd_list },   { "selftest", sdc_cmd_selftest },
-		{ "bench", sdc_cmd_bench }, { "version", cmd_version },
+		{ "bench", sdc_cmd_bench }, { "calibrate", sdc_cmd_calibrate }, { "campaign", sdc_cmd_campaign },
+		{ "version", cmd_version },
 	};
 	if (argc < 2) {
 		usage(stderr);
@@ -323,8 +326,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < SDC_ARRAY_SIZE(commands); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "sdcscan: unknown command '%s' (expected run, list, selftest, bench or version; see "
-			"'sdcscan --help')\n",
+	fprintf(stderr, "sdcscan: unknown command '%s' (expected run, list, selftest, bench, calibrate, campaign "
+			"or version; see 'sdcscan --help')\n",
 		argv[1]);
 	return SDC_UNKNOWN;
 }

@@ -39,7 +39,7 @@ struct sdc_abft_row {
 };
 
 void sdc_abft_check_row_i32(const struct sdc_abft_layout *l, const int32_t *c, struct sdc_abft_row *r);
-/* fp32 exact class: every element must be an integer of magnitude <= 2^24. */
+/* fp32 exact class: every element must be an integer of magnitude <= 2^24, and not -0.0. */
 void sdc_abft_check_row_f32(const struct sdc_abft_layout *l, const float *c, struct sdc_abft_row *r);
 
 static inline bool sdc_abft_row_ok(const struct sdc_abft_row *r)
@@ -54,5 +54,11 @@ static inline bool sdc_abft_row_ok(const struct sdc_abft_row *r)
  * true value, and they must agree for it to be the only error in the row.
  */
 int sdc_abft_locate(const struct sdc_abft_layout *l, const struct sdc_abft_row *r);
+
+/*
+ * The row sums by one code path (0 portable, 1 AVX2, 2 AVX-512), so tests can hold each SIMD
+ * path to the portable one. Returns -1 if this CPU lacks the path.
+ */
+int sdc_abft_sums_i32_path(int path, const int32_t *c, int n, int64_t *s1, int64_t *s2);
 
 #endif

@@ -133,7 +133,10 @@ static void truth_a_rows(const struct sdc_gemm *g, uint64_t set, int r0, int r1,
 			for (size_t p = 0; p < k; p++)
 				a[p] &= 0x7F; /* 0..127: vpmaddubsw cannot saturate */
 		} else {
-			stream_ints(&r, set, first, k, g->amax, (float *)out + (size_t)(i - r0) * ld);
+			float *a = (float *)out + (size_t)(i - r0) * ld;
+			stream_ints(&r, set, first, k, g->amax, a);
+			/* A non-negative entry in every row: no dot product can round to -0.0 (abft_exact.c). */
+			a[0] = fabsf(a[0]);
 		}
 	}
 }
@@ -161,13 +164,13 @@ static void encode_fast_row(const struct sdc_gemm *g, void *row)
 		b[n + 1] = (float)r2;
 	} else {
 		double *b = row;
-		double s = 0, c = 0, r2 = 0;
+		double s = 0, c = 0, s2 = 0, c2 = 0;
 		for (int j = 0; j < n; j++) {
 			neumaier(&s, &c, b[j]);
-			r2 += (double)(j + 1) * b[j]; /* only locates: working precision is enough */
+			neumaier(&s2, &c2, (double)(j + 1) * b[j]);
 		}
 		b[n] = s + c;
-		b[n + 1] = r2;
+		b[n + 1] = s2 + c2;
 	}
 }
 
@@ -231,43 +234,88 @@ static void ensure_truth_b(struct sdc_gemm *g)
 
 /* ---- fast-class thresholds (V-ABFT Algorithm 1) ---- */
 
-/* mean, and the extrema-variance bound (max - mean)(mean - min) >= variance (eq. 24). */
-static void row_stats(const void *x, int n, bool fp32, double *mean, double *var)
-{
-	double s = 0, lo = INFINITY, hi = -INFINITY;
-	for (int j = 0; j < n; j++) {
-		const double v = fp32 ? ((const float *)x)[j] : ((const double *)x)[j];
-		s += v;
-		lo = v < lo ? v : lo;
-		hi = v > hi ? v : hi;
+/*
+ * mean, and the extrema-variance bound (max - mean)(mean - min) >= variance (eq. 24). Eight
+ * partial sums side by side: strict IEEE order would make one long dependency chain.
+ */
+#define LANES 8
+#define DEFINE_STATS(name, T)                                                                     \
+	CLONES static void name(const T *x, int n, double *mean, double *var)                      \
+	{                                                                                          \
+		T lo[LANES], hi[LANES];                                                            \
+		double s[LANES] = { 0 };                                                           \
+		for (int l = 0; l < LANES; l++)                                                    \
+			lo[l] = hi[l] = x[0];                                                      \
+		int j = 0;                                                                         \
+		for (; j + LANES <= n; j += LANES)                                                 \
+			for (int l = 0; l < LANES; l++) {                                          \
+				const T v = x[j + l];                                              \
+				s[l] += v;                                                         \
+				lo[l] = v < lo[l] ? v : lo[l];                                     \
+				hi[l] = v > hi[l] ? v : hi[l];                                     \
+			}                                                                          \
+		for (; j < n; j++) {                                                               \
+			s[0] += x[j];                                                              \
+			lo[0] = x[j] < lo[0] ? x[j] : lo[0];                                       \
+			hi[0] = x[j] > hi[0] ? x[j] : hi[0];                                       \
+		}                                                                                  \
+		double sum = 0, mn = lo[0], mx = hi[0];                                            \
+		for (int l = 0; l < LANES; l++) {                                                  \
+			sum += s[l];                                                               \
+			mn = lo[l] < mn ? lo[l] : mn;                                              \
+			mx = hi[l] > mx ? hi[l] : mx;                                              \
+		}                                                                                  \
+		*mean = sum / n;                                                                   \
+		const double b = (mx - *mean) * (*mean - mn);                                      \
+		*var = b > 0 ? b : 0;                                                              \
 	}
-	*mean = s / n;
-	const double b = (hi - *mean) * (*mean - lo);
-	*var = b > 0 ? b : 0;
+
+DEFINE_STATS(stats_f32, float)
+DEFINE_STATS(stats_f64, double)
+
+static void row_stats(const struct sdc_gemm *g, const void *x, int n, double *mean, double *var)
+{
+	if (g->cfg.cls == SDC_GEMM_FP32_FAST)
+		stats_f32(x, n, mean, var);
+	else
+		stats_f64(x, n, mean, var);
 }
 
-void sdc_gemm_thresholds(struct sdc_gemm *g)
+/* B's part of the thresholds: sums over its rows of |mean|, mean^2 and the variance bound. */
+static void b_statistics(struct sdc_gemm *g)
 {
-	const bool fp32 = g->cfg.cls == SDC_GEMM_FP32_FAST;
-	const int n = g->cfg.n, k = g->cfg.k;
-	const double N = n;
 	double s_absmu = 0, s_mu2 = 0, s_sig2 = 0;
-	for (int p = 0; p < k; p++) {
+	for (int p = 0; p < g->cfg.k; p++) {
 		double mu, var;
-		row_stats((const char *)g->b + (size_t)p * g->ldb * g->esz, n, fp32, &mu, &var);
+		row_stats(g, (const char *)g->b + (size_t)p * g->ldb * g->esz, g->cfg.n, &mu, &var);
 		s_absmu += fabs(mu);
 		s_mu2 += mu * mu;
 		s_sig2 += var;
 	}
-	const double cs = g->cfg.c_sigma;
+	g->b_absmu = s_absmu;
+	g->b_mu2 = s_mu2;
+	g->b_sig2 = s_sig2;
+}
+
+void sdc_gemm_thresholds(struct sdc_gemm *g)
+{
+	const int k = g->cfg.k;
+	const double N = g->cfg.n, cs = g->cfg.c_sigma;
+	const double s_absmu = g->b_absmu, s_mu2 = g->b_mu2, s_sig2 = g->b_sig2;
+	/* The weighted checksum's weights j + 1: W1 = sum w, W2 = sum w^2. */
+	const double w1 = N * (N + 1) / 2, w2 = N * (N + 1) * (2 * N + 1) / 6;
 	for (int i = 0; i < g->cfg.m; i++) {
 		double mu, var;
-		row_stats((const char *)g->a + (size_t)i * g->lda * g->esz, k, fp32, &mu, &var);
+		row_stats(g, (const char *)g->a + (size_t)i * g->lda * g->esz, k, &mu, &var);
 		const double sa = sqrt(var);
 		const double t_det = N * fabs(mu) * s_absmu;
 		const double t_var23 = cs * sqrt(N * mu * mu * s_sig2 + N * N * var * s_mu2);
 		const double t_var4 = cs * sqrt(N) * sa * sqrt(s_sig2);
 		g->thr[i] = g->cfg.emax * (t_det + t_var23 + t_var4);
+		const double w_det = w1 * fabs(mu) * s_absmu;
+		const double w_var23 = cs * sqrt(w2 * mu * mu * s_sig2 + w1 * w1 * var * s_mu2);
+		const double w_var4 = cs * sqrt(w2) * sa * sqrt(s_sig2);
+		g->thr2[i] = g->cfg.emax * (w_det + w_var23 + w_var4);
 	}
 }
 
@@ -349,9 +397,10 @@ int sdc_gemm_init(struct sdc_gemm *g, const struct sdc_gemm_cfg *cfg, char *err,
 	g->ref_i64 = malloc((size_t)g->n_ext * sizeof(int64_t));
 	g->ref_f64 = malloc((size_t)g->n_ext * sizeof(double));
 	g->thr = malloc((size_t)m * sizeof(double));
+	g->thr2 = malloc((size_t)m * sizeof(double));
 	g->bad = malloc((size_t)m * sizeof(*g->bad));
 	if (!g->a || !g->c || (cfg->cls != SDC_GEMM_INT8 && !g->b) || !g->truth_b || !g->truth_a_row ||
-	    !g->scratch || !g->row_vals || !g->ref_i64 || !g->ref_f64 || !g->thr || !g->bad)
+	    !g->scratch || !g->row_vals || !g->ref_i64 || !g->ref_f64 || !g->thr || !g->thr2 || !g->bad)
 		goto out_nomem;
 	memset(g->a, 0, g->a_bytes);
 	memset(g->c, 0, g->c_bytes);
@@ -377,6 +426,7 @@ void sdc_gemm_release(struct sdc_gemm *g)
 	free(g->ref_i64);
 	free(g->ref_f64);
 	free(g->thr);
+	free(g->thr2);
 	free(g->bad);
 	memset(g, 0, sizeof(*g));
 }
@@ -410,6 +460,7 @@ void sdc_gemm_load(struct sdc_gemm *g, uint64_t set)
 	truth_a_rows(g, set, 0, g->cfg.m, g->lda, g->a);
 	if (sdc_gemm_is_fast(g->cfg.cls)) {
 		g->dist = g->cfg.pools[set % (uint64_t)g->cfg.npools].dist;
+		b_statistics(g);
 		sdc_gemm_thresholds(g);
 	}
 	take_digests(g);
@@ -420,8 +471,10 @@ void sdc_gemm_reencode(struct sdc_gemm *g)
 	/* Only the fast class is edited in place (bench, campaign); re-derive its checksum columns. */
 	for (int p = 0; p < g->cfg.k && sdc_gemm_is_fast(g->cfg.cls); p++)
 		encode_fast_row(g, (char *)g->b + (size_t)p * g->ldb * g->esz);
-	if (sdc_gemm_is_fast(g->cfg.cls))
+	if (sdc_gemm_is_fast(g->cfg.cls)) {
+		b_statistics(g);
 		sdc_gemm_thresholds(g);
+	}
 	take_digests(g);
 }
 
@@ -448,45 +501,153 @@ void sdc_gemm_multiply(struct sdc_gemm *g)
 CLONES
 static void sums_f32_in_f64(const float *c, int n, double *s1, double *s2)
 {
-	double a = 0, w = 0;
-	for (int j = 0; j < n; j++) {
-		a += c[j];
-		w += (double)(j + 1) * c[j];
-	}
-	*s1 = a;
-	*s2 = w;
-}
-
-/*
- * fp64-fast row sums: eight Neumaier accumulators side by side (so the loop vectorises), then
- * combined; the weighted sum only locates, so plain double is enough for it.
- */
-#define LANES 8
-CLONES
-static void sums_f64_compensated(const double *c, int n, double *s1, double *s2)
-{
-	double s[LANES] = { 0 }, comp[LANES] = { 0 }, w[LANES] = { 0 };
+	double a[LANES] = { 0 }, w[LANES] = { 0 };
 	int j = 0;
-	for (; j + LANES <= n; j += LANES) {
+	for (; j + LANES <= n; j += LANES)
 		for (int l = 0; l < LANES; l++) {
-			const double x = c[j + l], t = s[l] + x;
-			comp[l] += fabs(s[l]) >= fabs(x) ? (s[l] - t) + x : (x - t) + s[l];
-			s[l] = t;
-			w[l] += (double)(j + l + 1) * x;
+			a[l] += c[j + l];
+			w[l] += (double)(j + l + 1) * c[j + l];
 		}
-	}
-	double ts = 0, tc = 0, tw = 0;
+	double ta = 0, tw = 0;
 	for (int l = 0; l < LANES; l++) {
-		neumaier(&ts, &tc, s[l]);
-		tc += comp[l];
+		ta += a[l];
 		tw += w[l];
 	}
 	for (; j < n; j++) {
-		neumaier(&ts, &tc, c[j]);
+		ta += c[j];
 		tw += (double)(j + 1) * c[j];
 	}
-	*s1 = ts + tc;
+	*s1 = ta;
 	*s2 = tw;
+}
+
+/*
+ * fp64-fast row sums, compensated: per lane, Knuth's TwoSum keeps each addition's exact rounding
+ * error (s = a + b, e = (a - (s - bb)) + (b - bb), bb = s - a), summed apart and added back at
+ * the end. Eight lanes side by side; AVX-512 and AVX2 versions of the same arithmetic.
+ */
+static void combine_dd(const double *s, const double *e, const double *w, const double *we, int lanes,
+		       const double *c, int j, int n, double *s1, double *s2)
+{
+	double ts = 0, tc = 0, tw = 0, twc = 0;
+	for (int l = 0; l < lanes; l++) {
+		neumaier(&ts, &tc, s[l]);
+		tc += e[l];
+		neumaier(&tw, &twc, w[l]);
+		twc += we[l];
+	}
+	for (; j < n; j++) {
+		neumaier(&ts, &tc, c[j]);
+		neumaier(&tw, &twc, (double)(j + 1) * c[j]);
+	}
+	*s1 = ts + tc;
+	*s2 = tw + twc;
+}
+
+static void sums_f64_portable(const double *c, int n, double *s1, double *s2)
+{
+	double s[LANES] = { 0 }, e[LANES] = { 0 }, w[LANES] = { 0 }, we[LANES] = { 0 };
+	int j = 0;
+	for (; j + LANES <= n; j += LANES) {
+		for (int l = 0; l < LANES; l++) {
+			const double x = c[j + l], t = s[l] + x, bb = t - s[l];
+			e[l] += (s[l] - (t - bb)) + (x - bb);
+			s[l] = t;
+			const double y = (double)(j + l + 1) * x, u = w[l] + y, yb = u - w[l];
+			we[l] += (w[l] - (u - yb)) + (y - yb);
+			w[l] = u;
+		}
+	}
+	combine_dd(s, e, w, we, LANES, c, j, n, s1, s2);
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+__attribute__((target("avx512f"))) static void sums_f64_avx512(const double *c, int n, double *s1, double *s2)
+{
+	__m512d s = _mm512_setzero_pd(), e = s, w = s, we = s;
+	__m512d idx = _mm512_set_pd(8, 7, 6, 5, 4, 3, 2, 1);
+	const __m512d eight = _mm512_set1_pd(8);
+	int j = 0;
+	for (; j + 8 <= n; j += 8) {
+		const __m512d x = _mm512_loadu_pd(c + j);
+		__m512d t = _mm512_add_pd(s, x), bb = _mm512_sub_pd(t, s);
+		e = _mm512_add_pd(e, _mm512_add_pd(_mm512_sub_pd(s, _mm512_sub_pd(t, bb)), _mm512_sub_pd(x, bb)));
+		s = t;
+		const __m512d y = _mm512_mul_pd(idx, x);
+		t = _mm512_add_pd(w, y);
+		bb = _mm512_sub_pd(t, w);
+		we = _mm512_add_pd(we, _mm512_add_pd(_mm512_sub_pd(w, _mm512_sub_pd(t, bb)), _mm512_sub_pd(y, bb)));
+		w = t;
+		idx = _mm512_add_pd(idx, eight);
+	}
+	double sl[8], el[8], wl[8], wel[8];
+	_mm512_storeu_pd(sl, s);
+	_mm512_storeu_pd(el, e);
+	_mm512_storeu_pd(wl, w);
+	_mm512_storeu_pd(wel, we);
+	combine_dd(sl, el, wl, wel, 8, c, j, n, s1, s2);
+}
+
+__attribute__((target("avx2"))) static void sums_f64_avx2(const double *c, int n, double *s1, double *s2)
+{
+	__m256d s = _mm256_setzero_pd(), e = s, w = s, we = s;
+	__m256d idx = _mm256_set_pd(4, 3, 2, 1);
+	const __m256d four = _mm256_set1_pd(4);
+	int j = 0;
+	for (; j + 4 <= n; j += 4) {
+		const __m256d x = _mm256_loadu_pd(c + j);
+		__m256d t = _mm256_add_pd(s, x), bb = _mm256_sub_pd(t, s);
+		e = _mm256_add_pd(e, _mm256_add_pd(_mm256_sub_pd(s, _mm256_sub_pd(t, bb)), _mm256_sub_pd(x, bb)));
+		s = t;
+		const __m256d y = _mm256_mul_pd(idx, x);
+		t = _mm256_add_pd(w, y);
+		bb = _mm256_sub_pd(t, w);
+		we = _mm256_add_pd(we, _mm256_add_pd(_mm256_sub_pd(w, _mm256_sub_pd(t, bb)), _mm256_sub_pd(y, bb)));
+		w = t;
+		idx = _mm256_add_pd(idx, four);
+	}
+	double sl[4], el[4], wl[4], wel[4];
+	_mm256_storeu_pd(sl, s);
+	_mm256_storeu_pd(el, e);
+	_mm256_storeu_pd(wl, w);
+	_mm256_storeu_pd(wel, we);
+	combine_dd(sl, el, wl, wel, 4, c, j, n, s1, s2);
+}
+#endif
+
+int sdc_gemm_sums_f64_path(int path, const double *c, int n, double *s1, double *s2)
+{
+	switch (path) {
+	case 0:
+		sums_f64_portable(c, n, s1, s2);
+		return 0;
+#if defined(__x86_64__)
+	case 1:
+		if (!__builtin_cpu_supports("avx2"))
+			return -1;
+		sums_f64_avx2(c, n, s1, s2);
+		return 0;
+	case 2:
+		if (!__builtin_cpu_supports("avx512f"))
+			return -1;
+		sums_f64_avx512(c, n, s1, s2);
+		return 0;
+#endif
+	}
+	return -1;
+}
+
+static void sums_f64_compensated(const double *c, int n, double *s1, double *s2)
+{
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("avx512f"))
+		return sums_f64_avx512(c, n, s1, s2);
+	if (__builtin_cpu_supports("avx2"))
+		return sums_f64_avx2(c, n, s1, s2);
+#endif
+	sums_f64_portable(c, n, s1, s2);
 }
 
 /* Row i's sums in higher precision (s1, s2) and its checksum columns (r1, r2). */
@@ -506,12 +667,17 @@ static void fast_row_sums(struct sdc_gemm *g, int i, double *s1, double *s2, dou
 	}
 }
 
-void sdc_gemm_row_difference(struct sdc_gemm *g, int i, double *e, double *checksum)
+void sdc_gemm_row_difference(struct sdc_gemm *g, int i, double *e, double *checksum, double *e2,
+			     double *checksum2)
 {
 	double s1, s2, r1, r2;
 	fast_row_sums(g, i, &s1, &s2, &r1, &r2);
 	*e = r1 - s1;
 	*checksum = r1;
+	if (e2) {
+		*e2 = r2 - s2;
+		*checksum2 = r2;
+	}
 }
 
 static bool check_fast_row(struct sdc_gemm *g, int i, struct sdc_gemm_bad_row *out)
@@ -519,12 +685,13 @@ static bool check_fast_row(struct sdc_gemm *g, int i, struct sdc_gemm_bad_row *o
 	const int n = g->cfg.n;
 	double s1, s2, r1, r2;
 	fast_row_sums(g, i, &s1, &s2, &r1, &r2);
-	const double e = fabs(r1 - s1), t = g->thr[i];
-	if (e <= t) /* false for NaN: a NaN anywhere in the row is an error */
+	const double e = fabs(r1 - s1), t = g->thr[i], e2 = fabs(r2 - s2), t2 = g->thr2[i];
+	if (e <= t && e2 <= t2) /* false for NaN: a NaN anywhere in the row is an error */
 		return true;
 	out->row = i;
-	out->e = e;
-	out->t = t;
+	out->weighted = e <= t;
+	out->e = out->weighted ? e2 : e;
+	out->t = out->weighted ? t2 : t;
 	out->d1 = s1 - r1;
 	out->d2 = s2 - r2;
 	out->col = -1;

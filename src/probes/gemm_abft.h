@@ -14,7 +14,10 @@
  *                 + c_sigma sqrt(N mu_A^2 sum_k s_Bk^2 + N^2 s_A^2 sum_k mu_Bk^2)
  *                 + c_sigma sqrt(N) s_A sqrt(sum_k s_Bk^2) ),   s^2 <= (max - mu)(mu - min).
  * A row whose verification difference E_i = C[i][n] - sum_j C[i][j] breaches T_i (or is not
- * finite) is reported; D2 / D1 locates the column.
+ * finite) is reported; D2 / D1 locates the column. The weighted checksum is checked too, against
+ * the same bound with the weights w_j = j + 1 carried through (W1 = sum w_j for N where the
+ * paper's terms sum over columns, sqrt(W2), W2 = sum w_j^2, for sqrt(N)), so a fault in either
+ * checksum column is seen.
  */
 #ifndef SDC_GEMM_ABFT_H
 #define SDC_GEMM_ABFT_H
@@ -63,6 +66,7 @@ struct sdc_gemm_bad_row {
 	int col;              /* the column the checksums point at, -1 when they point at none */
 	struct sdc_abft_row x; /* exact class */
 	double e, t;          /* fast class: |verification difference| and its threshold (e may be inf/nan) */
+	bool weighted;        /* fast class: the weighted checksum failed, the plain one passed */
 	double d1, d2;        /* fast class: the two differences */
 };
 
@@ -87,8 +91,9 @@ struct sdc_gemm {
 	uint64_t set;
 	int dist;       /* fast: the distribution of this set (enum sdc_dist) */
 
-	/* fast: per-row thresholds of this set */
-	double *thr;
+	/* fast: per-row thresholds of this set, for the plain and the weighted checksum */
+	double *thr, *thr2;
+	double b_absmu, b_mu2, b_sig2; /* B's row statistics, summed (V-ABFT Algorithm 1) */
 	/* truth, regenerated: B_ext row-major (k x n_ext), one A row, scratch */
 	void *truth_b;
 	void *truth_a_row;
@@ -111,15 +116,19 @@ void sdc_gemm_load(struct sdc_gemm *g, uint64_t set);
 /* Encodes B's checksum columns from the B data currently in the buffer (after an edit to B). */
 void sdc_gemm_reencode(struct sdc_gemm *g);
 void sdc_gemm_multiply(struct sdc_gemm *g);
-/* Fast class: recomputes the per-row thresholds from the operands in the buffers. */
+/* Fast class: recomputes the per-row thresholds from A's rows (B's part is taken at load). */
 void sdc_gemm_thresholds(struct sdc_gemm *g);
 /* Checks every row of C; failing rows go to g->bad. Returns how many failed. */
 int sdc_gemm_check(struct sdc_gemm *g);
 /* Checks one row; returns whether it passed and fills *out. */
 bool sdc_gemm_check_row(struct sdc_gemm *g, int i, struct sdc_gemm_bad_row *out);
 
-/* Fast class: row i's verification difference E_i and its checksum C[i][n] (for calibration). */
-void sdc_gemm_row_difference(struct sdc_gemm *g, int i, double *e, double *checksum);
+/*
+ * Fast class: row i's verification difference E_i and its checksum C[i][n]; with e2/checksum2
+ * not NULL, the same for the weighted checksum C[i][n+1] (for calibration and campaigns).
+ */
+void sdc_gemm_row_difference(struct sdc_gemm *g, int i, double *e, double *checksum, double *e2,
+			     double *checksum2);
 
 /* Whether A and B still match the digests taken at load. */
 bool sdc_gemm_a_intact(const struct sdc_gemm *g);
@@ -143,6 +152,9 @@ uint64_t sdc_gemm_bits(struct sdc_gemm *g, char target, int64_t row, int64_t col
  * class into g->ref_i64, fast class into g->ref_f64 (higher precision).
  */
 void sdc_gemm_reference_row(struct sdc_gemm *g, int i);
+
+/* fp64 compensated row sums by one path (0 portable, 1 AVX2, 2 AVX-512); -1 if unsupported. */
+int sdc_gemm_sums_f64_path(int path, const double *c, int n, double *s1, double *s2);
 
 /* Operations per multiply (2 m n k, the useful work). */
 double sdc_gemm_ops(const struct sdc_gemm *g);

@@ -1,0 +1,51 @@
+#include "parallel.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "probe.h"
+
+struct pool {
+	sdc_job_fn fn;
+	void *arg;
+	uint64_t njobs;
+	_Atomic uint64_t next;
+};
+
+struct thread {
+	struct pool *pool;
+	int worker, cpu;
+	pthread_t tid;
+};
+
+static void *loop(void *p)
+{
+	struct thread *t = p;
+	sdc_cpu_pin(t->cpu);
+	for (;;) {
+		const uint64_t job = atomic_fetch_add(&t->pool->next, 1);
+		if (job >= t->pool->njobs || atomic_load(&sdc_stop_requested))
+			break;
+		t->pool->fn(t->pool->arg, t->worker, job);
+	}
+	return NULL;
+}
+
+int sdc_parallel_for(const struct sdc_device *devs, int ndev, uint64_t njobs, sdc_job_fn fn, void *arg)
+{
+	struct pool pool = { .fn = fn, .arg = arg, .njobs = njobs };
+	struct thread *t = calloc((size_t)ndev, sizeof(*t));
+	if (!t)
+		return -1;
+	int started = 0;
+	for (; started < ndev; started++) {
+		t[started] = (struct thread){ .pool = &pool, .worker = started, .cpu = devs[started].cpu };
+		if (pthread_create(&t[started].tid, NULL, loop, &t[started]))
+			break;
+	}
+	for (int i = 0; i < started; i++)
+		pthread_join(t[i].tid, NULL);
+	free(t);
+	return started == ndev && atomic_load(&pool.next) >= njobs && !atomic_load(&sdc_stop_requested) ? 0 : -1;
+}

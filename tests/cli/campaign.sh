@@ -1,0 +1,57 @@
+#!/bin/sh
+# campaign: its counts add up, its exact-class targets hold; calibrate writes a file that run
+# uses and refuses once corrupted.
+. "$(dirname "$0")/lib.sh"
+
+expect_exit 0 campaign "$SDCSCAN" campaign gemm --trials 300 --bit-trials 8 --size 32x40x64 \
+	--bit-size 32x48x96 --tightness 64 --tightness-trials 2 --json "$TMP/c.json"
+expect_grep campaign out "Table II form"
+expect_grep campaign out "Tables 8-9 form, fp32-fast"
+expect_grep campaign out "Table 5 form"
+expect_grep campaign out "^OK: every target met"
+check=$(python3 - "$TMP/c.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+bad = []
+for cls, t in r["table2"].items():
+    b, c, n = t["B"], t["C"], t["none"]
+    if b["detected"] + b["masked"] + b["missed"] != b["trials"] or b["trials"] != 300: bad.append(cls + " B")
+    if b["digest"] > b["trials"] or c["detected"] > c["trials"] or c["located"] > c["detected"]: bad.append(cls + " C")
+    if c["significant_detected"] > c["significant"]: bad.append(cls + " sig")
+    if n["rows"] != 300 * 32 or n["false_positive_rows"] != 0: bad.append(cls + " clean")
+    if cls in ("int8", "fp32") and (c["detected"] != c["trials"] or b["digest"] != b["trials"]): bad.append(cls + " exact")
+for cls, rows in r["bits"].items():
+    width = 64 if cls == "fp64-fast" else 32
+    if [x["bit"] for x in rows] != list(range(width - 1, -1, -1)): bad.append(cls + " bits")
+    if any(len(x["detection_percent"]) != 4 or not all(0 <= p <= 100 for p in x["detection_percent"]) for x in rows):
+        bad.append(cls + " rates")
+for p in ("fp32", "fp64"):
+    if r["tightness"][p][0]["rows"] != 2 * 64: bad.append(p + " tightness rows")
+print(" ".join(bad) or "ok")
+PY
+)
+[ "$check" = ok ] || fail "campaign counts do not add up: $check"
+bad_campaign() { expect_exit 3 "$1" "$SDCSCAN" campaign "$@"; }
+expect_exit 3 campaign_noprobe "$SDCSCAN" campaign
+expect_grep campaign_noprobe err "expected the probe to campaign on: gemm"
+expect_exit 3 campaign_badclass "$SDCSCAN" campaign gemm --classes int4
+expect_grep campaign_badclass err "'int4' is not a valid choice"
+
+# calibrate -> run uses it -> a corrupted file is refused with exit 3.
+expect_exit 0 calibrate "$SDCSCAN" calibrate --trials 200 --sizes 64 --output "$TMP/cal.json"
+expect_grep calibrate out "e_max = "
+export SDCSCAN_CALIBRATION="$TMP/cal.json"
+# Zero-mean data keeps several times the calibrated margin (campaign prints it), so a short
+# calibration cannot make this run flaky.
+expect_exit 0 calibrated_run "$SDCSCAN" run $SMALL --set gemm.dtypes=fp32-fast,fp64-fast \
+	--set gemm.distributions=uniform --set gemm.iterations=20 --duration 5 --json "$TMP/r.json"
+[ "$(json_get "$TMP/r.json" "r['run']['environment']['gemm']['fp32-fast']['emax_source'][:10]")" = calibrated ] \
+	|| fail "run did not use the calibration file"
+sed 's/"emax": [0-9]/"emax": 9/' "$TMP/cal.json" >"$TMP/cal2.json" && mv "$TMP/cal2.json" "$TMP/cal.json"
+expect_exit 3 corrupt_cal "$SDCSCAN" run $SMALL --set gemm.dtypes=fp32-fast --duration 1
+expect_grep corrupt_cal out "SHA-256 does not match"
+head -c 100 "$TMP/cal.json" >"$TMP/trunc.json"
+expect_exit 3 truncated_cal "$SDCSCAN" run $SMALL --set gemm.dtypes=fp64-fast --set gemm.calibration="$TMP/trunc.json" --duration 1
+expect_grep truncated_cal out "trunc.json"
+unset SDCSCAN_CALIBRATION
+finish

@@ -133,7 +133,7 @@ struct int8_case {
 static void call_int8(void *arg)
 {
 	struct int8_case *t = arg;
-	t->impl->fn(t->sz.m, t->a, t->lda, &t->bp, t->c, t->bp.np);
+	t->impl->fn(t->sz.m, t->a, t->lda, &t->bp, t->c, t->bp.np, NULL);
 }
 
 static void call_onednn(void *arg)
@@ -280,7 +280,7 @@ static void call_plain(void *arg)
 	const int m = g->cfg.m, n = g->cfg.n, k = g->cfg.k;
 	switch (g->cfg.cls) {
 	case SDC_GEMM_INT8:
-		g->i8->fn(m, g->a, g->lda, &t->bp, g->c, g->ldc);
+		g->i8->fn(m, g->a, g->lda, &t->bp, g->c, g->ldc, NULL);
 		break;
 	case SDC_GEMM_FP64_FAST:
 		g->fl->dgemm(m, n, k, g->a, g->lda, g->b, g->ldb, g->c, g->ldc);
@@ -297,10 +297,9 @@ static long checked_failures;
 static void call_checked(void *arg)
 {
 	struct overhead_case *t = arg;
-	sdc_gemm_multiply(&t->g);
 	if (sdc_gemm_is_fast(t->g.cfg.cls))
 		sdc_gemm_thresholds(&t->g);
-	checked_failures += sdc_gemm_check(&t->g);
+	checked_failures += sdc_gemm_multiply_check(&t->g, NULL, NULL);
 }
 
 static int bench_overhead(enum sdc_gemm_class cls, int n, double seconds, const struct sdc_dist_pool *pool)

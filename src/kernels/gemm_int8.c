@@ -46,7 +46,7 @@ void sdc_i8_pack(struct sdc_i8_packed *bp, const int8_t *b, int ldb)
 
 /* Portable kernel on the packed layout; the compiler vectorises the j loop. */
 static void gemm_u8s8_portable(int m, const uint8_t *a, int lda, const struct sdc_i8_packed *bp,
-			       int32_t *c, int ldc)
+			       int32_t *c, int ldc, const struct sdc_i8_rows_done *done)
 {
 	const int groups = bp->kp / 4;
 	for (int i = 0; i < m; i++) {
@@ -65,6 +65,8 @@ static void gemm_u8s8_portable(int m, const uint8_t *a, int lda, const struct sd
 							a2 * bg[4 * j + 2] + a3 * bg[4 * j + 3];
 			}
 		}
+		if (done)
+			done->fn(done->arg, i, i + 1);
 	}
 }
 

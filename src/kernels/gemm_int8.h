@@ -44,11 +44,21 @@ static inline size_t sdc_i8_packed_offset(const struct sdc_i8_packed *bp, int p,
 }
 
 /*
+ * Told about rows [r0, r1) of C as soon as their values are final, while they are still in
+ * cache: the ABFT check reads them there instead of streaming C from memory again.
+ */
+struct sdc_i8_rows_done {
+	void (*fn)(void *arg, int r0, int r1);
+	void *arg;
+};
+
+/*
  * C[i][j] = sum_p A[i][p] * B[p][j] for i < m and every j < np (padding columns included).
- * A is row-major with kp columns (zero padded) and leading dimension lda; ldc >= np.
+ * A is row-major with kp columns (zero padded) and leading dimension lda; ldc >= np. done may be
+ * NULL; otherwise every row is reported to it exactly once.
  */
 typedef void (*sdc_gemm_u8s8_fn)(int m, const uint8_t *a, int lda, const struct sdc_i8_packed *bp,
-				 int32_t *c, int ldc);
+				 int32_t *c, int ldc, const struct sdc_i8_rows_done *done);
 
 struct sdc_gemm_u8s8_impl {
 	const char *name;
@@ -72,11 +82,11 @@ void sdc_gemm_u8s8_row_reference(int k, int n, const uint8_t *a_row, const int8_
 
 #if defined(__x86_64__)
 void sdc_gemm_u8s8_avx2(int m, const uint8_t *a, int lda, const struct sdc_i8_packed *bp, int32_t *c,
-			int ldc);
+			int ldc, const struct sdc_i8_rows_done *done);
 void sdc_gemm_u8s8_avx512bw(int m, const uint8_t *a, int lda, const struct sdc_i8_packed *bp,
-			    int32_t *c, int ldc);
+			    int32_t *c, int ldc, const struct sdc_i8_rows_done *done);
 void sdc_gemm_u8s8_avx512vnni(int m, const uint8_t *a, int lda, const struct sdc_i8_packed *bp,
-			      int32_t *c, int ldc);
+			      int32_t *c, int ldc, const struct sdc_i8_rows_done *done);
 #endif
 
 #endif

@@ -105,7 +105,7 @@ static inline const int8_t *panel_at(const struct sdc_i8_packed *bp, int j, size
 
 #define DEFINE_DRIVER(fname, attr, tile, MR, NR, VW)                                              \
 	attr void fname(int m, const uint8_t *a, int lda, const struct sdc_i8_packed *bp, int32_t *c, \
-			int ldc)                                                                      \
+			int ldc, const struct sdc_i8_rows_done *done)                                 \
 	{                                                                                             \
 		const int groups = bp->kp / 4, nvec = bp->np / (VW);                                   \
 		for (int g0 = 0; g0 < groups; g0 += KGROUPS) {                                        \
@@ -138,8 +138,12 @@ static inline const int8_t *panel_at(const struct sdc_i8_packed *bp, int j, size
 						}                                                     \
 					}                                                             \
 				}                                                                     \
+				if (done && g1 == groups)                                             \
+					done->fn(done->arg, i0, i1); /* final values, still in cache */ \
 			}                                                                             \
 		}                                                                                     \
+		if (done && !groups)                                                                  \
+			done->fn(done->arg, 0, m);                                                    \
 	}
 
 DEFINE_DRIVER(sdc_gemm_u8s8_avx512vnni, VNNI, vnni_tile, Z_MR, Z_NR, 16)

@@ -11,6 +11,7 @@
  * seeded stream, so each iteration's result digest is voted on across cores.
  */
 #include <inttypes.h>
+#include <stdint.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -290,14 +291,13 @@ static int report_row(struct sdc_worker *w, struct sdc_gemm *g, const struct gem
 #define ROWS_RECHECKED 64
 
 /*
- * Checks every row of C. A corrupted column of B fails every row at one column: such rows are
- * summarised after the first few, but each is still recomputed (up to a budget) so an
- * independent error elsewhere in it is never hidden behind the pattern.
+ * Reports the rows of C that failed their check (g->bad). A corrupted column of B fails every row
+ * at one column: such rows are summarised after the first few, but each is still recomputed (up
+ * to a budget) so an independent error elsewhere in it is never hidden behind the pattern.
  */
 static void verify_rows(struct sdc_worker *w, struct sdc_gemm *g, const struct gemm_shared *sh, uint64_t iter,
-			bool operand_fault)
+			int nbad, bool operand_fault)
 {
-	const int nbad = sdc_gemm_check(g);
 	if (!nbad)
 		return;
 	/* The column most failing rows point at (Boyer-Moore majority vote). */
@@ -385,11 +385,30 @@ static bool verify_operands(struct sdc_worker *w, struct sdc_gemm *g, const stru
 
 /* ---- fault injection ---- */
 
-static void apply_faults(struct sdc_worker *w, struct sdc_gemm *g, char target, uint64_t iter)
+/* Faults due at one target and iteration, with their element and bit drawn. */
+struct fault_batch {
+	struct sdc_worker *w;
+	struct sdc_gemm *g;
+	char target[2];
+	uint64_t iter;
+	int n;
+	struct {
+		struct sdc_fault f;
+		int64_t row, col;
+		int bit;
+	} p[8];
+};
+
+static void draw_faults(struct fault_batch *fb, struct sdc_worker *w, struct sdc_gemm *g, char target, uint64_t iter)
 {
 	struct sdc_fault faults[8];
-	const char name[2] = { target, 0 };
-	const int nf = sdc_worker_faults(w, name, iter, faults, 8);
+	fb->w = w;
+	fb->g = g;
+	fb->target[0] = target;
+	fb->target[1] = '\0';
+	fb->iter = iter;
+	fb->n = 0;
+	const int nf = sdc_worker_faults(w, fb->target, iter, faults, 8);
 	for (int i = 0; i < nf; i++) {
 		const struct sdc_fault *f = &faults[i];
 		int64_t rows, cols, data_cols;
@@ -398,22 +417,40 @@ static void apply_faults(struct sdc_worker *w, struct sdc_gemm *g, char target, 
 		/* Drawn coordinates stay in the data columns; explicit ones may name a checksum column. */
 		const int64_t row = f->row >= 0 ? f->row : sdc_fault_draw(f, 0, rows);
 		const int64_t col = f->col >= 0 ? f->col : sdc_fault_draw(f, 1, data_cols);
-		uint8_t *elem = sdc_gemm_element(g, target, row, col, &bits);
+		const uint8_t *elem = sdc_gemm_element(g, target, row, col, &bits);
 		const int bit = f->bit >= 0 ? f->bit : (int)sdc_fault_draw(f, 2, bits);
 		if (!elem || bit >= bits) {
 			sdc_worker_error(w, "--inject %s: row %" PRId64 ", col %" PRId64 ", bit %d outside %s (%" PRId64
 					    " x %" PRId64 ", %d bits)",
-					 w->ctx->run->inject[f->spec].text, row, col, bit, name, rows, cols, bits);
+					 w->ctx->run->inject[f->spec].text, row, col, bit, fb->target, rows, cols, bits);
 			continue;
 		}
+		fb->p[fb->n].f = *f;
+		fb->p[fb->n].row = row;
+		fb->p[fb->n].col = col;
+		fb->p[fb->n].bit = bit;
+		fb->n++;
+	}
+}
+
+/* Flips the drawn bits of the faults whose row lies in [r0, r1), and records each one. */
+static void apply_faults(void *arg, int r0, int r1)
+{
+	struct fault_batch *fb = arg;
+	for (int i = 0; i < fb->n; i++) {
+		if (fb->p[i].row < r0 || fb->p[i].row >= r1)
+			continue;
+		int bits;
+		uint8_t *elem = sdc_gemm_element(fb->g, fb->target[0], fb->p[i].row, fb->p[i].col, &bits);
 		uint64_t before = 0, after;
 		memcpy(&before, elem, (size_t)bits / 8);
-		after = before ^ (1ull << bit);
+		after = before ^ (1ull << fb->p[i].bit);
 		memcpy(elem, &after, (size_t)bits / 8);
 		char hb[24], ha[24];
 		hex_bits(hb, sizeof(hb), before, bits);
 		hex_bits(ha, sizeof(ha), after, bits);
-		sdc_worker_fault_applied(w, f, name, iter, row, col, bit, hb, ha);
+		sdc_worker_fault_applied(fb->w, &fb->p[i].f, fb->target, fb->iter, fb->p[i].row, fb->p[i].col,
+					 fb->p[i].bit, hb, ha);
 	}
 }
 
@@ -549,13 +586,16 @@ static void gemm_run(struct sdc_worker *w)
 	for (uint64_t iter = 0; sdc_worker_continue(w); iter++) {
 		if (iter % sh->refresh == 0)
 			sdc_gemm_load(&g, iter / sh->refresh);
-		apply_faults(w, &g, 'A', iter);
-		apply_faults(w, &g, 'B', iter);
-		sdc_gemm_multiply(&g);
-		apply_faults(w, &g, 'C', iter);
+		struct fault_batch fb;
+		draw_faults(&fb, w, &g, 'A', iter);
+		apply_faults(&fb, 0, INT32_MAX);
+		draw_faults(&fb, w, &g, 'B', iter);
+		apply_faults(&fb, 0, INT32_MAX);
+		draw_faults(&fb, w, &g, 'C', iter);
+		const int nbad = sdc_gemm_multiply_check(&g, fb.n ? apply_faults : NULL, &fb);
 		/* Operands first: a changed input explains the rows that fail after it. */
 		const bool operand_fault = verify_operands(w, &g, sh, iter);
-		verify_rows(w, &g, sh, iter, operand_fault);
+		verify_rows(w, &g, sh, iter, nbad, operand_fault);
 		sdc_worker_digest(w, iter, sdc_xxh64(g.c, g.c_bytes));
 		sdc_worker_account(w, ops);
 	}

@@ -483,7 +483,7 @@ void sdc_gemm_multiply(struct sdc_gemm *g)
 	const int m = g->cfg.m, k = g->cfg.k;
 	switch (g->cfg.cls) {
 	case SDC_GEMM_INT8:
-		g->i8->fn(m, g->a, g->lda, &g->bp, g->c, g->ldc);
+		g->i8->fn(m, g->a, g->lda, &g->bp, g->c, g->ldc, NULL);
 		break;
 	case SDC_GEMM_FP32:
 	case SDC_GEMM_FP32_FAST:
@@ -736,6 +736,37 @@ bool sdc_gemm_check_row(struct sdc_gemm *g, int i, struct sdc_gemm_bad_row *out)
 	out->col = sdc_abft_locate(&g->layout, &x);
 	out->e = out->t = out->d1 = out->d2 = 0;
 	return false;
+}
+
+struct fused {
+	struct sdc_gemm *g;
+	sdc_gemm_rows_hook hook;
+	void *arg;
+	int nbad;
+};
+
+static void rows_done(void *arg, int r0, int r1)
+{
+	struct fused *f = arg;
+	if (f->hook)
+		f->hook(f->arg, r0, r1);
+	for (int i = r0; i < r1; i++)
+		if (!sdc_gemm_check_row(f->g, i, &f->g->bad[f->nbad]))
+			f->nbad++;
+}
+
+int sdc_gemm_multiply_check(struct sdc_gemm *g, sdc_gemm_rows_hook hook, void *arg)
+{
+	struct fused f = { g, hook, arg, 0 };
+	if (g->cfg.cls != SDC_GEMM_INT8) {
+		/* OpenBLAS is a black box: check its output afterwards, in one pass. */
+		sdc_gemm_multiply(g);
+		rows_done(&f, 0, g->cfg.m);
+		return f.nbad;
+	}
+	const struct sdc_i8_rows_done done = { rows_done, &f };
+	g->i8->fn(g->cfg.m, g->a, g->lda, &g->bp, g->c, g->ldc, &done);
+	return f.nbad;
 }
 
 int sdc_gemm_check(struct sdc_gemm *g)

@@ -118,6 +118,16 @@ void sdc_gemm_reencode(struct sdc_gemm *g);
 void sdc_gemm_multiply(struct sdc_gemm *g);
 /* Fast class: recomputes the per-row thresholds from A's rows (B's part is taken at load). */
 void sdc_gemm_thresholds(struct sdc_gemm *g);
+/*
+ * Multiplies and checks: int8 checks each block of rows as soon as the kernel has finished it,
+ * while it is still in cache (a separate pass would stream C from memory again); the library
+ * classes are checked after the call. hook, when not NULL, sees each block of C between its
+ * multiply and its check (where faults are injected into C). Failing rows go to g->bad, in
+ * increasing row order; returns how many failed.
+ */
+typedef void (*sdc_gemm_rows_hook)(void *arg, int r0, int r1);
+int sdc_gemm_multiply_check(struct sdc_gemm *g, sdc_gemm_rows_hook hook, void *arg);
+
 /* Checks every row of C; failing rows go to g->bad. Returns how many failed. */
 int sdc_gemm_check(struct sdc_gemm *g);
 /* Checks one row; returns whether it passed and fills *out. */

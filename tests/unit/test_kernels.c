@@ -11,6 +11,19 @@
 #include "kernels/gemm_int8.h"
 #include "rng.h"
 
+struct rows_seen {
+	int *times;
+	int calls;
+};
+
+static void count_rows(void *arg, int r0, int r1)
+{
+	struct rows_seen *s = arg;
+	for (int i = r0; i < r1; i++)
+		s->times[i]++;
+	s->calls++;
+}
+
 static void check_int8(const struct sdc_gemm_u8s8_impl *impl, int m, int n, int k, int pattern)
 {
 	struct sdc_i8_packed bp;
@@ -30,7 +43,17 @@ static void check_int8(const struct sdc_gemm_u8s8_impl *impl, int m, int n, int 
 		b[i] = pattern == 1 ? -128 : pattern == 2 ? 127 : (int8_t)w[(size_t)m * k + i];
 	sdc_i8_pack(&bp, b, n);
 	memset(c, 0x5A, sizeof(int32_t) * (size_t)m * bp.np);
-	impl->fn(m, a, lda, &bp, c, bp.np);
+	struct rows_seen seen = { calloc((size_t)m, sizeof(int)), 0 };
+	const struct sdc_i8_rows_done done = { count_rows, &seen };
+	impl->fn(m, a, lda, &bp, c, bp.np, pattern == 2 ? &done : NULL);
+	if (pattern == 2) {
+		/* Every row is reported exactly once. */
+		int once = 0;
+		for (int i = 0; i < m; i++)
+			once += seen.times[i] == 1;
+		CHECK_MSG(once == m, "%s: rows_done saw %d of %d rows once", impl->name, once, m);
+	}
+	free(seen.times);
 	int bad = 0;
 	for (int i = 0; i < m; i++) {
 		sdc_gemm_u8s8_row_reference(k, n, a + (size_t)i * lda, b, n, ref);

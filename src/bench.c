@@ -76,7 +76,7 @@ static dnnl_gemm_u8s8s32_fn load_onednn(void)
 
 /* ---- the race ---- */
 
-#define ROUNDS 7
+#define ROUNDS 15
 #define MAX_CONTENDERS 8
 
 typedef void (*bench_call)(void *arg);
@@ -85,7 +85,8 @@ struct contender {
 	const char *name;
 	bench_call call;
 	void *arg;
-	double rate; /* median, 1e9 operations per second */
+	double rate;           /* median, 1e9 operations per second */
+	double rounds[ROUNDS]; /* each round's rate, in order */
 };
 
 static int cmp_double(const void *a, const void *b)
@@ -108,7 +109,7 @@ static void race(struct contender *c, int n, double ops, double seconds)
 				reps++;
 				t = sdc_now() - t0;
 			} while (t < seconds / ROUNDS);
-			rates[i][round] = ops * (double)reps / t / 1e9;
+			rates[i][round] = c[i].rounds[round] = ops * (double)reps / t / 1e9;
 		}
 	}
 	for (int i = 0; i < n; i++) {
@@ -198,13 +199,13 @@ static int bench_int8(struct bench_size sz, double seconds, dnnl_gemm_u8s8s32_fn
 	struct contender c[MAX_CONTENDERS];
 	int n = 0;
 	if (dnnl)
-		c[n++] = (struct contender){ "onednn", call_onednn, &t, 0 };
+		c[n++] = (struct contender){ .name = "onednn", .call = call_onednn, .arg = &t };
 	for (const struct sdc_gemm_u8s8_impl *impl = sdc_gemm_u8s8_impls; impl->name && n < MAX_CONTENDERS; impl++) {
 		if (!impl->supported())
 			continue;
 		cases[n] = t;
 		cases[n].impl = impl;
-		c[n] = (struct contender){ impl->name, call_int8, &cases[n], 0 };
+		c[n] = (struct contender){ .name = impl->name, .call = call_int8, .arg = &cases[n] };
 		n++;
 	}
 	race(c, n, 2.0 * sz.m * sz.n * sz.k, seconds);
@@ -247,7 +248,7 @@ static int bench_float(struct bench_size sz, double seconds, bool fp64)
 	if (lib) {
 		cases[n] = t;
 		cases[n].impl = lib;
-		c[n] = (struct contender){ lib->name, call_float, &cases[n], 0 };
+		c[n] = (struct contender){ .name = lib->name, .call = call_float, .arg = &cases[n] };
 		n++;
 	}
 	for (const struct sdc_fgemm_impl *impl = sdc_fgemm_impls; impl->name && n < MAX_CONTENDERS; impl++) {
@@ -255,7 +256,7 @@ static int bench_float(struct bench_size sz, double seconds, bool fp64)
 			continue;
 		cases[n] = t;
 		cases[n].impl = impl;
-		c[n] = (struct contender){ impl->name, call_float, &cases[n], 0 };
+		c[n] = (struct contender){ .name = impl->name, .call = call_float, .arg = &cases[n] };
 		n++;
 	}
 	race(c, n, 2.0 * sz.m * sz.n * sz.k, seconds);
@@ -334,14 +335,20 @@ static int bench_overhead(enum sdc_gemm_class cls, int n, double seconds, const 
 		free(b);
 	}
 	struct contender c[2] = {
-		{ "plain", call_plain, t, 0 },
-		{ "checked", call_checked, t, 0 },
+		{ .name = "plain", .call = call_plain, .arg = t },
+		{ .name = "checked", .call = call_checked, .arg = t },
 	};
 	race(c, 2, sdc_gemm_ops(&t->g), seconds);
+	/* The overhead of each round, plain and checked measured back to back; its median. */
+	double ratio[ROUNDS];
+	for (int r = 0; r < ROUNDS; r++)
+		ratio[r] = c[0].rounds[r] / c[1].rounds[r];
+	qsort(ratio, ROUNDS, sizeof(double), cmp_double);
 	const double gemm_seconds = sdc_gemm_ops(&t->g) / (c[0].rate * 1e9);
-	printf("%-9s %5d  %-10s %9.1f %9.1f %-7s  %+6.2f%%   %6.2f%%\n", sdc_gemm_class_names[cls], n,
+	printf("%-9s %5d  %-10s %9.1f %9.1f %-7s  %+6.2f%%  [%+.1f%%, %+.1f%%]  %6.1f%%\n", sdc_gemm_class_names[cls], n,
 	       t->g.kernel_name, c[0].rate, c[1].rate, cls == SDC_GEMM_INT8 ? "GOP/s" : "GFLOP/s",
-	       100.0 * (c[0].rate / c[1].rate - 1.0), 100.0 * load / gemm_seconds);
+	       100.0 * (ratio[ROUNDS / 2] - 1.0), 100.0 * (ratio[ROUNDS / 4] - 1.0), 100.0 * (ratio[3 * ROUNDS / 4] - 1.0),
+	       100.0 * load / gemm_seconds);
 	sdc_gemm_release(&t->g);
 	sdc_i8_packed_release(&t->bp);
 	free(t);
@@ -458,9 +465,11 @@ int sdc_cmd_bench(int argc, char **argv)
 		printf("libraries: %s %s (core %s); fast class on N(1e-6,1), built-in e_max\n", bi.library, bi.version,
 		       bi.corename);
 		printf("checked = the extended GEMM (checksum columns in the same call) + V-ABFT thresholds from A's rows "
-		       "+ every row checked;\nencoding B is paid once per operand set, shown as a share of one plain GEMM.\n");
-		printf("%-9s %5s  %-10s %9s %9s %-7s  %7s   %s\n", "class", "n", "kernel", "plain", "checked", "",
-		       "overhead", "encode B once");
+		       "+ every row checked.\noverhead: the median over rounds of plain/checked measured back to back "
+		       "[quartiles];\nload: drawing and encoding a new operand set, paid once per set, as a share of one plain "
+		       "GEMM.\n");
+		printf("%-9s %5s  %-10s %9s %9s %-7s  %8s  %-17s %6s\n", "class", "n", "kernel", "plain", "checked", "",
+		       "overhead", "[quartiles]", "load");
 		static const enum sdc_gemm_class classes[] = { SDC_GEMM_INT8, SDC_GEMM_FP32_FAST, SDC_GEMM_FP64_FAST };
 		for (size_t k = 0; k < SDC_ARRAY_SIZE(classes) && !rc; k++)
 			for (int i = 0; i < nsizes && !rc; i++)

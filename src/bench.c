@@ -24,9 +24,7 @@
 #include "rng.h"
 #include "util.h"
 
-struct bench_size {
-	int m, n, k;
-};
+#define bench_size sdc_size3
 
 static void usage(FILE *out)
 {
@@ -355,30 +353,6 @@ static int bench_overhead(enum sdc_gemm_class cls, int n, double seconds, const 
 	return 0;
 }
 
-static int parse_sizes(const char *s, struct bench_size *out, int max)
-{
-	int n = 0;
-	while (*s && n < max) {
-		int m, nn, k, used;
-		if (sscanf(s, "%dx%dx%d%n", &m, &nn, &k, &used) == 3) {
-			/* MxNxK */
-		} else if (sscanf(s, "%d%n", &m, &used) == 1 && (s[used] == ',' || !s[used])) {
-			nn = k = m;
-		} else {
-			return -1;
-		}
-		if (m < 1 || nn < 1 || k < 4 || m > 16384 || nn > 16384 || k > 65536)
-			return -1;
-		out[n++] = (struct bench_size){ m, nn, k };
-		s += used;
-		if (*s == ',')
-			s++;
-		else if (*s)
-			return -1;
-	}
-	return *s ? -1 : n;
-}
-
 int sdc_cmd_bench(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -397,7 +371,7 @@ int sdc_cmd_bench(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case 'z':
-			nsizes = parse_sizes(optarg, sizes, 16);
+			nsizes = sdc_cli_parse_sizes(optarg, sizes, 16);
 			if (nsizes <= 0)
 				return sdc_cli_bad(&cli, "--sizes '%s': expected MxNxK or N, comma-separated (k >= 4, at most 16)",
 						   optarg);

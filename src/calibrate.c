@@ -112,24 +112,6 @@ static void calib_trial(void *arg, int worker, uint64_t trial)
 	w->st.gemms[s]++;
 }
 
-static int parse_list(const char *s, int *out, int max)
-{
-	int n = 0;
-	while (*s && n < max) {
-		char *end;
-		long v = strtol(s, &end, 10);
-		if (end == s || v < 16 || v > 8192)
-			return -1;
-		out[n++] = (int)v;
-		s = end;
-		if (*s == ',')
-			s++;
-		else if (*s)
-			return -1;
-	}
-	return *s ? -1 : n;
-}
-
 int sdc_cmd_calibrate(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -157,12 +139,20 @@ int sdc_cmd_calibrate(int argc, char **argv)
 			if (!sdc_parse_u64(optarg, &trials) || trials < 1 || trials > 100000000)
 				return sdc_cli_bad(&cli, "--trials '%s': expected an integer from 1 to 100000000", optarg);
 			break;
-		case 'z':
-			nsizes = parse_list(optarg, sizes, MAX_SIZES);
+		case 'z': {
+			struct sdc_size3 z[MAX_SIZES];
+			nsizes = sdc_cli_parse_sizes(optarg, z, MAX_SIZES);
+			for (int i = 0; i < nsizes; i++) {
+				if (z[i].m != z[i].n || z[i].n != z[i].k || z[i].m < 16 || z[i].m > 8192)
+					nsizes = -1;
+				else
+					sizes[i] = z[i].m;
+			}
 			if (nsizes <= 0)
-				return sdc_cli_bad(&cli, "--sizes '%s': expected up to %d sizes from 16 to 8192, comma-separated",
+				return sdc_cli_bad(&cli, "--sizes '%s': expected up to %d square sizes from 16 to 8192, comma-separated",
 						   optarg, MAX_SIZES);
 			break;
+		}
 		case 'p':
 			want[0] = strstr(optarg, "fp32") != NULL;
 			want[1] = strstr(optarg, "fp64") != NULL;

@@ -50,9 +50,7 @@ static void usage(FILE *out)
 		"Exit status: 0 every target met, 2 a target missed, 3 could not run.\n");
 }
 
-struct size3 {
-	int m, n, k;
-};
+#define size3 sdc_size3
 
 struct counts {
 	uint64_t b_trials, b_detected, b_masked, b_missed, b_digest, b_found; /* found: checks or digest */
@@ -319,15 +317,6 @@ static int run_phase(struct campaign *c, const struct sdc_run *run, uint64_t job
 	return 0;
 }
 
-static int parse_size(const char *s, struct size3 *z)
-{
-	int used;
-	return sscanf(s, "%dx%dx%d%n", &z->m, &z->n, &z->k, &used) == 3 && !s[used] && z->m >= 1 && z->n >= 1 &&
-			       z->k >= 4 && z->m <= 16384 && z->n <= 16384 && z->k <= 65536
-		       ? 0
-		       : -1;
-}
-
 static double pct(uint64_t a, uint64_t b)
 {
 	return b ? 100.0 * (double)a / (double)b : 0;
@@ -402,27 +391,24 @@ int sdc_cmd_campaign(int argc, char **argv)
 				return sdc_cli_bad(&cli, "--tightness-trials '%s': expected an integer from 1 to 100000", optarg);
 			break;
 		case 'z':
-			if (parse_size(optarg, &size))
+			if (sdc_cli_parse_sizes(optarg, &size, 1) != 1)
 				return sdc_cli_bad(&cli, "--size '%s': expected MxNxK", optarg);
 			break;
 		case 'Z':
-			if (parse_size(optarg, &bit_size))
+			if (sdc_cli_parse_sizes(optarg, &bit_size, 1) != 1)
 				return sdc_cli_bad(&cli, "--bit-size '%s': expected MxNxK", optarg);
 			break;
 		case 'T': {
-			ntight = 0;
-			const char *s = optarg;
-			while (*s && ntight < 8) {
-				char *end;
-				long v = strtol(s, &end, 10);
-				if (end == s || v < 0 || v > 8192)
-					return sdc_cli_bad(&cli, "--tightness '%s': expected sizes up to 8192, or 0", optarg);
-				if (v)
-					tight_sizes[ntight++] = (int)v;
-				s = *end == ',' ? end + 1 : end;
-				if (*end && *end != ',')
-					return sdc_cli_bad(&cli, "--tightness '%s': expected sizes up to 8192, or 0", optarg);
+			struct sdc_size3 z[8];
+			ntight = strcmp(optarg, "0") ? sdc_cli_parse_sizes(optarg, z, 8) : 0;
+			for (int i = 0; i < ntight; i++) {
+				if (z[i].m != z[i].n || z[i].n != z[i].k || z[i].m > 8192)
+					ntight = -1;
+				else
+					tight_sizes[i] = z[i].m;
 			}
+			if (ntight < 0)
+				return sdc_cli_bad(&cli, "--tightness '%s': expected up to 8 square sizes up to 8192, or 0", optarg);
 			break;
 		}
 		case 'K':

@@ -118,3 +118,27 @@ out_release:
 	return -1;
 }
 
+
+int sdc_cli_parse_sizes(const char *s, struct sdc_size3 *out, int max)
+{
+	int n = 0;
+	while (*s) {
+		int m, nn, k, used;
+		if (n == max)
+			return -1;
+		if (sscanf(s, "%dx%dx%d%n", &m, &nn, &k, &used) == 3 && (s[used] == ',' || !s[used])) {
+			/* MxNxK */
+		} else if (sscanf(s, "%d%n", &m, &used) == 1 && (s[used] == ',' || !s[used])) {
+			nn = k = m;
+		} else {
+			return -1;
+		}
+		if (m < 1 || nn < 1 || k < 4 || m > 16384 || nn > 16384 || k > 65536)
+			return -1;
+		out[n++] = (struct sdc_size3){ m, nn, k };
+		s += used;
+		if (*s == ',')
+			s++;
+	}
+	return n;
+}

@@ -35,6 +35,15 @@ int sdc_cli_prepare_run(struct sdc_cli *cli, struct sdc_run *run, const struct s
 int sdc_cli_finish(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_plan *plan,
 		   struct sdc_output *out, enum sdc_verdict v);
 
+/*
+ * Matrix sizes, comma-separated: "N" (N x N x N) or "MxNxK". Each dimension within [1, 16384]
+ * (k from 4 to 65536). Returns how many (at most max), or -1 when malformed.
+ */
+struct sdc_size3 {
+	int m, n, k;
+};
+int sdc_cli_parse_sizes(const char *s, struct sdc_size3 *out, int max);
+
 int sdc_cmd_selftest(int argc, char **argv);
 int sdc_cmd_bench(int argc, char **argv);
 int sdc_cmd_calibrate(int argc, char **argv);

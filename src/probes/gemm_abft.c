@@ -544,77 +544,52 @@ static void combine_dd(const double *s, const double *e, const double *w, const 
 	*s2 = tw + twc;
 }
 
-static void sums_f64_portable(const double *c, int n, double *s1, double *s2)
-{
-	double s[LANES] = { 0 }, e[LANES] = { 0 }, w[LANES] = { 0 }, we[LANES] = { 0 };
-	int j = 0;
-	for (; j + LANES <= n; j += LANES) {
-		for (int l = 0; l < LANES; l++) {
-			const double x = c[j + l], t = s[l] + x, bb = t - s[l];
-			e[l] += (s[l] - (t - bb)) + (x - bb);
-			s[l] = t;
-			const double y = (double)(j + l + 1) * x, u = w[l] + y, yb = u - w[l];
-			we[l] += (w[l] - (u - yb)) + (y - yb);
-			w[l] = u;
-		}
-	}
-	combine_dd(s, e, w, we, LANES, c, j, n, s1, s2);
-}
+/*
+ * Written once with GCC vector types; each instance compiles to its instruction set's vectors.
+ * U independent accumulators per sum, so the additions' latency overlaps instead of chaining.
+ */
+typedef double v8d __attribute__((vector_size(64)));
+typedef double v4d __attribute__((vector_size(32)));
+#define U 4
 
+#define DEFINE_SUMS_F64(name, attr, V, W)                                                          \
+	attr static void name(const double *c, int n, double *s1, double *s2)                      \
+	{                                                                                          \
+		V s[U] = { { 0 } }, e[U] = { { 0 } }, w[U] = { { 0 } }, we[U] = { { 0 } }, idx[U], step; \
+		for (int l = 0; l < (W); l++) {                                                    \
+			for (int u = 0; u < U; u++)                                                \
+				idx[u][l] = u * (W) + l + 1;                                       \
+			step[l] = U * (W);                                                         \
+		}                                                                                  \
+		int j = 0;                                                                         \
+		for (; j + U * (W) <= n; j += U * (W)) {                                           \
+			_Pragma("GCC unroll 4")                                                    \
+			for (int u = 0; u < U; u++) {                                              \
+				V x;                                                               \
+				memcpy(&x, c + j + u * (W), sizeof(x));                            \
+				V t = s[u] + x, bb = t - s[u];                                     \
+				e[u] += (s[u] - (t - bb)) + (x - bb);                              \
+				s[u] = t;                                                          \
+				const V y = idx[u] * x;                                            \
+				t = w[u] + y;                                                      \
+				bb = t - w[u];                                                     \
+				we[u] += (w[u] - (t - bb)) + (y - bb);                             \
+				w[u] = t;                                                          \
+				idx[u] += step;                                                    \
+			}                                                                          \
+		}                                                                                  \
+		double sl[U * (W)], el[U * (W)], wl[U * (W)], wel[U * (W)];                        \
+		memcpy(sl, s, sizeof(sl));                                                         \
+		memcpy(el, e, sizeof(el));                                                         \
+		memcpy(wl, w, sizeof(wl));                                                         \
+		memcpy(wel, we, sizeof(wel));                                                      \
+		combine_dd(sl, el, wl, wel, U * (W), c, j, n, s1, s2);                             \
+	}
+
+DEFINE_SUMS_F64(sums_f64_portable, , v8d, 8)
 #if defined(__x86_64__)
-#include <immintrin.h>
-
-__attribute__((target("avx512f"))) static void sums_f64_avx512(const double *c, int n, double *s1, double *s2)
-{
-	__m512d s = _mm512_setzero_pd(), e = s, w = s, we = s;
-	__m512d idx = _mm512_set_pd(8, 7, 6, 5, 4, 3, 2, 1);
-	const __m512d eight = _mm512_set1_pd(8);
-	int j = 0;
-	for (; j + 8 <= n; j += 8) {
-		const __m512d x = _mm512_loadu_pd(c + j);
-		__m512d t = _mm512_add_pd(s, x), bb = _mm512_sub_pd(t, s);
-		e = _mm512_add_pd(e, _mm512_add_pd(_mm512_sub_pd(s, _mm512_sub_pd(t, bb)), _mm512_sub_pd(x, bb)));
-		s = t;
-		const __m512d y = _mm512_mul_pd(idx, x);
-		t = _mm512_add_pd(w, y);
-		bb = _mm512_sub_pd(t, w);
-		we = _mm512_add_pd(we, _mm512_add_pd(_mm512_sub_pd(w, _mm512_sub_pd(t, bb)), _mm512_sub_pd(y, bb)));
-		w = t;
-		idx = _mm512_add_pd(idx, eight);
-	}
-	double sl[8], el[8], wl[8], wel[8];
-	_mm512_storeu_pd(sl, s);
-	_mm512_storeu_pd(el, e);
-	_mm512_storeu_pd(wl, w);
-	_mm512_storeu_pd(wel, we);
-	combine_dd(sl, el, wl, wel, 8, c, j, n, s1, s2);
-}
-
-__attribute__((target("avx2"))) static void sums_f64_avx2(const double *c, int n, double *s1, double *s2)
-{
-	__m256d s = _mm256_setzero_pd(), e = s, w = s, we = s;
-	__m256d idx = _mm256_set_pd(4, 3, 2, 1);
-	const __m256d four = _mm256_set1_pd(4);
-	int j = 0;
-	for (; j + 4 <= n; j += 4) {
-		const __m256d x = _mm256_loadu_pd(c + j);
-		__m256d t = _mm256_add_pd(s, x), bb = _mm256_sub_pd(t, s);
-		e = _mm256_add_pd(e, _mm256_add_pd(_mm256_sub_pd(s, _mm256_sub_pd(t, bb)), _mm256_sub_pd(x, bb)));
-		s = t;
-		const __m256d y = _mm256_mul_pd(idx, x);
-		t = _mm256_add_pd(w, y);
-		bb = _mm256_sub_pd(t, w);
-		we = _mm256_add_pd(we, _mm256_add_pd(_mm256_sub_pd(w, _mm256_sub_pd(t, bb)), _mm256_sub_pd(y, bb)));
-		w = t;
-		idx = _mm256_add_pd(idx, four);
-	}
-	double sl[4], el[4], wl[4], wel[4];
-	_mm256_storeu_pd(sl, s);
-	_mm256_storeu_pd(el, e);
-	_mm256_storeu_pd(wl, w);
-	_mm256_storeu_pd(wel, we);
-	combine_dd(sl, el, wl, wel, 4, c, j, n, s1, s2);
-}
+DEFINE_SUMS_F64(sums_f64_avx2, __attribute__((target("avx2"))), v4d, 4)
+DEFINE_SUMS_F64(sums_f64_avx512, __attribute__((target("avx512f"))), v8d, 8)
 #endif
 
 int sdc_gemm_sums_f64_path(int path, const double *c, int n, double *s1, double *s2)

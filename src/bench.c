@@ -380,11 +380,8 @@ int sdc_cmd_bench(int argc, char **argv)
 			if (!sdc_parse_double(optarg, &seconds) || seconds <= 0 || seconds > 600)
 				return sdc_cli_bad(&cli, "--seconds '%s': expected a number of seconds in (0, 600]", optarg);
 			break;
-		case '?':
-		case ':':
-			return sdc_cli_getopt_error(&cli, c, argv);
 		default:
-			if (sdc_cli_common(&cli, c, optarg))
+			if (sdc_cli_default(&cli, c, argv))
 				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 		}
 	}

@@ -165,11 +165,8 @@ int sdc_cmd_calibrate(int argc, char **argv)
 				return sdc_cli_bad(&cli, "--kernel '%s': expected auto, portable%s", kernel,
 						   sdc_fgemm_find("openblas") ? " or openblas" : "");
 			break;
-		case '?':
-		case ':':
-			return sdc_cli_getopt_error(&cli, c, argv);
 		default:
-			if (sdc_cli_common(&cli, c, optarg))
+			if (sdc_cli_default(&cli, c, argv))
 				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 		}
 	}

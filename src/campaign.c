@@ -414,11 +414,8 @@ int sdc_cmd_campaign(int argc, char **argv)
 		case 'K':
 			calibration = optarg;
 			break;
-		case '?':
-		case ':':
-			return sdc_cli_getopt_error(&cli, c, argv);
 		default:
-			if (sdc_cli_common(&cli, c, optarg))
+			if (sdc_cli_default(&cli, c, argv))
 				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 		}
 	}

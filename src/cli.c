@@ -72,6 +72,15 @@ int sdc_cli_common(struct sdc_cli *cli, int c, const char *arg)
 	return 1;
 }
 
+int sdc_cli_default(struct sdc_cli *cli, int c, char **argv)
+{
+	if (c == '?' || c == ':') {
+		sdc_cli_getopt_error(cli, c, argv);
+		return -1;
+	}
+	return sdc_cli_common(cli, c, optarg) ? -1 : 0;
+}
+
 /* Devices, report, exit code: the part of a run every command that burns shares. */
 int sdc_cli_finish(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_plan *plan,
 		   struct sdc_output *out, enum sdc_verdict v)

@@ -28,6 +28,11 @@ int sdc_cli_bad(const struct sdc_cli *cli, const char *fmt, ...) SDC_PRINTF(2, 3
 int sdc_cli_getopt_error(const struct sdc_cli *cli, int c, char **argv);
 /* Handles -c/--cpus, -S/--seed, -j/--json, -q, --no-color (C), -e: 0 done, 1 not ours, -1 error. */
 int sdc_cli_common(struct sdc_cli *cli, int c, const char *arg);
+/*
+ * The default branch of every command's getopt switch: getopt's errors ('?', ':') and the common
+ * options. Returns 0 when handled, -1 after printing one line about a bad argument.
+ */
+int sdc_cli_default(struct sdc_cli *cli, int c, char **argv);
 /* Inits run with seed, devices and argv. -1 after printing the error (run is then released). */
 int sdc_cli_prepare_run(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_plan *plan, int argc,
 			char **argv);

@@ -168,12 +168,8 @@ static int cmd_run(int argc, char **argv)
 			run_usage(stdout);
 			rc = 0;
 			goto out;
-		case '?':
-		case ':':
-			rc = sdc_cli_getopt_error(&cli, c, argv);
-			goto out;
 		default:
-			if (sdc_cli_common(&cli, c, optarg)) {
+			if (sdc_cli_default(&cli, c, argv)) {
 				rc = sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 				goto out;
 			}

@@ -105,9 +105,7 @@ int sdc_cmd_selftest(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
-		if (c == '?' || c == ':')
-			return sdc_cli_getopt_error(&cli, c, argv);
-		if (sdc_cli_common(&cli, c, optarg))
+		if (sdc_cli_default(&cli, c, argv))
 			return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 	}
 	if (optind < argc)

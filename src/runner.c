@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "kernels/gemm_float.h"
 #include "probe.h"
 #include "registry.h"
@@ -557,6 +559,12 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 {
 	/* One worker per core: a BLAS that spins up its own threads would fight them. */
 	sdc_blas_single_thread();
+	/* Fast-class results depend on the library, its kernel and threads: every report says which. */
+	struct sdc_blas_info bi;
+	sdc_blas_info(&bi);
+	json_object_set_new(run->environment, "blas", json_pack("{s:s, s:s, s:s, s:i}", "library", bi.library,
+								 "version", bi.version, "core", bi.corename,
+								 "threads", bi.threads));
 	for (int i = 0; i < plan->n; i++) {
 		const struct sdc_plan_entry *e = &plan->entries[i];
 		const char *variants[16];

@@ -490,12 +490,6 @@ static void record_environment(struct sdc_probe_ctx *ctx, const struct gemm_shar
 		json_object_set_new(v, "c_sigma", json_real(sh->cfg.c_sigma));
 	}
 	json_object_set_new(g, ctx->variant, v);
-	if (sh->cfg.cls != SDC_GEMM_INT8 && !json_object_get(env, "blas")) {
-		struct sdc_blas_info bi;
-		sdc_blas_info(&bi);
-		json_object_set_new(env, "blas", json_pack("{s:s, s:s, s:s, s:i}", "library", bi.library, "version",
-							   bi.version, "core", bi.corename, "threads", bi.threads));
-	}
 }
 
 static void gemm_teardown(struct sdc_probe_ctx *ctx)

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "calibration.h"
+#include "bench.h"
 #include "cli.h"
 #include "dist.h"
 #include "kernels/gemm_float.h"
@@ -29,10 +30,11 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: sdcscan bench [gemm|overhead] [OPTIONS]\n"
+		"Usage: sdcscan bench [gemm|overhead|embbag] [OPTIONS]\n"
 		"Measure on one pinned core, contenders interleaved, median of %d rounds.\n"
 		"  gemm       the GEMM kernels against each other and OpenBLAS/oneDNN (default)\n"
-		"  overhead   plain GEMM against the ABFT-checked GEMM, same kernel, per class\n\n"
+		"  overhead   plain GEMM against the ABFT-checked GEMM, same kernel, per class\n"
+		"  embbag     plain against ABFT-checked EmbeddingBag (sdcscan bench embbag --help)\n\n"
 		"  -z, --sizes LIST     MxNxK or N (square) sizes; default 256x272x1024,1024 for gemm,\n"
 		"                       1024,2048,4096 for overhead\n"
 		"  -t, --seconds S      time per contender and size (default 1 for gemm, 3 for overhead)\n"
@@ -72,20 +74,11 @@ static dnnl_gemm_u8s8s32_fn load_onednn(void)
 	return NULL;
 }
 
-/* ---- the race ---- */
+/* ---- the race: bench.h ---- */
 
-#define ROUNDS 15
-#define MAX_CONTENDERS 8
-
-typedef void (*bench_call)(void *arg);
-
-struct contender {
-	const char *name;
-	bench_call call;
-	void *arg;
-	double rate;           /* median, 1e9 operations per second */
-	double rounds[ROUNDS]; /* each round's rate, in order */
-};
+#define ROUNDS SDC_BENCH_ROUNDS
+#define MAX_CONTENDERS SDC_BENCH_MAX_CONTENDERS
+#define contender sdc_contender
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -93,7 +86,7 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void race(struct contender *c, int n, double ops, double seconds)
+void sdc_bench_race(struct sdc_contender *c, int n, double ops, double seconds)
 {
 	double rates[MAX_CONTENDERS][ROUNDS];
 	for (int i = 0; i < n; i++)
@@ -115,6 +108,19 @@ static void race(struct contender *c, int n, double ops, double seconds)
 		c[i].rate = rates[i][ROUNDS / 2];
 	}
 }
+
+void sdc_bench_overhead(const struct sdc_contender *plain, const struct sdc_contender *checked, double q[3])
+{
+	double ratio[ROUNDS];
+	for (int r = 0; r < ROUNDS; r++)
+		ratio[r] = plain->rounds[r] / checked->rounds[r] - 1.0;
+	qsort(ratio, ROUNDS, sizeof(double), cmp_double);
+	q[0] = ratio[ROUNDS / 4];
+	q[1] = ratio[ROUNDS / 2];
+	q[2] = ratio[3 * ROUNDS / 4];
+}
+
+#define race sdc_bench_race
 
 /* ---- bench gemm: kernels ---- */
 
@@ -338,14 +344,12 @@ static int bench_overhead(enum sdc_gemm_class cls, int n, double seconds, const 
 	};
 	race(c, 2, sdc_gemm_ops(&t->g), seconds);
 	/* The overhead of each round, plain and checked measured back to back; its median. */
-	double ratio[ROUNDS];
-	for (int r = 0; r < ROUNDS; r++)
-		ratio[r] = c[0].rounds[r] / c[1].rounds[r];
-	qsort(ratio, ROUNDS, sizeof(double), cmp_double);
+	double q[3];
+	sdc_bench_overhead(&c[0], &c[1], q);
 	const double gemm_seconds = sdc_gemm_ops(&t->g) / (c[0].rate * 1e9);
 	printf("%-9s %5d  %-10s %9.1f %9.1f %-7s  %+6.2f%%  [%+.1f%%, %+.1f%%]  %6.1f%%\n", sdc_gemm_class_names[cls], n,
 	       t->g.kernel_name, c[0].rate, c[1].rate, cls == SDC_GEMM_INT8 ? "GOP/s" : "GFLOP/s",
-	       100.0 * (ratio[ROUNDS / 2] - 1.0), 100.0 * (ratio[ROUNDS / 4] - 1.0), 100.0 * (ratio[3 * ROUNDS / 4] - 1.0),
+	       100.0 * q[1], 100.0 * q[0], 100.0 * q[2],
 	       100.0 * load / gemm_seconds);
 	sdc_gemm_release(&t->g);
 	sdc_i8_packed_release(&t->bp);
@@ -360,6 +364,9 @@ int sdc_cmd_bench(int argc, char **argv)
 		{ "cpus", required_argument, NULL, 'c' },  { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "embbag"))
+			return sdc_bench_embbag(argc, argv);
 	struct sdc_cli cli = { .command = "bench" };
 	struct bench_size sizes[16];
 	int nsizes = 0, c;
@@ -387,7 +394,7 @@ int sdc_cmd_bench(int argc, char **argv)
 	}
 	const char *which = optind < argc ? argv[optind] : "gemm";
 	if (strcmp(which, "gemm") && strcmp(which, "overhead"))
-		return sdc_cli_bad(&cli, "unknown benchmark '%s' (expected gemm or overhead)", which);
+		return sdc_cli_bad(&cli, "unknown benchmark '%s' (expected gemm, overhead or embbag)", which);
 	if (optind + 1 < argc)
 		return sdc_cli_bad(&cli, "unexpected argument '%s'", argv[optind + 1]);
 	const bool overhead = !strcmp(which, "overhead");

@@ -67,7 +67,7 @@ void sdc_output_progress(struct sdc_output *o, const char *label, double elapsed
 	for (int i = 0; i < 20; i++)
 		bar[i] = i < fill ? '#' : '.';
 	bar[20] = '\0';
-	fprintf(o->fp, "\r%-16s [%s] %5.1f/%.0f s  %" PRIu64 " iterations on %d device%s\033[K", label, bar,
+	fprintf(o->fp, "\r%-21s [%s] %5.1f/%.0f s  %" PRIu64 " iterations on %d device%s\033[K", label, bar,
 		elapsed, total, iterations, devices, devices == 1 ? "" : "s");
 	fflush(o->fp);
 	o->progress_shown = true;
@@ -114,7 +114,7 @@ void sdc_output_results(struct sdc_output *o, const struct sdc_run *run, int fro
 		const enum sdc_verdict v = sdc_status_verdict(r->status);
 		char label[64];
 		snprintf(label, sizeof(label), "%s/%s", r->probe, r->variant);
-		fprintf(o->fp, "%-16s %-7s %s%-8s%s", label, run->devices[r->device].id, verdict_color(o, v),
+		fprintf(o->fp, "%-21s %-7s %s%-8s%s", label, run->devices[r->device].id, verdict_color(o, v),
 			status_word(r->status), o->color ? RESET : "");
 		if (r->status == SDC_STATUS_ERROR || r->status == SDC_STATUS_SKIPPED ||
 		    r->status == SDC_STATUS_NOT_RUN) {
@@ -146,7 +146,7 @@ void sdc_output_results(struct sdc_output *o, const struct sdc_run *run, int fro
 		const struct sdc_total *tot = &run->totals[t];
 		if (to > from && !strcmp(tot->probe, run->results[from].probe) &&
 		    !strcmp(tot->variant, run->results[from].variant) && tot->devices > 1)
-			fprintf(o->fp, "%-16s %-7s %-8s %8s %-6s %8.1f %-7s on %d CPUs\n", "", "total", "", "", "",
+			fprintf(o->fp, "%-21s %-7s %-8s %8s %-6s %8.1f %-7s on %d CPUs\n", "", "total", "", "", "",
 				tot->rate, tot->rate_unit, tot->devices);
 	}
 	/* Findings about the host as a whole (devices that disagree with no majority). */

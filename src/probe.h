@@ -68,6 +68,7 @@ struct sdc_probe_ctx {
 	void *shared;
 	char rate_unit[16]; /* "GOP/s" */
 	char iter_unit[16]; /* "GEMMs" */
+	double rate_scale;  /* operations per rate unit: 1e9 for GOP/s (the default), 1e6 for Mlookup/s */
 	double floor;       /* per-device minimum rate; below it is WARNING. 0: none */
 
 	/* framework */
@@ -121,6 +122,15 @@ static inline void sdc_worker_account(struct sdc_worker *w, double ops)
 {
 	w->ops += ops;
 	atomic_fetch_add_explicit(&w->iterations, 1, memory_order_relaxed);
+}
+
+/*
+ * Restarts this device's clock after per-device preparation (building a table), so its throughput
+ * counts only the burn. The deadline is not moved.
+ */
+static inline void sdc_worker_restart_clock(struct sdc_worker *w)
+{
+	w->t_start = sdc_now();
 }
 
 /* Setup failed: the variant cannot run here. Returns -1 for `return sdc_ctx_error(...)`. */

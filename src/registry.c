@@ -3,10 +3,12 @@
 #include <stdio.h>
 #include <string.h>
 
+extern const struct sdc_probe sdc_probe_embbag;
 extern const struct sdc_probe sdc_probe_gemm;
 
 const struct sdc_probe *const sdc_probes[] = {
 	&sdc_probe_gemm,
+	&sdc_probe_embbag,
 	NULL,
 };
 

@@ -101,14 +101,18 @@ static struct sdc_fault_plan *plan_faults(struct sdc_probe_ctx *ctx)
 			fp->rate_specs[fp->nrates++] = i;
 			continue;
 		}
-		/* Unspecified device and iteration are drawn from the seed: the run replays. */
+		/*
+		 * Unspecified device and first iteration are drawn from the seed, once per spec: its
+		 * count faults land on that device at first, first + every, ... and the run replays.
+		 */
 		struct sdc_rng rng = sdc_rng_make(ctx->seed, SDC_RNG_PROBE_INJECT, (unsigned)i, SDC_RNG_SHARED, 0);
+		const int worker = s->device >= 0 ? worker_of_cpu(ctx, s->device)
+						  : (int)sdc_rng_below(&rng, 0, (uint64_t)ctx->nworkers);
+		const uint64_t first = s->iter >= 0 ? (uint64_t)s->iter : sdc_rng_below(&rng, 1, 8);
 		for (int j = 0; j < s->count; j++) {
 			struct planned_fault *pf = &fp->items[fp->n++];
 			pf->spec = i;
-			pf->worker = s->device >= 0 ? worker_of_cpu(ctx, s->device)
-						    : (int)sdc_rng_below(&rng, 2 * (uint64_t)j, (uint64_t)ctx->nworkers);
-			uint64_t first = s->iter >= 0 ? (uint64_t)s->iter : sdc_rng_below(&rng, 2 * (uint64_t)j + 1, 8);
+			pf->worker = worker;
 			pf->iter = first + (uint64_t)j * (uint64_t)s->every;
 		}
 	}
@@ -416,7 +420,7 @@ static void collect_results(struct variant_run *vr)
 		r->iterations = atomic_load(&w->iterations);
 		r->ops = w->ops;
 		r->seconds = w->t_end - w->t_start;
-		r->rate = r->seconds > 0 ? w->ops / r->seconds / 1e9 : 0;
+		r->rate = r->seconds > 0 ? w->ops / r->seconds / ctx->rate_scale : 0;
 		sdc_strlcpy(r->rate_unit, ctx->rate_unit, sizeof(r->rate_unit));
 		sdc_strlcpy(r->iter_unit, ctx->iter_unit, sizeof(r->iter_unit));
 		sdc_strlcpy(r->kernel, w->kernel, sizeof(r->kernel));
@@ -476,6 +480,7 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 	ctx->max_iterations = (uint64_t)e->common.iterations;
 	sdc_strlcpy(ctx->rate_unit, "GOP/s", sizeof(ctx->rate_unit));
 	sdc_strlcpy(ctx->iter_unit, "iterations", sizeof(ctx->iter_unit));
+	ctx->rate_scale = 1e9;
 	ctx->workers = calloc((size_t)nw, sizeof(*ctx->workers));
 	vr->dissents = calloc((size_t)nw, sizeof(uint64_t));
 	pthread_t *threads = calloc((size_t)nw, sizeof(pthread_t));

@@ -1,12 +1,14 @@
 #include "util.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <time.h>
 
 static bool quiet;
@@ -141,6 +143,37 @@ void *sdc_alloc_aligned(size_t size)
 void sdc_free_aligned(void *p)
 {
 	free(p);
+}
+
+void *sdc_alloc_huge(size_t size)
+{
+	void *p = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	madvise(p, size, MADV_HUGEPAGE); /* advice only: without THP the table still works */
+#endif
+	return p;
+}
+
+void sdc_free_huge(void *p, size_t size)
+{
+	if (p)
+		munmap(p, size ? size : 1);
+}
+
+uint64_t sdc_mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	uint64_t kib = 0;
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %" SCNu64 " kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib * 1024;
 }
 
 void sdc_strlcpy(char *dst, const char *src, size_t len)

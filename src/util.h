@@ -38,6 +38,14 @@ void sdc_format_utc(double epoch, char *buf, size_t len);
 /* Cache-line aligned allocation; NULL on failure (the caller reports it). */
 void *sdc_alloc_aligned(size_t size);
 void sdc_free_aligned(void *p);
+/*
+ * Large tables: an anonymous mapping, with transparent huge pages asked for (fewer TLB misses on
+ * random lookups, as production embedding servers run). Zero-filled; NULL on failure.
+ */
+void *sdc_alloc_huge(size_t size);
+void sdc_free_huge(void *p, size_t size);
+/* Bytes the kernel says can be allocated without swapping (MemAvailable); 0 if unknown. */
+uint64_t sdc_mem_available(void);
 
 /* snprintf that always terminates and never warns about truncation. */
 void sdc_strlcpy(char *dst, const char *src, size_t len);

@@ -1,0 +1,95 @@
+#include "crc32c.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <string.h>
+
+
+/* Slicing-by-8 tables, built once from the polynomial. */
+static uint32_t table[8][256];
+
+static void build_table(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+		table[0][i] = c;
+	}
+	for (uint32_t i = 0; i < 256; i++)
+		for (int t = 1; t < 8; t++)
+			table[t][i] = (table[t - 1][i] >> 8) ^ table[0][table[t - 1][i] & 0xFF];
+}
+
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+uint32_t sdc_crc32c_portable(uint32_t crc, const void *buf, size_t len)
+{
+	pthread_once(&table_once, build_table);
+	const uint8_t *p = buf;
+	crc = ~crc;
+	while (len >= 8) {
+		uint32_t lo, hi;
+		memcpy(&lo, p, 4);
+		memcpy(&hi, p + 4, 4);
+		lo ^= crc; /* little-endian: the first byte is the low byte */
+		crc = table[7][lo & 0xFF] ^ table[6][(lo >> 8) & 0xFF] ^ table[5][(lo >> 16) & 0xFF] ^
+		      table[4][lo >> 24] ^ table[3][hi & 0xFF] ^ table[2][(hi >> 8) & 0xFF] ^
+		      table[1][(hi >> 16) & 0xFF] ^ table[0][hi >> 24];
+		p += 8;
+		len -= 8;
+	}
+	while (len--)
+		crc = (crc >> 8) ^ table[0][(crc ^ *p++) & 0xFF];
+	return ~crc;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint64_t c = ~crc;
+	while (len >= 8) {
+		uint64_t v;
+		memcpy(&v, p, 8);
+		c = _mm_crc32_u64(c, v);
+		p += 8;
+		len -= 8;
+	}
+	uint32_t c32 = (uint32_t)c;
+	while (len--)
+		c32 = _mm_crc32_u8(c32, *p++);
+	return ~c32;
+}
+
+static bool have_sse42(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("sse4.2");
+}
+#else
+static bool have_sse42(void)
+{
+	return false;
+}
+#define crc32c_sse42 sdc_crc32c_portable
+#endif
+
+uint32_t sdc_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	static _Atomic int hw = -1; /* every thread that races here stores the same answer */
+	int h = atomic_load_explicit(&hw, memory_order_relaxed);
+	if (h < 0) {
+		h = have_sse42();
+		atomic_store_explicit(&hw, h, memory_order_relaxed);
+	}
+	return h ? crc32c_sse42(crc, buf, len) : sdc_crc32c_portable(crc, buf, len);
+}
+
+const char *sdc_crc32c_impl(void)
+{
+	return have_sse42() ? "sse4.2" : "portable";
+}

@@ -33,7 +33,7 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: sdcscan campaign gemm [OPTIONS]\n"
+		"Usage: sdcscan campaign gemm [OPTIONS]   (sdcscan campaign embbag --help for EmbeddingBag)\n"
 		"Inject faults into the ABFT-checked GEMM and print detection tables in the seed papers' forms.\n\n"
 		"  -k, --classes LIST     int8, fp32, fp32-fast, fp64-fast (default: all four)\n"
 		"  -n, --trials N         trials per class for the Table II form (default 10000)\n"
@@ -357,6 +357,9 @@ int sdc_cmd_campaign(int argc, char **argv)
 		{ "seed", required_argument, NULL, 'S' },       { "json", required_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },             { NULL, 0, NULL, 0 },
 	};
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "embbag"))
+			return sdc_campaign_embbag(argc, argv);
 	struct sdc_cli cli = { .command = "campaign" };
 	uint32_t classes = 0xF;
 	uint64_t trials = 10000, bit_trials = 200, tight_trials = 0;
@@ -420,7 +423,7 @@ int sdc_cmd_campaign(int argc, char **argv)
 		}
 	}
 	if (optind >= argc || strcmp(argv[optind], "gemm"))
-		return sdc_cli_bad(&cli, "expected the probe to campaign on: gemm");
+		return sdc_cli_bad(&cli, "expected the probe to campaign on: gemm or embbag");
 	if (optind + 1 < argc)
 		return sdc_cli_bad(&cli, "unexpected argument '%s'", argv[optind + 1]);
 
@@ -735,19 +738,8 @@ int sdc_cmd_campaign(int argc, char **argv)
 		json_object_set_new(out, "targets_met", json_boolean(targets_met));
 		printf("\n%s\n", targets_met ? "OK: every target met" : "CRITICAL: a target was missed (see above)");
 	}
-	if (!rc && cli.json) {
-		char *text = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		char err[600];
-		if (!text) {
-			rc = -1;
-		} else if (!strcmp(cli.json, "-")) {
-			puts(text);
-		} else if (sdc_write_atomic(cli.json, text, strlen(text), err, sizeof(err))) {
-			sdc_error("campaign: %s", err);
-			rc = -1;
-		}
-		free(text);
-	}
+	if (!rc && cli.json && sdc_cli_write_json(cli.json, out, "campaign"))
+		rc = -1;
 out:
 	json_decref(out);
 	free(cp.ws);

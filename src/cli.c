@@ -2,8 +2,10 @@
 #include "cli.h"
 
 #include <getopt.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report.h"
@@ -150,4 +152,22 @@ int sdc_cli_parse_sizes(const char *s, struct sdc_size3 *out, int max)
 			s++;
 	}
 	return n;
+}
+
+int sdc_cli_write_json(const char *path, void *j, const char *who)
+{
+	char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	char err[600];
+	int rc = 0;
+	if (!text) {
+		sdc_error("%s: cannot format the JSON", who);
+		rc = -1;
+	} else if (!strcmp(path, "-")) {
+		puts(text);
+	} else if (sdc_write_atomic(path, text, strlen(text), err, sizeof(err))) {
+		sdc_error("%s: %s", who, err);
+		rc = -1;
+	}
+	free(text);
+	return rc;
 }

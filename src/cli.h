@@ -49,9 +49,13 @@ struct sdc_size3 {
 };
 int sdc_cli_parse_sizes(const char *s, struct sdc_size3 *out, int max);
 
+/* Writes j to path ("-": stdout) atomically, pretty-printed; -1 after printing why not. */
+int sdc_cli_write_json(const char *path, void *j, const char *who);
+
 int sdc_cmd_selftest(int argc, char **argv);
 int sdc_cmd_bench(int argc, char **argv);
 int sdc_cmd_calibrate(int argc, char **argv);
 int sdc_cmd_campaign(int argc, char **argv);
+int sdc_campaign_embbag(int argc, char **argv);
 
 #endif

@@ -15,7 +15,8 @@ static inline float sdc_half_to_float(uint16_t h)
 	const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
 	uint32_t exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu, bits;
 	if (exp == 0x1F) {
-		bits = sign | 0x7F800000u | man << 13; /* INF, NaN (payload kept, as vcvtph2ps does) */
+		/* INF; a NaN keeps its payload and comes out quiet, as vcvtph2ps makes it */
+		bits = sign | 0x7F800000u | man << 13 | (man ? 0x400000u : 0);
 	} else if (exp) {
 		bits = sign | (exp + 112) << 23 | man << 13;
 	} else if (!man) {

@@ -33,6 +33,8 @@ def main():
             'injected': (['run'] + SMALL + ['--duration', '1', '--inject', 'gemm:C:count=3',
                                             '--inject', 'gemm/fp32:B'], 2),
             'npd': (['run'] + SMALL + ['--duration', '0.5', '--exit-codes', 'npd', '--inject', 'gemm:A'], 1),
+            'embbag': (['run', '--probe', 'embbag', '--set', 'embbag.rows=65536', '--duration', '2',
+                        '--inject', 'embbag:T', '--inject', 'embbag:R:bit=30'], 2),
             'selftest': (['selftest'], 0),
         }
         reports = {}
@@ -60,7 +62,7 @@ def main():
             for e in errors:
                 print(f'FAIL {name}: {"/".join(map(str, e.absolute_path))}: {e.message}')
             failures += bool(errors)
-            if report['tool']['exit_status'] != {'clean': 0, 'injected': 2, 'npd': 1, 'selftest': 0,
+            if report['tool']['exit_status'] != {'clean': 0, 'injected': 2, 'npd': 1, 'embbag': 2, 'selftest': 0,
                                                  'interrupted': 3}[name]:
                 print(f'FAIL {name}: tool.exit_status {report["tool"]["exit_status"]}')
                 failures += 1

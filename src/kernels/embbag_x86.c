@@ -10,6 +10,7 @@
  * rows, in double; one fma per row on 16 columns gathers the rounding statistic. Functions carry
  * their own target attributes, so this file builds with baseline flags.
  */
+#include <cpuid.h>
 #include <immintrin.h>
 #include <string.h>
 
@@ -27,10 +28,17 @@ void sdc_eb_bag_avx512(const struct sdc_eb_layout *l, const uint8_t *table, cons
 		       struct sdc_eb_expect *e, enum sdc_eb_sums sums);
 void sdc_eb_out_sums_avx512(const float *out, int d, struct sdc_eb_out_sums *os);
 
+/* clang's __builtin_cpu_supports knows no "f16c", so that bit is read from CPUID leaf 1 directly. */
+static bool have_f16c(void)
+{
+	unsigned a, b, c, d;
+	return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+
 bool sdc_eb_have_avx2(void)
 {
 	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && have_f16c();
 }
 
 bool sdc_eb_have_avx512(void)

@@ -17,6 +17,7 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#include <cpuid.h>
 __attribute__((target("f16c"))) static float hw_half_to_float(uint16_t h)
 {
 	return _cvtsh_ss(h);
@@ -27,8 +28,8 @@ __attribute__((target("f16c"))) static uint16_t hw_float_to_half(float f)
 }
 static int have_f16c(void)
 {
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("f16c");
+	unsigned a, b, c, d; /* clang's __builtin_cpu_supports has no "f16c" */
+	return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
 }
 #else
 static int have_f16c(void)

@@ -43,34 +43,10 @@ const char *sdc_calibration_default_path(void)
 	return env && *env ? env : SDC_CALIBRATION_PATH;
 }
 
-/* SHA-256 (hex) of doc without its "sha256" member, keys sorted, compact. */
-static int content_digest(json_t *doc, char hex[SDC_SHA256_HEX_LEN])
-{
-	json_t *copy = json_deep_copy(doc);
-	if (!copy)
-		return -1;
-	json_object_del(copy, "sha256");
-	char *text = json_dumps(copy, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17));
-	json_decref(copy);
-	if (!text)
-		return -1;
-	struct sdc_sha256 s;
-	uint8_t d[SDC_SHA256_LEN];
-	if (sdc_sha256_init(&s)) {
-		free(text);
-		return -1;
-	}
-	sdc_sha256_buf(&s, text, strlen(text), d);
-	sdc_sha256_release(&s);
-	sdc_hex(d, sizeof(d), hex);
-	free(text);
-	return 0;
-}
-
 int sdc_calibration_write(const char *path, json_t *doc, char *err, size_t errlen)
 {
 	char hex[SDC_SHA256_HEX_LEN];
-	if (content_digest(doc, hex)) {
+	if (sdc_json_content_sha256(doc, hex)) {
 		snprintf(err, errlen, "cannot serialise the calibration");
 		return -1;
 	}
@@ -112,7 +88,7 @@ json_t *sdc_calibration_read(const char *path, char *err, size_t errlen)
 	} else if (!json_is_integer(version) || json_integer_value(version) != SDC_CALIBRATION_VERSION) {
 		snprintf(err, errlen, "calibration file %s: version %s is not supported (expected %d)", path,
 			 json_is_integer(version) ? "other" : "missing", SDC_CALIBRATION_VERSION);
-	} else if (!sha || content_digest(doc, hex) || strcmp(sha, hex)) {
+	} else if (!sha || sdc_json_content_sha256(doc, hex) || strcmp(sha, hex)) {
 		snprintf(err, errlen,
 			 "calibration file %s: its SHA-256 does not match its content (corrupt or edited); "
 			 "run sdcscan calibrate again",

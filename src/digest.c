@@ -1,5 +1,8 @@
 #include "digest.h"
 
+#include <jansson.h>
+#include <string.h>
+
 #include <openssl/evp.h>
 #include <stdlib.h>
 
@@ -65,4 +68,27 @@ uint64_t sdc_xxh64(const void *data, size_t len)
 		return sdc_xxh64_avx2(data, len);
 #endif
 	return XXH3_64bits(data, len);
+}
+
+int sdc_json_content_sha256(void *doc, char hex[SDC_SHA256_HEX_LEN])
+{
+	json_t *copy = json_deep_copy(doc);
+	if (!copy)
+		return -1;
+	json_object_del(copy, "sha256");
+	char *text = json_dumps(copy, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17));
+	json_decref(copy);
+	if (!text)
+		return -1;
+	struct sdc_sha256 s;
+	uint8_t d[SDC_SHA256_LEN];
+	if (sdc_sha256_init(&s)) {
+		free(text);
+		return -1;
+	}
+	sdc_sha256_buf(&s, text, strlen(text), d);
+	sdc_sha256_release(&s);
+	sdc_hex(d, sizeof(d), hex);
+	free(text);
+	return 0;
 }

@@ -30,6 +30,12 @@ void sdc_sha256_buf(struct sdc_sha256 *s, const void *data, size_t len, uint8_t 
 void sdc_hex(const uint8_t *bytes, size_t len, char *out);
 
 uint64_t sdc_xxh64(const void *data, size_t len);
+
+/*
+ * SHA-256 (hex) of a JSON document (json_t *) without its "sha256" member, keys sorted, compact:
+ * the self-check of calibration and golden files.
+ */
+int sdc_json_content_sha256(void *doc, char hex[SDC_SHA256_HEX_LEN]);
 #if defined(__x86_64__)
 uint64_t sdc_xxh64_avx2(const void *data, size_t len);
 #endif

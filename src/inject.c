@@ -9,16 +9,26 @@
 static int parse_key(struct sdc_inject_spec *spec, const char *key, const char *val, char *err,
 		     size_t errlen)
 {
-	static const char *const keys[] = { "device", "iter", "row", "col", "bit", "count", "every", "rate" };
+	static const char *const keys[] = { "device", "iter", "row", "col", "bit", "count", "every", "rate", "tensor" };
 	bool known = false;
 	for (size_t i = 0; i < SDC_ARRAY_SIZE(keys); i++)
 		known |= !strcmp(key, keys[i]);
 	if (!known) {
-		snprintf(err, errlen, "unknown key '%s' (valid keys: device, iter, row, col, bit, count, every, rate)",
+		snprintf(err, errlen, "unknown key '%s' (valid keys: device, iter, row, col, bit, count, every, rate, tensor)",
 			 key);
 		return -1;
 	}
 	int64_t v;
+	if (!strcmp(key, "tensor")) {
+		/* Which named tensor (minitrain); checked against the probe's names when it runs. */
+		if (!*val || strlen(val) >= sizeof(spec->tensor)) {
+			snprintf(err, errlen, "tensor=%s: expected a tensor name of 1 to %zu characters", val,
+				 sizeof(spec->tensor) - 1);
+			return -1;
+		}
+		sdc_strlcpy(spec->tensor, val, sizeof(spec->tensor));
+		return 0;
+	}
 	if (!strcmp(key, "rate")) {
 		double r;
 		if (!sdc_parse_double(val, &r) || r <= 0 || r > 1) {

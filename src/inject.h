@@ -1,6 +1,7 @@
 /*
  * Fault injection specs: --inject PROBE[/VARIANT]:TARGET[:KEY=VALUE,...]
- * Keys: device (logical CPU), iter, row, col, bit, count, every, rate. Anything left out is
+ * Keys: device (logical CPU), iter, row, col, bit, count, every, rate, tensor (a probe's named
+ * tensor, e.g. minitrain's attn.Wq). Anything left out is
  * drawn from the run's seed, so an injected run replays exactly.
  */
 #ifndef SDC_INJECT_H
@@ -21,6 +22,7 @@ struct sdc_inject_spec {
 	int count;     /* how many faults, at iter, iter + every, ... */
 	int64_t every;
 	double rate;   /* > 0: instead of count, a fault with this probability every iteration */
+	char tensor[24]; /* empty: drawn by the probe */
 	char text[160];
 };
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "golden.h"
 #include "profile.h"
 #include "registry.h"
 #include "report.h"
@@ -28,6 +29,7 @@ static void usage(FILE *out)
 		"  bench      measure the kernels against each other and the libraries, and ABFT's overhead\n"
 		"  calibrate  measure e_max for the fast class's V-ABFT thresholds on this host\n"
 		"  campaign   fault-injection campaigns: detection and false-positive tables\n"
+		"  golden     record, verify and show golden results (what a known-good host computes)\n"
 		"  version    print the version and the optional features built in\n\n"
 		"Run 'sdcscan COMMAND --help' for the options of a command.\n"
 		"Exit status: 0 OK, 1 WARNING, 2 CRITICAL (corruption found), 3 UNKNOWN (could not test).\n",
@@ -60,7 +62,7 @@ static void run_usage(FILE *out)
 		sdc_opt_print_help(sdc_common_options, "", out);
 		sdc_opt_print_help(sdc_probes[i]->options, "", out);
 	}
-	fprintf(out, "\nInject keys: device (logical CPU), iter, row, col, bit, count, every, rate.\n");
+	fprintf(out, "\nInject keys: device (logical CPU), iter, row, col, bit, count, every, rate, tensor (minitrain).\n");
 	for (int i = 0; sdc_probes[i]; i++)
 		for (int t = 0; sdc_probes[i]->inject_targets && sdc_probes[i]->inject_targets[t]; t++)
 			fprintf(out, "  %s target %s\n", sdc_probes[i]->name, sdc_probes[i]->inject_targets[t]);
@@ -305,7 +307,7 @@ int main(int argc, char **argv)
 		const char *name;
 		int (*fn)(int, char **);
 	} commands[] = {
-		{ "run", cmd_run },     { "list", cmd_list },   { "selftest", sdc_cmd_selftest },
+		{ "run", cmd_run },     { "list", cmd_list },   { "selftest", sdc_cmd_selftest }, { "golden", sdc_cmd_golden },
 		{ "bench", sdc_cmd_bench }, { "calibrate", sdc_cmd_calibrate }, { "campaign", sdc_cmd_campaign },
 		{ "version", cmd_version },
 	};

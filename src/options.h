@@ -32,9 +32,11 @@ struct sdc_option {
 	double dmin, dmax;
 	const char *const *choices; /* NULL-terminated, for ENUM and SET */
 	const char *unit;
+	/* Changes how a run is checked or scheduled, not what it computes: left out of golden keys. */
+	bool neutral;
 };
 
-#define SDC_OPT_END { NULL, 0, 0, NULL, NULL, 0, 0, 0, 0, NULL, NULL }
+#define SDC_OPT_END { NULL, 0, 0, NULL, NULL, 0, 0, 0, 0, NULL, NULL, false }
 
 const struct sdc_option *sdc_opt_find(const struct sdc_option *table, const char *name);
 

@@ -26,6 +26,7 @@ struct sdc_plan_entry {
 	const struct sdc_probe *probe;
 	void *opts;
 	struct sdc_common_opts common;
+	char only_variant[SDC_NAME_MAX]; /* non-empty: run just this variant (golden verify) */
 };
 
 enum sdc_seed_mode {

@@ -53,6 +53,15 @@ struct sdc_probe {
 	int (*setup)(struct sdc_probe_ctx *ctx);
 	void (*run)(struct sdc_worker *w);
 	void (*teardown)(struct sdc_probe_ctx *ctx);
+	/*
+	 * golden record for probes whose golden is more than the work digest (minitrain's
+	 * trajectory): computes it for one variant on this thread. NULL: the generic work digest.
+	 */
+	void *(*golden_record)(const void *opts, const char *variant, uint64_t seed, char *err, size_t errlen);
+	/* The seed a variant's results depend on, when the probe can fix its own (NULL: the run's). */
+	uint64_t (*data_seed)(const void *opts, uint64_t run_seed);
+	/* Iterations a golden verify runs per device (0: SDC_WORK_DIGEST_ITERATIONS). */
+	int golden_iterations;
 };
 
 struct sdc_probe_ctx {

@@ -4,11 +4,13 @@
 #include <string.h>
 
 extern const struct sdc_probe sdc_probe_embbag;
+extern const struct sdc_probe sdc_probe_minitrain;
 extern const struct sdc_probe sdc_probe_gemm;
 
 const struct sdc_probe *const sdc_probes[] = {
 	&sdc_probe_gemm,
 	&sdc_probe_embbag,
+	&sdc_probe_minitrain,
 	NULL,
 };
 

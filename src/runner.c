@@ -578,6 +578,13 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 			variants[0] = "default";
 			nv = 1;
 		}
+		if (e->only_variant[0]) {
+			int keep = 0;
+			for (int v = 0; v < nv; v++)
+				if (!strcmp(variants[v], e->only_variant))
+					variants[keep++] = variants[v];
+			nv = keep;
+		}
 		char why[256];
 		if (!sdc_probe_usable(e->probe, why, sizeof(why))) {
 			for (int v = 0; v < nv; v++)

@@ -41,7 +41,7 @@ struct gemm_opts {
 
 #define OPT(f) offsetof(struct gemm_opts, f)
 static const struct sdc_option gemm_options[] = {
-	{ .name = "dtypes", .type = SDC_OPT_SET, .offset = OPT(dtypes), .def = "int8,fp32,fp32-fast,fp64-fast",
+	{ .name = "dtypes", .neutral = true, .type = SDC_OPT_SET, .offset = OPT(dtypes), .def = "int8,fp32,fp32-fast,fp64-fast",
 	  .help = "variants to burn: int8 and fp32 (exact class), fp32-fast and fp64-fast (V-ABFT)",
 	  .choices = sdc_gemm_class_names },
 	{ .name = "m", .type = SDC_OPT_INT, .offset = OPT(m), .def = "256", .help = "rows of A and C",
@@ -54,7 +54,7 @@ static const struct sdc_option gemm_options[] = {
 	{ .name = "refresh", .type = SDC_OPT_INT, .offset = OPT(refresh), .def = "8",
 	  .help = "iterations that reuse one operand set before new data is drawn", .imin = 1,
 	  .imax = 1 << 20 },
-	{ .name = "int8_kernel", .type = SDC_OPT_ENUM, .offset = OPT(int8_kernel), .def = "auto",
+	{ .name = "int8_kernel", .neutral = true, .type = SDC_OPT_ENUM, .offset = OPT(int8_kernel), .def = "auto",
 	  .help = "int8 kernel (auto: the fastest this CPU supports)", .choices = int8_kernels },
 	{ .name = "float_kernel", .type = SDC_OPT_ENUM, .offset = OPT(float_kernel), .def = "auto",
 	  .help = "fp32/fp64 kernel (auto: OpenBLAS when built with it)", .choices = float_kernels },
@@ -62,19 +62,19 @@ static const struct sdc_option gemm_options[] = {
 	  .def = "normal,normal1,uniform,truncnormal",
 	  .help = "fast-class data, rotating by operand set: N(1e-6,1), N(1,1), U(-1,1), N(0,1) in [-1,1]",
 	  .choices = burn_dists },
-	{ .name = "c_sigma", .type = SDC_OPT_DOUBLE, .offset = OPT(c_sigma), .def = "2.5",
+	{ .name = "c_sigma", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(c_sigma), .def = "2.5",
 	  .help = "V-ABFT confidence multiplier c_sigma", .dmin = 1, .dmax = 10 },
-	{ .name = "calibration", .type = SDC_OPT_STRING, .offset = OPT(calibration), .def = "",
+	{ .name = "calibration", .neutral = true, .type = SDC_OPT_STRING, .offset = OPT(calibration), .def = "",
 	  .help = "e_max calibration file (empty: $SDCSCAN_CALIBRATION or " SDC_CALIBRATION_PATH
 		  " if present, else V-ABFT Table 7)" },
-	{ .name = "int8_floor", .type = SDC_OPT_DOUBLE, .offset = OPT(int8_floor), .def = "0",
+	{ .name = "int8_floor", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(int8_floor), .def = "0",
 	  .help = "per-core int8 throughput below which the core is WARNING (0: no floor)", .dmin = 0,
 	  .dmax = 1e6, .unit = "GOP/s" },
-	{ .name = "fp32_floor", .type = SDC_OPT_DOUBLE, .offset = OPT(fp32_floor), .def = "0",
+	{ .name = "fp32_floor", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(fp32_floor), .def = "0",
 	  .help = "per-core exact fp32 floor (0: none)", .dmin = 0, .dmax = 1e6, .unit = "GFLOP/s" },
-	{ .name = "fp32_fast_floor", .type = SDC_OPT_DOUBLE, .offset = OPT(fp32_fast_floor), .def = "0",
+	{ .name = "fp32_fast_floor", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(fp32_fast_floor), .def = "0",
 	  .help = "per-core fp32-fast floor (0: none)", .dmin = 0, .dmax = 1e6, .unit = "GFLOP/s" },
-	{ .name = "fp64_fast_floor", .type = SDC_OPT_DOUBLE, .offset = OPT(fp64_fast_floor), .def = "0",
+	{ .name = "fp64_fast_floor", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(fp64_fast_floor), .def = "0",
 	  .help = "per-core fp64-fast floor (0: none)", .dmin = 0, .dmax = 1e6, .unit = "GFLOP/s" },
 	SDC_OPT_END,
 };

@@ -12,21 +12,6 @@ expect_grep clean out "embbag/4bit-fast-d64"
 [ "$(json_get "$TMP/clean.json" "sorted({x['variant'] for x in r['results']})")" = \
 	"['4bit-d64', '4bit-fast-d64', '8bit-d64', '8bit-fast-d64']" ] || fail "clean: variants"
 
-# Every injection must be matched by a finding at its element whose XOR mask holds the bit.
-located() { # located REPORT: prints "ok" or what was not found
-	python3 - "$1" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-missing = []
-for i in r["injections"]:
-    hit = [f for f in r["findings"] if f.get("target") == i["target"] and f.get("row") == i["row"]
-           and f.get("col") == i["col"] and int(f.get("xor_mask", "0x0"), 16) >> i["bit"] & 1]
-    if not hit:
-        missing.append("%s[%d][%d] bit %d" % (i["target"], i["row"], i["col"], i["bit"]))
-print("ok" if r["injections"] and not missing else "not located: " + (", ".join(missing) or "no injection"))
-PY
-}
-
 for v in 8bit 8bit-fast 4bit 4bit-fast; do
 	fmt=${v%%-*}
 	cls=exact

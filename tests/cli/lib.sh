@@ -43,3 +43,20 @@ finish() {
 	fi
 	exit 1
 }
+
+# Every injection must be matched by a finding at its element whose XOR mask holds the bit (and,
+# with "same-step", at the injection's iteration: not true of a flip at rest a sweep finds later).
+located() { # located REPORT [same-step]: prints "ok" or what was not found
+	python3 - "$1" "${2:-}" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+same = sys.argv[2] == "same-step"
+missing = []
+for i in r["injections"]:
+    hit = [f for f in r["findings"] if f.get("target") == i["target"] and f.get("row") == i["row"]
+           and f.get("col") == i["col"] and (not same or f.get("iteration") == i["iteration"]) and int(f.get("xor_mask", "0x0"), 16) >> i["bit"] & 1]
+    if not hit:
+        missing.append("%s[%d][%d] bit %d" % (i["target"], i["row"], i["col"], i["bit"]))
+print("ok" if r["injections"] and not missing else "not located: " + (", ".join(missing) or "no injection"))
+PY
+}

@@ -1,0 +1,80 @@
+/*
+ * Golden results: what a probe computes on a known-good host, recorded once and verified
+ * anywhere (sdcscan golden record|verify|show). A golden file is JSON:
+ *
+ *   { "format": "sdcscan-golden", "version": 1,
+ *     "recorded": { "tool", "host", "cpu", "date" },
+ *     "entries": [ { "key": {...}, "result": {...} }, ... ],
+ *     "sha256": hex of the file's canonical form without this member }
+ *
+ * A key names what was computed: probe, variant, numerics class, seed, every option that
+ * changes the result and, for the fast class, the CPU model and BLAS library. A result is
+ * either the work digest of the first iterations (any probe) or a trajectory (minitrain):
+ * the loss bits at every step, per-step XXH3 hashes of the state entering each step and of
+ * the gradients, and the SHA-256 of every parameter and optimizer-state tensor every N steps.
+ * The goldens of the default profiles are compiled in (the files under goldens/).
+ */
+#ifndef SDC_GOLDEN_H
+#define SDC_GOLDEN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "probe.h"
+
+#define SDC_GOLDEN_FORMAT "sdcscan-golden"
+#define SDC_GOLDEN_VERSION 1
+
+struct sdc_golden_traj {
+	int steps, every;
+	uint32_t *loss;    /* [steps] fp32 bits */
+	uint64_t *entry;   /* [steps] state entering each step */
+	uint64_t *grads;   /* [steps] gradients before each update */
+	int ncheck, ntensors;
+	int *check_step;   /* [ncheck]: a checkpoint is the state entering that step (steps: the end) */
+	char (*names)[24]; /* [ntensors] */
+	uint8_t *sha;      /* [ncheck][ntensors][32] */
+};
+
+struct sdc_golden_entry {
+	void *key; /* json_t, owned by the file */
+	char probe[24], variant[24];
+	char work_digest[65];
+	int iterations;
+	bool has_traj;
+	struct sdc_golden_traj traj;
+};
+
+struct sdc_golden {
+	void *root; /* json_t */
+	char origin[256];
+	struct sdc_golden_entry *entries;
+	int n;
+};
+
+/* Parses and checks a golden file's text (format, version, sha256, every field). */
+int sdc_golden_parse(const char *text, size_t len, const char *origin, struct sdc_golden *g, char *err,
+		     size_t errlen);
+int sdc_golden_load(const char *path, struct sdc_golden *g, char *err, size_t errlen);
+void sdc_golden_free(struct sdc_golden *g);
+
+/* The key of a probe's variant as run with opts and seed (json_t *, new reference). */
+void *sdc_golden_key(const struct sdc_probe *p, const void *opts, const char *variant, uint64_t seed,
+		     const char *cpu_model);
+/* The numerics class of a variant: "fast" when its name says so, else "exact". */
+const char *sdc_golden_class(const char *variant);
+
+/*
+ * The golden for this key: from the file given to `golden verify` if any, else the built-in
+ * ones. NULL when none matches; *origin says where one came from.
+ */
+const struct sdc_golden_entry *sdc_golden_find(const void *key, const char **origin);
+/* Makes g the file sdc_golden_find looks in first (NULL: none). */
+void sdc_golden_use(const struct sdc_golden *g);
+
+/* Trajectory JSON from its parts (the recorder's side). */
+void *sdc_golden_traj_json(const struct sdc_golden_traj *t);
+
+int sdc_cmd_golden(int argc, char **argv);
+
+#endif

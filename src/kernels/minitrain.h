@@ -1,0 +1,86 @@
+/*
+ * Deterministic mini-training in the exact class (DESIGN.md): two small models whose every
+ * operation is a fixed-order sequence of correctly rounded + - * / and sqrt, with exp and log
+ * from kernels/exactmath.h, so one seed gives one trajectory, bit for bit, on every IEEE-754
+ * machine. The GEMMs go through one kernel pointer (exact_gemm.h): the tiled kernel for the
+ * burn, the plain one for the reference replay; both give the same bits.
+ *
+ *   dlrm: dense features -> bottom MLP; sparse features -> sum-pooled embedding bags; pairwise
+ *         dot-product interaction; top MLP -> logit; logistic loss. SGD on the MLPs, Adagrad
+ *         on the embedding rows a batch touched.
+ *   xfmr: one pre-LN transformer block on synthetic sequences: LN, Q/K/V projections, per-head
+ *         softmax(QK^T/sqrt(dh))V, output projection, residual, LN, ReLU MLP, residual; mean
+ *         squared error against a shifted copy of the input; Adam. The six attention GEMMs are
+ *         checked as they are computed (attn_check.h).
+ */
+#ifndef SDC_MINITRAIN_H
+#define SDC_MINITRAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attn_check.h"
+#include "exact_gemm.h"
+
+enum sdc_mt_kind { SDC_MT_DLRM, SDC_MT_XFMR };
+
+struct sdc_mt_cfg {
+	enum sdc_mt_kind kind;
+	uint64_t seed;
+	int batch;
+	/* dlrm */
+	int dense, bottom, emb_dim, tables, rows, pooling, top;
+	/* xfmr */
+	int seq, dmodel, heads, dff;
+};
+
+enum sdc_mt_role {
+	SDC_MT_PARAM,   /* a weight: in the trajectory */
+	SDC_MT_STATE,   /* optimizer state: in the trajectory */
+	SDC_MT_GRAD,    /* a gradient, complete before the optimizer step */
+	SDC_MT_ACT,     /* an activation: a GEMM output before its check */
+};
+
+struct sdc_mt_tensor {
+	char name[24];
+	float *data;
+	int rows, cols;
+	enum sdc_mt_role role;
+};
+
+static inline size_t sdc_mt_numel(const struct sdc_mt_tensor *t)
+{
+	return (size_t)t->rows * (size_t)t->cols;
+}
+
+/* Called by a step at its fault points (for injection); any may be NULL. */
+struct sdc_mt_hooks {
+	void *ctx;
+	/* A GEMM's output was computed, before it is checked or used. */
+	void (*activation)(void *ctx, int step, struct sdc_mt_tensor *t);
+	/* Every gradient is complete, before the optimizer. */
+	void (*gradients)(void *ctx, int step);
+	/* An attention GEMM failed its check. */
+	void (*attn)(void *ctx, int step, const struct sdc_attn_event *ev);
+};
+
+struct sdc_mt_model;
+
+/* NULL with a message in err when the configuration is unusable. */
+struct sdc_mt_model *sdc_mt_create(const struct sdc_mt_cfg *cfg, sdc_xgemm_fn gemm, char *err, size_t errlen);
+void sdc_mt_free(struct sdc_mt_model *m);
+/* Back to step 0: weights from the seed, optimizer state zero. */
+void sdc_mt_reset(struct sdc_mt_model *m);
+
+/* One training step (steps count from 0); returns the loss before the update. */
+float sdc_mt_step(struct sdc_mt_model *m, int step, const struct sdc_mt_hooks *hooks);
+
+/* The trajectory's tensors (parameters, then optimizer state), in a fixed order. */
+int sdc_mt_tensors(struct sdc_mt_model *m, struct sdc_mt_tensor **out);
+/* The gradients, in the parameters' order. */
+int sdc_mt_grads(struct sdc_mt_model *m, struct sdc_mt_tensor **out);
+/* Floating-point operations of one step (for throughput). */
+double sdc_mt_step_flops(const struct sdc_mt_model *m);
+const char *sdc_mt_kind_name(enum sdc_mt_kind k);
+
+#endif

@@ -1,0 +1,351 @@
+/*
+ * The mini transformer block (minitrain.h): pre-LN attention and MLP with residuals, trained
+ * with Adam to map each synthetic sequence to a copy of itself shifted by one position. The six
+ * attention GEMMs (Q, K, V projections, QK^T per head, PV per head, output projection) are
+ * checked by attn_check as soon as each is computed, after the activation hook (the injection
+ * point), so an INF, NaN or near-INF is located at the GEMM and step where it appeared.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exactmath.h"
+#include "mt_internal.h"
+
+#define LR 1e-3f
+#define BETA1 0.9f
+#define BETA2 0.999f
+#define ADAM_EPS 1e-8f
+#define LN_EPS 1e-5f
+#define NPARAMS 12
+#define MAX_EVENTS 4
+
+enum { PURPOSE_INIT = 1, PURPOSE_DATA = 2 };
+
+struct xfmr {
+	int B, T, D, NH, DH, F, N; /* N = B T rows */
+	float *p[NPARAMS], *g[NPARAMS], *am[NPARAMS], *av[NPARAMS];
+	size_t n[NPARAMS];
+	float beta1_t, beta2_t;
+	/* activations */
+	float *x, *tgt, *xh1, *rstd1, *h, *q, *k, *v, *s, *att, *o, *y, *x1, *xh2, *rstd2, *h2, *f, *z, *x2;
+	/* backward scratch */
+	float *dx2, *df, *dh2, *dx1, *do_, *dq, *dk, *dv, *dp, *ds, *dh, *tmp, *tr, *tr2;
+	double *chk;
+};
+
+enum { LN1_G, LN1_B, WQ, WK, WV, WO, LN2_G, LN2_B, W1, C1, W2, C2 };
+
+static void xfmr_reset(struct sdc_mt_model *m)
+{
+	struct xfmr *x = m->impl;
+	const struct sdc_rng r = sdc_rng_make(m->cfg.seed, SDC_RNG_PROBE_MINITRAIN, SDC_RNG_SHARED, SDC_RNG_SHARED,
+					      SDC_MT_XFMR << 8 | PURPOSE_INIT);
+	const float sd = 1.0f / sqrtf((float)x->D), sf = 1.0f / sqrtf((float)x->F);
+	for (int i = 0; i < NPARAMS; i++) {
+		memset(x->am[i], 0, sizeof(float) * x->n[i]);
+		memset(x->av[i], 0, sizeof(float) * x->n[i]);
+		switch (i) {
+		case LN1_G: case LN2_G:
+			for (size_t j = 0; j < x->n[i]; j++)
+				x->p[i][j] = 1.0f;
+			break;
+		case LN1_B: case LN2_B: case C1: case C2:
+			memset(x->p[i], 0, sizeof(float) * x->n[i]);
+			break;
+		default:
+			mt_fill_uniform(x->p[i], x->n[i], i == W2 ? sf : sd, &r, (uint64_t)i << 24);
+		}
+	}
+	x->beta1_t = 1.0f, x->beta2_t = 1.0f;
+}
+
+/* Layer norm of each row: xh = (x - mean) / sqrt(var + eps); out = xh g + b. */
+static void layer_norm(const float *in, int rows, int d, const float *g, const float *b, float *xh, float *rstd,
+		       float *out)
+{
+	const float inv_d = 1.0f / (float)d;
+	for (int i = 0; i < rows; i++) {
+		const float *r = in + (long)i * d;
+		float mean = 0.0f, var = 0.0f;
+		for (int j = 0; j < d; j++)
+			mean = mean + r[j];
+		mean = mean * inv_d;
+		for (int j = 0; j < d; j++) {
+			const float c = r[j] - mean;
+			var = var + c * c;
+		}
+		var = var * inv_d;
+		const float rs = 1.0f / sqrtf(var + LN_EPS);
+		rstd[i] = rs;
+		for (int j = 0; j < d; j++) {
+			const float v = (r[j] - mean) * rs;
+			xh[(long)i * d + j] = v;
+			out[(long)i * d + j] = v * g[j] + b[j];
+		}
+	}
+}
+
+/* Gradients of g and b, and (when dx is not NULL) dx += the input's gradient. */
+static void layer_norm_back(const float *dout, const float *xh, const float *rstd, const float *g, int rows, int d,
+			    float *dg, float *db, float *dx)
+{
+	const float inv_d = 1.0f / (float)d;
+	for (int j = 0; j < d; j++)
+		dg[j] = 0.0f, db[j] = 0.0f;
+	for (int i = 0; i < rows; i++) {
+		const float *dr = dout + (long)i * d, *xr = xh + (long)i * d;
+		float m1 = 0.0f, m2 = 0.0f;
+		for (int j = 0; j < d; j++) {
+			dg[j] = dg[j] + dr[j] * xr[j];
+			db[j] = db[j] + dr[j];
+			const float dxh = dr[j] * g[j];
+			m1 = m1 + dxh;
+			m2 = m2 + dxh * xr[j];
+		}
+		if (!dx)
+			continue;
+		m1 = m1 * inv_d, m2 = m2 * inv_d;
+		for (int j = 0; j < d; j++) {
+			const float dxh = dr[j] * g[j];
+			dx[(long)i * d + j] = dx[(long)i * d + j] + rstd[i] * (dxh - m1 - xr[j] * m2);
+		}
+	}
+}
+
+static const char *const gemm_names[6] = { "Q = h Wq", "K = h Wk", "V = h Wv", "S = Q K^T", "O = P V", "Y = O Wo" };
+
+/* An attention GEMM: computed, offered to the injection hook, then checked. */
+static void attn_gemm(struct sdc_mt_model *m, const struct sdc_mt_hooks *hk, int step, int which, int batch,
+		      int head, int rows, int cols, int kk, const float *a, int lda, const float *b, int ldb, float *c,
+		      int ldc)
+{
+	struct xfmr *x = m->impl;
+	mt_gemm(m, rows, cols, kk, a, lda, b, ldb, c, ldc);
+	if (hk && hk->activation) {
+		/* The hook sees the output as its own dense tensor (head slices are strided). */
+		static const char *const act[6] = { "act.Q", "act.K", "act.V", "act.S", "act.O", "act.Y" };
+		if (ldc == cols) {
+			mt_activation(hk, step, act[which], c, rows, cols);
+		} else {
+			for (int i = 0; i < rows; i++)
+				memcpy(x->tmp + (long)i * cols, c + (long)i * ldc, sizeof(float) * cols);
+			mt_activation(hk, step, act[which], x->tmp, rows, cols);
+			for (int i = 0; i < rows; i++)
+				memcpy(c + (long)i * ldc, x->tmp + (long)i * cols, sizeof(float) * cols);
+		}
+	}
+	struct sdc_attn_event ev[MAX_EVENTS];
+	const int bad = sdc_attn_check(rows, cols, kk, a, lda, b, ldb, c, ldc, x->chk, ev, MAX_EVENTS);
+	for (int i = 0; i < bad && i < MAX_EVENTS; i++) {
+		ev[i].gemm = gemm_names[which], ev[i].gemm_index = which, ev[i].batch = batch, ev[i].head = head;
+		if (hk && hk->attn)
+			hk->attn(hk->ctx, step, &ev[i]);
+	}
+}
+
+static void adam(struct xfmr *x, int i)
+{
+	float *w = x->p[i], *g = x->g[i], *mm = x->am[i], *vv = x->av[i];
+	const float c1 = 1.0f - BETA1, c2 = 1.0f - BETA2;
+	const float bc1 = 1.0f - x->beta1_t, bc2 = 1.0f - x->beta2_t;
+	for (size_t j = 0; j < x->n[i]; j++) {
+		mm[j] = BETA1 * mm[j] + c1 * g[j];
+		vv[j] = BETA2 * vv[j] + c2 * (g[j] * g[j]);
+		const float mh = mm[j] / bc1, vh = vv[j] / bc2;
+		w[j] = w[j] - LR * mh / (sqrtf(vh) + ADAM_EPS);
+	}
+}
+
+static float xfmr_step(struct sdc_mt_model *m, int step, const struct sdc_mt_hooks *hk)
+{
+	struct xfmr *x = m->impl;
+	const int B = x->B, T = x->T, D = x->D, NH = x->NH, DH = x->DH, F = x->F, N = x->N;
+	const float scale = 1.0f / sqrtf((float)DH);
+
+	/* data: N(0,1)-ish inputs, target = the sequence shifted by one position */
+	const struct sdc_rng r = sdc_rng_make(m->cfg.seed, SDC_RNG_PROBE_MINITRAIN, SDC_RNG_SHARED, SDC_RNG_SHARED,
+					      SDC_MT_XFMR << 8 | PURPOSE_DATA);
+	mt_fill_uniform(x->x, (size_t)N * D, 1.0f, &r, (uint64_t)step << 24);
+	for (int b = 0; b < B; b++)
+		for (int t = 0; t < T; t++)
+			memcpy(x->tgt + ((long)b * T + t) * D, x->x + ((long)b * T + (t + T - 1) % T) * D,
+			       sizeof(float) * D);
+
+	/* ---- forward ---- */
+	layer_norm(x->x, N, D, x->p[LN1_G], x->p[LN1_B], x->xh1, x->rstd1, x->h);
+	attn_gemm(m, hk, step, 0, -1, -1, N, D, D, x->h, D, x->p[WQ], D, x->q, D);
+	attn_gemm(m, hk, step, 1, -1, -1, N, D, D, x->h, D, x->p[WK], D, x->k, D);
+	attn_gemm(m, hk, step, 2, -1, -1, N, D, D, x->h, D, x->p[WV], D, x->v, D);
+	for (int b = 0; b < B; b++)
+		for (int hd = 0; hd < NH; hd++) {
+			const long r0 = (long)b * T * D + (long)hd * DH;
+			float *s = x->s + ((long)b * NH + hd) * T * T, *pa = x->att + ((long)b * NH + hd) * T * T;
+			mt_transpose(T, DH, x->k + r0, D, x->tr, T); /* K_h^T: DH x T */
+			attn_gemm(m, hk, step, 3, b, hd, T, T, DH, x->q + r0, D, x->tr, T, s, T);
+			for (int i = 0; i < T; i++) {
+				const float *si = s + (long)i * T;
+				float *pi = pa + (long)i * T;
+				float mx = si[0] * scale;
+				for (int j = 1; j < T; j++)
+					mx = si[j] * scale > mx ? si[j] * scale : mx;
+				float sum = 0.0f;
+				for (int j = 0; j < T; j++) {
+					pi[j] = (float)sdc_exp((double)(si[j] * scale - mx));
+					sum = sum + pi[j];
+				}
+				for (int j = 0; j < T; j++)
+					pi[j] = pi[j] / sum;
+			}
+			attn_gemm(m, hk, step, 4, b, hd, T, DH, T, pa, T, x->v + r0, D, x->o + r0, D);
+		}
+	attn_gemm(m, hk, step, 5, -1, -1, N, D, D, x->o, D, x->p[WO], D, x->y, D);
+	for (long i = 0; i < (long)N * D; i++)
+		x->x1[i] = x->x[i] + x->y[i];
+	layer_norm(x->x1, N, D, x->p[LN2_G], x->p[LN2_B], x->xh2, x->rstd2, x->h2);
+	mt_gemm(m, N, F, D, x->h2, D, x->p[W1], F, x->f, F);
+	mt_activation(hk, step, "act.F", x->f, N, F);
+	mt_add_bias(x->f, N, F, x->p[C1]);
+	mt_relu(x->f, (size_t)N * F);
+	mt_gemm(m, N, D, F, x->f, F, x->p[W2], D, x->z, D);
+	mt_add_bias(x->z, N, D, x->p[C2]);
+	float loss = 0.0f;
+	const float inv = 1.0f / (float)((long)N * D);
+	for (long i = 0; i < (long)N * D; i++) {
+		x->x2[i] = x->x1[i] + x->z[i];
+		const float e = x->x2[i] - x->tgt[i];
+		loss = loss + e * e;
+		x->dx2[i] = 2.0f * e * inv;
+	}
+	loss = loss * inv;
+
+	/* ---- backward ---- */
+	mt_colsum(x->dx2, N, D, x->g[C2]);
+	mt_transpose(N, F, x->f, F, x->tr, N);
+	mt_gemm(m, F, D, N, x->tr, N, x->dx2, D, x->g[W2], D);
+	mt_transpose(F, D, x->p[W2], D, x->tr2, F);
+	mt_gemm(m, N, F, D, x->dx2, D, x->tr2, F, x->df, F);
+	mt_relu_mask(x->df, x->f, (size_t)N * F);
+	mt_colsum(x->df, N, F, x->g[C1]);
+	mt_transpose(N, D, x->h2, D, x->tr, N);
+	mt_gemm(m, D, F, N, x->tr, N, x->df, F, x->g[W1], F);
+	mt_transpose(D, F, x->p[W1], F, x->tr2, D);
+	mt_gemm(m, N, D, F, x->df, F, x->tr2, D, x->dh2, D);
+	memcpy(x->dx1, x->dx2, sizeof(float) * (size_t)N * D);
+	layer_norm_back(x->dh2, x->xh2, x->rstd2, x->p[LN2_G], N, D, x->g[LN2_G], x->g[LN2_B], x->dx1);
+	/* attention: dY = dX1 */
+	mt_transpose(N, D, x->o, D, x->tr, N);
+	mt_gemm(m, D, D, N, x->tr, N, x->dx1, D, x->g[WO], D);
+	mt_transpose(D, D, x->p[WO], D, x->tr2, D);
+	mt_gemm(m, N, D, D, x->dx1, D, x->tr2, D, x->do_, D);
+	for (int b = 0; b < B; b++)
+		for (int hd = 0; hd < NH; hd++) {
+			const long r0 = (long)b * T * D + (long)hd * DH;
+			const float *pa = x->att + ((long)b * NH + hd) * T * T;
+			/* dP = dO_h V_h^T */
+			mt_transpose(T, DH, x->v + r0, D, x->tr, T);
+			mt_gemm(m, T, T, DH, x->do_ + r0, D, x->tr, T, x->dp, T);
+			/* dV_h = P^T dO_h */
+			mt_transpose(T, T, pa, T, x->tr2, T);
+			mt_gemm(m, T, DH, T, x->tr2, T, x->do_ + r0, D, x->dv + r0, D);
+			/* dS = P (dP - rowsum(dP P)) scale */
+			for (int i = 0; i < T; i++) {
+				const float *pi = pa + (long)i * T, *dpi = x->dp + (long)i * T;
+				float dot = 0.0f;
+				for (int j = 0; j < T; j++)
+					dot = dot + dpi[j] * pi[j];
+				for (int j = 0; j < T; j++)
+					x->ds[(long)i * T + j] = pi[j] * (dpi[j] - dot) * scale;
+			}
+			/* dQ_h = dS K_h; dK_h = dS^T Q_h */
+			mt_gemm(m, T, DH, T, x->ds, T, x->k + r0, D, x->dq + r0, D);
+			mt_transpose(T, T, x->ds, T, x->tr2, T);
+			mt_gemm(m, T, DH, T, x->tr2, T, x->q + r0, D, x->dk + r0, D);
+		}
+	mt_transpose(N, D, x->h, D, x->tr, N);
+	mt_gemm(m, D, D, N, x->tr, N, x->dq, D, x->g[WQ], D);
+	mt_gemm(m, D, D, N, x->tr, N, x->dk, D, x->g[WK], D);
+	mt_gemm(m, D, D, N, x->tr, N, x->dv, D, x->g[WV], D);
+	/* dh = dQ Wq^T + dK Wk^T + dV Wv^T, summed in that order */
+	mt_transpose(D, D, x->p[WQ], D, x->tr2, D);
+	mt_gemm(m, N, D, D, x->dq, D, x->tr2, D, x->dh, D);
+	mt_transpose(D, D, x->p[WK], D, x->tr2, D);
+	mt_gemm(m, N, D, D, x->dk, D, x->tr2, D, x->tmp, D);
+	for (long i = 0; i < (long)N * D; i++)
+		x->dh[i] = x->dh[i] + x->tmp[i];
+	mt_transpose(D, D, x->p[WV], D, x->tr2, D);
+	mt_gemm(m, N, D, D, x->dv, D, x->tr2, D, x->tmp, D);
+	for (long i = 0; i < (long)N * D; i++)
+		x->dh[i] = x->dh[i] + x->tmp[i];
+	layer_norm_back(x->dh, x->xh1, x->rstd1, x->p[LN1_G], N, D, x->g[LN1_G], x->g[LN1_B], NULL);
+	if (hk && hk->gradients)
+		hk->gradients(hk->ctx, step);
+
+	/* ---- Adam ---- */
+	x->beta1_t = x->beta1_t * BETA1;
+	x->beta2_t = x->beta2_t * BETA2;
+	for (int i = 0; i < NPARAMS; i++)
+		adam(x, i);
+	return loss;
+}
+
+static void xfmr_free(void *impl)
+{
+	struct xfmr *x = impl;
+	if (x)
+		free(x->chk);
+	free(x);
+}
+
+int mt_xfmr_init(struct sdc_mt_model *m, char *err, size_t errlen)
+{
+	const struct sdc_mt_cfg *c = &m->cfg;
+	if (c->batch < 1 || c->seq < 2 || c->dmodel < 2 || c->heads < 1 || c->dmodel % c->heads || c->dff < 1) {
+		snprintf(err, errlen, "xfmr: sizes out of range (dmodel must be a multiple of heads)");
+		return -1;
+	}
+	struct xfmr *x = calloc(1, sizeof(*x));
+	if (!x)
+		return snprintf(err, errlen, "out of memory"), -1;
+	m->impl = x, m->free_impl = xfmr_free, m->reset = xfmr_reset, m->step = xfmr_step;
+	x->B = c->batch, x->T = c->seq, x->D = c->dmodel, x->NH = c->heads, x->DH = c->dmodel / c->heads;
+	x->F = c->dff, x->N = x->B * x->T;
+	const int D = x->D, F = x->F, N = x->N, T = x->T;
+	static const char *const names[NPARAMS] = { "ln1.g", "ln1.b", "attn.Wq", "attn.Wk", "attn.Wv", "attn.Wo",
+						    "ln2.g", "ln2.b", "mlp.W1", "mlp.c1", "mlp.W2", "mlp.c2" };
+	const int rows[NPARAMS] = { 1, 1, D, D, D, D, 1, 1, D, 1, F, 1 };
+	const int cols[NPARAMS] = { D, D, D, D, D, D, D, D, F, F, D, D };
+	bool ok = true;
+	for (int i = 0; i < NPARAMS && ok; i++) {
+		x->n[i] = (size_t)rows[i] * cols[i];
+		ok = (x->p[i] = mt_param(m, names[i], rows[i], cols[i], &x->g[i])) != NULL;
+	}
+	char name[24];
+	for (int i = 0; i < NPARAMS && ok; i++) {
+		snprintf(name, sizeof(name), "adam.m.%s", names[i]);
+		ok = (x->am[i] = mt_state(m, name, rows[i], cols[i])) != NULL;
+	}
+	for (int i = 0; i < NPARAMS && ok; i++) {
+		snprintf(name, sizeof(name), "adam.v.%s", names[i]);
+		ok = (x->av[i] = mt_state(m, name, rows[i], cols[i])) != NULL;
+	}
+	const size_t nd = (size_t)N * D, tt = (size_t)x->B * x->NH * T * T;
+	const size_t wide = (size_t)N * (F > D ? F : D);
+	float **acts[] = { &x->x, &x->tgt, &x->xh1, &x->h, &x->q, &x->k, &x->v, &x->o, &x->y, &x->x1, &x->xh2, &x->h2,
+			   &x->z, &x->x2, &x->dx2, &x->dh2, &x->dx1, &x->do_, &x->dq, &x->dk, &x->dv, &x->dh };
+	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]) && ok; i++)
+		ok = (*acts[i] = mt_alloc(m, nd)) != NULL;
+	ok = ok && (x->rstd1 = mt_alloc(m, (size_t)N)) && (x->rstd2 = mt_alloc(m, (size_t)N)) &&
+	     (x->s = mt_alloc(m, tt)) && (x->att = mt_alloc(m, tt)) && (x->f = mt_alloc(m, (size_t)N * F)) &&
+	     (x->df = mt_alloc(m, (size_t)N * F)) && (x->dp = mt_alloc(m, (size_t)T * T)) &&
+	     (x->ds = mt_alloc(m, (size_t)T * T)) && (x->tmp = mt_alloc(m, nd > (size_t)T * T ? nd : (size_t)T * T)) &&
+	     (x->tr = mt_alloc(m, wide)) && (x->tr2 = mt_alloc(m, (size_t)D * F + (size_t)D * D + (size_t)T * T)) &&
+	     (x->chk = malloc(sizeof(double) * 4 * (size_t)(N + F + D + T)));
+	if (!ok)
+		return snprintf(err, errlen, "xfmr: out of memory"), -1;
+	const double proj = 2.0 * N * D * D, attn = 2.0 * x->B * x->NH * (double)T * T * x->DH;
+	const double mlp = 2.0 * 2.0 * N * D * F;
+	m->flops = 3.0 * (4.0 * proj + 2.0 * attn + mlp);
+	return 0;
+}

@@ -1,5 +1,6 @@
 /* Argument handling shared by the commands that burn: run, selftest, bench. */
 #include "cli.h"
+#include "fleet.h"
 
 #include <getopt.h>
 #include <jansson.h>
@@ -87,8 +88,14 @@ int sdc_cli_default(struct sdc_cli *cli, int c, char **argv)
 int sdc_cli_finish(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_plan *plan,
 		   struct sdc_output *out, enum sdc_verdict v)
 {
+	/* Under MPI: rank 0 gathers and votes, every rank takes the worst verdict of all. */
+	const int before = run->nfindings;
+	v = sdc_fleet_finish(run, v, &run->fleet);
+	for (int i = before; i < run->nfindings; i++)
+		fprintf(out->fp, "fleet: %s: %s\n", run->findings[i].kind, run->findings[i].detail);
 	int code = sdc_exit_code(v, cli->exit_style);
-	if (cli->json) {
+	/* One report for the job, written by rank 0 with every rank's results in its fleet section. */
+	if (cli->json && sdc_fleet.rank == 0) {
 		json_t *report = sdc_report_build(run, plan, v, code, NULL);
 		if (!report || sdc_report_write(report, cli->json)) {
 			v = sdc_verdict_worst(v, SDC_UNKNOWN);
@@ -113,6 +120,7 @@ int sdc_cli_prepare_run(struct sdc_cli *cli, struct sdc_run *run, const struct s
 	run->start_wall = sdc_wall_now();
 	run->start_mono = sdc_now();
 	run->seed = cli->have_seed ? cli->seed : sdc_plan_seed(plan, run->start_wall);
+	sdc_fleet_launch_check(run);
 	sdc_strlcpy(run->profile, plan->name, sizeof(run->profile));
 	sdc_strlcpy(run->profile_source, plan->source, sizeof(run->profile_source));
 	if (sdc_cpu_devices(cli->have_cpus ? &cli->cpus : NULL, &run->devices, &run->ndevices, err, sizeof(err))) {

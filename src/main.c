@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "fleet.h"
 #include "golden.h"
 #include "profile.h"
 #include "registry.h"
@@ -321,11 +322,20 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--version"))
 		return cmd_version(1, argv);
-	for (size_t i = 0; i < SDC_ARRAY_SIZE(commands); i++)
-		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].fn(argc - 1, argv + 1);
+	/* Under an MPI launcher, run joins the job (fleet.h); the other commands stay per host. */
+	if (!strcmp(argv[1], "run") && sdc_fleet_init(&argc, &argv)) {
+		fprintf(stderr, "sdcscan: MPI_Init failed\n");
+		return SDC_UNKNOWN;
+	}
+	for (size_t i = 0; i < SDC_ARRAY_SIZE(commands); i++) {
+		if (!strcmp(argv[1], commands[i].name)) {
+			const int rc = commands[i].fn(argc - 1, argv + 1);
+			sdc_fleet_end(rc);
+			return rc;
+		}
+	}
 	fprintf(stderr, "sdcscan: unknown command '%s' (expected run, list, selftest, bench, calibrate, campaign "
-			"or version; see 'sdcscan --help')\n",
+			"golden or version; see 'sdcscan --help')\n",
 		argv[1]);
 	return SDC_UNKNOWN;
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "sdc_config.h"
+#include "fleet.h"
 #include "util.h"
 
 #define RED "\033[1;31m"
@@ -22,7 +23,8 @@ void sdc_output_init(struct sdc_output *o, bool json_on_stdout, bool quiet, bool
 	const bool tty = isatty(fileno(o->fp));
 	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
 	o->color = tty && !no_color && !(nc && *nc) && !(term && !strcmp(term, "dumb"));
-	o->progress = tty && !quiet && !(term && !strcmp(term, "dumb"));
+	/* Under mpirun every rank shares one terminal: only rank 0 draws the progress line. */
+	o->progress = tty && !quiet && !(term && !strcmp(term, "dumb")) && sdc_fleet.rank == 0;
 }
 
 static const char *verdict_color(const struct sdc_output *o, enum sdc_verdict v)

@@ -212,7 +212,7 @@ json_t *sdc_report_build(const struct sdc_run *run, const struct sdc_plan *plan,
 		sdc_strlcpy(summary, summary_text, sizeof(summary));
 	else
 		sdc_summary_line(run, v, summary, sizeof(summary));
-	return json_pack("{s:[i,i], s:{s:s, s:s, s:o, s:i, s:o}, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o, "
+	json_t *report = json_pack("{s:[i,i], s:{s:s, s:s, s:o, s:i, s:o}, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o, "
 			 "s:{s:s, s:i, s:s}}",
 			 "schema_version", SDC_SCHEMA_MAJOR, SDC_SCHEMA_MINOR, "tool", "name", "sdcscan", "version",
 			 SDC_VERSION, "argv", argv, "exit_status", exit_status, "build", build, "host",
@@ -220,6 +220,9 @@ json_t *sdc_report_build(const struct sdc_run *run, const struct sdc_plan *plan,
 			 results_json(run), "totals", totals_json(run), "findings", findings_json(run), "findings_not_kept",
 			 (json_int_t)run->findings_dropped, "injections", injections_json(run), "verdict",
 			 "status", sdc_verdict_name(v), "code", (int)v, "summary", summary);
+	if (report && run->fleet)
+		json_object_set(report, "fleet", (json_t *)run->fleet);
+	return report;
 }
 
 int sdc_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen)

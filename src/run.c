@@ -59,6 +59,7 @@ void sdc_run_release(struct sdc_run *run)
 	free(run->devices);
 	free(run->inject);
 	json_decref(run->environment);
+	json_decref(run->fleet);
 	memset(run, 0, sizeof(*run));
 }
 

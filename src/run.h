@@ -116,6 +116,7 @@ struct sdc_run {
 	struct sdc_total *totals;
 	int ntotals, totals_cap;
 	void *environment; /* json_t object: libraries and kernels, for the report */
+	void *fleet;       /* json_t object on rank 0 of an MPI run: every rank's results and the vote */
 };
 
 #define SDC_FINDINGS_MAX 2000

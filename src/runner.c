@@ -468,7 +468,8 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 		       double duration, struct sdc_output *out)
 {
 	struct variant_run *vr = calloc(1, sizeof(*vr));
-	int nw = run->ndevices;
+	/* A probe of the whole rank (allreduce) runs once per rank, on its first CPU. */
+	int nw = e->probe->needs & SDC_NEED_MPI ? 1 : run->ndevices;
 	if (!vr)
 		return -1;
 	struct sdc_probe_ctx *ctx = &vr->ctx;

@@ -1,0 +1,405 @@
+/* MPI glue for runs across nodes (fleet.h). */
+#include "fleet.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sdc_config.h"
+#include "output.h"
+#include "util.h"
+
+#if HAVE_MPI
+#include <mpi.h>
+#endif
+
+struct sdc_fleet sdc_fleet = { .rank = 0, .size = 1, .timeout = 30 };
+
+/* The task count the launcher or scheduler announced (0: none). */
+static long announced_tasks(const char **who)
+{
+	static const char *const vars[] = { "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS", NULL };
+	for (int i = 0; vars[i]; i++) {
+		const char *v = getenv(vars[i]);
+		if (v && *v) {
+			*who = vars[i];
+			return strtol(v, NULL, 10);
+		}
+	}
+	return 0;
+}
+
+void sdc_fleet_launch_check(struct sdc_run *run)
+{
+	const char *who = NULL;
+	const long n = announced_tasks(&who);
+	if (n <= 1 || n == sdc_fleet.size)
+		return;
+	struct sdc_finding f = { .cls = SDC_FINDING_ERROR, .device = -1, .row = -1, .col = -1 };
+	sdc_strlcpy(f.probe, "fleet", sizeof(f.probe));
+	sdc_strlcpy(f.kind, "launch-mismatch", sizeof(f.kind));
+	snprintf(f.detail, sizeof(f.detail),
+		 "%s says %ld tasks but this process sees %d MPI rank%s (%s): the job was not tested as a whole; "
+		 "launch with mpirun or srun --mpi=pmix",
+		 who, n, sdc_fleet.size, sdc_fleet.size == 1 ? "" : "s",
+		 HAVE_MPI ? "is the MPI plugin right?" : "this sdcscan was built without MPI");
+	sdc_run_add_finding(run, &f);
+	sdc_error("%s", f.detail);
+}
+
+#if HAVE_MPI
+
+static MPI_Comm comm = MPI_COMM_NULL;
+static char (*hosts)[64];
+static bool peer_failed;
+
+int sdc_fleet_init(int *argc, char ***argv)
+{
+	const char *who;
+	if (announced_tasks(&who) <= 0 && !getenv("OMPI_COMM_WORLD_RANK") && !getenv("PMIX_RANK"))
+		return 0; /* not launched by MPI: a single-host run */
+	int provided;
+	if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+		return -1;
+	MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+	/* Errors come back as codes, so a dead peer is a finding, not an abort of the job. */
+	MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* request errors are raised here */
+	MPI_Comm_rank(comm, &sdc_fleet.rank);
+	MPI_Comm_size(comm, &sdc_fleet.size);
+	gethostname(sdc_fleet.host, sizeof(sdc_fleet.host) - 1);
+	hosts = calloc((size_t)sdc_fleet.size, sizeof(*hosts));
+	if (!hosts)
+		return -1;
+	MPI_Allgather(sdc_fleet.host, 64, MPI_CHAR, hosts, 64, MPI_CHAR, comm);
+	sdc_fleet.active = true;
+	if (provided < MPI_THREAD_SERIALIZED && sdc_fleet.rank == 0)
+		sdc_warning("the MPI library gives thread level %d: the allreduce probe needs MPI_THREAD_SERIALIZED",
+			    provided);
+	return 0;
+}
+
+const char *sdc_fleet_host(int rank)
+{
+	static char buf[32];
+	if (hosts && rank >= 0 && rank < sdc_fleet.size)
+		return hosts[rank];
+	snprintf(buf, sizeof(buf), "rank %d", rank);
+	return buf;
+}
+
+void sdc_fleet_end(int code)
+{
+	if (!sdc_fleet.active)
+		return;
+	if (peer_failed) {
+		/* MPI_Finalize would wait for the dead: leave now, with the verdict's code. */
+		fflush(stdout);
+		fflush(stderr);
+		_exit(code);
+	}
+	MPI_Comm_free(&comm);
+	MPI_Finalize();
+}
+
+/* Waits for reqs until the deadline; on timeout cancels what is left. Returns -1 and the index late. */
+static int wait_all(MPI_Request *reqs, int n, double timeout, int *late_idx)
+{
+	const double end = sdc_now() + timeout;
+	long spins = 0;
+	for (;;) {
+		int done = 1;
+		for (int i = 0; i < n; i++) {
+			if (reqs[i] == MPI_REQUEST_NULL)
+				continue;
+			int flag = 0;
+			if (MPI_Test(&reqs[i], &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+				*late_idx = i;
+				peer_failed = true;
+				return -1;
+			}
+			done &= flag;
+		}
+		if (done)
+			return 0;
+		if (sdc_now() > end) {
+			/* The requests are abandoned, not cancelled: cancelling a send to a dead peer fails too,
+			 * and after a dead peer the process leaves without MPI_Finalize (sdc_fleet_end). */
+			for (int i = 0; i < n; i++)
+				if (reqs[i] != MPI_REQUEST_NULL)
+					*late_idx = i;
+			peer_failed = true;
+			return -1;
+		}
+		/* Spin first (bandwidth), then give the core away (a long wait for a slow peer). */
+		if (++spins > 10000)
+			usleep(200);
+		else
+			sched_yield();
+	}
+}
+
+int sdc_fleet_sendrecv(const void *sbuf, int sbytes, int dst, void *rbuf, int rbytes, int src, int tag,
+		       double timeout, int *late)
+{
+	MPI_Request r[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
+	if (rbytes && MPI_Irecv(rbuf, rbytes, MPI_BYTE, src, tag, comm, &r[0]) != MPI_SUCCESS) {
+		*late = src;
+		return -1;
+	}
+	if (sbytes && MPI_Isend(sbuf, sbytes, MPI_BYTE, dst, tag, comm, &r[1]) != MPI_SUCCESS) {
+		*late = dst;
+		return -1;
+	}
+	int idx = -1;
+	if (wait_all(r, 2, timeout, &idx)) {
+		*late = idx == 0 ? src : dst;
+		return -1;
+	}
+	return 0;
+}
+
+int sdc_fleet_sum_u64(uint64_t *v, double timeout)
+{
+	uint64_t out = 0;
+	MPI_Request r;
+	if (MPI_Iallreduce(v, &out, 1, MPI_UINT64_T, MPI_SUM, comm, &r) != MPI_SUCCESS)
+		return -1;
+	int idx;
+	if (wait_all(&r, 1, timeout, &idx))
+		return -1;
+	*v = out;
+	return 0;
+}
+
+void *sdc_fleet_comm(void);
+void *sdc_fleet_comm(void)
+{
+	return &comm;
+}
+
+/* ---- gather, vote, verdict ---- */
+
+static json_t *rank_summary(const struct sdc_run *run, enum sdc_verdict local)
+{
+	json_t *res = json_array();
+	for (int i = 0; i < run->nresults; i++) {
+		const struct sdc_result *r = &run->results[i];
+		const struct sdc_device *d = r->device >= 0 && r->device < run->ndevices ? &run->devices[r->device] : NULL;
+		json_array_append_new(res, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I}", "probe", r->probe, "variant",
+						     r->variant, "device", d ? d->id : "?", "model", d ? d->model : "?",
+						     "status", sdc_status_name(r->status), "work_digest", r->work_digest,
+						     "corruptions", (json_int_t)r->corruptions));
+	}
+	char summary[512];
+	/* The findings travel too, so rank 0's report names what every rank found. */
+	json_t *found = json_array();
+	for (int i = 0; i < run->nfindings; i++) {
+		const struct sdc_finding *f = &run->findings[i];
+		json_array_append_new(found, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:s}", "probe", f->probe,
+						       "variant", f->variant, "kind", f->kind, "target", f->target, "row",
+						       (json_int_t)f->row, "col", (json_int_t)f->col, "iteration",
+						       (json_int_t)f->iteration, "xor_mask", f->xor_mask, "detail", f->detail));
+	}
+	sdc_summary_line(run, local, summary, sizeof(summary));
+	return json_pack("{s:i, s:s, s:s, s:s, s:o, s:o}", "rank", sdc_fleet.rank, "host", sdc_fleet.host, "verdict",
+			 sdc_verdict_name(local), "summary", summary, "results", res, "findings", found);
+}
+
+static void fleet_finding(struct sdc_run *run, enum sdc_finding_class cls, const char *kind, const char *fmt, ...)
+	SDC_PRINTF(4, 5);
+static void fleet_finding(struct sdc_run *run, enum sdc_finding_class cls, const char *kind, const char *fmt, ...)
+{
+	struct sdc_finding f = { .cls = cls, .device = -1, .row = -1, .col = -1 };
+	sdc_strlcpy(f.probe, "fleet", sizeof(f.probe));
+	sdc_strlcpy(f.kind, kind, sizeof(f.kind));
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(f.detail, sizeof(f.detail), fmt, ap);
+	va_end(ap);
+	sdc_run_add_finding(run, &f);
+}
+
+/* Majority vote of work digests of the same (probe, variant, CPU model) across every rank. */
+static void vote(struct sdc_run *run, json_t *ranks, json_t *out)
+{
+	json_t *groups = json_object();
+	size_t i;
+	json_t *rk;
+	json_array_foreach(ranks, i, rk) {
+		size_t k;
+		json_t *r;
+		json_array_foreach(json_object_get(rk, "results"), k, r) {
+			const char *wd = json_string_value(json_object_get(r, "work_digest"));
+			if (!wd || !*wd)
+				continue;
+			char key[400];
+			snprintf(key, sizeof(key), "%s/%s on %s", json_string_value(json_object_get(r, "probe")),
+				 json_string_value(json_object_get(r, "variant")), json_string_value(json_object_get(r, "model")));
+			json_t *g = json_object_get(groups, key);
+			if (!g)
+				json_object_set_new(groups, key, g = json_array());
+			json_array_append_new(g, json_pack("{s:s, s:O, s:O, s:s}", "digest", wd, "rank", json_object_get(rk, "rank"),
+							   "host", json_object_get(rk, "host"), "device",
+							   json_string_value(json_object_get(r, "device"))));
+		}
+	}
+	const char *key;
+	json_t *g;
+	json_object_foreach(groups, key, g) {
+		/* the digest most devices computed */
+		const char *best = NULL;
+		size_t best_n = 0, n = json_array_size(g);
+		for (size_t a = 0; a < n; a++) {
+			const char *da = json_string_value(json_object_get(json_array_get(g, a), "digest"));
+			size_t c = 0;
+			for (size_t b = 0; b < n; b++)
+				c += !strcmp(da, json_string_value(json_object_get(json_array_get(g, b), "digest")));
+			if (c > best_n)
+				best_n = c, best = da;
+		}
+		json_t *minority = json_array();
+		for (size_t a = 0; a < n; a++) {
+			json_t *e = json_array_get(g, a);
+			if (!strcmp(best, json_string_value(json_object_get(e, "digest"))))
+				continue;
+			json_array_append(minority, e);
+			if (2 * best_n > n)
+				fleet_finding(run, SDC_FINDING_CORRUPTION, "fleet-disagreement",
+					      "%s: host %s rank %" JSON_INTEGER_FORMAT " %s computed work digest %.16s..., the "
+					      "majority (%zu of %zu devices) %.16s...",
+					      key, json_string_value(json_object_get(e, "host")),
+					      json_integer_value(json_object_get(e, "rank")),
+					      json_string_value(json_object_get(e, "device")),
+					      json_string_value(json_object_get(e, "digest")), best_n, n, best);
+		}
+		if (json_array_size(minority) && 2 * best_n <= n)
+			fleet_finding(run, SDC_FINDING_CORRUPTION, "fleet-disagreement",
+				      "%s: devices disagree with no majority (%zu of %zu agree at most)", key, best_n, n);
+		json_object_set_new(out, key, json_pack("{s:s, s:i, s:i, s:o}", "majority", best, "devices", (int)n,
+							"agreeing", (int)best_n, "minority", minority));
+	}
+	json_decref(groups);
+}
+
+enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, void **fleet_json)
+{
+	*fleet_json = NULL;
+	if (!sdc_fleet.active || sdc_fleet.size < 2)
+		return local;
+	const int tag = 0x5dc;
+	if (sdc_fleet.rank != 0) {
+		json_t *me = rank_summary(run, local);
+		char *text = json_dumps(me, JSON_COMPACT);
+		json_decref(me);
+		int32_t len = text ? (int32_t)strlen(text) + 1 : 0, verdict = SDC_UNKNOWN, late;
+		if (sdc_fleet_sendrecv(&len, 4, 0, NULL, 0, 0, tag, sdc_fleet.timeout, &late) ||
+		    sdc_fleet_sendrecv(text, len, 0, NULL, 0, 0, tag + 1, sdc_fleet.timeout, &late) ||
+		    sdc_fleet_sendrecv(NULL, 0, 0, &verdict, 4, 0, tag + 2, sdc_fleet.timeout, &late)) {
+			fleet_finding(run, SDC_FINDING_ERROR, "rank-unresponsive",
+				      "rank 0 (%s) did not answer within %.0f s: dead or stuck; the fleet verdict is unknown",
+				      sdc_fleet_host(0), sdc_fleet.timeout);
+			verdict = SDC_UNKNOWN;
+		}
+		free(text);
+		return (enum sdc_verdict)verdict > local ? (enum sdc_verdict)verdict : local;
+	}
+	json_t *ranks = json_array();
+	json_array_append_new(ranks, rank_summary(run, local));
+	enum sdc_verdict worst = local;
+	bool *alive = calloc((size_t)sdc_fleet.size, sizeof(bool));
+	const double end = sdc_now() + sdc_fleet.timeout;
+	for (int r = 1; r < sdc_fleet.size; r++) {
+		int32_t len = 0;
+		int late;
+		char *text = NULL;
+		/* One deadline for the whole gather: a dead rank costs it once, not once per rank. */
+		const double left = end - sdc_now() > 1 ? end - sdc_now() : 1;
+		if (sdc_fleet_sendrecv(NULL, 0, 0, &len, 4, r, tag, left, &late) || len <= 0 || len > (64 << 20) ||
+		    !(text = malloc((size_t)len)) ||
+		    sdc_fleet_sendrecv(NULL, 0, 0, text, len, r, tag + 1, sdc_fleet.timeout, &late)) {
+			fleet_finding(run, SDC_FINDING_ERROR, "rank-unresponsive",
+				      "rank %d (%s) sent no results within %.0f s: dead or stuck", r, sdc_fleet_host(r),
+				      sdc_fleet.timeout);
+			free(text);
+			continue;
+		}
+		json_error_t je;
+		json_t *j = json_loads(text, 0, &je);
+		free(text);
+		const char *v = json_string_value(json_object_get(j, "verdict"));
+		if (!j || !v || json_integer_value(json_object_get(j, "rank")) != r) {
+			fleet_finding(run, SDC_FINDING_ERROR, "rank-garbled", "rank %d (%s) sent results that do not parse",
+				      r, sdc_fleet_host(r));
+			json_decref(j);
+			continue;
+		}
+		alive[r] = true;
+		for (enum sdc_verdict k = SDC_OK; k <= SDC_UNKNOWN; k++)
+			if (!strcmp(v, sdc_verdict_name(k)) && k > worst)
+				worst = k;
+		json_array_append_new(ranks, j);
+	}
+	json_t *votes = json_object();
+	vote(run, ranks, votes);
+	const enum sdc_verdict fleet_v = sdc_run_verdict(run);
+	if (fleet_v > worst)
+		worst = fleet_v;
+	for (int r = 1; r < sdc_fleet.size; r++) {
+		int32_t v = (int32_t)worst, late;
+		if (alive[r])
+			sdc_fleet_sendrecv(&v, 4, r, NULL, 0, 0, tag + 2, 5, &late);
+	}
+	free(alive);
+	*fleet_json = json_pack("{s:i, s:s, s:o, s:o}", "ranks_total", sdc_fleet.size, "verdict",
+				sdc_verdict_name(worst), "ranks", ranks, "votes", votes);
+	return worst;
+}
+
+#else /* !HAVE_MPI */
+
+int sdc_fleet_init(int *argc, char ***argv)
+{
+	(void)argc, (void)argv;
+	gethostname(sdc_fleet.host, sizeof(sdc_fleet.host) - 1);
+	return 0;
+}
+
+void sdc_fleet_end(int code)
+{
+	(void)code;
+}
+
+const char *sdc_fleet_host(int rank)
+{
+	(void)rank;
+	return sdc_fleet.host;
+}
+
+int sdc_fleet_sendrecv(const void *sbuf, int sbytes, int dst, void *rbuf, int rbytes, int src, int tag,
+		       double timeout, int *late)
+{
+	(void)sbuf, (void)sbytes, (void)dst, (void)rbuf, (void)rbytes, (void)src, (void)tag, (void)timeout;
+	*late = 0;
+	return -1;
+}
+
+int sdc_fleet_sum_u64(uint64_t *v, double timeout)
+{
+	(void)v, (void)timeout;
+	return 0;
+}
+
+enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, void **fleet_json)
+{
+	(void)run;
+	*fleet_json = NULL;
+	return local;
+}
+
+#endif

@@ -1,0 +1,57 @@
+/*
+ * Runs across nodes (DESIGN.md "Multi-node"): under mpirun or srun every rank runs its probes,
+ * then rank 0 gathers every rank's results, majority-votes the work digests of the same work per
+ * CPU model, names the minority (host, rank, device), and sends the fleet verdict back, so every
+ * rank exits with the worst verdict of all. Every wait has a deadline: a rank that is dead or
+ * stuck is named in an UNKNOWN verdict instead of hanging the job. Point-to-point messages only
+ * (a collective cannot say who did not come).
+ *
+ * Without MPI in the build, or when not launched by an MPI launcher, everything here is a no-op
+ * with one rank, except the launch check: a scheduler that says there are several tasks while
+ * this process is alone gives UNKNOWN, not OK.
+ */
+#ifndef SDC_FLEET_H
+#define SDC_FLEET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "run.h"
+#include "verdict.h"
+
+struct sdc_fleet {
+	bool active; /* MPI initialised with more than zero ranks */
+	int rank, size;
+	char host[64];
+	double timeout; /* seconds any one wait may take */
+};
+
+extern struct sdc_fleet sdc_fleet;
+
+/* MPI_Init_thread when launched by an MPI launcher (OMPI_/PMI_/PMIX_ environment). */
+int sdc_fleet_init(int *argc, char ***argv);
+/* Ends MPI; after a peer died, skips MPI_Finalize (which would wait for it) and exits with code. */
+void sdc_fleet_end(int code);
+
+/* Adds an UNKNOWN host finding when the scheduler's task count and MPI's rank count disagree. */
+void sdc_fleet_launch_check(struct sdc_run *run);
+
+/*
+ * Gathers, votes and agrees on the verdict (see above). Rank 0's run gains the fleet's findings
+ * and *fleet_json (json_t *, for the report); returns the fleet verdict on every rank.
+ */
+enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, void **fleet_json);
+
+/*
+ * Point-to-point exchange with a deadline, for probes: sends sbuf to dst and receives into rbuf
+ * from src (either count may be 0). Returns 0, or -1 with *late set to the rank that did not
+ * complete its side in time (or failed).
+ */
+int sdc_fleet_sendrecv(const void *sbuf, int sbytes, int dst, void *rbuf, int rbytes, int src, int tag,
+		       double timeout, int *late);
+/* Sum of v over all ranks (for agreeing on a count), with a deadline; -1 on timeout. */
+int sdc_fleet_sum_u64(uint64_t *v, double timeout);
+/* The host name of a rank, when the gather has happened or for this rank; "rank N" otherwise. */
+const char *sdc_fleet_host(int rank);
+
+#endif

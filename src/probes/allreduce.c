@@ -1,0 +1,485 @@
+/*
+ * allreduce: names the corrupt link or node of a ring all-reduce (Adept's failure: a bad hop in
+ * the all-gather leaves every later rank agreeing on the same wrong answer).
+ *
+ * Variants:
+ *   ring: sdcscan's own ring all-reduce (reduce-scatter, then all-gather) over MPI point-to-point.
+ *         The data are small integers per (rank, index, iteration), as nccl-tests builds them, so
+ *         every partial sum is exact in any order and every rank can compute what it should
+ *         receive at every step. Every chunk travels with a CRC32C of its bytes: a bad CRC names
+ *         the link (sender -> receiver); a good CRC with a wrong value names the sender's
+ *         arithmetic or memory. Each iteration runs the ring forward, reversed and shuffled, so a
+ *         bad node (all its links fail) is told from a bad link (one does).
+ *   mpi:  the vendor collective (MPI_Allreduce) on the same data: each rank counts its wrong
+ *         elements, the counts are summed so all ranks agree, and each rank with wrong elements
+ *         names itself.
+ * Both report busbw as nccl-tests defines it: algbw = bytes / time, busbw = algbw 2 (n - 1) / n.
+ * Every wait has a deadline (option timeout): a peer that does not answer is named, UNKNOWN.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../fleet.h"
+#include "../kernels/crc32c.h"
+#include "../probe.h"
+#include "../sdc_config.h"
+
+#if HAVE_MPI
+#include <mpi.h>
+void *sdc_fleet_comm(void);
+#endif
+
+static const char *const variant_names[] = { "ring", "mpi", NULL };
+
+struct allreduce_opts {
+	uint32_t variants;
+	int64_t bytes;
+	double timeout, floor;
+};
+
+#define OPT(f) offsetof(struct allreduce_opts, f)
+static const struct sdc_option allreduce_options[] = {
+	{ .name = "variants", .type = SDC_OPT_SET, .offset = OPT(variants), .def = "ring,mpi", .neutral = true,
+	  .help = "ring: sdcscan's checked ring all-reduce; mpi: MPI_Allreduce checked exactly", .choices = variant_names },
+	{ .name = "bytes", .type = SDC_OPT_INT, .offset = OPT(bytes), .def = "4194304",
+	  .help = "bytes of fp32 data all-reduced per iteration", .imin = 4096, .imax = (int64_t)1 << 31 },
+	{ .name = "timeout", .type = SDC_OPT_DOUBLE, .offset = OPT(timeout), .def = "30", .neutral = true,
+	  .help = "seconds any wait for a peer may take before the peer is named unresponsive", .dmin = 1,
+	  .dmax = 3600, .unit = "s" },
+	{ .name = "floor", .type = SDC_OPT_DOUBLE, .offset = OPT(floor), .def = "0", .neutral = true,
+	  .help = "bus bandwidth below which the rank is WARNING (0: no floor)", .dmin = 0, .dmax = 1e6,
+	  .unit = "GB/s" },
+	SDC_OPT_END,
+};
+
+static const char *const allreduce_targets[] = {
+	"H: bytes on a hop: row = sending rank, col = receiving rank (its ring successor when left out), bit; "
+	"tensor=rs|ag picks the phase (default rs); the ring runs forward",
+	"C: the sender's arithmetic: row = the rank whose reduce-scatter sum goes wrong at its first step, bit",
+	NULL,
+};
+
+struct ar_shared {
+	int64_t n; /* floats */
+	double timeout;
+	char operation[96];
+};
+
+/*
+ * The value rank r contributes at index i in iteration it: f(i) + r g(i), with f in [-8, 8] and g
+ * in [-2, 2] small integers from a hash, so any set S of ranks sums to |S| f(i) + (sum of S) g(i):
+ * exact in fp32 in any order (for up to thousands of ranks), and O(1) for a checker to predict.
+ */
+static inline void fg(int64_t i, uint64_t it, int *f, int *g)
+{
+	uint64_t x = (uint64_t)i * 0x9E3779B97F4A7C15ull ^ (it * 0xBF58476D1CE4E5B9ull);
+	x ^= x >> 31;
+	x *= 0x94D049BB133111EBull;
+	x ^= x >> 29;
+	*f = (int)(x % 17) - 8;
+	*g = (int)((x >> 32) % 5) - 2;
+}
+
+static inline float value(int r, int64_t i, uint64_t it)
+{
+	int f, g;
+	fg(i, it, &f, &g);
+	return (float)(f + r * g);
+}
+
+/* Sum over count ranks whose ranks add up to rsum. */
+static inline float sum_of(int count, int64_t rsum, int64_t i, uint64_t it)
+{
+	int f, g;
+	fg(i, it, &f, &g);
+	return (float)(count * f + rsum * g);
+}
+
+static int allreduce_variants(const void *opts, const char **names, int max)
+{
+	const struct allreduce_opts *o = opts;
+	int n = 0;
+	for (int i = 0; variant_names[i] && n < max; i++)
+		if (sdc_opt_set_has(o->variants, i))
+			names[n++] = variant_names[i];
+	return n;
+}
+
+static bool allreduce_available(char *why, size_t len)
+{
+	if (!HAVE_MPI) {
+		snprintf(why, len, "built without MPI (install libopenmpi-dev and rebuild)");
+		return false;
+	}
+	if (!sdc_fleet.active || sdc_fleet.size < 2) {
+		snprintf(why, len, "needs 2 or more MPI ranks: launch with mpirun -np N or srun --mpi=pmix");
+		return false;
+	}
+	return true;
+}
+
+static int allreduce_setup(struct sdc_probe_ctx *ctx)
+{
+	const struct allreduce_opts *o = ctx->opts;
+	struct ar_shared *sh = calloc(1, sizeof(*sh));
+	if (!sh)
+		return sdc_ctx_error(ctx, "out of memory");
+	ctx->shared = sh;
+	/* a whole number of floats per chunk */
+	sh->n = o->bytes / 4 / sdc_fleet.size * sdc_fleet.size;
+	sh->timeout = o->timeout;
+	sdc_fleet.timeout = o->timeout; /* the gather at the end waits no longer than the probe's waits */
+	snprintf(sh->operation, sizeof(sh->operation), "%s all-reduce of %" PRId64 " fp32 over %d ranks", ctx->variant,
+		 sh->n, sdc_fleet.size);
+	snprintf(ctx->rate_unit, sizeof(ctx->rate_unit), "GB/s busbw");
+	snprintf(ctx->iter_unit, sizeof(ctx->iter_unit), "reductions");
+	ctx->rate_scale = 1e9;
+	ctx->floor = o->floor;
+	return 0;
+}
+
+static void allreduce_teardown(struct sdc_probe_ctx *ctx)
+{
+	free(ctx->shared);
+	ctx->shared = NULL;
+}
+
+static void report(struct sdc_worker *w, uint64_t iter, const char *kind, const char *target, int64_t row,
+		   int64_t col, float expected, float actual, const char *fmt, ...) SDC_PRINTF(9, 10);
+static void report(struct sdc_worker *w, uint64_t iter, const char *kind, const char *target, int64_t row,
+		   int64_t col, float expected, float actual, const char *fmt, ...)
+{
+	const struct ar_shared *sh = w->ctx->shared;
+	struct sdc_finding f = { .cls = SDC_FINDING_CORRUPTION, .iteration = iter, .row = row, .col = col };
+	sdc_strlcpy(f.kind, kind, sizeof(f.kind));
+	sdc_strlcpy(f.target, target, sizeof(f.target));
+	sdc_strlcpy(f.operation, sh->operation, sizeof(f.operation));
+	uint32_t e, a;
+	memcpy(&e, &expected, 4);
+	memcpy(&a, &actual, 4);
+	snprintf(f.expected, sizeof(f.expected), "0x%08" PRIx32, e);
+	snprintf(f.actual, sizeof(f.actual), "0x%08" PRIx32, a);
+	snprintf(f.xor_mask, sizeof(f.xor_mask), "0x%08" PRIx32, e ^ a);
+	snprintf(f.expected_value, sizeof(f.expected_value), "%g", (double)expected);
+	snprintf(f.actual_value, sizeof(f.actual_value), "%g", (double)actual);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(f.detail, sizeof(f.detail), fmt, ap);
+	va_end(ap);
+	sdc_worker_report(w, &f);
+}
+
+static void unresponsive(struct sdc_worker *w, int peer, const char *what)
+{
+	struct sdc_finding f = { .cls = SDC_FINDING_ERROR, .row = peer, .col = -1 };
+	sdc_strlcpy(f.kind, "rank-unresponsive", sizeof(f.kind));
+	if (peer >= 0)
+		snprintf(f.detail, sizeof(f.detail), "rank %d (%s) did not answer within %.0f s during %s: dead or stuck",
+			 peer, sdc_fleet_host(peer), ((const struct ar_shared *)w->ctx->shared)->timeout, what);
+	else
+		snprintf(f.detail, sizeof(f.detail), "some rank did not take part within %.0f s in %s: dead or stuck",
+			 ((const struct ar_shared *)w->ctx->shared)->timeout, what);
+	sdc_worker_report(w, &f);
+	w->failed = true;
+	snprintf(w->error, sizeof(w->error), "rank %d (%s) did not answer", peer, peer >= 0 ? sdc_fleet_host(peer) : "?");
+}
+
+/* The faults asked of this rank at iteration it (specs are read directly: the device is the rank). */
+static int find_fault(struct sdc_worker *w, const char *target, uint64_t it, int *spec)
+{
+	const struct sdc_run *run = w->ctx->run;
+	for (int i = 0; i < run->ninject; i++) {
+		const struct sdc_inject_spec *s = &run->inject[i];
+		if (strcmp(s->probe, "allreduce") || strcmp(s->target, target) ||
+		    (s->variant[0] && strcmp(s->variant, w->ctx->variant)))
+			continue;
+		const uint64_t first = s->iter >= 0 ? (uint64_t)s->iter : 0;
+		if (it < first || (it - first) % (uint64_t)(s->every > 0 ? s->every : 1) ||
+		    (it - first) / (uint64_t)(s->every > 0 ? s->every : 1) >= (uint64_t)s->count)
+			continue;
+		*spec = i;
+		return 1;
+	}
+	return 0;
+}
+
+static void applied(struct sdc_worker *w, int spec, const char *target, uint64_t it, int64_t row, int64_t col, int bit)
+{
+	struct sdc_fault f = { .spec = spec, .row = row, .col = col, .bit = bit };
+	sdc_worker_fault_applied(w, &f, target, it, row, col, bit, "", "");
+}
+
+#if HAVE_MPI
+
+struct ring {
+	int P, pos, *order, *where; /* order[position] = rank; where[rank] = position */
+};
+
+/* The sum of the ranks at positions first .. first + count - 1 (mod P). */
+static int64_t rank_sum(const struct ring *g, int first, int count)
+{
+	int64_t s = 0;
+	for (int k = 0; k < count; k++)
+		s += g->order[((first + k) % g->P + g->P) % g->P];
+	return s;
+}
+
+/* One ring all-reduce in ring order g; 0, 1 after corruption was found, -1 on a dead peer. */
+static int ring_once(struct sdc_worker *w, float *buf, uint8_t *sendb, uint8_t *recvb, const struct ring *g,
+		     uint64_t it, const char *order_name)
+{
+	const struct ar_shared *sh = w->ctx->shared;
+	const int P = g->P, p = g->pos, me = g->order[p];
+	const int next = g->order[(p + 1) % P], prev = g->order[(p - 1 + P) % P];
+	const int64_t cn = sh->n / P;
+	const size_t cb = (size_t)cn * 4;
+	int bad = 0;
+	for (int phase = 0; phase < 2; phase++) {
+		for (int s = 0; s < P - 1; s++) {
+			const int send_c = phase == 0 ? ((p - s) % P + P) % P : ((p + 1 - s) % P + P) % P;
+			const int recv_c = phase == 0 ? ((p - s - 1) % P + P) % P : ((p - s) % P + P) % P;
+			memcpy(sendb + 8, buf + send_c * cn, cb);
+			const uint32_t crc = sdc_crc32c(0, sendb + 8, cb), seq = (uint32_t)(phase << 16 | s);
+			memcpy(sendb, &crc, 4);
+			memcpy(sendb + 4, &seq, 4);
+			int spec;
+			/* A hop fault: bytes change after the CRC was taken, as on a bad link. */
+			if (!strcmp(order_name, "forward") && find_fault(w, "H", it, &spec)) {
+				const struct sdc_inject_spec *sp = &w->ctx->run->inject[spec];
+				const int src = sp->row >= 0 ? (int)sp->row : 0;
+				const int dst = sp->col >= 0 ? (int)sp->col : g->order[(g->where[src] + 1) % P];
+				const int ph = !strcmp(sp->tensor, "ag");
+				if (src == me && dst == next && ph == phase && s == 0) {
+					const int bit = sp->bit >= 0 ? sp->bit % 32 : 20;
+					const int64_t el = cn / 3;
+					sendb[8 + el * 4 + bit / 8] ^= (uint8_t)(1u << (bit % 8));
+					applied(w, spec, "H", it, src, dst, bit);
+				}
+			}
+			int late;
+			char what[64];
+			snprintf(what, sizeof(what), "the %s ring's %s step %d", order_name, phase ? "all-gather" : "reduce-scatter", s);
+			if (sdc_fleet_sendrecv(sendb, (int)cb + 8, next, recvb, (int)cb + 8, prev, 100 + phase * 64 + s,
+					       sh->timeout, &late)) {
+				unresponsive(w, late, what);
+				return -1;
+			}
+			const float *got = (const float *)(recvb + 8);
+			uint32_t rcrc;
+			memcpy(&rcrc, recvb, 4);
+			const bool crc_ok = rcrc == sdc_crc32c(0, recvb + 8, cb);
+			/* what the sender should have sent: the partial sum of positions prev-s .. prev */
+			const int first = phase == 0 ? p - 1 - s : p + 1;
+			const int count = phase == 0 ? s + 1 : P;
+			const int64_t rsum = rank_sum(g, first, count);
+			int64_t first_bad = -1, nbad = 0;
+			for (int64_t i = 0; i < cn; i++) {
+				const float e = sum_of(count, rsum, recv_c * cn + i, it);
+				if (memcmp(&e, &got[i], 4)) {
+					if (first_bad < 0)
+						first_bad = i;
+					nbad++;
+				}
+			}
+			if (!crc_ok || nbad) {
+				bad = 1;
+				const int64_t el = first_bad >= 0 ? recv_c * cn + first_bad : -1;
+				const float e = el >= 0 ? sum_of(count, rsum, el, it) : 0, a = el >= 0 ? got[first_bad] : 0;
+				if (!crc_ok)
+					report(w, it, "link-corrupt", "H", prev, me, e, a,
+					       "%s: CRC32C of the chunk from rank %d (%s) to rank %d (%s) failed: the link corrupted "
+					       "it (%" PRId64 " wrong elements, first element %" PRId64 ")",
+					       what, prev, sdc_fleet_host(prev), me, sdc_fleet_host(me), nbad, el);
+				else
+					report(w, it, "sender-compute", "C", prev, el, e, a,
+					       "%s: rank %d (%s) sent a chunk whose CRC32C holds but whose values are wrong: its "
+					       "arithmetic or memory (%" PRId64 " wrong elements, first element %" PRId64 ")",
+					       what, prev, sdc_fleet_host(prev), nbad, el);
+			}
+			/* Keep the right values, so one fault does not echo through every later step. */
+			for (int64_t i = 0; i < cn; i++) {
+				const float e = sum_of(count, rsum, recv_c * cn + i, it);
+				if (phase == 0)
+					buf[recv_c * cn + i] = buf[recv_c * cn + i] + e;
+				else
+					buf[recv_c * cn + i] = e;
+			}
+			if (phase == 0 && s == 0 && find_fault(w, "C", it, &spec) && !strcmp(order_name, "forward")) {
+				const struct sdc_inject_spec *sp = &w->ctx->run->inject[spec];
+				if ((sp->row >= 0 ? sp->row : 0) == me) {
+					/* the sum this rank sends next goes wrong after its CRC is honest */
+					const int bit = sp->bit >= 0 ? sp->bit % 32 : 22;
+					const int c = ((p - 1) % P + P) % P;
+					uint32_t u;
+					memcpy(&u, &buf[c * cn + cn / 5], 4);
+					u ^= 1u << bit;
+					memcpy(&buf[c * cn + cn / 5], &u, 4);
+					applied(w, spec, "C", it, me, c * cn + cn / 5, bit);
+				}
+			}
+		}
+	}
+	return bad;
+}
+
+static void ring_run(struct sdc_worker *w)
+{
+	const struct ar_shared *sh = w->ctx->shared;
+	const int P = sdc_fleet.size;
+	const size_t cb = (size_t)(sh->n / P) * 4;
+	float *buf = malloc((size_t)sh->n * 4);
+	uint8_t *sendb = malloc(cb + 8), *recvb = malloc(cb + 8);
+	struct ring g[3];
+	for (int k = 0; k < 3; k++) {
+		g[k].P = P;
+		g[k].order = malloc(sizeof(int) * P);
+		g[k].where = malloc(sizeof(int) * P);
+	}
+	if (!buf || !sendb || !recvb || !g[2].where) {
+		sdc_worker_error(w, "out of memory");
+		goto out;
+	}
+	static const char *const names[] = { "forward", "reversed", "shuffled" };
+	uint64_t it = 0;
+	for (;; it++) {
+		/* Everyone stops together: a rank that stopped alone would leave its peers waiting. */
+		uint64_t stop = !sdc_worker_continue(w);
+		if (sdc_fleet_sum_u64(&stop, sh->timeout)) {
+			unresponsive(w, -1, "the agreement to go on");
+			break;
+		}
+		if (stop)
+			break;
+		for (int r = 0; r < P; r++) {
+			g[0].order[r] = r;
+			g[1].order[r] = P - 1 - r;
+			g[2].order[r] = r;
+		}
+		/* the shuffle: the same on every rank, new every iteration */
+		for (int r = P - 1; r > 0; r--) {
+			const int j = (int)(((uint64_t)(value(r, r, it) + 64.0f) + it * 7) % (uint64_t)(r + 1));
+			const int t = g[2].order[r];
+			g[2].order[r] = g[2].order[j], g[2].order[j] = t;
+		}
+		double t0 = sdc_now();
+		for (int k = 0; k < 3; k++) {
+			for (int r = 0; r < P; r++)
+				g[k].where[g[k].order[r]] = r;
+			g[k].pos = g[k].where[sdc_fleet.rank];
+			for (int64_t i = 0; i < sh->n; i++)
+				buf[i] = value(sdc_fleet.rank, i, it);
+			if (ring_once(w, buf, sendb, recvb, &g[k], it, names[k]) < 0)
+				goto out;
+		}
+		const double dt = (sdc_now() - t0) / 3;
+		(void)dt;
+		sdc_worker_digest(w, it, it);
+		sdc_worker_account(w, 3.0 * (double)sh->n * 4 * 2 * (P - 1) / P);
+	}
+out:
+	free(buf), free(sendb), free(recvb);
+	for (int k = 0; k < 3; k++)
+		free(g[k].order), free(g[k].where);
+}
+
+static void mpi_run(struct sdc_worker *w)
+{
+	const struct ar_shared *sh = w->ctx->shared;
+	const int P = sdc_fleet.size;
+	MPI_Comm comm = *(MPI_Comm *)sdc_fleet_comm();
+	float *in = malloc((size_t)sh->n * 4), *out = malloc((size_t)sh->n * 4);
+	if (!in || !out) {
+		sdc_worker_error(w, "out of memory");
+		goto done;
+	}
+	for (uint64_t it = 0;; it++) {
+		uint64_t stop = !sdc_worker_continue(w);
+		if (sdc_fleet_sum_u64(&stop, sh->timeout)) {
+			unresponsive(w, -1, "the agreement to go on");
+			break;
+		}
+		if (stop)
+			break;
+		for (int64_t i = 0; i < sh->n; i++)
+			in[i] = value(sdc_fleet.rank, i, it);
+		MPI_Request req;
+		const double t0 = sdc_now();
+		if (MPI_Iallreduce(in, out, (int)sh->n, MPI_FLOAT, MPI_SUM, comm, &req) != MPI_SUCCESS) {
+			unresponsive(w, -1, "MPI_Allreduce");
+			break;
+		}
+		int flag = 0;
+		while (!flag && sdc_now() - t0 < sh->timeout)
+			MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+		if (!flag) {
+			unresponsive(w, -1, "MPI_Allreduce");
+			break;
+		}
+		const double dt = sdc_now() - t0;
+		uint64_t wrong = 0;
+		int64_t first = -1;
+		const int64_t all = (int64_t)P * (P - 1) / 2;
+		for (int64_t i = 0; i < sh->n; i++) {
+			const float e = sum_of(P, all, i, it);
+			if (memcmp(&e, &out[i], 4)) {
+				if (first < 0)
+					first = i;
+				wrong++;
+			}
+		}
+		uint64_t total = wrong;
+		if (sdc_fleet_sum_u64(&total, sh->timeout)) {
+			unresponsive(w, -1, "the count of wrong elements");
+			break;
+		}
+		if (wrong) {
+			const float e = sum_of(P, all, first, it);
+			report(w, it, "collective-wrong", "V", sdc_fleet.rank, first, e, out[first],
+			       "MPI_Allreduce gave rank %d (%s) %" PRIu64 " wrong elements of %" PRId64 " (%" PRIu64
+			       " on all ranks); first element %" PRId64,
+			       sdc_fleet.rank, sdc_fleet.host, wrong, sh->n, total, first);
+		}
+		(void)dt;
+		sdc_worker_digest(w, it, total);
+		sdc_worker_account(w, (double)sh->n * 4 * 2 * (P - 1) / P);
+	}
+done:
+	free(in), free(out);
+}
+
+static void allreduce_run(struct sdc_worker *w)
+{
+	snprintf(w->kernel, sizeof(w->kernel), "%s, rank %d of %d", w->ctx->variant, sdc_fleet.rank, sdc_fleet.size);
+	if (!strcmp(w->ctx->variant, "ring"))
+		ring_run(w);
+	else
+		mpi_run(w);
+}
+
+#else
+
+static void allreduce_run(struct sdc_worker *w)
+{
+	sdc_worker_error(w, "built without MPI");
+}
+
+#endif
+
+const struct sdc_probe sdc_probe_allreduce = {
+	.name = "allreduce",
+	.summary = "ring all-reduce with every hop CRC- and value-checked (names the link or node), and "
+		   "MPI_Allreduce checked exactly; busbw",
+	.needs = SDC_NEED_MPI,
+	.options = allreduce_options,
+	.opts_size = sizeof(struct allreduce_opts),
+	.inject_targets = allreduce_targets,
+	.variants = allreduce_variants,
+	.available = allreduce_available,
+	.setup = allreduce_setup,
+	.run = allreduce_run,
+	.teardown = allreduce_teardown,
+};

@@ -1,0 +1,72 @@
+#!/bin/sh
+# The mpi suite: 4 ranks on one host over TCP loopback (CONVENTIONS.md). A clean run is OK on
+# every rank; a corrupted hop names exactly that link; a compute fault names exactly that rank; a
+# rank killed mid-run gives UNKNOWN naming it, within the deadline; every rank exits the same.
+# usage: allreduce.sh SDCSCAN
+. "$(dirname "$0")/../cli/lib.sh"
+
+if ! command -v mpirun >/dev/null 2>&1; then
+	echo "mpirun not installed (apt-get install openmpi-bin): the mpi suite is skipped"
+	exit 77
+fi
+if ! "$SDCSCAN" list | grep -q "^  allreduce  *available\|needs 2 or more MPI ranks"; then
+	echo "this sdcscan was built without MPI: the mpi suite is skipped"
+	exit 77
+fi
+MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 4 --mca btl self,tcp"
+AR="--probe allreduce --set allreduce.bytes=262144 --no-color"
+
+# Each rank appends "RANK CODE" to $1, so the test sees every rank's exit status.
+each_rank() { # each_rank CODES-FILE ARGS...
+	codes=$1
+	shift
+	: > "$codes"
+	$MPIRUN sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$codes" sh "$SDCSCAN" "$@"
+}
+same_code() { # same_code CODES-FILE CODE: every one of the 4 ranks exited CODE
+	[ "$(sort -u "$1" | awk '{print $2}' | sort -u)" = "$2" ] && [ "$(wc -l < "$1")" -eq 4 ]
+}
+
+each_rank "$TMP/clean.codes" run $AR --duration 3 --json "$TMP/clean.json" > "$TMP/clean.out" 2>&1
+same_code "$TMP/clean.codes" 0 || fail "clean: exit codes $(cat "$TMP/clean.codes")"
+[ "$(json_get "$TMP/clean.json" "r['fleet']['verdict'], len(r['fleet']['ranks'])")" = "OK 4" ] ||
+	fail "clean: fleet section"
+
+each_rank "$TMP/hop.codes" run $AR --set allreduce.variants=ring --duration 2 --json "$TMP/hop.json" \
+	--inject "allreduce:H:iter=1,row=1,col=2,bit=9" > "$TMP/hop.out" 2>&1
+same_code "$TMP/hop.codes" 2 || fail "hop: exit codes $(cat "$TMP/hop.codes")"
+grep -q "link-corrupt at H\[1\]\[2\]" "$TMP/hop.out" || fail "hop: the link 1 -> 2 was not named"
+[ "$(grep -c "link-corrupt\|sender-compute" "$TMP/hop.out")" -eq 1 ] || fail "hop: other links or ranks named"
+
+each_rank "$TMP/cmp.codes" run $AR --set allreduce.variants=ring --duration 2 \
+	--inject "allreduce:C:iter=2,row=3,bit=25" > "$TMP/cmp.out" 2>&1
+same_code "$TMP/cmp.codes" 2 || fail "compute: exit codes $(cat "$TMP/cmp.codes")"
+grep -q "sender-compute at C\[3\]" "$TMP/cmp.out" || fail "compute: rank 3 was not named"
+[ "$(grep -c "link-corrupt\|sender-compute" "$TMP/cmp.out")" -eq 1 ] || fail "compute: others named"
+
+# A rank killed mid-run: the survivors name it, UNKNOWN, within the deadline (timeout 5 s).
+start=$(date +%s)
+: > "$TMP/kill.codes"
+$MPIRUN --enable-recovery sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$TMP/kill.codes" sh "$SDCSCAN" \
+	run $AR --set allreduce.timeout=5 --duration 20 > "$TMP/kill.out" 2>&1 &
+launcher=$!
+sleep 4
+victim=$(for p in $(pgrep -f "sdcscan run"); do
+	grep -qz "^OMPI_COMM_WORLD_RANK=2$" "/proc/$p/environ" 2>/dev/null && [ "$(cat /proc/$p/comm)" = sdcscan ] && echo "$p"
+done | head -1)
+[ -n "$victim" ] || fail "kill: rank 2 not found"
+kill -9 "$victim"
+wait "$launcher" || true
+took=$(( $(date +%s) - start ))
+[ "$took" -le 40 ] || fail "kill: the job took ${took}s (deadline 5 s + duration)"
+grep -q "rank 2 (.*) did not answer\|rank 2 (.*) sent no results" "$TMP/kill.out" || fail "kill: rank 2 not named"
+# (the killed rank's wrapper reports 137, SIGKILL)
+[ "$(grep -v "^2 " "$TMP/kill.codes" | awk '{print $2}' | sort -u)" = 3 ] ||
+	fail "kill: survivors' codes $(cat "$TMP/kill.codes")"
+[ "$(grep -vc "^2 " "$TMP/kill.codes")" -eq 3 ] || fail "kill: not every survivor reported"
+
+# Several tasks announced, one rank: UNKNOWN, not OK.
+expect_exit 3 launch env SLURM_NTASKS=4 "$SDCSCAN" run --probe minitrain --duration 1
+expect_grep launch err "SLURM_NTASKS says 4 tasks"
+
+finish

@@ -35,7 +35,8 @@ static void usage(FILE *out)
 		"  gemm       the GEMM kernels against each other and OpenBLAS/oneDNN (default)\n"
 		"  overhead   plain GEMM against the ABFT-checked GEMM, same kernel, per class\n"
 		"  embbag     plain against ABFT-checked EmbeddingBag (sdcscan bench embbag --help)\n"
-		"  minitrain  the exact GEMM against OpenBLAS, and training steps/s (sdcscan bench minitrain --help)\n\n"
+		"  minitrain  the exact GEMM against OpenBLAS, and training steps/s (sdcscan bench minitrain --help)\n"
+		"  allreduce  under mpirun: checked ring against MPI_Allreduce busbw, 1 MiB to 256 MiB\n\n"
 		"  -z, --sizes LIST     MxNxK or N (square) sizes; default 256x272x1024,1024 for gemm,\n"
 		"                       1024,2048,4096 for overhead\n"
 		"  -t, --seconds S      time per contender and size (default 1 for gemm, 3 for overhead)\n"
@@ -370,6 +371,8 @@ int sdc_cmd_bench(int argc, char **argv)
 			return sdc_bench_embbag(argc, argv);
 		else if (!strcmp(argv[i], "minitrain"))
 			return sdc_bench_minitrain(argc, argv);
+		else if (!strcmp(argv[i], "allreduce"))
+			return sdc_bench_allreduce(argc, argv);
 	struct sdc_cli cli = { .command = "bench" };
 	struct bench_size sizes[16];
 	int nsizes = 0, c;
@@ -397,7 +400,7 @@ int sdc_cmd_bench(int argc, char **argv)
 	}
 	const char *which = optind < argc ? argv[optind] : "gemm";
 	if (strcmp(which, "gemm") && strcmp(which, "overhead"))
-		return sdc_cli_bad(&cli, "unknown benchmark '%s' (expected gemm, overhead, embbag or minitrain)", which);
+		return sdc_cli_bad(&cli, "unknown benchmark '%s' (expected gemm, overhead, embbag, minitrain or allreduce)", which);
 	if (optind + 1 < argc)
 		return sdc_cli_bad(&cli, "unexpected argument '%s'", argv[optind + 1]);
 	const bool overhead = !strcmp(which, "overhead");

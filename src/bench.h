@@ -28,5 +28,7 @@ void sdc_bench_overhead(const struct sdc_contender *plain, const struct sdc_cont
 /* sdcscan bench embbag (bench_embbag.c), bench minitrain (bench_minitrain.c). */
 int sdc_bench_embbag(int argc, char **argv);
 int sdc_bench_minitrain(int argc, char **argv);
+/* sdcscan bench allreduce, under mpirun (probes/allreduce.c: it races the probe's own ring). */
+int sdc_bench_allreduce(int argc, char **argv);
 
 #endif

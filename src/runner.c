@@ -1,4 +1,5 @@
 #include "runner.h"
+#include "fleet.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -587,6 +588,12 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 			nv = keep;
 		}
 		char why[256];
+		/* A cross-node probe in a profile that also runs alone (admit): not a WARNING on one host. */
+		if ((e->probe->needs & SDC_NEED_MPI) && e->common.optional && !sdc_fleet.active) {
+			sdc_note("%s: not launched under MPI (mpirun, srun --mpi=pmix): single-host run, %s not run",
+				 e->probe->name, e->probe->name);
+			continue;
+		}
 		if (!sdc_probe_usable(e->probe, why, sizeof(why))) {
 			for (int v = 0; v < nv; v++)
 				add_plain_results(run, e->probe, variants[v],

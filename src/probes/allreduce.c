@@ -150,6 +150,8 @@ static void allreduce_teardown(struct sdc_probe_ctx *ctx)
 	ctx->shared = NULL;
 }
 
+#if HAVE_MPI
+
 static void report(struct sdc_worker *w, uint64_t iter, const char *kind, const char *target, int64_t row,
 		   int64_t col, float expected, float actual, const char *fmt, ...) SDC_PRINTF(9, 10);
 static void report(struct sdc_worker *w, uint64_t iter, const char *kind, const char *target, int64_t row,
@@ -214,8 +216,6 @@ static void applied(struct sdc_worker *w, int spec, const char *target, uint64_t
 	struct sdc_fault f = { .spec = spec, .row = row, .col = col, .bit = bit };
 	sdc_worker_fault_applied(w, &f, target, it, row, col, bit, "", "");
 }
-
-#if HAVE_MPI
 
 struct ring {
 	int P, pos, *order, *where; /* order[position] = rank; where[rank] = position */

@@ -303,6 +303,12 @@ static bool golden_matches_shape(const struct sdc_golden_entry *g, const struct 
 	return g->has_traj && g->traj.steps == sh->steps && g->traj.every == sh->every && g->traj.ntensors == ntraj;
 }
 
+static void minitrain_teardown(struct sdc_probe_ctx *ctx)
+{
+	free(ctx->shared);
+	ctx->shared = NULL;
+}
+
 static int minitrain_setup(struct sdc_probe_ctx *ctx)
 {
 	const struct minitrain_opts *o = ctx->opts;
@@ -312,8 +318,10 @@ static int minitrain_setup(struct sdc_probe_ctx *ctx)
 	ctx->shared = sh;
 	cfg_from_opts(o, ctx->variant, ctx->seed, &sh->cfg);
 	char err[256];
-	if (check_cfg(&sh->cfg, err, sizeof(err)))
+	if (check_cfg(&sh->cfg, err, sizeof(err))) {
+		minitrain_teardown(ctx); /* the runner calls teardown only after a setup that worked */
 		return sdc_ctx_error(ctx, "%s", err);
+	}
 	sh->steps = (int)o->steps;
 	sh->every = (int)o->checkpoint;
 	sh->plain = o->kernel == 1;
@@ -322,9 +330,12 @@ static int minitrain_setup(struct sdc_probe_ctx *ctx)
 					     ctx->run->ndevices ? ctx->run->devices[0].model : NULL);
 		sh->golden = sdc_golden_find(key, &sh->golden_origin);
 		json_decref(key);
-		if (!sh->golden && o->golden == GOLDEN_REQUIRE)
+		if (!sh->golden && o->golden == GOLDEN_REQUIRE) {
+			const uint64_t seed = sh->cfg.seed;
+			minitrain_teardown(ctx);
 			return sdc_ctx_error(ctx, "no golden trajectory for these options and seed %" PRIu64
-					     " (golden=require); record one with sdcscan golden record", sh->cfg.seed);
+					     " (golden=require); record one with sdcscan golden record", seed);
+		}
 	}
 	if (sh->cfg.kind == SDC_MT_DLRM)
 		snprintf(sh->operation, sizeof(sh->operation), "dlrm b%d, %d tables x %d x %d, %d steps", sh->cfg.batch,
@@ -339,11 +350,6 @@ static int minitrain_setup(struct sdc_probe_ctx *ctx)
 	return 0;
 }
 
-static void minitrain_teardown(struct sdc_probe_ctx *ctx)
-{
-	free(ctx->shared);
-	ctx->shared = NULL;
-}
 
 /* ---- findings ---- */
 

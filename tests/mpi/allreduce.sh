@@ -50,7 +50,12 @@ start=$(date +%s)
 $MPIRUN --enable-recovery sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$TMP/kill.codes" sh "$SDCSCAN" \
 	run $AR --set allreduce.timeout=5 --duration 20 > "$TMP/kill.out" 2>&1 &
 launcher=$!
-sleep 4
+# Kill once every rank is past MPI_Init and burning (each prints its header line then).
+for _ in $(seq 60); do
+	[ "$(grep -c "^sdcscan .*profile" "$TMP/kill.out" 2>/dev/null)" -ge 4 ] && break
+	sleep 0.5
+done
+sleep 2
 victim=$(for p in $(pgrep -f "sdcscan run"); do
 	grep -qz "^OMPI_COMM_WORLD_RANK=2$" "/proc/$p/environ" 2>/dev/null && [ "$(cat /proc/$p/comm)" = sdcscan ] && echo "$p"
 done | head -1)

@@ -90,7 +90,11 @@ int sdc_cli_finish(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_pl
 {
 	/* Under MPI: rank 0 gathers and votes, every rank takes the worst verdict of all. */
 	const int before = run->nfindings;
+	const enum sdc_verdict local = v;
 	v = sdc_fleet_finish(run, v, &run->fleet);
+	if (v > local)
+		fprintf(out->fp, "fleet: %s from another rank (rank 0 %s)\n", sdc_verdict_name(v),
+			cli->json ? "writes the job's report" : "prints the fleet's findings");
 	for (int i = before; i < run->nfindings; i++)
 		fprintf(out->fp, "fleet: %s: %s\n", run->findings[i].kind, run->findings[i].detail);
 	int code = sdc_exit_code(v, cli->exit_style);

@@ -49,6 +49,8 @@ enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, v
  */
 int sdc_fleet_sendrecv(const void *sbuf, int sbytes, int dst, void *rbuf, int rbytes, int src, int tag,
 		       double timeout, int *late);
+/* out[r * bytes ..] = rank r's in, for every rank, with a deadline; -1 on timeout. */
+int sdc_fleet_allgather(const void *in, int bytes, void *out, double timeout);
 /* Sum of v over all ranks (for agreeing on a count), with a deadline; -1 on timeout. */
 int sdc_fleet_sum_u64(uint64_t *v, double timeout);
 /* The host name of a rank, when the gather has happened or for this rank; "rank N" otherwise. */

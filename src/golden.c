@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "digest.h"
+#include "fleet.h"
 #include "kernels/gemm_float.h"
 #include "plan.h"
 #include "profile.h"
@@ -283,6 +284,9 @@ void *sdc_golden_key(const struct sdc_probe *p, const void *opts, const char *va
 	const char *cls = sdc_golden_class(variant);
 	json_t *key = json_pack("{s:s, s:s, s:s, s:s, s:o}", "probe", p->name, "variant", variant, "class", cls, "seed",
 				s, "options", o);
+	/* A data-parallel trajectory depends on how many ranks shared the batch. */
+	if (strstr(variant, "-dp"))
+		json_object_set_new(key, "world", json_integer(sdc_fleet.size));
 	if (!strcmp(cls, "fast")) {
 		/* Fast-class results depend on the CPU and the library: only the same pair compares. */
 		struct sdc_blas_info bi;
@@ -417,6 +421,7 @@ static void usage(FILE *out)
 		"  -p, --profile NAME|FILE  record: take the probe's options and seed from this profile\n"
 		"  -s, --set PROBE.KEY=VAL  record: set a probe option (repeatable)\n"
 		"  -o, --output FILE        record: where to write the golden file (atomically)\n"
+		"  -V, --variant NAME       record: only this variant (e.g. xfmr-dp, under mpirun)\n"
 		"  -S, --seed N             record: data seed (default: the profile's, else 1)\n"
 		"  -c, --cpus LIST          CPUs to run on (record: the first; verify: each)\n"
 		"  -e, --exit-codes STYLE   nagios or npd\n"
@@ -452,7 +457,7 @@ static struct sdc_plan_entry *plan_for(struct sdc_plan *plan, const struct sdc_p
 }
 
 static int cmd_record(struct sdc_cli *cli, const char *probe_name, const char *profile, char **sets, int nsets,
-		      const char *output, int argc, char **argv)
+		      const char *output, const char *only, int argc, char **argv)
 {
 	const struct sdc_probe *p = probe_name ? sdc_probe_find(probe_name) : NULL;
 	char err[1024], names[256];
@@ -501,6 +506,18 @@ static int cmd_record(struct sdc_cli *cli, const char *probe_name, const char *p
 	int nv = p->variants ? p->variants(e->opts, variants, 16) : 0;
 	if (nv <= 0)
 		variants[0] = "default", nv = 1;
+	if (only) {
+		int keep = 0;
+		for (int v = 0; v < nv; v++)
+			if (!strcmp(variants[v], only))
+				variants[keep++] = variants[v];
+		if (!keep) {
+			sdc_cli_bad(cli, "--variant '%s': not a variant these options select", only);
+			goto out_run;
+		}
+		nv = keep;
+		sdc_strlcpy(e->only_variant, only, sizeof(e->only_variant));
+	}
 	json_t *entries = json_array();
 	if (!p->golden_record) {
 		e->common.iterations = SDC_WORK_DIGEST_ITERATIONS;
@@ -540,7 +557,9 @@ static int cmd_record(struct sdc_cli *cli, const char *probe_name, const char *p
 			       p->data_seed ? p->data_seed(e->opts, run.seed) : run.seed);
 	}
 	json_t *root = golden_file(entries, &run);
-	if (root && !sdc_cli_write_json(output, root, "sdcscan golden")) {
+	if (root && sdc_fleet.rank != 0) {
+		rc = 0; /* under mpirun every rank computed its part; rank 0 writes the file */
+	} else if (root && !sdc_cli_write_json(output, root, "sdcscan golden")) {
 		if (!cli->quiet)
 			printf("wrote %s\n", output);
 		rc = 0;
@@ -691,6 +710,9 @@ static int cmd_show(struct sdc_cli *cli, const char *path)
 		       json_string_value(json_object_get(e->key, "class")),
 		       json_string_value(json_object_get(e->key, "seed")), key);
 		free(key);
+		if (json_object_get(e->key, "world"))
+			printf("  data parallel over %" JSON_INTEGER_FORMAT " ranks\n",
+			       json_integer_value(json_object_get(e->key, "world")));
 		if (json_object_get(e->key, "cpu_model"))
 			printf("  cpu %s, library %s\n", json_string_value(json_object_get(e->key, "cpu_model")),
 			       json_string_value(json_object_get(e->key, "library")));
@@ -718,19 +740,21 @@ int sdc_cmd_golden(int argc, char **argv)
 		{ "probe", required_argument, NULL, 'P' },  { "profile", required_argument, NULL, 'p' },
 		{ "set", required_argument, NULL, 's' },    { "output", required_argument, NULL, 'o' },
 		{ "seed", required_argument, NULL, 'S' },   { "cpus", required_argument, NULL, 'c' },
+		{ "variant", required_argument, NULL, 'V' },
 		{ "exit-codes", required_argument, NULL, 'e' }, { "quiet", no_argument, NULL, 'q' },
 		{ "no-color", no_argument, NULL, 'C' },     { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sdc_cli cli = { .command = "golden" };
-	const char *probe = NULL, *profile = NULL, *output = NULL;
+	const char *probe = NULL, *profile = NULL, *output = NULL, *variant = NULL;
 	char **sets = calloc((size_t)argc + 1, sizeof(char *));
 	int nsets = 0, c, rc;
 	if (!sets)
 		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":P:p:s:o:S:c:e:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":P:p:s:o:S:c:V:e:qh", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'V': variant = optarg; break;
 		case 'P': probe = optarg; break;
 		case 'p': profile = optarg; break;
 		case 's': sets[nsets++] = optarg; break;
@@ -753,11 +777,11 @@ int sdc_cmd_golden(int argc, char **argv)
 		rc = sdc_cli_bad(&cli, "expected record, verify FILE or show FILE");
 	} else if (!strcmp(sub, "record")) {
 		rc = rest ? sdc_cli_bad(&cli, "record: unexpected argument '%s'", argv[optind + 1])
-			  : cmd_record(&cli, probe, profile, sets, nsets, output, argc, argv);
+			  : cmd_record(&cli, probe, profile, sets, nsets, output, variant, argc, argv);
 	} else if (!strcmp(sub, "verify") || !strcmp(sub, "show")) {
 		if (rest != 1)
 			rc = sdc_cli_bad(&cli, "%s: expected exactly one golden FILE", sub);
-		else if (probe || profile || nsets || output)
+		else if (probe || profile || nsets || output || variant)
 			rc = sdc_cli_bad(&cli, "%s: --probe, --profile, --set and --output are for record only", sub);
 		else
 			rc = !strcmp(sub, "show") ? cmd_show(&cli, argv[optind + 1]) : cmd_verify(&cli, argv[optind + 1], argc, argv);

@@ -9,12 +9,12 @@
 static int parse_key(struct sdc_inject_spec *spec, const char *key, const char *val, char *err,
 		     size_t errlen)
 {
-	static const char *const keys[] = { "device", "iter", "row", "col", "bit", "count", "every", "rate", "tensor" };
+	static const char *const keys[] = { "device", "iter", "row", "col", "bit", "count", "every", "rate", "tensor", "rank" };
 	bool known = false;
 	for (size_t i = 0; i < SDC_ARRAY_SIZE(keys); i++)
 		known |= !strcmp(key, keys[i]);
 	if (!known) {
-		snprintf(err, errlen, "unknown key '%s' (valid keys: device, iter, row, col, bit, count, every, rate, tensor)",
+		snprintf(err, errlen, "unknown key '%s' (valid keys: device, iter, row, col, bit, count, every, rate, tensor, rank)",
 			 key);
 		return -1;
 	}
@@ -42,7 +42,11 @@ static int parse_key(struct sdc_inject_spec *spec, const char *key, const char *
 		snprintf(err, errlen, "%s=%s: expected a non-negative integer", key, val);
 		return -1;
 	}
-	if (!strcmp(key, "device")) {
+	if (!strcmp(key, "rank")) {
+		if (v >= 1 << 24)
+			goto range;
+		spec->rank = (int)v;
+	} else if (!strcmp(key, "device")) {
 		if (v >= 1 << 20)
 			goto range;
 		spec->device = (int)v;
@@ -76,6 +80,7 @@ int sdc_inject_parse(const char *s, struct sdc_inject_spec *spec, char *err, siz
 	memset(spec, 0, sizeof(*spec));
 	spec->device = -1;
 	spec->iter = -1;
+	spec->rank = -1;
 	spec->row = -1;
 	spec->col = -1;
 	spec->bit = -1;

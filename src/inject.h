@@ -1,6 +1,6 @@
 /*
  * Fault injection specs: --inject PROBE[/VARIANT]:TARGET[:KEY=VALUE,...]
- * Keys: device (logical CPU), iter, row, col, bit, count, every, rate, tensor (a probe's named
+ * Keys: device (logical CPU), iter, row, col, bit, count, every, rate, rank (under MPI), tensor (a probe's named
  * tensor, e.g. minitrain's attn.Wq). Anything left out is
  * drawn from the run's seed, so an injected run replays exactly.
  */
@@ -23,6 +23,7 @@ struct sdc_inject_spec {
 	int64_t every;
 	double rate;   /* > 0: instead of count, a fault with this probability every iteration */
 	char tensor[24]; /* empty: drawn by the probe */
+	int rank;        /* under MPI: only this rank injects (-1: every rank) */
 	char text[160];
 };
 

@@ -324,7 +324,7 @@ int main(int argc, char **argv)
 		return cmd_version(1, argv);
 	/* Under an MPI launcher, run joins the job (fleet.h); the other commands stay per host. */
 	const bool mpi_bench = !strcmp(argv[1], "bench") && argc > 2 && !strcmp(argv[2], "allreduce");
-	if ((!strcmp(argv[1], "run") || mpi_bench) && sdc_fleet_init(&argc, &argv)) {
+	if ((!strcmp(argv[1], "run") || !strcmp(argv[1], "golden") || mpi_bench) && sdc_fleet_init(&argc, &argv)) {
 		fprintf(stderr, "sdcscan: MPI_Init failed\n");
 		return SDC_UNKNOWN;
 	}

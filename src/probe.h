@@ -60,6 +60,8 @@ struct sdc_probe {
 	void *(*golden_record)(const void *opts, const char *variant, uint64_t seed, char *err, size_t errlen);
 	/* The seed a variant's results depend on, when the probe can fix its own (NULL: the run's). */
 	uint64_t (*data_seed)(const void *opts, uint64_t run_seed);
+	/* Whether a variant runs once per MPI rank (one worker, it talks to the other ranks). */
+	bool (*one_per_rank)(const char *variant);
 	/* Iterations a golden verify runs per device (0: SDC_WORK_DIGEST_ITERATIONS). */
 	int golden_iterations;
 };

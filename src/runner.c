@@ -150,12 +150,15 @@ int sdc_worker_faults(struct sdc_worker *w, const char *target, uint64_t iter, s
 		return 0;
 	for (int i = 0; i < fp->n && n < max; i++) {
 		const struct planned_fault *pf = &fp->items[i];
+		if (specs[pf->spec].rank >= 0 && specs[pf->spec].rank != sdc_fleet.rank)
+			continue;
 		if (pf->worker == w->index && pf->iter == iter && !strcmp(specs[pf->spec].target, target))
 			make_fault(w, pf->spec, iter, &out[n++]);
 	}
 	for (int i = 0; i < fp->nrates && n < max; i++) {
 		const struct sdc_inject_spec *s = &specs[fp->rate_specs[i]];
-		if (strcmp(s->target, target) || (s->device >= 0 && s->device != w->dev->cpu))
+		if (strcmp(s->target, target) || (s->device >= 0 && s->device != w->dev->cpu) ||
+		    (s->rank >= 0 && s->rank != sdc_fleet.rank))
 			continue;
 		struct sdc_rng r = sdc_rng_make(w->ctx->seed, SDC_RNG_PROBE_INJECT, (unsigned)fp->rate_specs[i],
 						(unsigned)w->dev->cpu, 2);
@@ -470,7 +473,8 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 {
 	struct variant_run *vr = calloc(1, sizeof(*vr));
 	/* A probe of the whole rank (allreduce) runs once per rank, on its first CPU. */
-	int nw = e->probe->needs & SDC_NEED_MPI ? 1 : run->ndevices;
+	int nw = e->probe->needs & SDC_NEED_MPI || (e->probe->one_per_rank && e->probe->one_per_rank(variant))
+			 ? 1 : run->ndevices;
 	if (!vr)
 		return -1;
 	struct sdc_probe_ctx *ctx = &vr->ctx;

@@ -32,6 +32,8 @@ struct sdc_mt_cfg {
 	int dense, bottom, emb_dim, tables, rows, pooling, top;
 	/* xfmr */
 	int seq, dmodel, heads, dff;
+	/* data parallel (xfmr): this replica's shard of a global batch of nshards x batch sequences */
+	int shard, nshards;
 };
 
 enum sdc_mt_role {
@@ -60,6 +62,8 @@ struct sdc_mt_hooks {
 	void (*activation)(void *ctx, int step, struct sdc_mt_tensor *t);
 	/* Every gradient is complete, before the optimizer. */
 	void (*gradients)(void *ctx, int step);
+	/* Data parallel: turn the local gradients into the global ones, before the optimizer. */
+	void (*reduce)(void *ctx, int step);
 	/* An attention GEMM failed its check. */
 	void (*attn)(void *ctx, int step, const struct sdc_attn_event *ev);
 };

@@ -167,7 +167,8 @@ static float xfmr_step(struct sdc_mt_model *m, int step, const struct sdc_mt_hoo
 	/* data: N(0,1)-ish inputs, target = the sequence shifted by one position */
 	const struct sdc_rng r = sdc_rng_make(m->cfg.seed, SDC_RNG_PROBE_MINITRAIN, SDC_RNG_SHARED, SDC_RNG_SHARED,
 					      SDC_MT_XFMR << 8 | PURPOSE_DATA);
-	mt_fill_uniform(x->x, (size_t)N * D, 1.0f, &r, (uint64_t)step << 24);
+	/* A shard is its stretch of the global batch's stream (blocks of 4 floats; N D % 4 == 0). */
+	mt_fill_uniform(x->x, (size_t)N * D, 1.0f, &r, ((uint64_t)step << 24) + (uint64_t)m->cfg.shard * N * D / 4);
 	for (int b = 0; b < B; b++)
 		for (int t = 0; t < T; t++)
 			memcpy(x->tgt + ((long)b * T + t) * D, x->x + ((long)b * T + (t + T - 1) % T) * D,
@@ -281,6 +282,8 @@ static float xfmr_step(struct sdc_mt_model *m, int step, const struct sdc_mt_hoo
 	layer_norm_back(x->dh, x->xh1, x->rstd1, x->p[LN1_G], N, D, x->g[LN1_G], x->g[LN1_B], NULL);
 	if (hk && hk->gradients)
 		hk->gradients(hk->ctx, step);
+	if (hk && hk->reduce)
+		hk->reduce(hk->ctx, step);
 
 	/* ---- Adam ---- */
 	x->beta1_t = x->beta1_t * BETA1;
@@ -301,7 +304,8 @@ static void xfmr_free(void *impl)
 int mt_xfmr_init(struct sdc_mt_model *m, char *err, size_t errlen)
 {
 	const struct sdc_mt_cfg *c = &m->cfg;
-	if (c->batch < 1 || c->seq < 2 || c->dmodel < 2 || c->heads < 1 || c->dmodel % c->heads || c->dff < 1) {
+	if (c->batch < 1 || c->seq < 2 || c->dmodel < 2 || c->heads < 1 || c->dmodel % c->heads || c->dff < 1 ||
+	    (c->nshards > 1 && ((long)c->batch * c->seq * c->dmodel) % 4)) {
 		snprintf(err, errlen, "xfmr: sizes out of range (dmodel must be a multiple of heads)");
 		return -1;
 	}

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "../digest.h"
+#include "../fleet.h"
 #include "../golden.h"
 #include "../kernels/minitrain.h"
 #include "../probe.h"
@@ -36,6 +37,7 @@ struct minitrain_opts {
 	int64_t dlrm_batch, dlrm_tables, dlrm_rows, dlrm_dim, dlrm_pooling;
 	int64_t xfmr_batch, xfmr_seq, xfmr_dim, xfmr_heads, xfmr_ff;
 	int kernel, golden;
+	bool data_parallel;
 	double floor;
 };
 
@@ -77,6 +79,9 @@ static const struct sdc_option minitrain_options[] = {
 	{ .name = "golden", .type = SDC_OPT_ENUM, .offset = OPT(golden), .def = "auto", .neutral = true,
 	  .help = "compare with a golden trajectory: auto (when one matches), off, require (UNKNOWN without one)",
 	  .choices = golden_modes },
+	{ .name = "data_parallel", .type = SDC_OPT_BOOL, .offset = OPT(data_parallel), .def = "true", .neutral = true,
+	  .help = "under MPI, also train the transformer data-parallel across ranks (variant xfmr-dp): gradients "
+		  "all-reduced in rank order, every step's state compared across ranks" },
 	{ .name = "floor", .type = SDC_OPT_DOUBLE, .offset = OPT(floor), .def = "0", .neutral = true,
 	  .help = "per-core training steps below which the core is WARNING (0: no floor)", .dmin = 0, .dmax = 1e7,
 	  .unit = "steps/s" },
@@ -146,6 +151,10 @@ struct mt_worker {
 	bool diverged_this_step;
 	/* An attention check failed in this run: later failures are its consequences, not reported. */
 	int attn_step;
+	/* data parallel */
+	float *dp_local, *dp_all;
+	uint64_t *dp_hashes;
+	bool dp_reported, dp_failed;
 };
 
 /* ---- options and variants ---- */
@@ -157,7 +166,15 @@ static int minitrain_variants(const void *opts, const char **names, int max)
 	for (int i = 0; model_names[i] && n < max; i++)
 		if (sdc_opt_set_has(o->models, i))
 			names[n++] = model_names[i];
+	/* Under MPI the transformer also trains data-parallel across the ranks (Adept's job). */
+	if (sdc_fleet.active && sdc_fleet.size > 1 && o->data_parallel && sdc_opt_set_has(o->models, 1) && n < max)
+		names[n++] = "xfmr-dp";
 	return n;
+}
+
+static bool minitrain_one_per_rank(const char *variant)
+{
+	return !strcmp(variant, "xfmr-dp");
 }
 
 static uint64_t minitrain_data_seed(const void *opts, uint64_t run_seed)
@@ -177,6 +194,8 @@ static void cfg_from_opts(const struct minitrain_opts *o, const char *variant, u
 		c->top = 64;
 	} else {
 		c->kind = SDC_MT_XFMR;
+		if (!strcmp(variant, "xfmr-dp"))
+			c->shard = sdc_fleet.rank, c->nshards = sdc_fleet.size;
 		c->batch = (int)o->xfmr_batch, c->seq = (int)o->xfmr_seq, c->dmodel = (int)o->xfmr_dim;
 		c->heads = (int)o->xfmr_heads, c->dff = (int)o->xfmr_ff;
 	}
@@ -225,6 +244,36 @@ static void tensors_sha(struct sdc_sha256 *s, const struct sdc_mt_tensor *t, int
 		sdc_sha256_buf(s, t[i].data, sdc_mt_numel(&t[i]) * sizeof(float), out + (size_t)i * SDC_SHA256_LEN);
 }
 
+/* ---- data parallel: the gradient all-reduce ---- */
+
+/*
+ * The global gradient: every rank's, summed in rank order (so every rank gets the same bits),
+ * then averaged. local holds total floats, all size x total. -1 when a rank did not take part.
+ */
+static int dp_reduce(struct sdc_mt_tensor *grads, int ngrads, size_t total, float *local, float *all)
+{
+	size_t off = 0;
+	for (int i = 0; i < ngrads; i++) {
+		memcpy(local + off, grads[i].data, sdc_mt_numel(&grads[i]) * sizeof(float));
+		off += sdc_mt_numel(&grads[i]);
+	}
+	if (sdc_fleet_allgather(local, (int)(total * sizeof(float)), all, sdc_fleet.timeout))
+		return -1;
+	const float inv = 1.0f / (float)sdc_fleet.size;
+	off = 0;
+	for (int i = 0; i < ngrads; i++) {
+		float *g = grads[i].data;
+		for (size_t e = 0; e < sdc_mt_numel(&grads[i]); e++) {
+			float acc = all[off + e];
+			for (int r = 1; r < sdc_fleet.size; r++)
+				acc = acc + all[(size_t)r * total + off + e];
+			g[e] = acc * inv;
+		}
+		off += sdc_mt_numel(&grads[i]);
+	}
+	return 0;
+}
+
 /* ---- the trajectory recorder (golden record), on the calling thread ---- */
 
 struct recorder {
@@ -232,7 +281,18 @@ struct recorder {
 	struct sdc_mt_tensor *grads;
 	int ngrads;
 	uint64_t grad_hash;
+	size_t total;
+	float *local, *all;
+	bool failed;
 };
+
+static void record_reduce_hook(void *ctx, int step)
+{
+	(void)step;
+	struct recorder *r = ctx;
+	if (!r->failed && dp_reduce(r->grads, r->ngrads, r->total, r->local, r->all))
+		r->failed = true;
+}
 
 static void record_grads_hook(void *ctx, int step)
 {
@@ -273,7 +333,20 @@ static void *minitrain_golden_record(const void *opts, const char *variant, uint
 	}
 	for (int i = 0; i < ntraj; i++)
 		sdc_strlcpy(t.names[i], traj[i].name, sizeof(t.names[i]));
-	const struct sdc_mt_hooks hooks = { .ctx = &rec, .gradients = record_grads_hook };
+	/* Data parallel (recorded under mpirun, every rank taking part): gradients all-reduced as in a run. */
+	const bool dp = cfg.nshards > 1;
+	if (dp) {
+		for (int i = 0; i < rec.ngrads; i++)
+			rec.total += sdc_mt_numel(&rec.grads[i]);
+		rec.local = malloc(sizeof(float) * rec.total);
+		rec.all = malloc(sizeof(float) * rec.total * (size_t)sdc_fleet.size);
+		if (!rec.local || !rec.all) {
+			snprintf(err, len, "out of memory");
+			goto done;
+		}
+	}
+	const struct sdc_mt_hooks hooks = { .ctx = &rec, .gradients = record_grads_hook,
+					    .reduce = dp ? record_reduce_hook : NULL };
 	int c = 0;
 	for (int s = 0; s <= t.steps; s++) {
 		if (s && (s % t.every == 0 || s == t.steps)) {
@@ -288,10 +361,15 @@ static void *minitrain_golden_record(const void *opts, const char *variant, uint
 		memcpy(&t.loss[s], &loss, 4);
 		t.grads[s] = rec.grad_hash;
 	}
+	if (rec.failed) {
+		snprintf(err, len, "a rank did not take part in a gradient all-reduce within %.0f s", sdc_fleet.timeout);
+		goto done;
+	}
 	out = sdc_golden_traj_json(&t);
 done:
 	sdc_sha256_release(&sha);
 	free(t.loss), free(t.entry), free(t.grads), free(t.check_step), free(t.names), free(t.sha);
+	free(rec.local), free(rec.all);
 	sdc_mt_free(m);
 	return out;
 }
@@ -464,7 +542,7 @@ static void hook_gradients(void *ctx, int step)
 	}
 	mw->grad_hash = tensors_hash(mw->grads, mw->ngrads, NULL);
 	const struct sdc_golden_entry *g = mw->sh->golden;
-	if (g && !mw->diverged_this_run && !mw->diverged_this_step && mw->step < g->traj.steps && mw->grad_hash != g->traj.grads[mw->step]) {
+	if (g && mw->sh->cfg.nshards <= 1 && !mw->diverged_this_run && !mw->diverged_this_step && mw->step < g->traj.steps && mw->grad_hash != g->traj.grads[mw->step]) {
 		/* Keep the gradients as they are now: the update is about to consume them. */
 		size_t off = 0;
 		for (int i = 0; i < mw->ngrads; i++) {
@@ -635,6 +713,58 @@ static void diverged(struct mt_worker *mw, enum point at, float loss)
 	}
 }
 
+/* ---- data parallel across ranks ---- */
+
+static void hook_reduce(void *ctx, int step)
+{
+	(void)step;
+	struct mt_worker *mw = ctx;
+	if (mw->dp_failed || !dp_reduce(mw->grads, mw->ngrads, mw->grads_total, mw->dp_local, mw->dp_all))
+		return;
+	mw->dp_failed = true;
+	sdc_worker_error(mw->w, "a rank did not take part in the gradient all-reduce of step %d within %.0f s",
+			 mw->step, sdc_fleet.timeout);
+}
+
+/*
+ * Before each step: every rank's state hash and whether it wants to stop. All stop together; a
+ * rank whose state differs from the majority names itself (Adept: the rank whose update diverged,
+ * at the step it diverged). Returns true to go on.
+ */
+static bool dp_step_check(struct mt_worker *mw, uint64_t entry)
+{
+	const int P = sdc_fleet.size;
+	const uint64_t mine[2] = { entry, !sdc_worker_continue(mw->w) };
+	if (sdc_fleet_allgather(mine, sizeof(mine), mw->dp_hashes, sdc_fleet.timeout)) {
+		mw->dp_failed = true;
+		sdc_worker_error(mw->w, "a rank did not take part in the state check before step %d within %.0f s",
+				 mw->step, sdc_fleet.timeout);
+		return false;
+	}
+	bool stop = false;
+	int same = 0, best = 0;
+	for (int r = 0; r < P; r++) {
+		stop |= mw->dp_hashes[2 * r + 1] != 0;
+		same += mw->dp_hashes[2 * r] == entry;
+		int c = 0;
+		for (int q = 0; q < P; q++)
+			c += mw->dp_hashes[2 * q] == mw->dp_hashes[2 * r];
+		best = c > best ? c : best;
+	}
+	if (same < best && !mw->dp_reported) {
+		mw->dp_reported = true;
+		struct sdc_finding f;
+		finding_init(&f, mw, "rank-divergence", "W", sdc_fleet.rank, -1);
+		snprintf(f.detail, sizeof(f.detail),
+			 "step %d: the state of rank %d (%s) entering the step differs from %s of %d ranks (%d agree); "
+			 "gradients are all-reduced, so it diverged here: in memory or in its own update",
+			 mw->step, sdc_fleet.rank, sdc_fleet.host, 2 * best > P ? "the majority" : "the largest group", P,
+			 best);
+		sdc_worker_report(mw->w, &f);
+	}
+	return !stop;
+}
+
 /* ---- the burn ---- */
 
 static void minitrain_run(struct sdc_worker *w)
@@ -656,7 +786,14 @@ static void minitrain_run(struct sdc_worker *w)
 	uint8_t *sha = calloc((size_t)mw.ntraj, SDC_SHA256_LEN);
 	mw.saved_grads = malloc(sizeof(float) * mw.grads_total);
 	mw.capture = malloc(sizeof(float) * mw.grads_total);
-	if (!sha || !mw.saved_grads || !mw.capture || sdc_sha256_init(&mw.sha)) {
+	const bool dp = sh->cfg.nshards > 1;
+	if (dp) {
+		mw.dp_local = malloc(sizeof(float) * mw.grads_total);
+		mw.dp_all = malloc(sizeof(float) * mw.grads_total * (size_t)sdc_fleet.size);
+		mw.dp_hashes = malloc(sizeof(uint64_t) * 2 * (size_t)sdc_fleet.size);
+	}
+	if (!sha || !mw.saved_grads || !mw.capture || sdc_sha256_init(&mw.sha) ||
+	    (dp && (!mw.dp_local || !mw.dp_all || !mw.dp_hashes))) {
 		sdc_worker_error(w, "out of memory");
 		goto out;
 	}
@@ -668,18 +805,24 @@ static void minitrain_run(struct sdc_worker *w)
 	snprintf(w->kernel, sizeof(w->kernel), "%s%s%s", sh->plain ? "plain" : sdc_xgemm_kernel(),
 		 golden ? ", golden: " : ", no golden", golden ? sh->golden_origin : "");
 	const struct sdc_mt_hooks hooks = { .ctx = &mw, .activation = hook_activation, .gradients = hook_gradients,
-					    .attn = hook_attn };
+					    .reduce = dp ? hook_reduce : NULL, .attn = hook_attn };
 	sdc_worker_restart_clock(w);
-	while (sdc_worker_continue(w)) {
+	while (dp ? !mw.dp_failed : sdc_worker_continue(w)) {
 		sdc_mt_reset(mw.m);
+		mw.dp_reported = false;
 		mw.diverged_this_run = false;
 		mw.attn_step = -1;
 		int check = 0;
-		for (mw.step = 0; mw.step < sh->steps && sdc_worker_continue(w); mw.step++, mw.iter++) {
+		bool stop = false;
+		for (mw.step = 0; mw.step < sh->steps && (dp || sdc_worker_continue(w)); mw.step++, mw.iter++) {
 			const int s = mw.step;
 			mw.diverged_this_step = false;
 			rest_faults(&mw);
 			const uint64_t entry = tensors_hash(mw.traj, mw.ntraj, NULL);
+			if (dp && !dp_step_check(&mw, entry)) {
+				stop = true;
+				break;
+			}
 			bool bad_entry = golden && entry != golden->traj.entry[s];
 			if (golden && s && check < golden->traj.ncheck && golden->traj.check_step[check] == s) {
 				tensors_sha(&mw.sha, mw.traj, mw.ntraj, sha);
@@ -687,8 +830,18 @@ static void minitrain_run(struct sdc_worker *w)
 						    (size_t)mw.ntraj * SDC_SHA256_LEN) != 0;
 				check++;
 			}
-			if (bad_entry && !mw.diverged_this_run)
+			if (bad_entry && !mw.diverged_this_run && dp) {
+				/* No replay: the other ranks' shards are not here. The cross-rank check names the rank. */
+				mw.diverged_this_run = true;
+				struct sdc_finding f;
+				finding_init(&f, &mw, "golden-divergence", "W", sdc_fleet.rank, -1);
+				snprintf(f.detail, sizeof(f.detail),
+					 "step %d: the state entering the step did not match the golden for %d ranks (%s)", s,
+					 sdc_fleet.size, sh->golden_origin);
+				sdc_worker_report(w, &f);
+			} else if (bad_entry && !mw.diverged_this_run) {
 				diverged(&mw, POINT_ENTRY, 0);
+			}
 			/* The faults due inside this step wait in mw for the hooks. */
 			mw.nfaults = 0;
 			mw.extreme = false;
@@ -705,18 +858,22 @@ static void minitrain_run(struct sdc_worker *w)
 			const float loss = sdc_mt_step(mw.m, s, &hooks);
 			uint32_t lbits;
 			memcpy(&lbits, &loss, 4);
-			if (golden && !mw.diverged_this_run && !mw.diverged_this_step) {
+			/* (data parallel: the loss and local gradients are this shard's, the golden has rank 0's) */
+			if (golden && !dp && !mw.diverged_this_run && !mw.diverged_this_step) {
 				if (lbits != golden->traj.loss[s])
 					diverged(&mw, POINT_LOSS, loss);
 				else if (mw.grads_diverged)
 					diverged(&mw, POINT_GRADS, loss);
 			}
-			const uint64_t d[3] = { entry, lbits, mw.grad_hash };
+			/* Data-parallel ranks see different shards: only their common state compares. */
+			const uint64_t d[3] = { entry, dp ? 0 : lbits, dp ? 0 : mw.grad_hash };
 			sdc_worker_digest(w, mw.iter, sdc_xxh64(d, sizeof(d)));
 			sdc_worker_account(w, 1);
 		}
+		if (stop || mw.dp_failed)
+			break;
 		/* The end of a full run: its final state against the last checkpoint. */
-		if (golden && mw.step == sh->steps && !mw.diverged_this_run && check < golden->traj.ncheck) {
+		if (golden && !dp && mw.step == sh->steps && !mw.diverged_this_run && check < golden->traj.ncheck) {
 			tensors_sha(&mw.sha, mw.traj, mw.ntraj, sha);
 			if (memcmp(sha, golden->traj.sha + (size_t)check * mw.ntraj * SDC_SHA256_LEN,
 				   (size_t)mw.ntraj * SDC_SHA256_LEN)) {
@@ -730,6 +887,7 @@ out:
 	free(sha);
 	free(mw.saved_grads);
 	free(mw.capture);
+	free(mw.dp_local), free(mw.dp_all), free(mw.dp_hashes);
 	sdc_sha256_release(&mw.sha);
 	sdc_mt_free(mw.replay);
 	sdc_mt_free(mw.m);
@@ -750,4 +908,5 @@ const struct sdc_probe sdc_probe_minitrain = {
 	.teardown = minitrain_teardown,
 	.golden_record = minitrain_golden_record,
 	.data_seed = minitrain_data_seed,
+	.one_per_rank = minitrain_one_per_rank,
 };

@@ -44,6 +44,28 @@ same_code "$TMP/cmp.codes" 2 || fail "compute: exit codes $(cat "$TMP/cmp.codes"
 grep -q "sender-compute at C\[3\]" "$TMP/cmp.out" || fail "compute: rank 3 was not named"
 [ "$(grep -c "link-corrupt\|sender-compute" "$TMP/cmp.out")" -eq 1 ] || fail "compute: others named"
 
+# Data-parallel minitrain: gradients all-reduced in rank order, the state compared across ranks
+# every step. Clean: every rank OK and the fleet agrees; a weight flipped on rank 2 at step 7: that
+# rank names itself at that step, and the fleet vote names it too.
+MT="--probe minitrain --set minitrain.models=xfmr --set minitrain.steps=40 --no-color"
+each_rank "$TMP/dp.codes" run $MT --duration 4 --json "$TMP/dp.json" > "$TMP/dp.out" 2>&1
+same_code "$TMP/dp.codes" 0 || fail "dp clean: exit codes $(cat "$TMP/dp.codes")"
+grep -q "minitrain/xfmr-dp .* OK" "$TMP/dp.out" || fail "dp clean: no xfmr-dp results"
+each_rank "$TMP/dpw.codes" run $MT --duration 4 --inject "minitrain/xfmr-dp:W:iter=7,rank=2,tensor=attn.Wq,bit=24" \
+	> "$TMP/dpw.out" 2>&1
+same_code "$TMP/dpw.codes" 2 || fail "dp fault: exit codes $(cat "$TMP/dpw.codes")"
+grep -q "iteration 7: rank-divergence in W row 2: step 7: the state of rank 2" "$TMP/dpw.out" ||
+	fail "dp fault: rank 2 not named at step 7"
+[ "$(grep -c "rank-divergence" "$TMP/dpw.out")" -eq 1 ] || fail "dp fault: other ranks named"
+grep -q "fleet-disagreement: .*rank 2 cpu0" "$TMP/dpw.out" || fail "dp fault: the fleet vote did not name rank 2"
+
+# With the quick profile's options the 4-rank trajectory matches the shipped golden on every rank.
+each_rank "$TMP/dpg.codes" run --profile quick --probe minitrain --set minitrain.models=xfmr --duration 4 \
+	--no-color > "$TMP/dpg.out" 2>&1
+same_code "$TMP/dpg.codes" 0 || fail "dp golden: exit codes $(cat "$TMP/dpg.codes")"
+[ "$(grep -c "minitrain/xfmr-dp .*golden: built-in golden minitrain-quick-dp4" "$TMP/dpg.out")" -eq 4 ] ||
+	fail "dp golden: not every rank compared with the 4-rank golden"
+
 # A rank killed mid-run: the survivors name it, UNKNOWN, within the deadline (timeout 5 s).
 start=$(date +%s)
 : > "$TMP/kill.codes"

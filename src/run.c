@@ -1,5 +1,6 @@
 #include "run.h"
 
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,29 @@ static bool same_place(const struct sdc_finding *f, const struct sdc_injection *
 {
 	return (f->device == inj->device || f->device < 0) && f->iteration == inj->iteration &&
 	       !strcmp(f->probe, inj->probe) && !strcmp(f->variant, inj->variant);
+}
+
+void sdc_hex_bits(char *buf, size_t len, uint64_t v, int bits)
+{
+	const int digits = bits <= 4 ? 1 : bits <= 8 ? 2 : bits <= 12 ? 3 : bits <= 16 ? 4 : bits <= 20 ? 5 : bits <= 32 ? 8 : 16;
+	snprintf(buf, len, "0x%0*" PRIx64, digits, v);
+}
+
+void sdc_finding_set_bits(struct sdc_finding *f, uint64_t expected, uint64_t actual, int bits)
+{
+	sdc_hex_bits(f->expected, sizeof(f->expected), expected, bits);
+	sdc_hex_bits(f->actual, sizeof(f->actual), actual, bits);
+	sdc_hex_bits(f->xor_mask, sizeof(f->xor_mask), expected ^ actual, bits);
+}
+
+void sdc_finding_set_f32(struct sdc_finding *f, float expected, float actual)
+{
+	uint32_t e, a;
+	memcpy(&e, &expected, 4);
+	memcpy(&a, &actual, 4);
+	sdc_finding_set_bits(f, e, a, 32);
+	snprintf(f->expected_value, sizeof(f->expected_value), "%.9g", (double)expected);
+	snprintf(f->actual_value, sizeof(f->actual_value), "%.9g", (double)actual);
 }
 
 bool sdc_finding_locates(const struct sdc_finding *f, const struct sdc_injection *inj)

@@ -134,6 +134,13 @@ void sdc_run_add_total(struct sdc_run *run, const struct sdc_total *t);
 
 enum sdc_verdict sdc_run_verdict(const struct sdc_run *run);
 
+/* "0x" and every hex digit of a bits-wide element (a 4-bit element is one digit, fp32 eight). */
+void sdc_hex_bits(char *buf, size_t len, uint64_t v, int bits);
+/* A finding's expected, actual and XOR mask from two bit patterns of a bits-wide element. */
+void sdc_finding_set_bits(struct sdc_finding *f, uint64_t expected, uint64_t actual, int bits);
+/* The same for an fp32 element, with both values as numbers too. */
+void sdc_finding_set_f32(struct sdc_finding *f, float expected, float actual);
+
 /* Whether finding f is the detection of injection inj at the exact element and bit. */
 bool sdc_finding_locates(const struct sdc_finding *f, const struct sdc_injection *inj);
 /* Whether finding f happened where some injection happened (same probe, device, iteration). */

@@ -162,14 +162,7 @@ static void report(struct sdc_worker *w, uint64_t iter, const char *kind, const 
 	sdc_strlcpy(f.kind, kind, sizeof(f.kind));
 	sdc_strlcpy(f.target, target, sizeof(f.target));
 	sdc_strlcpy(f.operation, sh->operation, sizeof(f.operation));
-	uint32_t e, a;
-	memcpy(&e, &expected, 4);
-	memcpy(&a, &actual, 4);
-	snprintf(f.expected, sizeof(f.expected), "0x%08" PRIx32, e);
-	snprintf(f.actual, sizeof(f.actual), "0x%08" PRIx32, a);
-	snprintf(f.xor_mask, sizeof(f.xor_mask), "0x%08" PRIx32, e ^ a);
-	snprintf(f.expected_value, sizeof(f.expected_value), "%g", (double)expected);
-	snprintf(f.actual_value, sizeof(f.actual_value), "%g", (double)actual);
+	sdc_finding_set_f32(&f, expected, actual);
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(f.detail, sizeof(f.detail), fmt, ap);

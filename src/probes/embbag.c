@@ -133,13 +133,6 @@ static void finding_init(struct sdc_finding *f, const struct embbag_shared *sh, 
 	f->col = col;
 }
 
-/* 0x and every hex digit of a bits-wide element (a nibble is one digit). */
-static void hex_bits(char *buf, size_t len, uint64_t v, int bits)
-{
-	const int digits = bits <= 4 ? 1 : bits <= 8 ? 2 : bits <= 12 ? 3 : bits <= 16 ? 4 : bits <= 20 ? 5 : bits <= 32 ? 8 : 16;
-	snprintf(buf, len, "0x%0*" PRIx64, digits, v);
-}
-
 /* "bag 3 of batch 17 (94 rows: 812, 77, 5, 90 ...)" */
 static void describe_bag(char *buf, size_t len, const struct sdc_eb_batch *b, int bag)
 {
@@ -186,9 +179,7 @@ static int verify_row(struct eb_worker *ew, uint64_t row, const char *how, int *
 		char name[16];
 		sdc_eb_element_name(l, col, name, sizeof(name));
 		finding_init(&f, ew->sh, ew->iter, "table-corrupt", "T", (int64_t)row, col);
-		hex_bits(f.expected, sizeof(f.expected), (uint64_t)e, bits);
-		hex_bits(f.actual, sizeof(f.actual), (uint64_t)a, bits);
-		hex_bits(f.xor_mask, sizeof(f.xor_mask), (uint64_t)(e ^ a), bits);
+		sdc_finding_set_bits(&f, (uint64_t)e, (uint64_t)a, bits);
 		if (col == SDC_EB_COL_SCALE(l) || col == SDC_EB_COL_BIAS(l)) {
 			snprintf(f.expected_value, sizeof(f.expected_value), "%.9g", param_value(l, (uint64_t)e));
 			snprintf(f.actual_value, sizeof(f.actual_value), "%.9g", param_value(l, (uint64_t)a));
@@ -209,18 +200,6 @@ static int verify_row(struct eb_worker *ew, uint64_t row, const char *how, int *
 	}
 	sdc_eb_row_repair(ew->t, row);
 	return off;
-}
-
-static void set_output_values(struct sdc_finding *f, float expected, float actual)
-{
-	uint32_t e, a;
-	memcpy(&e, &expected, 4);
-	memcpy(&a, &actual, 4);
-	hex_bits(f->expected, sizeof(f->expected), e, 32);
-	hex_bits(f->actual, sizeof(f->actual), a, 32);
-	hex_bits(f->xor_mask, sizeof(f->xor_mask), e ^ a, 32);
-	snprintf(f->expected_value, sizeof(f->expected_value), "%.9g", (double)expected);
-	snprintf(f->actual_value, sizeof(f->actual_value), "%.9g", (double)actual);
 }
 
 /*
@@ -259,7 +238,7 @@ static void report_bag(struct eb_worker *ew, int bag, const struct sdc_eb_verdic
 		}
 		struct sdc_finding f;
 		finding_init(&f, sh, ew->iter, "checksum-mismatch", "R", bag_in_iter, j);
-		set_output_values(&f, ew->ref[j], out[j]);
+		sdc_finding_set_f32(&f, ew->ref[j], out[j]);
 		if (sh->cfg.cls == SDC_EB_FAST) {
 			f.threshold = v->tc;
 			f.margin = v->tc > 0 ? fabs(v->dc) / v->tc : 0;
@@ -323,8 +302,8 @@ static void apply_table_faults(struct eb_worker *ew)
 		const uint64_t before = (uint64_t)sdc_eb_element(l, p, (int)col, &bits), after = before ^ (1ull << bit);
 		sdc_eb_element_set(l, p, (int)col, after);
 		char hb[24], ha[24];
-		hex_bits(hb, sizeof(hb), before, bits);
-		hex_bits(ha, sizeof(ha), after, bits);
+		sdc_hex_bits(hb, sizeof(hb), before, bits);
+		sdc_hex_bits(ha, sizeof(ha), after, bits);
 		sdc_worker_fault_applied(ew->w, f, "T", ew->iter, row, col, bit, hb, ha);
 	}
 }
@@ -352,8 +331,8 @@ static void apply_output_faults(struct eb_worker *ew, int64_t this_bag, struct s
 		after = before ^ (1u << bit);
 		memcpy(elem, &after, 4);
 		char hb[24], ha[24];
-		hex_bits(hb, sizeof(hb), before, 32);
-		hex_bits(ha, sizeof(ha), after, 32);
+		sdc_hex_bits(hb, sizeof(hb), before, 32);
+		sdc_hex_bits(ha, sizeof(ha), after, 32);
 		sdc_worker_fault_applied(ew->w, f, "R", ew->iter, bag, col, bit, hb, ha);
 	}
 }

@@ -109,13 +109,6 @@ struct gemm_shared {
 
 /* ---- findings ---- */
 
-/* The bits of an element of `bits` (8, 32 or 64) width, as 0x plus all its hex digits. */
-static void hex_bits(char *buf, size_t len, uint64_t v, int bits)
-{
-	const int digits = bits == 8 ? 2 : bits == 32 ? 8 : 16;
-	snprintf(buf, len, "0x%0*" PRIx64, digits, v);
-}
-
 static void finding_init(struct sdc_finding *f, const struct gemm_shared *sh, uint64_t iter, const char *kind,
 			 const char *target, int64_t row, int64_t col)
 {
@@ -164,9 +157,7 @@ static void set_c_values(struct sdc_finding *f, struct sdc_gemm *g, int i, int j
 		break;
 	}
 	}
-	hex_bits(f->expected, sizeof(f->expected), expected, 8 * g->csz);
-	hex_bits(f->actual, sizeof(f->actual), actual, 8 * g->csz);
-	hex_bits(f->xor_mask, sizeof(f->xor_mask), expected ^ actual, 8 * g->csz);
+	sdc_finding_set_bits(f, expected, actual, 8 * g->csz);
 }
 
 /*
@@ -350,9 +341,7 @@ static void report_operand(struct sdc_worker *w, struct sdc_gemm *g, const struc
 			}
 			struct sdc_finding f;
 			finding_init(&f, sh, iter, "operand-corrupt", name, r, c);
-			hex_bits(f.expected, sizeof(f.expected), e, 8 * g->esz);
-			hex_bits(f.actual, sizeof(f.actual), a, 8 * g->esz);
-			hex_bits(f.xor_mask, sizeof(f.xor_mask), e ^ a, 8 * g->esz);
+			sdc_finding_set_bits(&f, e, a, 8 * g->esz);
 			snprintf(f.detail, sizeof(f.detail), "operand %s%s changed in memory after %s", name,
 				 target == 'B' && c >= data_cols ? " (checksum column)" : "",
 				 target == 'A' ? "its digest was taken" : "encoding");
@@ -447,8 +436,8 @@ static void apply_faults(void *arg, int r0, int r1)
 		after = before ^ (1ull << fb->p[i].bit);
 		memcpy(elem, &after, (size_t)bits / 8);
 		char hb[24], ha[24];
-		hex_bits(hb, sizeof(hb), before, bits);
-		hex_bits(ha, sizeof(ha), after, bits);
+		sdc_hex_bits(hb, sizeof(hb), before, bits);
+		sdc_hex_bits(ha, sizeof(ha), after, bits);
 		sdc_worker_fault_applied(fb->w, &fb->p[i].f, fb->target, fb->iter, fb->p[i].row, fb->p[i].col,
 					 fb->p[i].bit, hb, ha);
 	}

@@ -444,18 +444,6 @@ static void finding_init(struct sdc_finding *f, const struct mt_worker *mw, cons
 	f->col = col;
 }
 
-static void float_bits(struct sdc_finding *f, float expected, float actual)
-{
-	uint32_t e, a;
-	memcpy(&e, &expected, 4);
-	memcpy(&a, &actual, 4);
-	snprintf(f->expected, sizeof(f->expected), "0x%08" PRIx32, e);
-	snprintf(f->actual, sizeof(f->actual), "0x%08" PRIx32, a);
-	snprintf(f->xor_mask, sizeof(f->xor_mask), "0x%08" PRIx32, e ^ a);
-	snprintf(f->expected_value, sizeof(f->expected_value), "%.9g", (double)expected);
-	snprintf(f->actual_value, sizeof(f->actual_value), "%.9g", (double)actual);
-}
-
 /* ---- fault injection ---- */
 
 static struct sdc_mt_tensor *find_tensor(struct sdc_mt_tensor *list, int n, const char *name)
@@ -477,9 +465,9 @@ static void apply_fault(struct mt_worker *mw, const struct sdc_fault *f, const c
 	uint32_t u;
 	memcpy(&u, p, 4);
 	char before[24], after[24];
-	snprintf(before, sizeof(before), "0x%08" PRIx32, u);
+	sdc_hex_bits(before, sizeof(before), u, 32);
 	u ^= 1u << bit;
-	snprintf(after, sizeof(after), "0x%08" PRIx32, u);
+	sdc_hex_bits(after, sizeof(after), u, 32);
 	memcpy(p, &u, 4);
 	sdc_worker_fault_applied(mw->w, f, target, mw->iter, row, col, bit, before, after);
 }
@@ -570,7 +558,7 @@ static void hook_attn(void *ctx, int step, const struct sdc_attn_event *e)
 	mw->attn_step = mw->step;
 	struct sdc_finding f;
 	finding_init(&f, mw, "attention-checksum", "A", e->row, e->col);
-	float_bits(&f, e->recomputed, e->actual);
+	sdc_finding_set_f32(&f, e->recomputed, e->actual);
 	f.threshold = e->bound;
 	f.margin = isfinite(e->d1) && e->bound > 0 ? fabs(e->d1) / e->bound : INFINITY;
 	char where[48] = "";
@@ -682,7 +670,7 @@ static void diverged(struct mt_worker *mw, enum point at, float loss)
 			 mw->step, point_names[at], replay_bad);
 	} else if (at == POINT_LOSS) {
 		finding_init(&f, mw, "golden-divergence", target, -1, -1);
-		float_bits(&f, at == POINT_LOSS ? replay_loss : 0, at == POINT_LOSS ? loss : 0);
+		sdc_finding_set_f32(&f, at == POINT_LOSS ? replay_loss : 0, at == POINT_LOSS ? loss : 0);
 		snprintf(f.detail, sizeof(f.detail),
 			 "step %d: %s did not match the golden while the state entering the step matched: the forward "
 			 "pass computed differently; began as %s; %s",
@@ -692,7 +680,7 @@ static void diverged(struct mt_worker *mw, enum point at, float loss)
 		const struct sdc_mt_tensor *t = &ft[first_t];
 		finding_init(&f, mw, "golden-divergence", target, (int64_t)(first_i / (size_t)t->cols),
 			     (int64_t)(first_i % (size_t)t->cols));
-		float_bits(&f, exp_v, act_v);
+		sdc_finding_set_f32(&f, exp_v, act_v);
 		snprintf(f.detail, sizeof(f.detail),
 			 "step %d: %s did not match the golden: first %s[%zu][%zu], %zu element%s in %d tensor%s "
 			 "differ; began as %s; %s",

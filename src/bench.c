@@ -390,8 +390,8 @@ int sdc_cmd_bench(int argc, char **argv)
 						   optarg);
 			break;
 		case 't':
-			if (!sdc_parse_double(optarg, &seconds) || seconds <= 0 || seconds > 600)
-				return sdc_cli_bad(&cli, "--seconds '%s': expected a number of seconds in (0, 600]", optarg);
+			if (sdc_cli_seconds(&cli, optarg, &seconds))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 			break;
 		default:
 			if (sdc_cli_default(&cli, c, argv))
@@ -414,16 +414,10 @@ int sdc_cmd_bench(int argc, char **argv)
 		seconds = overhead ? 3 : 1;
 
 	struct sdc_run run;
-	struct sdc_plan none = { 0 };
-	if (sdc_cli_prepare_run(&cli, &run, &none, argc, argv))
+	if (sdc_cli_bench_start(&cli, &run, argc, argv))
 		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 	const struct sdc_device *dev = &run.devices[0];
 	int rc = 0;
-	if (sdc_cpu_pin(dev->cpu)) {
-		sdc_error("bench: cannot pin to CPU %d", dev->cpu);
-		sdc_run_release(&run);
-		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-	}
 	sdc_blas_single_thread();
 	struct sdc_blas_info bi;
 	sdc_blas_info(&bi);

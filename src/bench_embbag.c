@@ -270,20 +270,20 @@ int sdc_bench_embbag(int argc, char **argv)
 				return sdc_cli_bad(&cli, "--formats '%s': expected 8bit, 4bit or both, comma-separated", optarg);
 			break;
 		case 'r':
-			if (!sdc_parse_u64(optarg, &rows) || rows < 1024 || rows > UINT32_MAX)
-				return sdc_cli_bad(&cli, "--rows '%s': expected 1024 to %u", optarg, UINT32_MAX);
+			if (sdc_cli_uint(&cli, "--rows", optarg, 1024, UINT32_MAX, &rows))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 			break;
 		case 'p':
-			if (!sdc_parse_u64(optarg, &pooling) || pooling < 1 || pooling > SDC_EB_MAX_POOLING)
-				return sdc_cli_bad(&cli, "--pooling '%s': expected 1 to %d", optarg, SDC_EB_MAX_POOLING);
+			if (sdc_cli_uint(&cli, "--pooling", optarg, 1, SDC_EB_MAX_POOLING, &pooling))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 			break;
 		case 's':
-			if (!sdc_parse_u64(optarg, &sweep_rows) || sweep_rows > (1u << 24))
-				return sdc_cli_bad(&cli, "--sweep-rows '%s': expected 0 to %u", optarg, 1u << 24);
+			if (sdc_cli_uint(&cli, "--sweep-rows", optarg, 0, 1u << 24, &sweep_rows))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 			break;
 		case 't':
-			if (!sdc_parse_double(optarg, &seconds) || seconds <= 0 || seconds > 600)
-				return sdc_cli_bad(&cli, "--seconds '%s': expected a number of seconds in (0, 600]", optarg);
+			if (sdc_cli_seconds(&cli, optarg, &seconds))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 			break;
 		default:
 			if (sdc_cli_default(&cli, c, argv))
@@ -295,15 +295,9 @@ int sdc_bench_embbag(int argc, char **argv)
 			return sdc_cli_bad(&cli, "unexpected argument '%s'", argv[i]);
 
 	struct sdc_run run;
-	struct sdc_plan none = { 0 };
-	if (sdc_cli_prepare_run(&cli, &run, &none, argc, argv))
+	if (sdc_cli_bench_start(&cli, &run, argc, argv))
 		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 	const struct sdc_device *dev = &run.devices[0];
-	if (sdc_cpu_pin(dev->cpu)) {
-		sdc_error("bench embbag: cannot pin to CPU %d", dev->cpu);
-		sdc_run_release(&run);
-		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-	}
 	const struct sdc_eb_impl *impl = sdc_eb_find("auto");
 	const struct sdc_eb_cfg base = { .cls = SDC_EB_FAST, .rows = rows, .batch = 10, .pooling = (int)pooling,
 					 .seed = 1, .c_sigma = SDC_EB_C_SIGMA };

@@ -138,8 +138,8 @@ int sdc_bench_minitrain(int argc, char **argv)
 				return sdc_cli_bad(&cli, "--sizes '%s': expected sizes N or MxNxK, comma-separated", optarg);
 			break;
 		case 't':
-			if (!sdc_parse_double(optarg, &seconds) || seconds <= 0 || seconds > 600)
-				return sdc_cli_bad(&cli, "--seconds '%s': expected a number of seconds in (0, 600]", optarg);
+			if (sdc_cli_seconds(&cli, optarg, &seconds))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 			break;
 		default:
 			if (sdc_cli_default(&cli, c, argv))
@@ -150,16 +150,10 @@ int sdc_bench_minitrain(int argc, char **argv)
 		if (strcmp(argv[i], "minitrain"))
 			return sdc_cli_bad(&cli, "unexpected argument '%s'", argv[i]);
 	struct sdc_run run;
-	struct sdc_plan none = { 0 };
-	if (sdc_cli_prepare_run(&cli, &run, &none, argc, argv))
+	if (sdc_cli_bench_start(&cli, &run, argc, argv))
 		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 	const struct sdc_device *dev = &run.devices[0];
 	int rc = 0;
-	if (sdc_cpu_pin(dev->cpu)) {
-		sdc_error("bench minitrain: cannot pin to CPU %d", dev->cpu);
-		sdc_run_release(&run);
-		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-	}
 	sdc_blas_single_thread();
 	printf("sdcscan bench minitrain: one thread on %s (%s), exact kernel %s; medians of %d interleaved rounds\n\n"
 	       "GEMM, GFLOP/s (square n; exact: fixed k order, no FMA; target: tiled >= 30%% of OpenBLAS)\n"

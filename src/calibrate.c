@@ -136,8 +136,8 @@ int sdc_cmd_calibrate(int argc, char **argv)
 			output = optarg;
 			break;
 		case 'n':
-			if (!sdc_parse_u64(optarg, &trials) || trials < 1 || trials > 100000000)
-				return sdc_cli_bad(&cli, "--trials '%s': expected an integer from 1 to 100000000", optarg);
+			if (sdc_cli_uint(&cli, "--trials", optarg, 1, 100000000, &trials))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 			break;
 		case 'z': {
 			struct sdc_size3 z[MAX_SIZES];

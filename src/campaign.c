@@ -382,16 +382,16 @@ int sdc_cmd_campaign(int argc, char **argv)
 			break;
 		}
 		case 'n':
-			if (!sdc_parse_u64(optarg, &trials) || trials < 1 || trials > 100000000)
-				return sdc_cli_bad(&cli, "--trials '%s': expected an integer from 1 to 100000000", optarg);
+			if (sdc_cli_uint(&cli, "--trials", optarg, 1, 100000000, &trials))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 			break;
 		case 'b':
-			if (!sdc_parse_u64(optarg, &bit_trials) || bit_trials > 1000000)
-				return sdc_cli_bad(&cli, "--bit-trials '%s': expected an integer from 0 to 1000000", optarg);
+			if (sdc_cli_uint(&cli, "--bit-trials", optarg, 0, 1000000, &bit_trials))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 			break;
 		case 'R':
-			if (!sdc_parse_u64(optarg, &tight_trials) || tight_trials < 1 || tight_trials > 100000)
-				return sdc_cli_bad(&cli, "--tightness-trials '%s': expected an integer from 1 to 100000", optarg);
+			if (sdc_cli_uint(&cli, "--tightness-trials", optarg, 1, 100000, &tight_trials))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 			break;
 		case 'z':
 			if (sdc_cli_parse_sizes(optarg, &size, 1) != 1)

@@ -427,21 +427,20 @@ int sdc_campaign_embbag(int argc, char **argv)
 						   optarg);
 			break;
 		case 'n':
-			if (!sdc_parse_u64(optarg, &trials) || trials < 1 || trials > 100000000)
-				return sdc_cli_bad(&cli, "--trials '%s': expected an integer from 1 to 100000000", optarg);
+			if (sdc_cli_uint(&cli, "--trials", optarg, 1, 100000000, &trials))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 			break;
 		case 'b':
-			if (!sdc_parse_u64(optarg, &bit_trials) || bit_trials > 1000000)
-				return sdc_cli_bad(&cli, "--bit-trials '%s': expected an integer from 0 to 1000000", optarg);
+			if (sdc_cli_uint(&cli, "--bit-trials", optarg, 0, 1000000, &bit_trials))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 			break;
 		case 'r':
-			if (!sdc_parse_u64(optarg, &rows) || rows < 1024 || rows > 100000000)
-				return sdc_cli_bad(&cli, "--rows '%s': expected an integer from 1024 to 100000000", optarg);
+			if (sdc_cli_uint(&cli, "--rows", optarg, 1024, 100000000, &rows))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 			break;
 		case 'p':
-			if (!sdc_parse_u64(optarg, &pooling) || pooling < 1 || pooling > SDC_EB_MAX_POOLING)
-				return sdc_cli_bad(&cli, "--pooling '%s': expected an integer from 1 to %d", optarg,
-						   SDC_EB_MAX_POOLING);
+			if (sdc_cli_uint(&cli, "--pooling", optarg, 1, SDC_EB_MAX_POOLING, &pooling))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 			break;
 		case 'C':
 			if (!sdc_parse_double(optarg, &c_sigma) || c_sigma < 1 || c_sigma > 50)

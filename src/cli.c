@@ -1,5 +1,7 @@
 /* Argument handling shared by the commands that burn: run, selftest, bench. */
 #include "cli.h"
+
+#include <inttypes.h>
 #include "fleet.h"
 
 #include <getopt.h>
@@ -182,4 +184,34 @@ int sdc_cli_write_json(const char *path, void *j, const char *who)
 	}
 	free(text);
 	return rc;
+}
+
+int sdc_cli_uint(const struct sdc_cli *cli, const char *flag, const char *arg, uint64_t lo, uint64_t hi,
+		 uint64_t *out)
+{
+	if (sdc_parse_u64(arg, out) && *out >= lo && *out <= hi)
+		return 0;
+	sdc_cli_bad(cli, "%s '%s': expected an integer from %" PRIu64 " to %" PRIu64, flag, arg, lo, hi);
+	return -1;
+}
+
+int sdc_cli_seconds(const struct sdc_cli *cli, const char *arg, double *out)
+{
+	if (sdc_parse_double(arg, out) && *out > 0 && *out <= 600)
+		return 0;
+	sdc_cli_bad(cli, "--seconds '%s': expected a number of seconds in (0, 600]", arg);
+	return -1;
+}
+
+int sdc_cli_bench_start(struct sdc_cli *cli, struct sdc_run *run, int argc, char **argv)
+{
+	const struct sdc_plan none = { 0 };
+	if (sdc_cli_prepare_run(cli, run, &none, argc, argv))
+		return -1;
+	if (sdc_cpu_pin(run->devices[0].cpu)) {
+		sdc_error("%s: cannot pin to CPU %d", cli->command, run->devices[0].cpu);
+		sdc_run_release(run);
+		return -1;
+	}
+	return 0;
 }

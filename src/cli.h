@@ -49,6 +49,20 @@ struct sdc_size3 {
 };
 int sdc_cli_parse_sizes(const char *s, struct sdc_size3 *out, int max);
 
+/*
+ * FLAG's value ARG as an unsigned integer in [lo, hi]. -1 after printing "FLAG 'ARG': expected an
+ * integer from LO to HI" (return the UNKNOWN exit code then).
+ */
+int sdc_cli_uint(const struct sdc_cli *cli, const char *flag, const char *arg, uint64_t lo, uint64_t hi,
+		 uint64_t *out);
+/* A benchmark's --seconds: more than 0 and at most 600. -1 after printing why not. */
+int sdc_cli_seconds(const struct sdc_cli *cli, const char *arg, double *out);
+/*
+ * A benchmark's start: the run (its devices from --cpus), with this thread pinned to the first
+ * CPU. -1 after printing why not (run is then released).
+ */
+int sdc_cli_bench_start(struct sdc_cli *cli, struct sdc_run *run, int argc, char **argv);
+
 /* Writes j to path ("-": stdout) atomically, pretty-printed; -1 after printing why not. */
 int sdc_cli_write_json(const char *path, void *j, const char *who);
 

@@ -185,29 +185,23 @@ static void unresponsive(struct sdc_worker *w, int peer, const char *what)
 	snprintf(w->error, sizeof(w->error), "rank %d (%s) did not answer", peer, peer >= 0 ? sdc_fleet_host(peer) : "?");
 }
 
-/* The faults asked of this rank at iteration it (specs are read directly: the device is the rank). */
-static int find_fault(struct sdc_worker *w, const char *target, uint64_t it, int *spec)
-{
-	const struct sdc_run *run = w->ctx->run;
-	for (int i = 0; i < run->ninject; i++) {
-		const struct sdc_inject_spec *s = &run->inject[i];
-		if (strcmp(s->probe, "allreduce") || strcmp(s->target, target) ||
-		    (s->variant[0] && strcmp(s->variant, w->ctx->variant)))
-			continue;
-		const uint64_t first = s->iter >= 0 ? (uint64_t)s->iter : 0;
-		if (it < first || (it - first) % (uint64_t)(s->every > 0 ? s->every : 1) ||
-		    (it - first) / (uint64_t)(s->every > 0 ? s->every : 1) >= (uint64_t)s->count)
-			continue;
-		*spec = i;
-		return 1;
-	}
-	return 0;
-}
+/* The faults due in an iteration (the framework's plan: one worker per rank, so every rank
+ * gets the same list and the one the fault names acts on it). Applied on the forward ring. */
+struct ar_faults {
+	struct sdc_fault f[8];
+	const char *target[8];
+	int n;
+};
 
-static void applied(struct sdc_worker *w, int spec, const char *target, uint64_t it, int64_t row, int64_t col, int bit)
+static void due_faults(struct sdc_worker *w, uint64_t it, struct ar_faults *af)
 {
-	struct sdc_fault f = { .spec = spec, .row = row, .col = col, .bit = bit };
-	sdc_worker_fault_applied(w, &f, target, it, row, col, bit, "", "");
+	static const char *const targets[] = { "H", "C" };
+	af->n = 0;
+	for (int t = 0; t < 2; t++) {
+		const int n = sdc_worker_faults(w, targets[t], it, af->f + af->n, 8 - af->n);
+		for (int i = 0; i < n; i++)
+			af->target[af->n++] = targets[t];
+	}
 }
 
 struct ring {
@@ -225,7 +219,7 @@ static int64_t rank_sum(const struct ring *g, int first, int count)
 
 /* One ring all-reduce in ring order g; 0, 1 after corruption was found, -1 on a dead peer. */
 static int ring_once(struct sdc_worker *w, float *buf, uint8_t *sendb, uint8_t *recvb, const struct ring *g,
-		     uint64_t it, const char *order_name)
+		     uint64_t it, const char *order_name, const struct ar_faults *af)
 {
 	const struct ar_shared *sh = w->ctx->shared;
 	const int P = g->P, p = g->pos, me = g->order[p];
@@ -241,18 +235,19 @@ static int ring_once(struct sdc_worker *w, float *buf, uint8_t *sendb, uint8_t *
 			const uint32_t crc = sdc_crc32c(0, sendb + 8, cb), seq = (uint32_t)(phase << 16 | s);
 			memcpy(sendb, &crc, 4);
 			memcpy(sendb + 4, &seq, 4);
-			int spec;
 			/* A hop fault: bytes change after the CRC was taken, as on a bad link. */
-			if (!strcmp(order_name, "forward") && find_fault(w, "H", it, &spec)) {
-				const struct sdc_inject_spec *sp = &w->ctx->run->inject[spec];
-				const int src = sp->row >= 0 ? (int)sp->row : 0;
-				const int dst = sp->col >= 0 ? (int)sp->col : g->order[(g->where[src] + 1) % P];
-				const int ph = !strcmp(sp->tensor, "ag");
+			for (int k = 0; af && k < af->n; k++) {
+				const struct sdc_fault *f = &af->f[k];
+				if (strcmp(af->target[k], "H"))
+					continue;
+				const int src = f->row >= 0 ? (int)f->row : 0;
+				const int dst = f->col >= 0 ? (int)f->col : g->order[(g->where[src] + 1) % P];
+				const int ph = !strcmp(w->ctx->run->inject[f->spec].tensor, "ag");
 				if (src == me && dst == next && ph == phase && s == 0) {
-					const int bit = sp->bit >= 0 ? sp->bit % 32 : 20;
+					const int bit = f->bit >= 0 ? f->bit % 32 : 20;
 					const int64_t el = cn / 3;
 					sendb[8 + el * 4 + bit / 8] ^= (uint8_t)(1u << (bit % 8));
-					applied(w, spec, "H", it, src, dst, bit);
+					sdc_worker_fault_applied(w, f, "H", it, src, dst, bit, "", "");
 				}
 			}
 			int late;
@@ -299,18 +294,18 @@ static int ring_once(struct sdc_worker *w, float *buf, uint8_t *sendb, uint8_t *
 					       "arithmetic or memory (%" PRId64 " wrong elements, first element %" PRId64 ")",
 					       what, prev, sdc_fleet_host(prev), nbad, el);
 			}
-			if (phase == 0 && s == 0 && find_fault(w, "C", it, &spec) && !strcmp(order_name, "forward")) {
-				const struct sdc_inject_spec *sp = &w->ctx->run->inject[spec];
-				if ((sp->row >= 0 ? sp->row : 0) == me) {
-					/* the sum this rank sends next goes wrong after its CRC is honest */
-					const int bit = sp->bit >= 0 ? sp->bit % 32 : 22;
-					const int c = ((p - 1) % P + P) % P;
-					uint32_t u;
-					memcpy(&u, &buf[c * cn + cn / 5], 4);
-					u ^= 1u << bit;
-					memcpy(&buf[c * cn + cn / 5], &u, 4);
-					applied(w, spec, "C", it, me, c * cn + cn / 5, bit);
-				}
+			for (int k = 0; af && phase == 0 && s == 0 && k < af->n; k++) {
+				const struct sdc_fault *f = &af->f[k];
+				if (strcmp(af->target[k], "C") || (f->row >= 0 ? f->row : 0) != me)
+					continue;
+				/* the sum this rank sends next goes wrong after its CRC is honest */
+				const int bit = f->bit >= 0 ? f->bit % 32 : 22;
+				const int c = ((p - 1) % P + P) % P;
+				uint32_t u;
+				memcpy(&u, &buf[c * cn + cn / 5], 4);
+				u ^= 1u << bit;
+				memcpy(&buf[c * cn + cn / 5], &u, 4);
+				sdc_worker_fault_applied(w, f, "C", it, me, c * cn + cn / 5, bit, "", "");
 			}
 		}
 	}
@@ -356,6 +351,8 @@ static void ring_run(struct sdc_worker *w)
 			const int t = g[2].order[r];
 			g[2].order[r] = g[2].order[j], g[2].order[j] = t;
 		}
+		struct ar_faults faults;
+		due_faults(w, it, &faults);
 		double t0 = sdc_now();
 		for (int k = 0; k < 3; k++) {
 			for (int r = 0; r < P; r++)
@@ -363,7 +360,7 @@ static void ring_run(struct sdc_worker *w)
 			g[k].pos = g[k].where[sdc_fleet.rank];
 			for (int64_t i = 0; i < sh->n; i++)
 				buf[i] = value(sdc_fleet.rank, i, it);
-			if (ring_once(w, buf, sendb, recvb, &g[k], it, names[k]) < 0)
+			if (ring_once(w, buf, sendb, recvb, &g[k], it, names[k], k == 0 ? &faults : NULL) < 0)
 				goto out;
 		}
 		const double dt = (sdc_now() - t0) / 3;
@@ -508,7 +505,7 @@ int sdc_bench_allreduce(int argc, char **argv)
 				buf[i] = value(sdc_fleet.rank, i, (uint64_t)k);
 			MPI_Barrier(comm);
 			double t0 = sdc_now();
-			if (ring_once(&w, buf, sendb, recvb, &g, (uint64_t)k, "forward") != 0)
+			if (ring_once(&w, buf, sendb, recvb, &g, (uint64_t)k, "forward", NULL) != 0)
 				rc = 1;
 			MPI_Barrier(comm);
 			tr[k] = sdc_now() - t0;

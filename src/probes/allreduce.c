@@ -353,7 +353,6 @@ static void ring_run(struct sdc_worker *w)
 		}
 		struct ar_faults faults;
 		due_faults(w, it, &faults);
-		double t0 = sdc_now();
 		for (int k = 0; k < 3; k++) {
 			for (int r = 0; r < P; r++)
 				g[k].where[g[k].order[r]] = r;
@@ -363,8 +362,6 @@ static void ring_run(struct sdc_worker *w)
 			if (ring_once(w, buf, sendb, recvb, &g[k], it, names[k], k == 0 ? &faults : NULL) < 0)
 				goto out;
 		}
-		const double dt = (sdc_now() - t0) / 3;
-		(void)dt;
 		sdc_worker_digest(w, it, it);
 		sdc_worker_account(w, 3.0 * (double)sh->n * 4 * 2 * (P - 1) / P);
 	}
@@ -407,7 +404,6 @@ static void mpi_run(struct sdc_worker *w)
 			unresponsive(w, -1, "MPI_Allreduce");
 			break;
 		}
-		const double dt = sdc_now() - t0;
 		uint64_t wrong = 0;
 		int64_t first = -1;
 		const int64_t all = (int64_t)P * (P - 1) / 2;
@@ -431,7 +427,6 @@ static void mpi_run(struct sdc_worker *w)
 			       " on all ranks); first element %" PRId64,
 			       sdc_fleet.rank, sdc_fleet.host, wrong, sh->n, total, first);
 		}
-		(void)dt;
 		sdc_worker_digest(w, it, total);
 		sdc_worker_account(w, (double)sh->n * 4 * 2 * (P - 1) / P);
 	}

@@ -69,7 +69,7 @@ same_code "$TMP/dpg.codes" 0 || fail "dp golden: exit codes $(cat "$TMP/dpg.code
 # A rank killed mid-run: the survivors name it, UNKNOWN, within the deadline (timeout 5 s).
 start=$(date +%s)
 : > "$TMP/kill.codes"
-$MPIRUN --enable-recovery sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$TMP/kill.codes" sh "$SDCSCAN" \
+$MPIRUN --enable-recovery --mca orte_base_help_aggregate 0 sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$TMP/kill.codes" sh "$SDCSCAN" \
 	run $AR --set allreduce.timeout=5 --duration 20 > "$TMP/kill.out" 2>&1 &
 launcher=$!
 # Kill once every rank is past MPI_Init and burning (each prints its header line then).
@@ -90,7 +90,8 @@ grep -q "rank 2 (.*) did not answer\|rank 2 (.*) sent no results" "$TMP/kill.out
 # (the killed rank's wrapper reports 137, SIGKILL)
 [ "$(grep -v "^2 " "$TMP/kill.codes" | awk '{print $2}' | sort -u)" = 3 ] ||
 	fail "kill: survivors' codes $(cat "$TMP/kill.codes")"
-[ "$(grep -vc "^2 " "$TMP/kill.codes")" -eq 3 ] || fail "kill: not every survivor reported"
+[ "$(grep -vc "^2 " "$TMP/kill.codes")" -eq 3 ] ||
+	fail "kill: not every survivor reported; the job said: $(grep -v "iterations on" "$TMP/kill.out" | tail -15)"
 
 # Several tasks announced, one rank: UNKNOWN, not OK.
 expect_exit 3 launch env SLURM_NTASKS=4 "$SDCSCAN" run --probe minitrain --duration 1

@@ -144,24 +144,37 @@ static int wait_all(MPI_Request *reqs, int n, double timeout, int *late_idx)
 	}
 }
 
-int sdc_fleet_sendrecv(const void *sbuf, int sbytes, int dst, void *rbuf, int rbytes, int src, int tag,
-		       double timeout, int *late)
+int sdc_fleet_exchange(const struct sdc_fleet_part *send, int nsend, int dst, const struct sdc_fleet_part *recv,
+		       int nrecv, int src, int tag, double timeout, int *late)
 {
-	MPI_Request r[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
-	if (rbytes && MPI_Irecv(rbuf, rbytes, MPI_BYTE, src, tag, comm, &r[0]) != MPI_SUCCESS) {
-		*late = src;
+	MPI_Request r[4] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL };
+	if (nsend > 2 || nrecv > 2)
 		return -1;
-	}
-	if (sbytes && MPI_Isend(sbuf, sbytes, MPI_BYTE, dst, tag, comm, &r[1]) != MPI_SUCCESS) {
-		*late = dst;
-		return -1;
-	}
+	/* Parts with the same source and tag arrive in the order sent (MPI's non-overtaking rule). */
+	for (int i = 0; i < nrecv; i++)
+		if (recv[i].bytes && MPI_Irecv(recv[i].buf, recv[i].bytes, MPI_BYTE, src, tag, comm, &r[i]) != MPI_SUCCESS) {
+			*late = src;
+			return -1;
+		}
+	for (int i = 0; i < nsend; i++)
+		if (send[i].bytes &&
+		    MPI_Isend(send[i].buf, send[i].bytes, MPI_BYTE, dst, tag, comm, &r[2 + i]) != MPI_SUCCESS) {
+			*late = dst;
+			return -1;
+		}
 	int idx = -1;
-	if (wait_all(r, 2, timeout, &idx)) {
-		*late = idx == 0 ? src : dst;
+	if (wait_all(r, 4, timeout, &idx)) {
+		*late = idx < 2 ? src : dst;
 		return -1;
 	}
 	return 0;
+}
+
+int sdc_fleet_sendrecv(const void *sbuf, int sbytes, int dst, void *rbuf, int rbytes, int src, int tag,
+		       double timeout, int *late)
+{
+	const struct sdc_fleet_part s = { (void *)sbuf, sbytes }, r = { rbuf, rbytes };
+	return sdc_fleet_exchange(&s, 1, dst, &r, 1, src, tag, timeout, late);
 }
 
 int sdc_fleet_sum_u64(uint64_t *v, double timeout)
@@ -394,6 +407,14 @@ int sdc_fleet_sendrecv(const void *sbuf, int sbytes, int dst, void *rbuf, int rb
 		       double timeout, int *late)
 {
 	(void)sbuf, (void)sbytes, (void)dst, (void)rbuf, (void)rbytes, (void)src, (void)tag, (void)timeout;
+	*late = 0;
+	return -1;
+}
+
+int sdc_fleet_exchange(const struct sdc_fleet_part *send, int nsend, int dst, const struct sdc_fleet_part *recv,
+		       int nrecv, int src, int tag, double timeout, int *late)
+{
+	(void)send, (void)nsend, (void)dst, (void)recv, (void)nrecv, (void)src, (void)tag, (void)timeout;
 	*late = 0;
 	return -1;
 }

@@ -49,6 +49,13 @@ enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, v
  */
 int sdc_fleet_sendrecv(const void *sbuf, int sbytes, int dst, void *rbuf, int rbytes, int src, int tag,
 		       double timeout, int *late);
+/* The same with up to two parts each way (a header and a payload sent from where it lies). */
+struct sdc_fleet_part {
+	void *buf;
+	int bytes;
+};
+int sdc_fleet_exchange(const struct sdc_fleet_part *send, int nsend, int dst, const struct sdc_fleet_part *recv,
+		       int nrecv, int src, int tag, double timeout, int *late);
 /* out[r * bytes ..] = rank r's in, for every rank, with a deadline; -1 on timeout. */
 int sdc_fleet_allgather(const void *in, int bytes, void *out, double timeout);
 /* Sum of v over all ranks (for agreeing on a count), with a deadline; -1 on timeout. */

@@ -48,10 +48,67 @@ uint32_t sdc_crc32c_portable(uint32_t crc, const void *buf, size_t len)
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+/*
+ * Long buffers run as three interleaved streams: the crc32 instruction takes 3 cycles but starts
+ * one a cycle, so three independent registers go three times as fast (Intel's "Fast CRC
+ * Computation for iSCSI Polynomial Using CRC32 Instruction", 2011). The register is linear in its
+ * input, so for three blocks D0 D1 D2 of STREAM bytes each:
+ *   reg(r, D0 D1 D2) = shift(shift(reg(r, D0)) ^ reg(0, D1)) ^ reg(0, D2),
+ * where shift(x) = reg(x, STREAM zero bytes), a linear map of x's 32 bits, tabulated per byte.
+ */
+#define STREAM 4096
+static uint32_t shift_table[4][256];
+
+static void build_shift(void)
+{
+	pthread_once(&table_once, build_table);
+	uint32_t basis[32];
+	for (int j = 0; j < 32; j++) {
+		uint32_t c = 1u << j;
+		for (int k = 0; k < STREAM; k++)
+			c = (c >> 8) ^ table[0][c & 0xFF];
+		basis[j] = c;
+	}
+	for (int t = 0; t < 4; t++)
+		for (int b = 0; b < 256; b++) {
+			uint32_t v = 0;
+			for (int bit = 0; bit < 8; bit++)
+				if (b >> bit & 1)
+					v ^= basis[8 * t + bit];
+			shift_table[t][b] = v;
+		}
+}
+
+static pthread_once_t shift_once = PTHREAD_ONCE_INIT;
+
+static inline uint32_t shift(uint32_t x)
+{
+	return shift_table[0][x & 0xFF] ^ shift_table[1][(x >> 8) & 0xFF] ^ shift_table[2][(x >> 16) & 0xFF] ^
+	       shift_table[3][x >> 24];
+}
+
 __attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 	uint64_t c = ~crc;
+	if (len >= 3 * STREAM) {
+		pthread_once(&shift_once, build_shift);
+		while (len >= 3 * STREAM) {
+			uint64_t c0 = c, c1 = 0, c2 = 0;
+			for (int k = 0; k < STREAM; k += 8) {
+				uint64_t v0, v1, v2;
+				memcpy(&v0, p + k, 8);
+				memcpy(&v1, p + STREAM + k, 8);
+				memcpy(&v2, p + 2 * STREAM + k, 8);
+				c0 = _mm_crc32_u64(c0, v0);
+				c1 = _mm_crc32_u64(c1, v1);
+				c2 = _mm_crc32_u64(c2, v2);
+			}
+			c = shift(shift((uint32_t)c0) ^ (uint32_t)c1) ^ (uint32_t)c2;
+			p += 3 * STREAM;
+			len -= 3 * STREAM;
+		}
+	}
 	while (len >= 8) {
 		uint64_t v;
 		memcpy(&v, p, 8);

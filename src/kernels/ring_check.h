@@ -1,0 +1,30 @@
+/*
+ * The data of the allreduce probe and the checks of every hop (nccl-tests builds its data the same
+ * way): rank r contributes f(i) + r g(i) at index i, with f in [-8, 8] and g in [-2, 2] small
+ * integers from a hash of (i, iteration). Any set S of ranks then sums to |S| f(i) + (sum of S) g(i),
+ * exact in fp32 in any order for up to 4096 ranks, and a checker predicts every partial sum in
+ * O(1) from the same f and g.
+ */
+#ifndef SDC_RING_CHECK_H
+#define SDC_RING_CHECK_H
+
+#include <stdint.h>
+
+/* f and g of indices 0 .. n-1 in iteration it (once per iteration; every check reads them). */
+void sdc_ring_terms(int64_t n, uint64_t it, int8_t *f, int8_t *g);
+/* What rank r contributes: buf[i] = f[i] + r g[i]. */
+void sdc_ring_values(float *buf, int64_t n, int r, const int8_t *f, const int8_t *g);
+/* The sum of count ranks whose numbers add up to rsum, at index i. */
+static inline float sdc_ring_expected(const int8_t *f, const int8_t *g, int64_t i, int count, int rsum)
+{
+	return (float)(count * f[i] + rsum * g[i]);
+}
+/* Counts the elements of got (n, bit patterns) that are not the sum of count ranks adding up to
+ * rsum; adds the expected values into dst (a reduce-scatter step), so a wrong element does not
+ * echo through later steps. */
+int64_t sdc_ring_check_add(float *dst, const uint32_t *got, const int8_t *f, const int8_t *g, int64_t n, int count,
+			   int rsum);
+/* Counts the elements of got that are not that sum (a final result). */
+int64_t sdc_ring_count_wrong(const float *got, const int8_t *f, const int8_t *g, int64_t n, int count, int rsum);
+
+#endif

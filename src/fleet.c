@@ -56,6 +56,12 @@ void sdc_fleet_launch_check(struct sdc_run *run)
 
 static MPI_Comm comm = MPI_COMM_NULL;
 static char (*hosts)[64];
+/* Interrupts travel on a communicator of their own, apart from the probes' traffic: one receive
+ * from any rank stays posted, and the main thread tests it between ticks (MPI_THREAD_MULTIPLE). */
+static MPI_Comm ctl = MPI_COMM_NULL;
+static MPI_Request intr_req = MPI_REQUEST_NULL;
+static int32_t intr_buf, intr_me, intr_from = -1;
+static bool intr_sent, thread_multiple;
 static bool peer_failed;
 
 int sdc_fleet_init(int *argc, char ***argv)
@@ -76,8 +82,19 @@ int sdc_fleet_init(int *argc, char ***argv)
 	hosts = calloc((size_t)sdc_fleet.size, sizeof(*hosts));
 	if (!hosts)
 		return -1;
-	MPI_Allgather(sdc_fleet.host, 64, MPI_CHAR, hosts, 64, MPI_CHAR, comm);
 	sdc_fleet.active = true;
+	if (sdc_fleet_allgather(sdc_fleet.host, 64, hosts, sdc_fleet.timeout)) {
+		sdc_error("the ranks did not all exchange host names within %.0f s: some rank is dead or stuck",
+			  sdc_fleet.timeout);
+		peer_failed = true;
+		return -1;
+	}
+	thread_multiple = provided >= MPI_THREAD_MULTIPLE;
+	if (thread_multiple) {
+		MPI_Comm_dup(comm, &ctl);
+		MPI_Comm_set_errhandler(ctl, MPI_ERRORS_RETURN);
+		MPI_Irecv(&intr_buf, 1, MPI_INT32_T, MPI_ANY_SOURCE, 1, ctl, &intr_req);
+	}
 	if (provided < MPI_THREAD_SERIALIZED && sdc_fleet.rank == 0)
 		sdc_warning("the MPI library gives thread level %d: the allreduce probe needs MPI_THREAD_SERIALIZED",
 			    provided);
@@ -93,6 +110,29 @@ const char *sdc_fleet_host(int rank)
 	return buf;
 }
 
+bool sdc_fleet_interrupt_poll(bool local, int *from)
+{
+	if (!sdc_fleet.active || !thread_multiple)
+		return false;
+	if (local && !intr_sent) {
+		intr_sent = true;
+		intr_me = sdc_fleet.rank;
+		for (int r = 0; r < sdc_fleet.size; r++) {
+			MPI_Request q;
+			/* freed at once: a dead peer must not hold this rank, and an eager message needs no wait */
+			if (r != sdc_fleet.rank && MPI_Isend(&intr_me, 1, MPI_INT32_T, r, 1, ctl, &q) == MPI_SUCCESS)
+				MPI_Request_free(&q);
+		}
+	}
+	if (intr_from < 0 && intr_req != MPI_REQUEST_NULL) {
+		int flag = 0;
+		if (MPI_Test(&intr_req, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag)
+			intr_from = intr_buf;
+	}
+	*from = intr_from;
+	return intr_from >= 0;
+}
+
 void sdc_fleet_end(int code)
 {
 	if (!sdc_fleet.active)
@@ -103,6 +143,12 @@ void sdc_fleet_end(int code)
 		fflush(stderr);
 		_exit(code);
 	}
+	if (intr_req != MPI_REQUEST_NULL) {
+		MPI_Cancel(&intr_req);
+		MPI_Wait(&intr_req, MPI_STATUS_IGNORE);
+	}
+	if (ctl != MPI_COMM_NULL)
+		MPI_Comm_free(&ctl);
 	MPI_Comm_free(&comm);
 	MPI_Finalize();
 }
@@ -401,6 +447,13 @@ const char *sdc_fleet_host(int rank)
 {
 	(void)rank;
 	return sdc_fleet.host;
+}
+
+bool sdc_fleet_interrupt_poll(bool local, int *from)
+{
+	(void)local;
+	*from = -1;
+	return false;
 }
 
 int sdc_fleet_sendrecv(const void *sbuf, int sbytes, int dst, void *rbuf, int rbytes, int src, int tag,

@@ -33,6 +33,13 @@ int sdc_fleet_init(int *argc, char ***argv);
 /* Ends MPI; after a peer died, skips MPI_Finalize (which would wait for it) and exits with code. */
 void sdc_fleet_end(int code);
 
+/*
+ * An interrupt on one rank ends them all. Called by the main thread while probes run: passes this
+ * rank's interrupt (local true) on to every rank, once, and returns true with *from set to the
+ * rank when another rank's interrupt has arrived.
+ */
+bool sdc_fleet_interrupt_poll(bool local, int *from);
+
 /* Adds an UNKNOWN host finding when the scheduler's task count and MPI's rank count disagree. */
 void sdc_fleet_launch_check(struct sdc_run *run);
 

@@ -38,6 +38,17 @@ static void on_signal(int sig)
 	signal(sig, SIG_DFL);
 }
 
+/* Under MPI an interrupt on one rank stops them all: this rank's is passed on, a peer's taken. */
+static void poll_fleet_interrupt(void)
+{
+	int from;
+	if (sdc_fleet_interrupt_poll(atomic_load(&interrupted), &from) && !atomic_load(&interrupted)) {
+		sdc_note("rank %d (%s) was interrupted: this rank stops too", from, sdc_fleet_host(from));
+		atomic_store(&interrupted, true);
+		atomic_store(&sdc_stop_requested, true);
+	}
+}
+
 void sdc_runner_install_signals(void)
 {
 	struct sigaction sa;
@@ -533,6 +544,7 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 	const double deadline = ctx->t_start + duration;
 	for (;;) {
 		double now = sdc_now();
+		poll_fleet_interrupt();
 		if (atomic_load(&sdc_stop_requested) || atomic_load(&vr->finished) == started || now >= deadline)
 			break;
 		sleep_seconds(SDC_MIN(TICK_SECONDS, deadline - now));
@@ -606,6 +618,7 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 			continue;
 		}
 		for (int v = 0; v < nv; v++) {
+			poll_fleet_interrupt();
 			if (atomic_load(&interrupted)) {
 				add_plain_results(run, e->probe, variants[v], SDC_STATUS_NOT_RUN,
 						  "the run was interrupted before this probe started");
@@ -615,6 +628,7 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 				return -1;
 		}
 	}
+	poll_fleet_interrupt();
 	run->interrupted = atomic_load(&interrupted);
 	return 0;
 }

@@ -95,6 +95,33 @@ grep -q "rank 2 (.*) did not answer\|rank 2 (.*) sent no results" "$TMP/kill.out
 [ "$(grep -vc "^2 " "$TMP/kill.codes")" -eq 3 ] ||
 	fail "kill: not every survivor reported; the job said: $(grep -v "iterations on" "$TMP/kill.out" | tail -15)"
 
+# An interrupt on one rank ends them all, cleanly: every rank stops within seconds, UNKNOWN, and
+# the others say which rank was interrupted.
+: > "$TMP/int.codes"
+# (each rank's stderr to a file of its own: one shared file can merge a note into another's line)
+$MPIRUN sh -c '"$@" 2> '"$TMP/int.err."'$OMPI_COMM_WORLD_RANK; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$TMP/int.codes" \
+	sh "$SDCSCAN" run $SMALL --duration 120 --no-color > "$TMP/int.out" 2>&1 &
+launcher=$!
+for _ in $(seq 60); do
+	[ "$(grep -c "^sdcscan .*profile" "$TMP/int.out" 2>/dev/null)" -ge 4 ] && break
+	sleep 0.5
+done
+sleep 1
+victim=$(for p in $(pgrep -x sdcscan); do
+	grep -qz "^OMPI_COMM_WORLD_RANK=2$" "/proc/$p/environ" 2>/dev/null && echo "$p"
+done | head -1)
+[ -n "$victim" ] || fail "interrupt: rank 2 not found"
+start=$(date +%s)
+kill -INT "$victim"
+wait "$launcher" || true
+took=$(( $(date +%s) - start ))
+[ "$took" -le 15 ] || fail "interrupt: the job took ${took}s to end after rank 2 was interrupted"
+same_code "$TMP/int.codes" 3 || fail "interrupt: exit codes $(cat "$TMP/int.codes")"
+for r in 0 1 3; do
+	grep -q "rank 2 (.*) was interrupted: this rank stops too" "$TMP/int.err.$r" ||
+		fail "interrupt: rank $r did not name rank 2: $(cat "$TMP/int.err.$r")"
+done
+
 # Several tasks announced, one rank: UNKNOWN, not OK.
 expect_exit 3 launch env SLURM_NTASKS=4 "$SDCSCAN" run --probe minitrain --duration 1
 expect_grep launch err "SLURM_NTASKS says 4 tasks"

@@ -91,6 +91,23 @@ static int parse_traj(json_t *t, struct sdc_golden_traj *g, char *err, size_t er
 	free(tmp);
 	if (rc)
 		return -1;
+	/* Data parallel: every rank's local gradients, so a rank whose gradient went wrong names itself. */
+	json_t *rg = json_object_get(t, "rank_grads");
+	if (rg) {
+		if (!json_is_array(rg) || json_array_size(rg) < 2 || json_array_size(rg) > 4096)
+			FAIL("trajectory.rank_grads: expected an array of 2 to 4096 per-rank arrays");
+		g->nranks = (int)json_array_size(rg);
+		g->rank_grads = calloc((size_t)g->nranks * g->steps, sizeof(uint64_t));
+		if (!g->rank_grads)
+			FAIL("out of memory");
+		for (int r = 0; r < g->nranks; r++) {
+			char what[32];
+			snprintf(what, sizeof(what), "rank_grads[%d]", r);
+			if (parse_hex_array(json_array_get(rg, (size_t)r), what, g->steps, 16,
+					    g->rank_grads + (size_t)r * g->steps, err, errlen))
+				return -1;
+		}
+	}
 	if (!json_is_array(checks) || json_array_size(checks) < 1)
 		FAIL("trajectory.checkpoints: expected a non-empty array");
 	g->ncheck = (int)json_array_size(checks);
@@ -134,6 +151,7 @@ static void free_traj(struct sdc_golden_traj *t)
 	free(t->loss);
 	free(t->entry);
 	free(t->grads);
+	free(t->rank_grads);
 	free(t->check_step);
 	free(t->names);
 	free(t->sha);
@@ -383,9 +401,16 @@ void *sdc_golden_traj_json(const struct sdc_golden_traj *t)
 		}
 		json_array_append_new(checks, json_pack("{s:i, s:o}", "step", t->check_step[c], "tensors", ts));
 	}
-	return json_pack("{s:i, s:i, s:o, s:o, s:o, s:o}", "steps", t->steps, "checkpoint_every", t->every, "loss",
-			 hex_array(t->loss, t->steps, 4), "entry", hex_array(t->entry, t->steps, 8), "grads",
-			 hex_array(t->grads, t->steps, 8), "checkpoints", checks);
+	json_t *j = json_pack("{s:i, s:i, s:o, s:o, s:o, s:o}", "steps", t->steps, "checkpoint_every", t->every, "loss",
+			      hex_array(t->loss, t->steps, 4), "entry", hex_array(t->entry, t->steps, 8), "grads",
+			      hex_array(t->grads, t->steps, 8), "checkpoints", checks);
+	if (j && t->nranks) {
+		json_t *rg = json_array();
+		for (int r = 0; r < t->nranks; r++)
+			json_array_append_new(rg, hex_array(t->rank_grads + (size_t)r * t->steps, t->steps, 8));
+		json_object_set_new(j, "rank_grads", rg);
+	}
+	return j;
 }
 
 static json_t *golden_file(json_t *entries, const struct sdc_run *run)
@@ -409,6 +434,29 @@ static json_t *golden_file(json_t *entries, const struct sdc_run *run)
 }
 
 /* ---- the command ---- */
+
+int sdc_golden_record_here(const struct sdc_probe *p, const void *opts, const char *variant, uint64_t seed,
+			   const struct sdc_run *run, struct sdc_golden *out, char *err, size_t errlen)
+{
+	json_t *traj = p->golden_record ? p->golden_record(opts, variant, seed, err, errlen) : NULL;
+	if (!traj) {
+		if (!p->golden_record)
+			snprintf(err, errlen, "%s records no trajectory", p->name);
+		return -1;
+	}
+	json_t *key = sdc_golden_key(p, opts, variant, seed, run->ndevices ? run->devices[0].model : NULL);
+	json_t *entries = json_pack("[{s:o, s:{s:o}}]", "key", key, "result", "trajectory", traj);
+	json_t *root = entries ? golden_file(entries, run) : NULL;
+	char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
+	json_decref(root);
+	if (!text) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	const int rc = sdc_golden_parse(text, strlen(text), "a golden recorded here", out, err, errlen);
+	free(text);
+	return rc;
+}
 
 static void usage(FILE *out)
 {

@@ -29,7 +29,9 @@ struct sdc_golden_traj {
 	int steps, every;
 	uint32_t *loss;    /* [steps] fp32 bits */
 	uint64_t *entry;   /* [steps] state entering each step */
-	uint64_t *grads;   /* [steps] gradients before each update */
+	uint64_t *grads;   /* [steps] gradients before each update (data parallel: rank 0's) */
+	int nranks;          /* data parallel: the world size the next field covers, else 0 */
+	uint64_t *rank_grads; /* [nranks][steps]: each rank's own gradients, before the all-reduce */
 	int ncheck, ntensors;
 	int *check_step;   /* [ncheck]: a checkpoint is the state entering that step (steps: the end) */
 	char (*names)[24]; /* [ntensors] */
@@ -71,6 +73,11 @@ const char *sdc_golden_class(const char *variant);
 const struct sdc_golden_entry *sdc_golden_find(const void *key, const char **origin);
 /* Makes g the file sdc_golden_find looks in first (NULL: none). */
 void sdc_golden_use(const struct sdc_golden *g);
+/* Records a probe's trajectory here (under mpirun: every rank takes part) into *out, as a golden
+ * file would hold it (selftest uses it for options no shipped golden covers). */
+struct sdc_run;
+int sdc_golden_record_here(const struct sdc_probe *p, const void *opts, const char *variant, uint64_t seed,
+			   const struct sdc_run *run, struct sdc_golden *out, char *err, size_t errlen);
 
 /* Trajectory JSON from its parts (the recorder's side). */
 void *sdc_golden_traj_json(const struct sdc_golden_traj *t);

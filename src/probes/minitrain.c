@@ -108,6 +108,9 @@ static const char *const minitrain_selftest_faults[] = {
 	"minitrain/xfmr:O:iter=6,tensor=adam.v.mlp.W1",
 	"minitrain/xfmr:A:iter=8,tensor=act.Q,bit=30",
 	"minitrain/xfmr:A:iter=9,tensor=act.S,bit=31",
+	/* under mpirun: one rank's update (state) and one rank's gradients before the all-reduce */
+	"minitrain/xfmr-dp:W:iter=3,rank=1,tensor=attn.Wq,bit=24",
+	"minitrain/xfmr-dp:G:iter=6,rank=0,bit=28",
 	NULL,
 };
 
@@ -154,7 +157,8 @@ struct mt_worker {
 	/* data parallel */
 	float *dp_local, *dp_all;
 	uint64_t *dp_hashes;
-	bool dp_reported, dp_failed;
+	bool dp_failed;
+	bool dp_entry_golden; /* the state entering this step matched the golden */
 };
 
 /* ---- options and variants ---- */
@@ -283,6 +287,7 @@ struct recorder {
 	uint64_t grad_hash;
 	size_t total;
 	float *local, *all;
+	uint64_t *hashes; /* [world]: one step's gradient hash of every rank */
 	bool failed;
 };
 
@@ -340,7 +345,10 @@ static void *minitrain_golden_record(const void *opts, const char *variant, uint
 			rec.total += sdc_mt_numel(&rec.grads[i]);
 		rec.local = malloc(sizeof(float) * rec.total);
 		rec.all = malloc(sizeof(float) * rec.total * (size_t)sdc_fleet.size);
-		if (!rec.local || !rec.all) {
+		t.nranks = sdc_fleet.size;
+		t.rank_grads = calloc((size_t)t.nranks * t.steps, sizeof(uint64_t));
+		rec.hashes = calloc((size_t)t.nranks, sizeof(uint64_t));
+		if (!rec.local || !rec.all || !t.rank_grads || !rec.hashes) {
 			snprintf(err, len, "out of memory");
 			goto done;
 		}
@@ -360,6 +368,11 @@ static void *minitrain_golden_record(const void *opts, const char *variant, uint
 		const float loss = sdc_mt_step(m, s, &hooks);
 		memcpy(&t.loss[s], &loss, 4);
 		t.grads[s] = rec.grad_hash;
+		/* every rank's own gradients of this step, before the all-reduce */
+		if (dp && !rec.failed && sdc_fleet_allgather(&rec.grad_hash, 8, rec.hashes, sdc_fleet.timeout))
+			rec.failed = true;
+		for (int r = 0; dp && r < t.nranks; r++)
+			t.rank_grads[(size_t)r * t.steps + s] = rec.hashes[r];
 	}
 	if (rec.failed) {
 		snprintf(err, len, "a rank did not take part in a gradient all-reduce within %.0f s", sdc_fleet.timeout);
@@ -368,8 +381,8 @@ static void *minitrain_golden_record(const void *opts, const char *variant, uint
 	out = sdc_golden_traj_json(&t);
 done:
 	sdc_sha256_release(&sha);
-	free(t.loss), free(t.entry), free(t.grads), free(t.check_step), free(t.names), free(t.sha);
-	free(rec.local), free(rec.all);
+	free(t.loss), free(t.entry), free(t.grads), free(t.rank_grads), free(t.check_step), free(t.names), free(t.sha);
+	free(rec.local), free(rec.all), free(rec.hashes);
 	sdc_mt_free(m);
 	return out;
 }
@@ -516,6 +529,8 @@ static void hook_activation(void *ctx, int step, struct sdc_mt_tensor *t)
 	}
 }
 
+static void dp_gradient_diverged(struct mt_worker *mw);
+
 static void hook_gradients(void *ctx, int step)
 {
 	(void)step;
@@ -530,6 +545,10 @@ static void hook_gradients(void *ctx, int step)
 	}
 	mw->grad_hash = tensors_hash(mw->grads, mw->ngrads, NULL);
 	const struct sdc_golden_entry *g = mw->sh->golden;
+	if (g && mw->sh->cfg.nshards > 1 && mw->dp_entry_golden && g->traj.nranks == sdc_fleet.size &&
+	    mw->step < g->traj.steps &&
+	    mw->grad_hash != g->traj.rank_grads[(size_t)sdc_fleet.rank * g->traj.steps + mw->step])
+		dp_gradient_diverged(mw);
 	if (g && mw->sh->cfg.nshards <= 1 && !mw->diverged_this_run && !mw->diverged_this_step && mw->step < g->traj.steps && mw->grad_hash != g->traj.grads[mw->step]) {
 		/* Keep the gradients as they are now: the update is about to consume them. */
 		size_t off = 0;
@@ -703,6 +722,78 @@ static void diverged(struct mt_worker *mw, enum point at, float loss)
 
 /* ---- data parallel across ranks ---- */
 
+/*
+ * Data parallel, this rank's own gradients differ from the golden's for this rank while the state
+ * entering the step matched: a gradient gone wrong here would reach every rank through the
+ * all-reduce and leave them all agreeing on a wrong state (Adept: "no way to detect this without
+ * repeating the computation"). The golden is that repetition; to name the element, the step is
+ * computed again from the same state on this core. The recomputed gradients replace the wrong ones
+ * before the all-reduce, so the fleet stays on the golden trajectory.
+ */
+static void dp_gradient_diverged(struct mt_worker *mw)
+{
+	const struct mt_shared *sh = mw->sh;
+	const struct sdc_golden_traj *g = &sh->golden->traj;
+	char err[256];
+	if (!mw->replay && !(mw->replay = sdc_mt_create(&sh->cfg, sh->plain ? sdc_xgemm_plain : sdc_xgemm, err,
+							  sizeof(err)))) {
+		sdc_worker_error(mw->w, "recompute: %s", err);
+		return;
+	}
+	struct sdc_mt_tensor *rt, *rg;
+	const int nrt = sdc_mt_tensors(mw->replay, &rt), nrg = sdc_mt_grads(mw->replay, &rg);
+	sdc_mt_reset(mw->replay);
+	for (int i = 0; i < nrt && i < mw->ntraj; i++)
+		memcpy(rt[i].data, mw->traj[i].data, sdc_mt_numel(&rt[i]) * sizeof(float));
+	struct replay_ctx rc = { .mw = mw, .capture_step = mw->step, .grads = rg, .ngrads = nrg };
+	const struct sdc_mt_hooks hooks = { .ctx = &rc, .gradients = replay_grads };
+	(void)sdc_mt_step(mw->replay, mw->step, &hooks);
+	const uint64_t again = tensors_hash(rg, nrg, NULL);
+	const bool transient = again == g->rank_grads[(size_t)sdc_fleet.rank * g->steps + mw->step];
+	int first_t = -1;
+	size_t first_i = 0, differing = 0, off = 0;
+	float exp_v = 0, act_v = 0;
+	for (int i = 0; i < mw->ngrads; i++) {
+		const size_t n = sdc_mt_numel(&mw->grads[i]);
+		for (size_t k = 0; k < n; k++) {
+			if (!memcmp(&mw->grads[i].data[k], &mw->capture[off + k], 4))
+				continue;
+			if (!differing++)
+				first_t = i, first_i = k, exp_v = mw->capture[off + k], act_v = mw->grads[i].data[k];
+		}
+		off += n;
+	}
+	struct sdc_finding f;
+	if (first_t < 0) {
+		finding_init(&f, mw, "rank-gradient", "G", -1, -1);
+		snprintf(f.detail, sizeof(f.detail),
+			 "step %d: the local gradients of rank %d (%s) differ from the golden's for this rank, and computing "
+			 "them again here gives the same bits: this core computes the model differently every time",
+			 mw->step, sdc_fleet.rank, sdc_fleet.host);
+		sdc_worker_report(mw->w, &f);
+		return;
+	}
+	const struct sdc_mt_tensor *t = &mw->grads[first_t];
+	finding_init(&f, mw, "rank-gradient", "G", (int64_t)(first_i / (size_t)t->cols), (int64_t)(first_i % (size_t)t->cols));
+	sdc_finding_set_f32(&f, exp_v, act_v);
+	snprintf(f.detail, sizeof(f.detail),
+		 "step %d: rank %d (%.40s) computed its local gradients wrong before the all-reduce: first %.24s[%zu][%zu], "
+		 "%zu element%s differ from the step computed again here, %s",
+		 mw->step, sdc_fleet.rank, sdc_fleet.host, t->name, first_i / (size_t)t->cols, first_i % (size_t)t->cols,
+		 differing, differing == 1 ? "" : "s",
+		 transient ? "which matches the golden and goes to the all-reduce instead" : "which ALSO differs from the golden");
+	snprintf(f.operation, sizeof(f.operation), "%.60s: tensor %s", sh->operation, t->name);
+	sdc_worker_report(mw->w, &f);
+	if (!transient)
+		return;
+	off = 0;
+	for (int i = 0; i < mw->ngrads; i++) {
+		memcpy(mw->grads[i].data, mw->capture + off, sdc_mt_numel(&mw->grads[i]) * sizeof(float));
+		off += sdc_mt_numel(&mw->grads[i]);
+	}
+	mw->grad_hash = again;
+}
+
 static void hook_reduce(void *ctx, int step)
 {
 	(void)step;
@@ -719,9 +810,10 @@ static void hook_reduce(void *ctx, int step)
  * rank whose state differs from the majority names itself (Adept: the rank whose update diverged,
  * at the step it diverged). Returns true to go on.
  */
-static bool dp_step_check(struct mt_worker *mw, uint64_t entry)
+static bool dp_step_check(struct mt_worker *mw, uint64_t *entry_io)
 {
 	const int P = sdc_fleet.size;
+	const uint64_t entry = *entry_io;
 	const uint64_t mine[2] = { entry, !sdc_worker_continue(mw->w) };
 	if (sdc_fleet_allgather(mine, sizeof(mine), mw->dp_hashes, sdc_fleet.timeout)) {
 		mw->dp_failed = true;
@@ -730,26 +822,87 @@ static bool dp_step_check(struct mt_worker *mw, uint64_t entry)
 		return false;
 	}
 	bool stop = false;
-	int same = 0, best = 0;
+	int best = 0, lead = 0; /* the largest group's size, and its lowest rank */
 	for (int r = 0; r < P; r++) {
 		stop |= mw->dp_hashes[2 * r + 1] != 0;
-		same += mw->dp_hashes[2 * r] == entry;
 		int c = 0;
 		for (int q = 0; q < P; q++)
 			c += mw->dp_hashes[2 * q] == mw->dp_hashes[2 * r];
-		best = c > best ? c : best;
+		if (c > best)
+			best = c, lead = r;
 	}
-	if (same < best && !mw->dp_reported) {
-		mw->dp_reported = true;
+	const uint64_t agreed = mw->dp_hashes[2 * lead];
+	if (best == P)
+		return !stop;
+	/* Every rank outside the largest group gets that group's state from its lowest rank, to find
+	 * the first element that differs and to go on from the agreed state (so a later fault is found
+	 * on its own). Every rank sees the same hashes, so all agree on who sends to whom. */
+	size_t total = 0;
+	for (int i = 0; i < mw->ntraj; i++)
+		total += sdc_mt_numel(&mw->traj[i]);
+	float *state = malloc(total * sizeof(float));
+	if (!state) {
+		sdc_worker_error(mw->w, "out of memory");
+		mw->dp_failed = true;
+		return false;
+	}
+	size_t off = 0;
+	for (int i = 0; sdc_fleet.rank == lead && i < mw->ntraj; i++) {
+		memcpy(state + off, mw->traj[i].data, sdc_mt_numel(&mw->traj[i]) * sizeof(float));
+		off += sdc_mt_numel(&mw->traj[i]);
+	}
+	for (int r = 0; r < P; r++) {
+		if (mw->dp_hashes[2 * r] == agreed || (sdc_fleet.rank != lead && sdc_fleet.rank != r))
+			continue;
+		int late;
+		const bool send = sdc_fleet.rank == lead;
+		if (sdc_fleet_sendrecv(send ? state : NULL, send ? (int)(total * 4) : 0, r, send ? NULL : state,
+				       send ? 0 : (int)(total * 4), lead, 0x3d0, sdc_fleet.timeout, &late)) {
+			sdc_worker_error(mw->w, "rank %d did not take part in the state exchange of step %d within %.0f s",
+					 late, mw->step, sdc_fleet.timeout);
+			mw->dp_failed = true;
+			free(state);
+			return false;
+		}
+	}
+	if (entry != agreed) {
+		/* the first element of this rank's state that differs from the agreed one */
+		int first_t = -1;
+		size_t first_i = 0, differing = 0;
+		float exp_v = 0, act_v = 0;
+		off = 0;
+		for (int i = 0; i < mw->ntraj; i++) {
+			const size_t n = sdc_mt_numel(&mw->traj[i]);
+			for (size_t k = 0; k < n; k++)
+				if (memcmp(&mw->traj[i].data[k], &state[off + k], 4) && !differing++)
+					first_t = i, first_i = k, exp_v = state[off + k], act_v = mw->traj[i].data[k];
+			off += n;
+		}
 		struct sdc_finding f;
-		finding_init(&f, mw, "rank-divergence", "W", sdc_fleet.rank, -1);
+		const struct sdc_mt_tensor *t = first_t >= 0 ? &mw->traj[first_t] : NULL;
+		finding_init(&f, mw, "rank-divergence", t && t->role == SDC_MT_STATE ? "O" : "W",
+			     t ? (int64_t)(first_i / (size_t)t->cols) : -1, t ? (int64_t)(first_i % (size_t)t->cols) : -1);
+		if (t) {
+			sdc_finding_set_f32(&f, exp_v, act_v);
+			snprintf(f.operation, sizeof(f.operation), "%.60s: tensor %s", mw->sh->operation, t->name);
+		}
 		snprintf(f.detail, sizeof(f.detail),
-			 "step %d: the state of rank %d (%s) entering the step differs from %s of %d ranks (%d agree); "
-			 "gradients are all-reduced, so it diverged here: in memory or in its own update",
+			 "step %d: the state of rank %d (%.40s) entering the step differs from %s of %d ranks (%d agree) at "
+			 "%zu elements, first %.24s[%zu][%zu]; gradients are all-reduced, so it diverged here: in memory or "
+			 "in its own update",
 			 mw->step, sdc_fleet.rank, sdc_fleet.host, 2 * best > P ? "the majority" : "the largest group", P,
-			 best);
+			 best, differing, t ? t->name : "?", t ? first_i / (size_t)t->cols : 0,
+			 t ? first_i % (size_t)t->cols : 0);
 		sdc_worker_report(mw->w, &f);
+		/* back onto the agreed state */
+		off = 0;
+		for (int i = 0; i < mw->ntraj; i++) {
+			memcpy(mw->traj[i].data, state + off, sdc_mt_numel(&mw->traj[i]) * sizeof(float));
+			off += sdc_mt_numel(&mw->traj[i]);
+		}
+		*entry_io = agreed;
 	}
+	free(state);
 	return !stop;
 }
 
@@ -797,7 +950,6 @@ static void minitrain_run(struct sdc_worker *w)
 	sdc_worker_restart_clock(w);
 	while (dp ? !mw.dp_failed : sdc_worker_continue(w)) {
 		sdc_mt_reset(mw.m);
-		mw.dp_reported = false;
 		mw.diverged_this_run = false;
 		mw.attn_step = -1;
 		int check = 0;
@@ -806,12 +958,15 @@ static void minitrain_run(struct sdc_worker *w)
 			const int s = mw.step;
 			mw.diverged_this_step = false;
 			rest_faults(&mw);
-			const uint64_t entry = tensors_hash(mw.traj, mw.ntraj, NULL);
-			if (dp && !dp_step_check(&mw, entry)) {
+			uint64_t entry = tensors_hash(mw.traj, mw.ntraj, NULL);
+			/* what this rank held, for its work digest (the fleet vote), before any repair */
+			const uint64_t held = entry;
+			if (dp && !dp_step_check(&mw, &entry)) {
 				stop = true;
 				break;
 			}
 			bool bad_entry = golden && entry != golden->traj.entry[s];
+			mw.dp_entry_golden = golden && !bad_entry && !mw.diverged_this_run;
 			if (golden && s && check < golden->traj.ncheck && golden->traj.check_step[check] == s) {
 				tensors_sha(&mw.sha, mw.traj, mw.ntraj, sha);
 				bad_entry |= memcmp(sha, golden->traj.sha + (size_t)check * mw.ntraj * SDC_SHA256_LEN,
@@ -854,7 +1009,7 @@ static void minitrain_run(struct sdc_worker *w)
 					diverged(&mw, POINT_GRADS, loss);
 			}
 			/* Data-parallel ranks see different shards: only their common state compares. */
-			const uint64_t d[3] = { entry, dp ? 0 : lbits, dp ? 0 : mw.grad_hash };
+			const uint64_t d[3] = { held, dp ? 0 : lbits, dp ? 0 : mw.grad_hash };
 			sdc_worker_digest(w, mw.iter, sdc_xxh64(d, sizeof(d)));
 			sdc_worker_account(w, 1);
 		}

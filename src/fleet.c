@@ -114,7 +114,13 @@ bool sdc_fleet_interrupt_poll(bool local, int *from)
 {
 	if (!sdc_fleet.active || !thread_multiple)
 		return false;
-	if (local && !intr_sent) {
+	if (intr_from < 0 && intr_req != MPI_REQUEST_NULL) {
+		int flag = 0;
+		if (MPI_Test(&intr_req, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag)
+			intr_from = intr_buf;
+	}
+	/* only an interrupt of this rank's own is passed on, not one it was told of */
+	if (local && !intr_sent && intr_from < 0) {
 		intr_sent = true;
 		intr_me = sdc_fleet.rank;
 		for (int r = 0; r < sdc_fleet.size; r++) {
@@ -123,11 +129,6 @@ bool sdc_fleet_interrupt_poll(bool local, int *from)
 			if (r != sdc_fleet.rank && MPI_Isend(&intr_me, 1, MPI_INT32_T, r, 1, ctl, &q) == MPI_SUCCESS)
 				MPI_Request_free(&q);
 		}
-	}
-	if (intr_from < 0 && intr_req != MPI_REQUEST_NULL) {
-		int flag = 0;
-		if (MPI_Test(&intr_req, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag)
-			intr_from = intr_buf;
 	}
 	*from = intr_from;
 	return intr_from >= 0;
@@ -355,6 +356,46 @@ static void vote(struct sdc_run *run, json_t *ranks, json_t *out)
 	json_decref(groups);
 }
 
+int sdc_fleet_to_root(const char *text, int32_t *answer, int tag)
+{
+	int32_t len = (int32_t)strlen(text) + 1;
+	int late;
+	return sdc_fleet_sendrecv(&len, 4, 0, NULL, 0, 0, tag, sdc_fleet.timeout, &late) ||
+			       sdc_fleet_sendrecv(text, len, 0, NULL, 0, 0, tag + 1, sdc_fleet.timeout, &late) ||
+			       sdc_fleet_sendrecv(NULL, 0, 0, answer, 4, 0, tag + 2, sdc_fleet.timeout, &late)
+		       ? -1
+		       : 0;
+}
+
+void sdc_fleet_gather_texts(char **texts, int tag)
+{
+	const double end = sdc_now() + sdc_fleet.timeout;
+	texts[0] = NULL;
+	for (int r = 1; r < sdc_fleet.size; r++) {
+		int32_t len = 0;
+		int late;
+		texts[r] = NULL;
+		/* One deadline for the whole gather: a dead rank costs it once, not once per rank. */
+		const double left = end - sdc_now() > 1 ? end - sdc_now() : 1;
+		if (sdc_fleet_sendrecv(NULL, 0, 0, &len, 4, r, tag, left, &late) || len <= 0 || len > (64 << 20) ||
+		    !(texts[r] = malloc((size_t)len)) ||
+		    sdc_fleet_sendrecv(NULL, 0, 0, texts[r], len, r, tag + 1, sdc_fleet.timeout, &late) ||
+		    texts[r][len - 1]) {
+			free(texts[r]);
+			texts[r] = NULL;
+		}
+	}
+}
+
+void sdc_fleet_answer(const bool *alive, int32_t answer, int tag)
+{
+	for (int r = 1; r < sdc_fleet.size; r++) {
+		int late;
+		if (alive[r])
+			sdc_fleet_sendrecv(&answer, 4, r, NULL, 0, 0, tag + 2, 5, &late);
+	}
+}
+
 enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, void **fleet_json)
 {
 	*fleet_json = NULL;
@@ -365,10 +406,8 @@ enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, v
 		json_t *me = rank_summary(run, local);
 		char *text = json_dumps(me, JSON_COMPACT);
 		json_decref(me);
-		int32_t len = text ? (int32_t)strlen(text) + 1 : 0, verdict = SDC_UNKNOWN, late;
-		if (sdc_fleet_sendrecv(&len, 4, 0, NULL, 0, 0, tag, sdc_fleet.timeout, &late) ||
-		    sdc_fleet_sendrecv(text, len, 0, NULL, 0, 0, tag + 1, sdc_fleet.timeout, &late) ||
-		    sdc_fleet_sendrecv(NULL, 0, 0, &verdict, 4, 0, tag + 2, sdc_fleet.timeout, &late)) {
+		int32_t verdict = SDC_UNKNOWN;
+		if (!text || sdc_fleet_to_root(text, &verdict, tag)) {
 			fleet_finding(run, SDC_FINDING_ERROR, "rank-unresponsive",
 				      "rank 0 (%s) did not answer within %.0f s: dead or stuck; the fleet verdict is unknown",
 				      sdc_fleet_host(0), sdc_fleet.timeout);
@@ -381,25 +420,22 @@ enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, v
 	json_array_append_new(ranks, rank_summary(run, local));
 	enum sdc_verdict worst = local;
 	bool *alive = calloc((size_t)sdc_fleet.size, sizeof(bool));
-	const double end = sdc_now() + sdc_fleet.timeout;
+	char **texts = calloc((size_t)sdc_fleet.size, sizeof(char *));
+	if (!alive || !texts) {
+		free(alive), free(texts);
+		return SDC_UNKNOWN;
+	}
+	sdc_fleet_gather_texts(texts, tag);
 	for (int r = 1; r < sdc_fleet.size; r++) {
-		int32_t len = 0;
-		int late;
-		char *text = NULL;
-		/* One deadline for the whole gather: a dead rank costs it once, not once per rank. */
-		const double left = end - sdc_now() > 1 ? end - sdc_now() : 1;
-		if (sdc_fleet_sendrecv(NULL, 0, 0, &len, 4, r, tag, left, &late) || len <= 0 || len > (64 << 20) ||
-		    !(text = malloc((size_t)len)) ||
-		    sdc_fleet_sendrecv(NULL, 0, 0, text, len, r, tag + 1, sdc_fleet.timeout, &late)) {
+		if (!texts[r]) {
 			fleet_finding(run, SDC_FINDING_ERROR, "rank-unresponsive",
 				      "rank %d (%s) sent no results within %.0f s: dead or stuck", r, sdc_fleet_host(r),
 				      sdc_fleet.timeout);
-			free(text);
 			continue;
 		}
 		json_error_t je;
-		json_t *j = json_loads(text, 0, &je);
-		free(text);
+		json_t *j = json_loads(texts[r], 0, &je);
+		free(texts[r]);
 		const char *v = json_string_value(json_object_get(j, "verdict"));
 		if (!j || !v || json_integer_value(json_object_get(j, "rank")) != r) {
 			fleet_finding(run, SDC_FINDING_ERROR, "rank-garbled", "rank %d (%s) sent results that do not parse",
@@ -413,16 +449,13 @@ enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, v
 				worst = k;
 		json_array_append_new(ranks, j);
 	}
+	free(texts);
 	json_t *votes = json_object();
 	vote(run, ranks, votes);
 	const enum sdc_verdict fleet_v = sdc_run_verdict(run);
 	if (fleet_v > worst)
 		worst = fleet_v;
-	for (int r = 1; r < sdc_fleet.size; r++) {
-		int32_t v = (int32_t)worst, late;
-		if (alive[r])
-			sdc_fleet_sendrecv(&v, 4, r, NULL, 0, 0, tag + 2, 5, &late);
-	}
+	sdc_fleet_answer(alive, (int32_t)worst, tag);
 	free(alive);
 	*fleet_json = json_pack("{s:i, s:s, s:o, s:o}", "ranks_total", sdc_fleet.size, "verdict",
 				sdc_verdict_name(worst), "ranks", ranks, "votes", votes);
@@ -483,6 +516,23 @@ int sdc_fleet_allgather(const void *in, int bytes, void *out, double timeout)
 	(void)timeout;
 	memcpy(out, in, (size_t)bytes);
 	return 0;
+}
+
+int sdc_fleet_to_root(const char *text, int32_t *answer, int tag)
+{
+	(void)text, (void)answer, (void)tag;
+	return -1;
+}
+
+void sdc_fleet_gather_texts(char **texts, int tag)
+{
+	(void)tag;
+	texts[0] = NULL;
+}
+
+void sdc_fleet_answer(const bool *alive, int32_t answer, int tag)
+{
+	(void)alive, (void)answer, (void)tag;
 }
 
 enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, void **fleet_json)

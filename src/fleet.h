@@ -50,6 +50,16 @@ void sdc_fleet_launch_check(struct sdc_run *run);
 enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, void **fleet_json);
 
 /*
+ * A gather of texts at rank 0, with deadlines, and rank 0's answer back (the fleet verdict, the
+ * selftest's). Rank != 0: sdc_fleet_to_root sends text and waits for the answer (-1: rank 0 did not
+ * answer). Rank 0: sdc_fleet_gather_texts fills texts[1..size-1] (malloc'd, NULL for a rank that
+ * sent nothing in time), then sdc_fleet_answer sends the answer to the ranks marked alive.
+ */
+int sdc_fleet_to_root(const char *text, int32_t *answer, int tag);
+void sdc_fleet_gather_texts(char **texts, int tag);
+void sdc_fleet_answer(const bool *alive, int32_t answer, int tag);
+
+/*
  * Point-to-point exchange with a deadline, for probes: sends sbuf to dst and receives into rbuf
  * from src (either count may be 0). Returns 0, or -1 with *late set to the rank that did not
  * complete its side in time (or failed).

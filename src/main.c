@@ -322,9 +322,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--version"))
 		return cmd_version(1, argv);
-	/* Under an MPI launcher, run joins the job (fleet.h); the other commands stay per host. */
+	/* Under an MPI launcher, run, golden and selftest join the job (fleet.h); the others stay per host. */
 	const bool mpi_bench = !strcmp(argv[1], "bench") && argc > 2 && !strcmp(argv[2], "allreduce");
-	if ((!strcmp(argv[1], "run") || !strcmp(argv[1], "golden") || mpi_bench) && sdc_fleet_init(&argc, &argv)) {
+	if ((!strcmp(argv[1], "run") || !strcmp(argv[1], "golden") || !strcmp(argv[1], "selftest") || mpi_bench) &&
+	    sdc_fleet_init(&argc, &argv)) {
 		fprintf(stderr, "sdcscan: MPI_Init failed\n");
 		return SDC_UNKNOWN;
 	}

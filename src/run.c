@@ -191,6 +191,11 @@ bool sdc_finding_locates(const struct sdc_finding *f, const struct sdc_injection
 	return inj->bit < 64 && (mask >> inj->bit) & 1ull;
 }
 
+bool sdc_finding_at(const struct sdc_finding *f, const struct sdc_injection *inj)
+{
+	return f->cls == SDC_FINDING_CORRUPTION && same_place(f, inj);
+}
+
 bool sdc_finding_explained(const struct sdc_finding *f, const struct sdc_run *run)
 {
 	for (int i = 0; i < run->ninjections; i++)

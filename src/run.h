@@ -145,5 +145,7 @@ void sdc_finding_set_f32(struct sdc_finding *f, float expected, float actual);
 bool sdc_finding_locates(const struct sdc_finding *f, const struct sdc_injection *inj);
 /* Whether finding f happened where some injection happened (same probe, device, iteration). */
 bool sdc_finding_explained(const struct sdc_finding *f, const struct sdc_run *run);
+/* f is a corruption found where inj was injected (same probe, variant, device, iteration). */
+bool sdc_finding_at(const struct sdc_finding *f, const struct sdc_injection *inj);
 
 #endif

@@ -10,7 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "cli.h"
+#include "fleet.h"
+#include "golden.h"
 #include "registry.h"
 #include "report.h"
 #include "runner.h"
@@ -33,6 +37,23 @@ static void usage(FILE *out)
 		"  -h, --help               this help\n\n"
 		"Exit status: 0 every fault found and located, 2 a fault missed or mislocated or a false\n"
 		"alarm, 3 the selftest could not run.\n");
+}
+
+/* A probe whose work spans the ranks: its faults are injected on one rank and found on another. */
+static bool fleet_wide(const char *probe, const char *variant)
+{
+	const struct sdc_probe *p = sdc_probe_find(probe);
+	return p && ((p->needs & SDC_NEED_MPI) || (p->one_per_rank && p->one_per_rank(variant)));
+}
+
+static bool has_variant(const struct sdc_probe *p, const void *opts, const char *variant)
+{
+	const char *names[16];
+	const int n = p->variants ? p->variants(opts, names, 16) : 0;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(names[i], variant))
+			return true;
+	return !*variant;
 }
 
 static int build_plan(struct sdc_plan *plan, struct sdc_run *run, int *expected)
@@ -76,17 +97,170 @@ static int build_plan(struct sdc_plan *plan, struct sdc_run *run, int *expected)
 				sdc_error("internal: selftest fault of %s: %s", p->name, err);
 				return -1;
 			}
+			/* a fault for a variant not run here (xfmr-dp outside MPI) is not asked for */
+			if (!has_variant(p, e->opts, s->variant))
+				continue;
 			run->ninject++;
-			*expected += s->count;
+			/* fleet-wide faults happen once in the job; the others on every rank */
+			*expected += s->count * (fleet_wide(s->probe, s->variant) ? 1 : sdc_fleet.size);
 		}
 	}
 	return 0;
 }
 
-static void describe(const struct sdc_run *run, const struct sdc_injection *in, char *buf, size_t len)
+static json_t *local_record(const struct sdc_run *run)
 {
-	snprintf(buf, len, "%s/%s %s iteration %" PRIu64 ": %s[%" PRId64 "][%" PRId64 "] bit %d", in->probe,
-		 in->variant, run->devices[in->device].id, in->iteration, in->target, in->row, in->col, in->bit);
+	json_t *inj = json_array(), *found = json_array(), *errs = json_array();
+	for (int i = 0; i < run->ninjections; i++) {
+		const struct sdc_injection *in = &run->injections[i];
+		json_array_append_new(inj, json_pack("{s:s, s:s, s:i, s:s, s:s, s:I, s:I, s:I, s:i}", "probe", in->probe,
+						     "variant", in->variant, "device", in->device, "device_id",
+						     run->devices[in->device].id, "target", in->target, "iteration",
+						     (json_int_t)in->iteration, "row", (json_int_t)in->row, "col",
+						     (json_int_t)in->col, "bit", in->bit));
+	}
+	for (int k = 0; k < run->nfindings; k++) {
+		const struct sdc_finding *f = &run->findings[k];
+		json_array_append_new(found, json_pack("{s:i, s:s, s:s, s:i, s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:s}", "cls",
+						       (int)f->cls, "probe", f->probe, "variant", f->variant, "device",
+						       f->device, "device_id", f->device >= 0 ? run->devices[f->device].id : "host",
+						       "kind", f->kind, "target", f->target, "iteration", (json_int_t)f->iteration,
+						       "row", (json_int_t)f->row, "col", (json_int_t)f->col, "xor_mask",
+						       f->xor_mask, "detail", f->detail));
+	}
+	for (int r = 0; r < run->nresults; r++) {
+		const struct sdc_result *res = &run->results[r];
+		if (res->status == SDC_STATUS_ERROR || res->status == SDC_STATUS_NOT_RUN ||
+		    res->status == SDC_STATUS_SKIPPED) {
+			char line[512];
+			snprintf(line, sizeof(line), "could not test %s/%s on %s: %s", res->probe, res->variant,
+				 run->devices[res->device].id, res->error);
+			json_array_append_new(errs, json_string(line));
+		}
+	}
+	if (run->interrupted)
+		json_array_append_new(errs, json_string("interrupted"));
+	return json_pack("{s:i, s:o, s:o, s:o}", "rank", sdc_fleet.rank, "injections", inj, "findings", found, "errors",
+			 errs);
+}
+
+static const char *str(json_t *o, const char *k)
+{
+	const char *v = json_string_value(json_object_get(o, k));
+	return v ? v : "";
+}
+
+static void injection_of(json_t *j, struct sdc_injection *in)
+{
+	memset(in, 0, sizeof(*in));
+	sdc_strlcpy(in->probe, str(j, "probe"), sizeof(in->probe));
+	sdc_strlcpy(in->variant, str(j, "variant"), sizeof(in->variant));
+	sdc_strlcpy(in->target, str(j, "target"), sizeof(in->target));
+	in->device = (int)json_integer_value(json_object_get(j, "device"));
+	in->iteration = (uint64_t)json_integer_value(json_object_get(j, "iteration"));
+	in->row = json_integer_value(json_object_get(j, "row"));
+	in->col = json_integer_value(json_object_get(j, "col"));
+	in->bit = (int)json_integer_value(json_object_get(j, "bit"));
+}
+
+static void finding_of(json_t *j, struct sdc_finding *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->cls = (enum sdc_finding_class)json_integer_value(json_object_get(j, "cls"));
+	sdc_strlcpy(f->probe, str(j, "probe"), sizeof(f->probe));
+	sdc_strlcpy(f->variant, str(j, "variant"), sizeof(f->variant));
+	sdc_strlcpy(f->kind, str(j, "kind"), sizeof(f->kind));
+	sdc_strlcpy(f->target, str(j, "target"), sizeof(f->target));
+	sdc_strlcpy(f->xor_mask, str(j, "xor_mask"), sizeof(f->xor_mask));
+	sdc_strlcpy(f->detail, str(j, "detail"), sizeof(f->detail));
+	f->device = (int)json_integer_value(json_object_get(j, "device"));
+	f->iteration = (uint64_t)json_integer_value(json_object_get(j, "iteration"));
+	f->row = json_integer_value(json_object_get(j, "row"));
+	f->col = json_integer_value(json_object_get(j, "col"));
+}
+
+struct tally {
+	int injected, located, missed, false_alarms, errors;
+};
+
+/* Every injection of every rank against every finding of every rank: within a rank, or across
+ * ranks for a probe whose work spans them. */
+static struct tally evaluate(json_t *all, const struct sdc_output *out, bool quiet)
+{
+	struct tally t = { 0 };
+	const bool many = json_array_size(all) > 1;
+	size_t a, b, i, k;
+	json_t *ra, *rb, *ji, *jf;
+	char where[32] = "";
+	json_array_foreach(all, a, ra) {
+		const int rank = (int)json_integer_value(json_object_get(ra, "rank"));
+		if (many)
+			snprintf(where, sizeof(where), "rank %d ", rank);
+		json_array_foreach(json_object_get(ra, "injections"), i, ji) {
+			struct sdc_injection in;
+			injection_of(ji, &in);
+			const bool wide = fleet_wide(in.probe, in.variant);
+			bool ok = false;
+			json_array_foreach(all, b, rb) {
+				json_array_foreach(json_object_get(rb, "findings"), k, jf) {
+					struct sdc_finding f;
+					finding_of(jf, &f);
+					if ((b == a || wide) && sdc_finding_locates(&f, &in))
+						ok = true;
+				}
+			}
+			t.injected++;
+			ok ? t.located++ : t.missed++;
+			if (!quiet || !ok)
+				fprintf(out->fp, "selftest: %s%s/%s %s iteration %" PRIu64 ": %s[%" PRId64 "][%" PRId64 "] bit %d%*s %s\n",
+					where, in.probe, in.variant, str(ji, "device_id"), in.iteration, in.target, in.row, in.col,
+					in.bit, 4, "", ok ? "found and located" : "MISSED");
+		}
+	}
+	json_array_foreach(all, b, rb) {
+		if (many)
+			snprintf(where, sizeof(where), "rank %d ", (int)json_integer_value(json_object_get(rb, "rank")));
+		json_array_foreach(json_object_get(rb, "findings"), k, jf) {
+			struct sdc_finding f;
+			finding_of(jf, &f);
+			bool explained = false;
+			json_array_foreach(all, a, ra) {
+				json_array_foreach(json_object_get(ra, "injections"), i, ji) {
+					struct sdc_injection in;
+					injection_of(ji, &in);
+					if ((a == b || fleet_wide(in.probe, in.variant)) && sdc_finding_at(&f, &in))
+						explained = true;
+				}
+			}
+			if (explained)
+				continue;
+			t.false_alarms++;
+			fprintf(out->fp, "selftest: FALSE ALARM %s%s/%s %s iteration %" PRIu64 ": %s %s\n", where, f.probe,
+				f.variant, str(jf, "device_id"), f.iteration, f.kind, f.detail);
+		}
+		json_array_foreach(json_object_get(rb, "errors"), k, jf) {
+			t.errors++;
+			fprintf(out->fp, "selftest: %s%s\n", where, json_string_value(jf));
+		}
+	}
+	return t;
+}
+
+static enum sdc_verdict verdict_of(const struct tally *t, int expected, char *summary, size_t len)
+{
+	if (t->errors || t->injected < expected) {
+		snprintf(summary, len, "UNKNOWN: selftest could not run: %d of %d faults injected, %d errors", t->injected,
+			 expected, t->errors);
+		return SDC_UNKNOWN;
+	}
+	if (t->missed || t->false_alarms) {
+		snprintf(summary, len, "CRITICAL: selftest failed: %d of %d faults located, %d missed, %d false alarms",
+			 t->located, t->injected, t->missed, t->false_alarms);
+		return SDC_CRITICAL;
+	}
+	snprintf(summary, len, "OK: selftest passed: %d of %d injected faults found and located, no false alarms%s",
+		 t->located, t->injected, sdc_fleet.size > 1 ? " (across every rank)" : "");
+	return SDC_OK;
 }
 
 int sdc_cmd_selftest(int argc, char **argv)
@@ -115,12 +289,35 @@ int sdc_cmd_selftest(int argc, char **argv)
 	struct sdc_plan plan;
 	struct sdc_run run;
 	int expected = 0, rc;
+	char summary[256];
+	struct sdc_golden recorded = { 0 };
 	if (sdc_cli_prepare_run(&cli, &run, &(struct sdc_plan){ .seed_mode = SDC_SEED_FIXED, .seed = 1 }, argc,
 				argv))
 		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 	if (build_plan(&plan, &run, &expected) || sdc_runner_check_injections(&run, &plan)) {
 		rc = sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
 		goto out;
+	}
+	/* A data-parallel trajectory with the selftest's options and this world size has no shipped
+	 * golden: every rank records it here first (the plain reference kernel), so a rank's gradient
+	 * gone wrong before the all-reduce can be named (the golden is the repeated computation). */
+	for (int i = 0; sdc_fleet.size > 1 && i < plan.n; i++) {
+		const struct sdc_probe *p = plan.entries[i].probe;
+		const char *names[16];
+		const int nv = p->golden_record && p->one_per_rank && p->variants ? p->variants(plan.entries[i].opts, names, 16) : 0;
+		for (int v = 0; v < nv; v++) {
+			char err[256];
+			if (!p->one_per_rank(names[v]))
+				continue;
+			if (recorded.n || sdc_golden_record_here(p, plan.entries[i].opts, names[v], run.seed, &run, &recorded, err,
+								 sizeof(err))) {
+				sdc_error("selftest: cannot record the %s/%s golden here: %s", p->name, names[v],
+					  recorded.n ? "only one fleet-wide trajectory is supported" : err);
+				rc = sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+				goto out;
+			}
+			sdc_golden_use(&recorded);
+		}
 	}
 
 	struct sdc_output quiet_out, out;
@@ -133,51 +330,57 @@ int sdc_cmd_selftest(int argc, char **argv)
 	}
 	run.end_mono = sdc_now();
 
-	int located = 0, missed = 0, false_alarms = 0, errors = 0;
-	char line[256];
-	for (int i = 0; i < run.ninjections; i++) {
-		const struct sdc_injection *in = &run.injections[i];
-		bool ok = false;
-		for (int k = 0; k < run.nfindings && !ok; k++)
-			ok = sdc_finding_locates(&run.findings[k], in);
-		ok ? located++ : missed++;
-		describe(&run, in, line, sizeof(line));
-		if (!cli.quiet || !ok)
-			fprintf(out.fp, "selftest: %-60s %s\n", line, ok ? "found and located" : "MISSED");
-	}
-	for (int k = 0; k < run.nfindings; k++) {
-		const struct sdc_finding *f = &run.findings[k];
-		if (f->cls == SDC_FINDING_CORRUPTION && sdc_finding_explained(f, &run))
-			continue;
-		false_alarms++;
-		fprintf(out.fp, "selftest: FALSE ALARM %s/%s %s iteration %" PRIu64 ": %s %s\n", f->probe, f->variant,
-			f->device >= 0 ? run.devices[f->device].id : "host", f->iteration, f->kind, f->detail);
-	}
-	for (int r = 0; r < run.nresults; r++) {
-		const struct sdc_result *res = &run.results[r];
-		if (res->status == SDC_STATUS_ERROR || res->status == SDC_STATUS_NOT_RUN ||
-		    res->status == SDC_STATUS_SKIPPED) {
-			errors++;
-			fprintf(out.fp, "selftest: could not test %s/%s on %s: %s\n", res->probe, res->variant,
-				run.devices[res->device].id, res->error);
+	/* What this rank injected, found and could not test; under MPI rank 0 gathers every rank's
+	 * and matches across them: a hop's fault is injected by the sender and found by the receiver. */
+	json_t *mine = local_record(&run);
+	json_t *all = json_array();
+	int32_t fleet_verdict = -1;
+	if (sdc_fleet.active && sdc_fleet.size > 1 && sdc_fleet.rank != 0) {
+		char *text = json_dumps(mine, JSON_COMPACT);
+		if (!text || sdc_fleet_to_root(text, &fleet_verdict, 0x5e1))
+			fleet_verdict = SDC_UNKNOWN;
+		free(text);
+	} else if (sdc_fleet.active && sdc_fleet.size > 1) {
+		char **texts = calloc((size_t)sdc_fleet.size, sizeof(char *));
+		bool *alive = calloc((size_t)sdc_fleet.size, sizeof(bool));
+		if (texts && alive)
+			sdc_fleet_gather_texts(texts, 0x5e1);
+		json_array_append(all, mine);
+		for (int r = 1; r < sdc_fleet.size; r++) {
+			json_t *j = texts && texts[r] ? json_loads(texts[r], 0, NULL) : NULL;
+			if (texts)
+				free(texts[r]);
+			if (j && json_integer_value(json_object_get(j, "rank")) == r) {
+				json_array_append_new(all, j);
+				alive[r] = true;
+			} else {
+				json_decref(j);
+				json_array_append_new(all, json_pack("{s:i, s:[s]}", "rank", r, "errors",
+								     "sent no selftest results in time: dead or stuck"));
+			}
 		}
-	}
+		free(texts);
+		struct tally t = evaluate(all, &out, cli.quiet);
+		fleet_verdict = (int32_t)verdict_of(&t, expected, summary, sizeof(summary));
+		if (alive)
+			sdc_fleet_answer(alive, fleet_verdict, 0x5e1);
+		free(alive);
+	} else
+		json_array_append(all, mine);
 
 	enum sdc_verdict v;
-	char summary[256];
-	if (errors || run.interrupted || run.ninjections < expected) {
-		v = SDC_UNKNOWN;
-		snprintf(summary, sizeof(summary), "UNKNOWN: selftest could not run: %d of %d faults injected, %d errors%s",
-			 run.ninjections, expected, errors, run.interrupted ? ", interrupted" : "");
-	} else if (missed || false_alarms) {
-		v = SDC_CRITICAL;
-		snprintf(summary, sizeof(summary), "CRITICAL: selftest failed: %d of %d faults located, %d missed, %d false alarms",
-			 located, run.ninjections, missed, false_alarms);
+	if (sdc_fleet.active && sdc_fleet.size > 1 && sdc_fleet.rank != 0) {
+		v = fleet_verdict >= SDC_OK && fleet_verdict <= SDC_UNKNOWN ? (enum sdc_verdict)fleet_verdict : SDC_UNKNOWN;
+		snprintf(summary, sizeof(summary), "%s: selftest across %d ranks (rank 0 prints what was found)",
+			 sdc_verdict_name(v), sdc_fleet.size);
+	} else if (fleet_verdict >= 0) {
+		v = (enum sdc_verdict)fleet_verdict;
 	} else {
-		v = SDC_OK;
-		snprintf(summary, sizeof(summary), "OK: selftest passed: %d of %d injected faults found and located, no false alarms",
-			 located, run.ninjections);
+		struct tally t = evaluate(all, &out, cli.quiet);
+		v = verdict_of(&t, expected, summary, sizeof(summary));
 	}
+	json_decref(mine);
+	json_decref(all);
 	rc = sdc_exit_code(v, cli.exit_style);
 	if (cli.json) {
 		json_t *report = sdc_report_build(&run, &plan, v, rc, summary);
@@ -187,6 +390,8 @@ int sdc_cmd_selftest(int argc, char **argv)
 	}
 	fprintf(out.fp, "%s\n", summary);
 out:
+	sdc_golden_use(NULL);
+	sdc_golden_free(&recorded);
 	sdc_plan_release(&plan);
 	sdc_run_release(&run);
 	return rc;

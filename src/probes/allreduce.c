@@ -66,6 +66,15 @@ static const char *const allreduce_targets[] = {
 	NULL,
 };
 
+/* Under mpirun (2 ranks or more): a hop in each phase and one rank's arithmetic. */
+static const char *const allreduce_selftest_options[] = { "variants=ring", "bytes=262144", NULL };
+static const char *const allreduce_selftest_faults[] = {
+	"allreduce/ring:H:iter=1,row=1,bit=9",
+	"allreduce/ring:H:iter=2,row=0,tensor=ag,bit=20",
+	"allreduce/ring:C:iter=3,row=1,bit=25",
+	NULL,
+};
+
 struct ar_shared {
 	int64_t n; /* floats */
 	double timeout;
@@ -555,6 +564,8 @@ const struct sdc_probe sdc_probe_allreduce = {
 	.options = allreduce_options,
 	.opts_size = sizeof(struct allreduce_opts),
 	.inject_targets = allreduce_targets,
+	.selftest_options = allreduce_selftest_options,
+	.selftest_faults = allreduce_selftest_faults,
 	.variants = allreduce_variants,
 	.available = allreduce_available,
 	.setup = allreduce_setup,

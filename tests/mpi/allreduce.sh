@@ -13,7 +13,9 @@ if ! "$SDCSCAN" list | grep -q "^  allreduce  *available\|needs 2 or more MPI ra
 	echo "this sdcscan was built without MPI: the mpi suite is skipped"
 	exit 77
 fi
-MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 4 --mca btl self,tcp"
+# (-x SDC_TEST_JOB: the kill and interrupt tests pick their victim among this test's ranks only)
+export SDC_TEST_JOB=$$
+MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 4 --mca btl self,tcp -x SDC_TEST_JOB"
 AR="--probe allreduce --set allreduce.bytes=262144 --no-color"
 
 # Each rank appends "RANK CODE" to $1, so the test sees every rank's exit status.
@@ -54,10 +56,30 @@ grep -q "minitrain/xfmr-dp .* OK" "$TMP/dp.out" || fail "dp clean: no xfmr-dp re
 each_rank "$TMP/dpw.codes" run $MT --duration 4 --inject "minitrain/xfmr-dp:W:iter=7,rank=2,tensor=attn.Wq,bit=24" \
 	> "$TMP/dpw.out" 2>&1
 same_code "$TMP/dpw.codes" 2 || fail "dp fault: exit codes $(cat "$TMP/dpw.codes")"
-grep -q "iteration 7: rank-divergence in W row 2: step 7: the state of rank 2" "$TMP/dpw.out" ||
-	fail "dp fault: rank 2 not named at step 7"
+grep -q "iteration 7: rank-divergence at W\[[0-9]*\]\[[0-9]*\]: .* xor 0x01000000; step 7: the state of rank 2 " "$TMP/dpw.out" ||
+	fail "dp fault: rank 2 and the flipped element not named at step 7"
 [ "$(grep -c "rank-divergence" "$TMP/dpw.out")" -eq 1 ] || fail "dp fault: other ranks named"
 grep -q "fleet-disagreement: .*rank 2 cpu0" "$TMP/dpw.out" || fail "dp fault: the fleet vote did not name rank 2"
+
+# A gradient gone wrong on rank 1 before the all-reduce (every rank would agree on the wrong sum):
+# the 4-rank golden holds every rank's own gradients, so rank 1 names itself and the element.
+each_rank "$TMP/dpg1.codes" run --profile quick --probe minitrain --set minitrain.models=xfmr --duration 4 \
+	--no-color --inject "minitrain/xfmr-dp:G:iter=5,rank=1,tensor=grad.attn.Wk,bit=28" > "$TMP/dpg1.out" 2>&1
+same_code "$TMP/dpg1.codes" 2 || fail "dp gradient: exit codes $(cat "$TMP/dpg1.codes")"
+grep -q "iteration 5: rank-gradient at G\[[0-9]*\]\[[0-9]*\]: .* xor 0x10000000; step 5: rank 1 " "$TMP/dpg1.out" ||
+	fail "dp gradient: rank 1 and the element not named at step 5"
+[ "$(grep -c "rank-gradient\|rank-divergence\|golden-divergence" "$TMP/dpg1.out")" -eq 1 ] ||
+	fail "dp gradient: other findings (the repair did not hold)"
+
+# selftest under mpirun: the hop, compute and data-parallel faults are found across ranks.
+each_rank "$TMP/st.codes" selftest --no-color > "$TMP/st.out" 2>&1
+same_code "$TMP/st.codes" 0 || fail "selftest: exit codes $(cat "$TMP/st.codes"): $(grep -v "found and located" "$TMP/st.out" | tail)"
+for f in "rank 1 allreduce/ring cpu0 iteration 1: H\[1\]\[2\] bit 9" "rank 0 allreduce/ring cpu0 iteration 2: H\[0\]\[1\] bit 20" \
+	"rank 1 allreduce/ring cpu0 iteration 3: C\[1\]" "rank 1 minitrain/xfmr-dp cpu0 iteration 3: W" \
+	"rank 0 minitrain/xfmr-dp cpu0 iteration 6: G"; do
+	grep -q "selftest: $f.* found and located" "$TMP/st.out" || fail "selftest: not located: $f"
+done
+grep -q "^OK: selftest passed: .* (across every rank)" "$TMP/st.out" || fail "selftest: no fleet summary"
 
 # With the quick profile's options the 4-rank trajectory matches the shipped golden on every rank.
 each_rank "$TMP/dpg.codes" run --profile quick --probe minitrain --set minitrain.models=xfmr --duration 4 \
@@ -71,7 +93,7 @@ start=$(date +%s)
 : > "$TMP/kill.codes"
 # (shared memory here: Open MPI 4.1.4's mpirun can crash relaying the TCP transport's
 # "peer hung up" help messages once a rank is dead, killing the survivors before they report)
-mpirun --allow-run-as-root --oversubscribe -np 4 --mca btl self,vader --enable-recovery sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$TMP/kill.codes" sh "$SDCSCAN" \
+mpirun --allow-run-as-root --oversubscribe -np 4 --mca btl self,vader --enable-recovery -x SDC_TEST_JOB sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$TMP/kill.codes" sh "$SDCSCAN" \
 	run $AR --set allreduce.timeout=5 --duration 20 > "$TMP/kill.out" 2>&1 &
 launcher=$!
 # Kill once every rank is past MPI_Init and burning (each prints its header line then).
@@ -81,7 +103,7 @@ for _ in $(seq 60); do
 done
 sleep 2
 victim=$(for p in $(pgrep -f "sdcscan run"); do
-	grep -qz "^OMPI_COMM_WORLD_RANK=2$" "/proc/$p/environ" 2>/dev/null && [ "$(cat /proc/$p/comm)" = sdcscan ] && echo "$p"
+	grep -qz "^OMPI_COMM_WORLD_RANK=2$" "/proc/$p/environ" 2>/dev/null && grep -qz "^SDC_TEST_JOB=$SDC_TEST_JOB$" "/proc/$p/environ" && [ "$(cat /proc/$p/comm)" = sdcscan ] && echo "$p"
 done | head -1)
 [ -n "$victim" ] || fail "kill: rank 2 not found"
 kill -9 "$victim"
@@ -108,7 +130,7 @@ for _ in $(seq 60); do
 done
 sleep 1
 victim=$(for p in $(pgrep -x sdcscan); do
-	grep -qz "^OMPI_COMM_WORLD_RANK=2$" "/proc/$p/environ" 2>/dev/null && echo "$p"
+	grep -qz "^OMPI_COMM_WORLD_RANK=2$" "/proc/$p/environ" 2>/dev/null && grep -qz "^SDC_TEST_JOB=$SDC_TEST_JOB$" "/proc/$p/environ" && echo "$p"
 done | head -1)
 [ -n "$victim" ] || fail "interrupt: rank 2 not found"
 start=$(date +%s)

@@ -56,7 +56,7 @@ uint32_t sdc_crc32c_portable(uint32_t crc, const void *buf, size_t len)
  *   reg(r, D0 D1 D2) = shift(shift(reg(r, D0)) ^ reg(0, D1)) ^ reg(0, D2),
  * where shift(x) = reg(x, STREAM zero bytes), a linear map of x's 32 bits, tabulated per byte.
  */
-#define STREAM 4096
+#define STREAM SDC_CRC32C_STREAM
 static uint32_t shift_table[4][256];
 
 static void build_shift(void)
@@ -85,6 +85,12 @@ static inline uint32_t shift(uint32_t x)
 {
 	return shift_table[0][x & 0xFF] ^ shift_table[1][(x >> 8) & 0xFF] ^ shift_table[2][(x >> 16) & 0xFF] ^
 	       shift_table[3][x >> 24];
+}
+
+uint32_t sdc_crc32c_shift(uint32_t reg)
+{
+	pthread_once(&shift_once, build_shift);
+	return shift(reg);
 }
 
 __attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const void *buf, size_t len)
@@ -133,6 +139,16 @@ static bool have_sse42(void)
 	return false;
 }
 #define crc32c_sse42 sdc_crc32c_portable
+
+/* Without the instruction no kernel runs streams, but the map is the same: the register advanced
+ * over the zero bytes one at a time. */
+uint32_t sdc_crc32c_shift(uint32_t reg)
+{
+	pthread_once(&table_once, build_table);
+	for (int k = 0; k < SDC_CRC32C_STREAM; k++)
+		reg = (reg >> 8) ^ table[0][reg & 0xFF];
+	return reg;
+}
 #endif
 
 uint32_t sdc_crc32c(uint32_t crc, const void *buf, size_t len)

@@ -13,6 +13,11 @@
 uint32_t sdc_crc32c(uint32_t crc, const void *buf, size_t len);
 /* The same, always on the table path (the tests compare both). */
 uint32_t sdc_crc32c_portable(uint32_t crc, const void *buf, size_t len);
+/* Kernels that fold a CRC32C into another pass over the data run three interleaved streams of
+ * SDC_CRC32C_STREAM bytes, as sdc_crc32c does, and join them with this: the raw register (not
+ * inverted) advanced over SDC_CRC32C_STREAM zero bytes. */
+#define SDC_CRC32C_STREAM 4096
+uint32_t sdc_crc32c_shift(uint32_t reg);
 /* "sse4.2" or "portable": which one sdc_crc32c uses here. */
 const char *sdc_crc32c_impl(void);
 

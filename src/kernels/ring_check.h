@@ -8,6 +8,7 @@
 #ifndef SDC_RING_CHECK_H
 #define SDC_RING_CHECK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* f and g of indices 0 .. n-1 in iteration it (once per iteration; every check reads them). */
@@ -20,11 +21,20 @@ static inline float sdc_ring_expected(const int8_t *f, const int8_t *g, int64_t 
 	return (float)(count * f[i] + rsum * g[i]);
 }
 /* Counts the elements of got (n, bit patterns) that are not the sum of count ranks adding up to
- * rsum; adds the expected values into dst (a reduce-scatter step), so a wrong element does not
- * echo through later steps. */
-int64_t sdc_ring_check_add(float *dst, const uint32_t *got, const int8_t *f, const int8_t *g, int64_t n, int count,
-			   int rsum);
+ * rsum; dst = own + the expected values (a reduce-scatter step; dst may be own, not got), so a wrong
+ * element does not echo through later steps. */
+int64_t sdc_ring_check_add(float *dst, const float *own, const uint32_t *got, const int8_t *f, const int8_t *g,
+			   int64_t n, int count, int rsum);
 /* Counts the elements of got that are not that sum (a final result). */
 int64_t sdc_ring_count_wrong(const float *got, const int8_t *f, const int8_t *g, int64_t n, int count, int rsum);
+/* The first element of got that is not that sum (-1: none); with repair, every wrong element is
+ * then set to its sum (an all-gather step puts right what it forwards). Scalar: for after a
+ * count found some. */
+int64_t sdc_ring_first_wrong(float *got, const int8_t *f, const int8_t *g, int64_t n, int count, int rsum,
+			     bool repair);
+/* The same count with the CRC32C of got folded into the pass (an all-gather step checks the CRC
+ * of what arrived and sends it on unchanged, so the chunk is read once): *crc = CRC32C of got. */
+int64_t sdc_ring_count_wrong_crc(const float *got, const int8_t *f, const int8_t *g, int64_t n, int count, int rsum,
+				 uint32_t *crc);
 
 #endif

@@ -1,14 +1,18 @@
 /*
  * Every GEMM kernel built in and supported here against the scalar reference, on random data,
  * on extreme values (u8 127 x s8 -128 would saturate vpmaddubsw if A could exceed 127) and on
- * awkward shapes (dav1d's checkasm idea).
+ * awkward shapes (dav1d's checkasm idea). The allreduce probe's hop checks against a plain
+ * int64 reference, with wrong elements planted where the vector loop and its tail meet.
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "kernels/crc32c.h"
 #include "kernels/gemm_float.h"
 #include "kernels/gemm_int8.h"
+#include "kernels/ring_check.h"
 #include "rng.h"
 
 struct rows_seen {
@@ -119,6 +123,78 @@ static void check_fp64(const struct sdc_fgemm_impl *impl, int m, int n, int k)
 	free(c);
 }
 
+/* The value a set of count ranks whose numbers add up to rsum must hold, in int64 then rounded
+ * once: what the kernels' float arithmetic must reproduce bit for bit. */
+static float ring_reference(int8_t f, int8_t g, int count, int64_t rsum)
+{
+	return (float)((int64_t)count * f + rsum * g);
+}
+
+static void check_ring(int64_t n, int P)
+{
+	int8_t *f = malloc((size_t)n + 1), *g = malloc((size_t)n + 1);
+	float *got = malloc(sizeof(float) * ((size_t)n + 1)), *dst = malloc(sizeof(float) * ((size_t)n + 1));
+	float *own = malloc(sizeof(float) * ((size_t)n + 1));
+	CHECK(f && g && got && dst && own);
+	sdc_ring_terms(n, (uint64_t)P * 977, f, g);
+	int fr = 0, gr = 0;
+	for (int64_t i = 0; i < n; i++)
+		fr += f[i] < -8 || f[i] > 8, gr += g[i] < -2 || g[i] > 2;
+	CHECK_MSG(!fr && !gr, "ring terms out of range: %d f, %d g", fr, gr);
+	/* every subset size from one rank to all of them, with the rank sums of a ring's segments */
+	for (int count = 1; count <= P; count++) {
+		const int rsum = count * (count - 1) / 2 + (P - count) * (count > 1); /* some segment's sum */
+		for (int64_t i = 0; i < n; i++) {
+			got[i] = ring_reference(f[i], g[i], count, rsum);
+			dst[i] = own[i] = (float)(i % 7);
+		}
+		int64_t planted = 0;
+		const int64_t at[] = { 0, 15, 16, n / 2, n - 17, n - 1 };
+		for (size_t k = 0; k < sizeof(at) / sizeof(at[0]) && count % 2; k++) {
+			bool seen = at[k] < 0 || at[k] >= n;
+			for (size_t j = 0; j < k; j++)
+				seen |= at[j] == at[k];
+			if (seen)
+				continue;
+			uint32_t u;
+			memcpy(&u, &got[at[k]], 4);
+			/* a flipped sign turns +0 into -0: wrong although equal as a value */
+			u ^= k % 2 ? 0x80000000u : 1u << (k + 3);
+			memcpy(&got[at[k]], &u, 4);
+			planted++;
+		}
+		const int64_t w = sdc_ring_count_wrong(got, f, g, n, count, rsum);
+		CHECK_MSG(w == planted, "ring count_wrong n=%lld P=%d count=%d: %lld, planted %lld", (long long)n, P,
+			  count, (long long)w, (long long)planted);
+		/* out of place with odd rounds, in place with even ones */
+		float *const to = count % 2 ? dst : own;
+		CHECK(sdc_ring_check_add(to, own, (const uint32_t *)got, f, g, n, count, rsum) == planted);
+		int bad = 0;
+		for (int64_t i = 0; i < n; i++) {
+			const float e = ring_reference(f[i], g[i], count, rsum), want = (float)(i % 7) + e;
+			bad += memcmp(&want, &to[i], 4) != 0;
+			const float inl = sdc_ring_expected(f, g, i, count, rsum);
+			bad += memcmp(&inl, &e, 4) != 0;
+		}
+		CHECK_MSG(!bad, "ring check_add n=%lld P=%d count=%d: %d wrong sums", (long long)n, P, count, bad);
+		/* the first wrong element, and putting every wrong one right */
+		int64_t lowest = -1;
+		for (int64_t i = 0; i < n && lowest < 0; i++) {
+			const float e = ring_reference(f[i], g[i], count, rsum);
+			if (memcmp(&e, &got[i], 4))
+				lowest = i;
+		}
+		CHECK(sdc_ring_first_wrong(got, f, g, n, count, rsum, false) == lowest);
+		/* the fused form: the same count, and the CRC32C sdc_crc32c gives */
+		uint32_t crc1;
+		CHECK(sdc_ring_count_wrong_crc(got, f, g, n, count, rsum, &crc1) == planted);
+		CHECK_MSG(crc1 == sdc_crc32c(0, got, (size_t)n * 4), "fused CRC of what arrived, n=%lld", (long long)n);
+		CHECK(sdc_ring_first_wrong(got, f, g, n, count, rsum, true) == lowest);
+		CHECK(sdc_ring_count_wrong(got, f, g, n, count, rsum) == 0);
+	}
+	free(f), free(g), free(got), free(dst), free(own);
+}
+
 int main(void)
 {
 	static const int shapes[][3] = { { 1, 1, 4 },   { 1, 16, 4 },    { 6, 64, 4 },   { 7, 65, 9 },
@@ -143,5 +219,11 @@ int main(void)
 				check_fp32(impl, shapes[s][0], shapes[s][1], shapes[s][2]);
 			check_fp64(impl, shapes[s][0], shapes[s][1], shapes[s][2]);
 		}
+	/* around the fused kernel's blocks of 3 x 1024 elements too */
+	static const int64_t ring_n[] = { 1, 15, 16, 17, 100, 3071, 3072, 3088, 4099, 3 * 3072 + 21 };
+	for (size_t i = 0; i < sizeof(ring_n) / sizeof(ring_n[0]); i++)
+		check_ring(ring_n[i], 4);
+	check_ring(1000, 64);
+	check_ring(300, 2896); /* the most ranks the kernels' fp32 arithmetic is exact for */
 	return check_done("test_kernels");
 }

@@ -3,8 +3,11 @@
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,11 +67,85 @@ static int32_t intr_buf, intr_me, intr_from = -1;
 static bool intr_sent, thread_multiple;
 static bool peer_failed;
 
+/*
+ * The watchdog. A deadline on a wait only holds while the MPI library returns from each call;
+ * after a peer dies, Open MPI's TCP transport may not (4.1.4 was seen spinning inside one
+ * MPI_Test for good: "this local MPI process will likely now behave unpredictably (it may even
+ * hang or crash)", its own warning says). Each MPI call that may progress the transport holds a
+ * slot with the time it began; a thread checks them every second, and a call inside the library
+ * for longer than one deadline plus WATCH_GRACE ends the process: it says so, with the peers it
+ * was waiting on, and exits with watch_code (UNKNOWN, or the agreed verdict once MPI is ending).
+ */
+#define WATCH_SLOTS 64
+#define WATCH_GRACE 5.0
+static _Atomic int64_t watch_since[WATCH_SLOTS]; /* microseconds of sdc_now(); 0: free */
+static _Atomic int watch_peers[WATCH_SLOTS][2];
+static _Atomic int watch_code = SDC_UNKNOWN;
+
+static int watch_enter(int dst, int src)
+{
+	const int64_t now = (int64_t)(sdc_now() * 1e6) + 1;
+	for (int i = 0; i < WATCH_SLOTS; i++) {
+		int64_t free_slot = 0;
+		if (atomic_compare_exchange_strong(&watch_since[i], &free_slot, now)) {
+			atomic_store(&watch_peers[i][0], dst);
+			atomic_store(&watch_peers[i][1], src);
+			return i;
+		}
+	}
+	return -1; /* more threads in MPI than slots: that call goes unwatched */
+}
+
+static void watch_leave(int slot)
+{
+	if (slot >= 0)
+		atomic_store(&watch_since[slot], 0);
+}
+
+static void *watchdog(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		sleep(1);
+		const double now = sdc_now(), limit = sdc_fleet.timeout + WATCH_GRACE;
+		for (int i = 0; i < WATCH_SLOTS; i++) {
+			const int64_t since = atomic_load(&watch_since[i]);
+			if (!since || now - (double)since / 1e6 < limit)
+				continue;
+			const int dst = watch_peers[i][0], src = watch_peers[i][1];
+			char on[160] = "";
+			if (dst >= 0 || src >= 0)
+				snprintf(on, sizeof(on), " (an exchange: sending to rank %d, receiving from rank %d)", dst, src);
+			fprintf(stderr,
+				"sdcscan: rank %d (%s): the MPI library has not come back from one call for %.0f s%s: a peer "
+				"is gone and the transport is stuck; leaving with exit code %d (the other ranks name the ranks "
+				"that did not answer)\n",
+				sdc_fleet.rank, sdc_fleet.host, now - (double)since / 1e6, on, atomic_load(&watch_code));
+			fflush(stdout);
+			fflush(stderr);
+			_exit(atomic_load(&watch_code));
+		}
+	}
+	return NULL;
+}
+
+/* MPI_Test under the watchdog. */
+static int watched_test(MPI_Request *req, int *flag, int dst, int src)
+{
+	const int slot = watch_enter(dst, src);
+	const int rc = MPI_Test(req, flag, MPI_STATUS_IGNORE);
+	watch_leave(slot);
+	return rc;
+}
+
 int sdc_fleet_init(int *argc, char ***argv)
 {
 	const char *who;
 	if (announced_tasks(&who) <= 0 && !getenv("OMPI_COMM_WORLD_RANK") && !getenv("PMIX_RANK"))
 		return 0; /* not launched by MPI: a single-host run */
+	/* A write to a dead peer's TCP socket raises SIGPIPE, which would kill a survivor before it
+	 * could name the dead; ignored, the write fails with EPIPE and the transport reports it. */
+	signal(SIGPIPE, SIG_IGN);
 	int provided;
 	if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
 		return -1;
@@ -83,6 +160,9 @@ int sdc_fleet_init(int *argc, char ***argv)
 	if (!hosts)
 		return -1;
 	sdc_fleet.active = true;
+	pthread_t wd;
+	if (pthread_create(&wd, NULL, watchdog, NULL) == 0)
+		pthread_detach(wd);
 	if (sdc_fleet_allgather(sdc_fleet.host, 64, hosts, sdc_fleet.timeout)) {
 		sdc_error("the ranks did not all exchange host names within %.0f s: some rank is dead or stuck",
 			  sdc_fleet.timeout);
@@ -116,7 +196,7 @@ bool sdc_fleet_interrupt_poll(bool local, int *from)
 		return false;
 	if (intr_from < 0 && intr_req != MPI_REQUEST_NULL) {
 		int flag = 0;
-		if (MPI_Test(&intr_req, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag)
+		if (watched_test(&intr_req, &flag, -1, -1) == MPI_SUCCESS && flag)
 			intr_from = intr_buf;
 	}
 	/* only an interrupt of this rank's own is passed on, not one it was told of */
@@ -144,6 +224,9 @@ void sdc_fleet_end(int code)
 		fflush(stderr);
 		_exit(code);
 	}
+	/* Finalize waits on every peer: under the watchdog, with the verdict's code. */
+	atomic_store(&watch_code, code);
+	watch_enter(-1, -1);
 	if (intr_req != MPI_REQUEST_NULL) {
 		MPI_Cancel(&intr_req);
 		MPI_Wait(&intr_req, MPI_STATUS_IGNORE);
@@ -155,7 +238,7 @@ void sdc_fleet_end(int code)
 }
 
 /* Waits for reqs until the deadline; on timeout cancels what is left. Returns -1 and the index late. */
-static int wait_all(MPI_Request *reqs, int n, double timeout, int *late_idx)
+static int wait_all(MPI_Request *reqs, int n, double timeout, int *late_idx, int dst, int src)
 {
 	const double end = sdc_now() + timeout;
 	long spins = 0;
@@ -165,7 +248,7 @@ static int wait_all(MPI_Request *reqs, int n, double timeout, int *late_idx)
 			if (reqs[i] == MPI_REQUEST_NULL)
 				continue;
 			int flag = 0;
-			if (MPI_Test(&reqs[i], &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+			if (watched_test(&reqs[i], &flag, dst, src) != MPI_SUCCESS) {
 				*late_idx = i;
 				peer_failed = true;
 				return -1;
@@ -210,7 +293,7 @@ int sdc_fleet_exchange(const struct sdc_fleet_part *send, int nsend, int dst, co
 			return -1;
 		}
 	int idx = -1;
-	if (wait_all(r, 4, timeout, &idx)) {
+	if (wait_all(r, 4, timeout, &idx, dst, src)) {
 		*late = idx < 2 ? src : dst;
 		return -1;
 	}
@@ -228,10 +311,13 @@ int sdc_fleet_sum_u64(uint64_t *v, double timeout)
 {
 	uint64_t out = 0;
 	MPI_Request r;
+	/* A collective cannot finish once a member is gone: fail now rather than wait the deadline out. */
+	if (peer_failed)
+		return -1;
 	if (MPI_Iallreduce(v, &out, 1, MPI_UINT64_T, MPI_SUM, comm, &r) != MPI_SUCCESS)
 		return -1;
 	int idx;
-	if (wait_all(&r, 1, timeout, &idx))
+	if (wait_all(&r, 1, timeout, &idx, -1, -1))
 		return -1;
 	*v = out;
 	return 0;
@@ -240,10 +326,17 @@ int sdc_fleet_sum_u64(uint64_t *v, double timeout)
 int sdc_fleet_allgather(const void *in, int bytes, void *out, double timeout)
 {
 	MPI_Request r;
+	if (peer_failed)
+		return -1;
 	if (MPI_Iallgather(in, bytes, MPI_BYTE, out, bytes, MPI_BYTE, comm, &r) != MPI_SUCCESS)
 		return -1;
 	int idx;
-	return wait_all(&r, 1, timeout, &idx);
+	return wait_all(&r, 1, timeout, &idx, -1, -1);
+}
+
+int sdc_fleet_test(void *req, int *flag)
+{
+	return watched_test(req, flag, -1, -1);
 }
 
 void *sdc_fleet_comm(void);
@@ -360,9 +453,13 @@ int sdc_fleet_to_root(const char *text, int32_t *answer, int tag)
 {
 	int32_t len = (int32_t)strlen(text) + 1;
 	int late;
-	return sdc_fleet_sendrecv(&len, 4, 0, NULL, 0, 0, tag, sdc_fleet.timeout, &late) ||
-			       sdc_fleet_sendrecv(text, len, 0, NULL, 0, 0, tag + 1, sdc_fleet.timeout, &late) ||
-			       sdc_fleet_sendrecv(NULL, 0, 0, answer, 4, 0, tag + 2, sdc_fleet.timeout, &late)
+	/* Rank 0 may come late by one wait of its own (a probe's, for the peer that died) and then
+	 * waits out its gather's deadline for that peer before it answers anyone: a rank that gave up
+	 * sooner would name a live rank 0. */
+	const double wait = 2 * sdc_fleet.timeout + 5;
+	return sdc_fleet_sendrecv(&len, 4, 0, NULL, 0, 0, tag, wait, &late) ||
+			       sdc_fleet_sendrecv(text, len, 0, NULL, 0, 0, tag + 1, wait, &late) ||
+			       sdc_fleet_sendrecv(NULL, 0, 0, answer, 4, 0, tag + 2, wait, &late)
 		       ? -1
 		       : 0;
 }
@@ -410,7 +507,7 @@ enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, v
 		if (!text || sdc_fleet_to_root(text, &verdict, tag)) {
 			fleet_finding(run, SDC_FINDING_ERROR, "rank-unresponsive",
 				      "rank 0 (%s) did not answer within %.0f s: dead or stuck; the fleet verdict is unknown",
-				      sdc_fleet_host(0), sdc_fleet.timeout);
+				      sdc_fleet_host(0), 2 * sdc_fleet.timeout + 5);
 			verdict = SDC_UNKNOWN;
 		}
 		free(text);

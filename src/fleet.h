@@ -77,6 +77,9 @@ int sdc_fleet_exchange(const struct sdc_fleet_part *send, int nsend, int dst, co
 int sdc_fleet_allgather(const void *in, int bytes, void *out, double timeout);
 /* Sum of v over all ranks (for agreeing on a count), with a deadline; -1 on timeout. */
 int sdc_fleet_sum_u64(uint64_t *v, double timeout);
+/* MPI_Test(req (an MPI_Request *), flag) under the watchdog that ends a process whose MPI library
+ * stops returning after a peer died (fleet.c); only with MPI. */
+int sdc_fleet_test(void *req, int *flag);
 /* The host name of a rank, when the gather has happened or for this rank; "rank N" otherwise. */
 const char *sdc_fleet_host(int rank);
 

@@ -171,7 +171,10 @@ static void unresponsive(struct sdc_worker *w, int peer, const char *what)
 			 ((const struct ar_shared *)w->ctx->shared)->timeout, what);
 	sdc_worker_report(w, &f);
 	w->failed = true;
-	snprintf(w->error, sizeof(w->error), "rank %d (%s) did not answer", peer, peer >= 0 ? sdc_fleet_host(peer) : "?");
+	if (peer >= 0)
+		snprintf(w->error, sizeof(w->error), "rank %d (%s) did not answer", peer, sdc_fleet_host(peer));
+	else
+		snprintf(w->error, sizeof(w->error), "a rank did not take part in %s", what);
 }
 
 /* The faults due in an iteration (the framework's plan: one worker per rank, so every rank
@@ -206,10 +209,11 @@ static int64_t rank_sum(const struct ring *g, int first, int count)
 	return s;
 }
 
-/* One ring all-reduce in ring order g of buf (which holds this rank's values; f and g are the
- * iteration's terms); recvb holds a chunk, sendb one more for a hop fault. 0, 1 after corruption
- * was found, -1 on a dead peer. */
-static int ring_once(struct sdc_worker *w, float *buf, uint8_t *sendb, uint8_t *recvb, const int8_t *f,
+/* One ring all-reduce in ring order g of in (this rank's values, left as they are) into out (f
+ * and g are the iteration's terms); recvb holds a chunk, sendb one more for a hop fault. 0, 1
+ * after corruption was found, -1 on a dead peer. Out of place, as MPI_Allreduce is called in the
+ * benchmark, so both can run again on the same data. */
+static int ring_once(struct sdc_worker *w, const float *in, float *out, uint8_t *sendb, uint8_t *recvb, const int8_t *f,
 		     const int8_t *gt, const struct ring *g, uint64_t it, const char *order_name,
 		     const struct ar_faults *af)
 {
@@ -219,13 +223,21 @@ static int ring_once(struct sdc_worker *w, float *buf, uint8_t *sendb, uint8_t *
 	const int64_t cn = sh->n / P;
 	const size_t cb = (size_t)cn * 4;
 	int bad = 0;
+	/* An all-gather step forwards the chunk the step before received and checked; the CRC32C of
+	 * its bytes was taken in that check, which read them from this rank's memory (a flip in the
+	 * step between would read as a bad link on the next hop, and the reversed and shuffled rings
+	 * then show every link of this node failing: a bad node). */
+	uint32_t fwd_crc = 0;
+	bool have_fwd = false;
 	for (int phase = 0; phase < 2; phase++) {
 		for (int s = 0; s < P - 1; s++) {
 			const int send_c = phase == 0 ? ((p - s) % P + P) % P : ((p + 1 - s) % P + P) % P;
 			const int recv_c = phase == 0 ? ((p - s - 1) % P + P) % P : ((p - s) % P + P) % P;
 			/* The chunk leaves from where it lies; its CRC32C and step go ahead of it. */
-			uint8_t *payload = (uint8_t *)(buf + send_c * cn);
-			uint32_t hdr[2] = { sdc_crc32c(0, payload, cb), (uint32_t)(phase << 16 | s) }, rhdr[2];
+			/* the first reduce-scatter step sends this rank's own chunk, later ones what it summed */
+			uint8_t *payload = (uint8_t *)((phase == 0 && s == 0 ? (float *)in : out) + send_c * cn);
+			uint32_t hdr[2] = { have_fwd ? fwd_crc : sdc_crc32c(0, payload, cb), (uint32_t)(phase << 16 | s) },
+				 rhdr[2];
 			/* A hop fault: bytes change after the CRC was taken, as on a bad link (in a copy, so the
 			 * sender keeps its own data right). */
 			for (int k = 0; af && k < af->n; k++) {
@@ -247,39 +259,43 @@ static int ring_once(struct sdc_worker *w, float *buf, uint8_t *sendb, uint8_t *
 			int late;
 			char what[64];
 			snprintf(what, sizeof(what), "the %s ring's %s step %d", order_name, phase ? "all-gather" : "reduce-scatter", s);
-			float *const dst = buf + recv_c * cn;
+			float *const dst = out + recv_c * cn;
 			/* reduce-scatter adds what arrives to its own chunk; all-gather takes it in place */
 			uint8_t *const into = phase == 0 ? recvb : (uint8_t *)dst;
-			const struct sdc_fleet_part out[2] = { { hdr, 8 }, { payload, (int)cb } },
-						    in[2] = { { rhdr, 8 }, { into, (int)cb } };
-			if (sdc_fleet_exchange(out, 2, next, in, 2, prev, 100 + phase * 64 + s, sh->timeout, &late)) {
+			const struct sdc_fleet_part sp[2] = { { hdr, 8 }, { payload, (int)cb } },
+						    rp[2] = { { rhdr, 8 }, { into, (int)cb } };
+			if (sdc_fleet_exchange(sp, 2, next, rp, 2, prev, 100 + phase * 64 + s, sh->timeout, &late)) {
 				unresponsive(w, late, what);
 				return -1;
 			}
-			const bool crc_ok = rhdr[0] == sdc_crc32c(0, into, cb) && rhdr[1] == (uint32_t)(phase << 16 | s);
 			/* what the sender should have sent: the partial sum of positions prev-s .. prev */
 			const int first = phase == 0 ? p - 1 - s : p + 1;
 			const int count = phase == 0 ? s + 1 : P;
 			const int rsum = (int)rank_sum(g, first, count);
 			const int8_t *fc = f + recv_c * cn, *gc = gt + recv_c * cn;
-			const int64_t nbad = phase == 0 ? sdc_ring_check_add(dst, (const uint32_t *)recvb, fc, gc, cn, count, rsum)
-							: sdc_ring_count_wrong(dst, fc, gc, cn, count, rsum);
+			uint32_t crc;
+			int64_t nbad;
+			if (phase == 0) {
+				crc = sdc_crc32c(0, into, cb);
+				nbad = sdc_ring_check_add(dst, in + recv_c * cn, (const uint32_t *)recvb, fc, gc, cn, count, rsum);
+			} else {
+				nbad = sdc_ring_count_wrong_crc(dst, fc, gc, cn, count, rsum, &crc);
+			}
+			const bool crc_ok = rhdr[0] == crc && rhdr[1] == (uint32_t)(phase << 16 | s);
 			/* the first wrong element, looked for only when there is one; in the all-gather the
 			 * wrong values are then put right, so a fault does not echo through later steps */
 			float got0 = 0;
 			int64_t first_bad = -1;
 			if (nbad) {
 				float *r = phase == 0 ? (float *)recvb : dst;
-				for (int64_t i = 0; i < cn; i++) {
-					const float e = sdc_ring_expected(fc, gc, i, count, rsum);
-					if (memcmp(&e, &r[i], 4) == 0)
-						continue;
-					if (first_bad < 0)
-						first_bad = i, got0 = r[i];
-					if (phase == 1)
-						r[i] = e;
-				}
+				first_bad = sdc_ring_first_wrong(r, fc, gc, cn, count, rsum, false);
+				got0 = first_bad >= 0 ? r[first_bad] : 0;
+				if (phase == 1)
+					sdc_ring_first_wrong(r, fc, gc, cn, count, rsum, true);
 			}
+			/* what the next all-gather step sends on is this chunk, put right if it was wrong */
+			have_fwd = phase == 1;
+			fwd_crc = nbad ? sdc_crc32c(0, dst, cb) : crc;
 			if (!crc_ok || nbad) {
 				bad = 1;
 				const int64_t el = first_bad >= 0 ? recv_c * cn + first_bad : -1;
@@ -303,9 +319,9 @@ static int ring_once(struct sdc_worker *w, float *buf, uint8_t *sendb, uint8_t *
 				const int bit = ft->bit >= 0 ? ft->bit % 32 : 22;
 				const int c = ((p - 1) % P + P) % P;
 				uint32_t u;
-				memcpy(&u, &buf[c * cn + cn / 5], 4);
+				memcpy(&u, &out[c * cn + cn / 5], 4);
 				u ^= 1u << bit;
-				memcpy(&buf[c * cn + cn / 5], &u, 4);
+				memcpy(&out[c * cn + cn / 5], &u, 4);
 				sdc_worker_fault_applied(w, ft, "C", it, me, c * cn + cn / 5, bit, "", "");
 			}
 		}
@@ -318,7 +334,7 @@ static void ring_run(struct sdc_worker *w)
 	const struct ar_shared *sh = w->ctx->shared;
 	const int P = sdc_fleet.size;
 	const size_t cb = (size_t)(sh->n / P) * 4;
-	float *buf = malloc((size_t)sh->n * 4);
+	float *buf = malloc((size_t)sh->n * 4), *out = malloc((size_t)sh->n * 4);
 	int8_t *f = malloc((size_t)sh->n), *gt = malloc((size_t)sh->n);
 	uint8_t *sendb = malloc(cb), *recvb = malloc(cb);
 	struct ring g[3];
@@ -327,7 +343,7 @@ static void ring_run(struct sdc_worker *w)
 		g[k].order = malloc(sizeof(int) * P);
 		g[k].where = malloc(sizeof(int) * P);
 	}
-	if (!buf || !f || !gt || !sendb || !recvb || !g[2].where) {
+	if (!buf || !out || !f || !gt || !sendb || !recvb || !g[2].where) {
 		sdc_worker_error(w, "out of memory");
 		goto out;
 	}
@@ -356,19 +372,19 @@ static void ring_run(struct sdc_worker *w)
 		struct ar_faults faults;
 		due_faults(w, it, &faults);
 		sdc_ring_terms(sh->n, it, f, gt);
+		sdc_ring_values(buf, sh->n, sdc_fleet.rank, f, gt);
 		for (int k = 0; k < 3; k++) {
 			for (int r = 0; r < P; r++)
 				g[k].where[g[k].order[r]] = r;
 			g[k].pos = g[k].where[sdc_fleet.rank];
-			sdc_ring_values(buf, sh->n, sdc_fleet.rank, f, gt);
-			if (ring_once(w, buf, sendb, recvb, f, gt, &g[k], it, names[k], k == 0 ? &faults : NULL) < 0)
+			if (ring_once(w, buf, out, sendb, recvb, f, gt, &g[k], it, names[k], k == 0 ? &faults : NULL) < 0)
 				goto out;
 		}
 		sdc_worker_digest(w, it, it);
 		sdc_worker_account(w, 3.0 * (double)sh->n * 4 * 2 * (P - 1) / P);
 	}
 out:
-	free(buf), free(f), free(gt), free(sendb), free(recvb);
+	free(buf), free(out), free(f), free(gt), free(sendb), free(recvb);
 	for (int k = 0; k < 3; k++)
 		free(g[k].order), free(g[k].where);
 }
@@ -402,19 +418,14 @@ static void mpi_run(struct sdc_worker *w)
 		}
 		int flag = 0;
 		while (!flag && sdc_now() - t0 < sh->timeout)
-			MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+			sdc_fleet_test(&req, &flag);
 		if (!flag) {
 			unresponsive(w, -1, "MPI_Allreduce");
 			break;
 		}
 		const int all = P * (P - 1) / 2;
 		const uint64_t wrong = (uint64_t)sdc_ring_count_wrong(out, f, gt, sh->n, P, all);
-		int64_t first = -1;
-		for (int64_t i = 0; wrong && first < 0; i++) {
-			const float e = sdc_ring_expected(f, gt, i, P, all);
-			if (memcmp(&e, &out[i], 4))
-				first = i;
-		}
+		const int64_t first = wrong ? sdc_ring_first_wrong(out, f, gt, sh->n, P, all, false) : -1;
 		uint64_t total = wrong;
 		if (sdc_fleet_sum_u64(&total, sh->timeout)) {
 			unresponsive(w, -1, "the count of wrong elements");
@@ -448,7 +459,7 @@ static double median(double *v, int n)
 int sdc_bench_allreduce(int argc, char **argv)
 {
 	int64_t max_bytes = 256 << 20;
-	int reps = 5;
+	int reps = 9;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc)
 			max_bytes = strtoll(argv[++i], NULL, 10);
@@ -487,40 +498,51 @@ int sdc_bench_allreduce(int argc, char **argv)
 		g.order[r] = r, g.where[r] = r;
 	g.pos = sdc_fleet.rank;
 	if (sdc_fleet.rank == 0)
-		printf("sdcscan bench allreduce: %d ranks, median of %d turns each; busbw = bytes / time x 2(n-1)/n "
-		       "(nccl-tests)\n"
+		printf("sdcscan bench allreduce: %d ranks; per size one untimed warm-up of each, then %d turns in which\n"
+		       "each runs a batch of all-reduces between barriers (who goes first alternates); median time per\n"
+		       "all-reduce; busbw = bytes / time x 2(n-1)/n (nccl-tests); ring/mpi is the median of the turns'\n"
+		       "own ratios (the two ran side by side, so drift of this machine between turns cancels)\n"
 		       "ring: sdcscan's ring with CRC32C and exact value checks on every hop, timed whole;\n"
 		       "mpi: MPI_Allreduce alone, timed as nccl-tests times it (its result is checked after the clock)\n\n"
-		       "      bytes   ring algbw  ring busbw   mpi algbw   mpi busbw   ring/mpi busbw\n"
-		       "                  GB/s        GB/s        GB/s        GB/s\n", P, reps);
+		       "      bytes  batch   ring algbw  ring busbw   mpi algbw   mpi busbw   ring/mpi busbw\n"
+		       "                         GB/s        GB/s        GB/s        GB/s\n", P, reps);
 	int rc = 0;
+	const int all = P * (P - 1) / 2;
 	for (int64_t bytes = 1 << 20; bytes <= max_bytes && !rc; bytes *= 4) {
 		sh.n = bytes / 4 / P * P;
-		double tr[100], tm[100];
-		for (int k = 0; k < reps && !rc; k++) {
-			/* the data and the terms every check uses are made before either clock starts */
-			sdc_ring_terms(sh.n, (uint64_t)k, f, gt);
-			sdc_ring_values(buf, sh.n, sdc_fleet.rank, f, gt);
-			MPI_Barrier(comm);
-			double t0 = sdc_now();
-			if (ring_once(&w, buf, sendb, recvb, f, gt, &g, (uint64_t)k, "forward", NULL) != 0)
-				rc = 1;
-			MPI_Barrier(comm);
-			tr[k] = sdc_now() - t0;
-			sdc_ring_values(buf, sh.n, sdc_fleet.rank, f, gt);
-			MPI_Barrier(comm);
-			t0 = sdc_now();
-			MPI_Allreduce(buf, out, (int)sh.n, MPI_FLOAT, MPI_SUM, comm);
-			MPI_Barrier(comm);
-			tm[k] = sdc_now() - t0;
-			if (sdc_ring_count_wrong(out, f, gt, sh.n, P, P * (P - 1) / 2))
-				rc = 1;
+		/* nccl-tests times a batch too: at small sizes one all-reduce is too short for a barrier's skew */
+		const int batch = bytes >= (32 << 20) ? 1 : (int)((32 << 20) / bytes);
+		/* the data and the terms every check uses are made before any clock starts; both run out of
+		 * place, so every all-reduce of a batch starts from the same data */
+		sdc_ring_terms(sh.n, (uint64_t)bytes, f, gt);
+		sdc_ring_values(buf, sh.n, sdc_fleet.rank, f, gt);
+		double tr[100], tm[100], ratio[100];
+		for (int k = -1; k < reps && !rc; k++) {
+			const int nb = k < 0 ? 1 : batch;
+			for (int turn = 0; turn < 2; turn++) {
+				const bool ring = (turn + k) % 2 == 0;
+				MPI_Barrier(comm);
+				const double t0 = sdc_now();
+				for (int i = 0; i < nb && !rc; i++)
+					if (ring)
+						rc = ring_once(&w, buf, out, sendb, recvb, f, gt, &g, (uint64_t)k, "forward", NULL) != 0;
+					else
+						MPI_Allreduce(buf, out, (int)sh.n, MPI_FLOAT, MPI_SUM, comm);
+				MPI_Barrier(comm);
+				const double t = (sdc_now() - t0) / nb;
+				if (k >= 0)
+					*(ring ? &tr[k] : &tm[k]) = t;
+				if (sdc_ring_count_wrong(out, f, gt, sh.n, P, all))
+					rc = 1;
+			}
 		}
+		for (int k = 0; k < reps; k++)
+			ratio[k] = tm[k] / tr[k];
 		const double b = (double)sh.n * 4, fb = 2.0 * (P - 1) / P;
 		const double r_alg = b / median(tr, reps) / 1e9, m_alg = b / median(tm, reps) / 1e9;
-		if (sdc_fleet.rank == 0)
-			printf("%11.0f  %10.3f  %10.3f  %10.3f  %10.3f   %13.1f%%\n", b, r_alg, r_alg * fb, m_alg, m_alg * fb,
-			       100 * r_alg / m_alg);
+		if (sdc_fleet.rank == 0 && !rc)
+			printf("%11.0f  %5d  %10.3f  %10.3f  %10.3f  %10.3f   %13.1f%%\n", b, batch, r_alg, r_alg * fb, m_alg,
+			       m_alg * fb, 100 * median(ratio, reps));
 		fflush(stdout);
 	}
 	if (rc)

@@ -184,65 +184,88 @@ struct tally {
 };
 
 /* Every injection of every rank against every finding of every rank: within a rank, or across
- * ranks for a probe whose work spans them. */
+ * ranks for a probe whose work spans them. Each record is converted once, then matched. */
+struct injected {
+	struct sdc_injection in;
+	size_t rank; /* index in the gathered records */
+	json_t *j;
+};
+struct found {
+	struct sdc_finding f;
+	size_t rank;
+	json_t *j;
+};
+
 static struct tally evaluate(json_t *all, const struct sdc_output *out, bool quiet)
 {
 	struct tally t = { 0 };
 	const bool many = json_array_size(all) > 1;
-	size_t a, b, i, k;
-	json_t *ra, *rb, *ji, *jf;
-	char where[32] = "";
+	size_t a, i, ni = 0, nf = 0;
+	json_t *ra, *ji;
 	json_array_foreach(all, a, ra) {
-		const int rank = (int)json_integer_value(json_object_get(ra, "rank"));
-		if (many)
-			snprintf(where, sizeof(where), "rank %d ", rank);
+		ni += json_array_size(json_object_get(ra, "injections"));
+		nf += json_array_size(json_object_get(ra, "findings"));
+	}
+	struct injected *inj = calloc(ni + 1, sizeof(*inj));
+	struct found *fnd = calloc(nf + 1, sizeof(*fnd));
+	if (!inj || !fnd) {
+		free(inj), free(fnd);
+		t.errors++;
+		fprintf(out->fp, "selftest: out of memory matching findings to faults\n");
+		return t;
+	}
+	ni = nf = 0;
+	json_array_foreach(all, a, ra) {
 		json_array_foreach(json_object_get(ra, "injections"), i, ji) {
-			struct sdc_injection in;
-			injection_of(ji, &in);
-			const bool wide = fleet_wide(in.probe, in.variant);
-			bool ok = false;
-			json_array_foreach(all, b, rb) {
-				json_array_foreach(json_object_get(rb, "findings"), k, jf) {
-					struct sdc_finding f;
-					finding_of(jf, &f);
-					if ((b == a || wide) && sdc_finding_locates(&f, &in))
-						ok = true;
-				}
-			}
-			t.injected++;
-			ok ? t.located++ : t.missed++;
-			if (!quiet || !ok)
-				fprintf(out->fp, "selftest: %s%s/%s %s iteration %" PRIu64 ": %s[%" PRId64 "][%" PRId64 "] bit %d%*s %s\n",
-					where, in.probe, in.variant, str(ji, "device_id"), in.iteration, in.target, in.row, in.col,
-					in.bit, 4, "", ok ? "found and located" : "MISSED");
+			injection_of(ji, &inj[ni].in);
+			inj[ni].rank = a, inj[ni++].j = ji;
+		}
+		json_array_foreach(json_object_get(ra, "findings"), i, ji) {
+			finding_of(ji, &fnd[nf].f);
+			fnd[nf].rank = a, fnd[nf++].j = ji;
 		}
 	}
-	json_array_foreach(all, b, rb) {
+	char where[32] = "";
+	for (size_t x = 0; x < ni; x++) {
+		const struct sdc_injection *in = &inj[x].in;
+		const bool wide = fleet_wide(in->probe, in->variant);
+		bool ok = false;
+		for (size_t y = 0; y < nf && !ok; y++)
+			ok = (fnd[y].rank == inj[x].rank || wide) && sdc_finding_locates(&fnd[y].f, in);
+		t.injected++;
+		ok ? t.located++ : t.missed++;
 		if (many)
-			snprintf(where, sizeof(where), "rank %d ", (int)json_integer_value(json_object_get(rb, "rank")));
-		json_array_foreach(json_object_get(rb, "findings"), k, jf) {
-			struct sdc_finding f;
-			finding_of(jf, &f);
-			bool explained = false;
-			json_array_foreach(all, a, ra) {
-				json_array_foreach(json_object_get(ra, "injections"), i, ji) {
-					struct sdc_injection in;
-					injection_of(ji, &in);
-					if ((a == b || fleet_wide(in.probe, in.variant)) && sdc_finding_at(&f, &in))
-						explained = true;
-				}
-			}
-			if (explained)
-				continue;
-			t.false_alarms++;
-			fprintf(out->fp, "selftest: FALSE ALARM %s%s/%s %s iteration %" PRIu64 ": %s %s\n", where, f.probe,
-				f.variant, str(jf, "device_id"), f.iteration, f.kind, f.detail);
-		}
-		json_array_foreach(json_object_get(rb, "errors"), k, jf) {
+			snprintf(where, sizeof(where), "rank %d ",
+				 (int)json_integer_value(json_object_get(json_array_get(all, inj[x].rank), "rank")));
+		if (!quiet || !ok)
+			fprintf(out->fp, "selftest: %s%s/%s %s iteration %" PRIu64 ": %s[%" PRId64 "][%" PRId64 "] bit %d%*s %s\n",
+				where, in->probe, in->variant, str(inj[x].j, "device_id"), in->iteration, in->target, in->row,
+				in->col, in->bit, 4, "", ok ? "found and located" : "MISSED");
+	}
+	for (size_t y = 0; y < nf; y++) {
+		const struct sdc_finding *f = &fnd[y].f;
+		bool explained = false;
+		for (size_t x = 0; x < ni && !explained; x++)
+			explained = (inj[x].rank == fnd[y].rank || fleet_wide(inj[x].in.probe, inj[x].in.variant)) &&
+				    sdc_finding_at(f, &inj[x].in);
+		if (explained)
+			continue;
+		if (many)
+			snprintf(where, sizeof(where), "rank %d ",
+				 (int)json_integer_value(json_object_get(json_array_get(all, fnd[y].rank), "rank")));
+		t.false_alarms++;
+		fprintf(out->fp, "selftest: FALSE ALARM %s%s/%s %s iteration %" PRIu64 ": %s %s\n", where, f->probe,
+			f->variant, str(fnd[y].j, "device_id"), f->iteration, f->kind, f->detail);
+	}
+	json_array_foreach(all, a, ra) {
+		if (many)
+			snprintf(where, sizeof(where), "rank %d ", (int)json_integer_value(json_object_get(ra, "rank")));
+		json_array_foreach(json_object_get(ra, "errors"), i, ji) {
 			t.errors++;
-			fprintf(out->fp, "selftest: %s%s\n", where, json_string_value(jf));
+			fprintf(out->fp, "selftest: %s%s\n", where, json_string_value(ji));
 		}
 	}
+	free(inj), free(fnd);
 	return t;
 }
 

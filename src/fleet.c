@@ -79,6 +79,7 @@ static bool peer_failed;
 #define WATCH_SLOTS 64
 #define WATCH_GRACE 5.0
 static _Atomic int64_t watch_since[WATCH_SLOTS]; /* microseconds of sdc_now(); 0: free */
+static _Atomic int64_t watch_limit[WATCH_SLOTS]; /* how long that call may take, microseconds */
 static _Atomic int watch_peers[WATCH_SLOTS][2];
 static _Atomic int watch_code = SDC_UNKNOWN;
 
@@ -88,6 +89,8 @@ static int watch_enter(int dst, int src)
 	for (int i = 0; i < WATCH_SLOTS; i++) {
 		int64_t free_slot = 0;
 		if (atomic_compare_exchange_strong(&watch_since[i], &free_slot, now)) {
+			/* read here, by the thread that set it, not by the watchdog */
+			atomic_store(&watch_limit[i], (int64_t)((sdc_fleet.timeout + WATCH_GRACE) * 1e6));
 			atomic_store(&watch_peers[i][0], dst);
 			atomic_store(&watch_peers[i][1], src);
 			return i;
@@ -107,10 +110,11 @@ static void *watchdog(void *arg)
 	(void)arg;
 	for (;;) {
 		sleep(1);
-		const double now = sdc_now(), limit = sdc_fleet.timeout + WATCH_GRACE;
+		const double now = sdc_now();
 		for (int i = 0; i < WATCH_SLOTS; i++) {
-			const int64_t since = atomic_load(&watch_since[i]);
-			if (!since || now - (double)since / 1e6 < limit)
+			const int64_t since = atomic_load(&watch_since[i]), limit = atomic_load(&watch_limit[i]);
+			/* (a limit of 0: the slot was taken an instant ago and its limit is not stored yet) */
+			if (!since || !limit || now - (double)since / 1e6 < (double)limit / 1e6)
 				continue;
 			const int dst = watch_peers[i][0], src = watch_peers[i][1];
 			char on[160] = "";

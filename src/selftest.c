@@ -187,14 +187,16 @@ struct tally {
  * ranks for a probe whose work spans them. Each record is converted once, then matched. */
 struct injected {
 	struct sdc_injection in;
-	size_t rank; /* index in the gathered records */
+	size_t rec; /* index in the gathered records, one per rank */
 	json_t *j;
 };
 struct found {
 	struct sdc_finding f;
-	size_t rank;
+	size_t rec;
 	json_t *j;
 };
+/* "rank N " before each line when there are several ranks, "" with one */
+typedef char rank_label[32];
 
 static struct tally evaluate(json_t *all, const struct sdc_output *out, bool quiet)
 {
@@ -208,64 +210,58 @@ static struct tally evaluate(json_t *all, const struct sdc_output *out, bool qui
 	}
 	struct injected *inj = calloc(ni + 1, sizeof(*inj));
 	struct found *fnd = calloc(nf + 1, sizeof(*fnd));
-	if (!inj || !fnd) {
-		free(inj), free(fnd);
+	rank_label *where = calloc(json_array_size(all) + 1, sizeof(*where));
+	if (!inj || !fnd || !where) {
+		free(inj), free(fnd), free(where);
 		t.errors++;
 		fprintf(out->fp, "selftest: out of memory matching findings to faults\n");
 		return t;
 	}
 	ni = nf = 0;
 	json_array_foreach(all, a, ra) {
+		if (many)
+			snprintf(where[a], sizeof(where[a]), "rank %d ", (int)json_integer_value(json_object_get(ra, "rank")));
 		json_array_foreach(json_object_get(ra, "injections"), i, ji) {
 			injection_of(ji, &inj[ni].in);
-			inj[ni].rank = a, inj[ni++].j = ji;
+			inj[ni].rec = a, inj[ni++].j = ji;
 		}
 		json_array_foreach(json_object_get(ra, "findings"), i, ji) {
 			finding_of(ji, &fnd[nf].f);
-			fnd[nf].rank = a, fnd[nf++].j = ji;
+			fnd[nf].rec = a, fnd[nf++].j = ji;
 		}
 	}
-	char where[32] = "";
 	for (size_t x = 0; x < ni; x++) {
 		const struct sdc_injection *in = &inj[x].in;
 		const bool wide = fleet_wide(in->probe, in->variant);
 		bool ok = false;
 		for (size_t y = 0; y < nf && !ok; y++)
-			ok = (fnd[y].rank == inj[x].rank || wide) && sdc_finding_locates(&fnd[y].f, in);
+			ok = (fnd[y].rec == inj[x].rec || wide) && sdc_finding_locates(&fnd[y].f, in);
 		t.injected++;
 		ok ? t.located++ : t.missed++;
-		if (many)
-			snprintf(where, sizeof(where), "rank %d ",
-				 (int)json_integer_value(json_object_get(json_array_get(all, inj[x].rank), "rank")));
 		if (!quiet || !ok)
 			fprintf(out->fp, "selftest: %s%s/%s %s iteration %" PRIu64 ": %s[%" PRId64 "][%" PRId64 "] bit %d%*s %s\n",
-				where, in->probe, in->variant, str(inj[x].j, "device_id"), in->iteration, in->target, in->row,
+				where[inj[x].rec], in->probe, in->variant, str(inj[x].j, "device_id"), in->iteration, in->target, in->row,
 				in->col, in->bit, 4, "", ok ? "found and located" : "MISSED");
 	}
 	for (size_t y = 0; y < nf; y++) {
 		const struct sdc_finding *f = &fnd[y].f;
 		bool explained = false;
 		for (size_t x = 0; x < ni && !explained; x++)
-			explained = (inj[x].rank == fnd[y].rank || fleet_wide(inj[x].in.probe, inj[x].in.variant)) &&
+			explained = (inj[x].rec == fnd[y].rec || fleet_wide(inj[x].in.probe, inj[x].in.variant)) &&
 				    sdc_finding_at(f, &inj[x].in);
 		if (explained)
 			continue;
-		if (many)
-			snprintf(where, sizeof(where), "rank %d ",
-				 (int)json_integer_value(json_object_get(json_array_get(all, fnd[y].rank), "rank")));
 		t.false_alarms++;
-		fprintf(out->fp, "selftest: FALSE ALARM %s%s/%s %s iteration %" PRIu64 ": %s %s\n", where, f->probe,
+		fprintf(out->fp, "selftest: FALSE ALARM %s%s/%s %s iteration %" PRIu64 ": %s %s\n", where[fnd[y].rec], f->probe,
 			f->variant, str(fnd[y].j, "device_id"), f->iteration, f->kind, f->detail);
 	}
 	json_array_foreach(all, a, ra) {
-		if (many)
-			snprintf(where, sizeof(where), "rank %d ", (int)json_integer_value(json_object_get(ra, "rank")));
 		json_array_foreach(json_object_get(ra, "errors"), i, ji) {
 			t.errors++;
-			fprintf(out->fp, "selftest: %s%s\n", where, json_string_value(ji));
+			fprintf(out->fp, "selftest: %s%s\n", where[a], json_string_value(ji));
 		}
 	}
-	free(inj), free(fnd);
+	free(inj), free(fnd), free(where);
 	return t;
 }
 

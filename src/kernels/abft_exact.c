@@ -5,12 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-/* Feature names, not arch= names: a VM may hide the CPU model but not its features. */
-#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define CLONES
-#endif
+#include "clones.h"
 
 static int digits_for(int64_t maxabs, int base_log2)
 {

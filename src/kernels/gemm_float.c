@@ -9,11 +9,7 @@
 #include <cblas.h>
 #endif
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define CLONES
-#endif
+#include "clones.h"
 
 /*
  * Portable kernels: blocked i-p-j loops, the j loop vectorised by the compiler. Blocks keep a

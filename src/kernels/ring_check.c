@@ -10,11 +10,7 @@
 #define RING_AVX512 1
 #endif
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define CLONES
-#endif
+#include "clones.h"
 
 /* 32-bit arithmetic only (a murmur-style finaliser; multiply-shift to the ranges), so the loop
  * vectorises: the terms cost about what writing them costs. */
@@ -49,9 +45,12 @@ CLONES void sdc_ring_values(float *restrict buf, int64_t n, int r, const int8_t 
 /* Counts go in 32-bit lanes a block at a time (a block cannot overflow them). */
 #define BLOCK ((int64_t)1 << 24)
 
-/* Bit patterns are compared, not values: -0 for +0 or one NaN for another is still wrong. */
-static CLONES int64_t check_add_loop(float *dst, const float *own, const uint32_t *restrict got,
-				     const int8_t *restrict f, const int8_t *restrict g, int64_t n, int count, int rsum)
+/* Both checks in one loop: with dst, dst = own + the expected values (a reduce-scatter step);
+ * without, only the count. Inlined with dst known, so each caller gets a loop of its own. Bit
+ * patterns are compared, not values: -0 for +0 or one NaN for another is still wrong. */
+static inline __attribute__((always_inline)) int64_t check_loop(float *dst, const float *own,
+								const uint32_t *restrict got, const int8_t *restrict f,
+								const int8_t *restrict g, int64_t n, int count, int rsum)
 {
 	const float c = (float)count, r = (float)rsum;
 	int64_t nbad = 0;
@@ -63,43 +62,39 @@ static CLONES int64_t check_add_loop(float *dst, const float *own, const uint32_
 			uint32_t u;
 			memcpy(&u, &e, 4);
 			bad += u != got[i];
-			dst[i] = own[i] + e;
+			if (dst)
+				dst[i] = own[i] + e;
 		}
 		nbad += bad;
 	}
 	return nbad;
 }
 
-static CLONES int64_t count_wrong_loop(const float *restrict got, const int8_t *restrict f, const int8_t *restrict g,
-				    int64_t n, int count, int rsum)
+static CLONES int64_t check_add_loop(float *dst, const float *own, const uint32_t *got, const int8_t *f,
+				     const int8_t *g, int64_t n, int count, int rsum)
 {
-	const float c = (float)count, r = (float)rsum;
-	int64_t nbad = 0;
-	for (int64_t b = 0; b < n; b += BLOCK) {
-		const int64_t end = n - b < BLOCK ? n : b + BLOCK;
-		uint32_t bad = 0;
-		for (int64_t i = b; i < end; i++) {
-			const float e = EXPECT(i);
-			uint32_t u, v;
-			memcpy(&u, &e, 4);
-			memcpy(&v, &got[i], 4);
-			bad += u != v;
-		}
-		nbad += bad;
-	}
-	return nbad;
+	return check_loop(dst, own, got, f, g, n, count, rsum);
+}
+
+static CLONES int64_t count_wrong_loop(const uint32_t *got, const int8_t *f, const int8_t *g, int64_t n, int count,
+				       int rsum)
+{
+	return check_loop(NULL, NULL, got, f, g, n, count, rsum);
 }
 
 int64_t sdc_ring_first_wrong(float *got, const int8_t *f, const int8_t *g, int64_t n, int count, int rsum,
-			     bool repair)
+			     bool repair, float *first_got)
 {
 	int64_t first = -1;
 	for (int64_t i = 0; i < n; i++) {
 		const float e = sdc_ring_expected(f, g, i, count, rsum);
 		if (memcmp(&e, &got[i], 4) == 0)
 			continue;
-		if (first < 0)
+		if (first < 0) {
 			first = i;
+			if (first_got)
+				*first_got = got[i];
+		}
 		if (!repair)
 			break;
 		got[i] = e;
@@ -119,31 +114,25 @@ AVX512 static inline __m512 expect16(const int8_t *f, const int8_t *g, __m512 c,
 	return _mm512_add_ps(_mm512_mul_ps(c, fv), _mm512_mul_ps(r, gv));
 }
 
-AVX512 static int64_t check_add_avx512(float *dst, const float *own, const uint32_t *got, const int8_t *f,
-				       const int8_t *g, int64_t n, int count, int rsum)
+AVX512 static inline int wrong16(const uint32_t *got, __m512 e)
 {
-	const __m512 c = _mm512_set1_ps((float)count), r = _mm512_set1_ps((float)rsum);
-	int64_t nbad = 0, i = 0;
-	for (; i + 16 <= n; i += 16) {
-		const __m512 e = expect16(f + i, g + i, c, r);
-		const __mmask16 m = _mm512_cmpneq_epi32_mask(_mm512_castps_si512(e), _mm512_loadu_si512(got + i));
-		nbad += __builtin_popcount(m);
-		_mm512_storeu_ps(dst + i, _mm512_add_ps(_mm512_loadu_ps(own + i), e));
-	}
-	return nbad + check_add_loop(dst + i, own + i, got + i, f + i, g + i, n - i, count, rsum);
+	return __builtin_popcount(_mm512_cmpneq_epi32_mask(_mm512_castps_si512(e), _mm512_loadu_si512(got)));
 }
 
-AVX512 static int64_t count_wrong_avx512(const float *got, const int8_t *f, const int8_t *g, int64_t n, int count,
-					 int rsum)
+/* With dst a reduce-scatter step, without a count, as check_loop. */
+AVX512 static int64_t check_avx512(float *dst, const float *own, const uint32_t *got, const int8_t *f,
+				   const int8_t *g, int64_t n, int count, int rsum)
 {
 	const __m512 c = _mm512_set1_ps((float)count), r = _mm512_set1_ps((float)rsum);
 	int64_t nbad = 0, i = 0;
 	for (; i + 16 <= n; i += 16) {
 		const __m512 e = expect16(f + i, g + i, c, r);
-		nbad += __builtin_popcount(_mm512_cmpneq_epi32_mask(_mm512_castps_si512(e),
-								    _mm512_loadu_si512((const void *)(got + i))));
+		nbad += wrong16(got + i, e);
+		if (dst)
+			_mm512_storeu_ps(dst + i, _mm512_add_ps(_mm512_loadu_ps(own + i), e));
 	}
-	return nbad + count_wrong_loop(got + i, f + i, g + i, n - i, count, rsum);
+	return nbad + (dst ? check_add_loop(dst + i, own + i, got + i, f + i, g + i, n - i, count, rsum)
+			   : count_wrong_loop(got + i, f + i, g + i, n - i, count, rsum));
 }
 
 /* CRC32C of 64 bytes into one stream's register: eight crc32 instructions on loads that hit L1
@@ -177,15 +166,13 @@ FUSED static int64_t count_wrong_crc_avx512(const float *got, const int8_t *f, c
 		for (int64_t k = i; k < i + SB; k += 16) {
 			for (int t = 0; t < 3; t++) {
 				const int64_t j = k + t * SB;
-				const __m512 e = expect16(f + j, g + j, c, r);
-				nbad += __builtin_popcount(_mm512_cmpneq_epi32_mask(
-					_mm512_castps_si512(e), _mm512_loadu_si512((const void *)(got + j))));
+				nbad += wrong16((const uint32_t *)got + j, expect16(f + j, g + j, c, r));
 			}
 			g0 = crc64(g0, got + k), g1 = crc64(g1, got + k + SB), g2 = crc64(g2, got + k + 2 * SB);
 		}
 		rg = sdc_crc32c_shift(sdc_crc32c_shift((uint32_t)g0) ^ (uint32_t)g1) ^ (uint32_t)g2;
 	}
-	nbad += count_wrong_avx512(got + i, f + i, g + i, n - i, count, rsum);
+	nbad += check_avx512(NULL, NULL, (const uint32_t *)got + i, f + i, g + i, n - i, count, rsum);
 	*crc = sdc_crc32c(~rg, got + i, (size_t)(n - i) * 4);
 	return nbad;
 }
@@ -206,7 +193,7 @@ int64_t sdc_ring_check_add(float *dst, const float *own, const uint32_t *got, co
 {
 #ifdef RING_AVX512
 	if (have_avx512())
-		return check_add_avx512(dst, own, got, f, g, n, count, rsum);
+		return check_avx512(dst, own, got, f, g, n, count, rsum);
 #endif
 	return check_add_loop(dst, own, got, f, g, n, count, rsum);
 }
@@ -215,9 +202,9 @@ int64_t sdc_ring_count_wrong(const float *got, const int8_t *f, const int8_t *g,
 {
 #ifdef RING_AVX512
 	if (have_avx512())
-		return count_wrong_avx512(got, f, g, n, count, rsum);
+		return check_avx512(NULL, NULL, (const uint32_t *)got, f, g, n, count, rsum);
 #endif
-	return count_wrong_loop(got, f, g, n, count, rsum);
+	return count_wrong_loop((const uint32_t *)got, f, g, n, count, rsum);
 }
 
 int64_t sdc_ring_count_wrong_crc(const float *got, const int8_t *f, const int8_t *g, int64_t n, int count, int rsum,

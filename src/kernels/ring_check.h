@@ -27,11 +27,11 @@ int64_t sdc_ring_check_add(float *dst, const float *own, const uint32_t *got, co
 			   int64_t n, int count, int rsum);
 /* Counts the elements of got that are not that sum (a final result). */
 int64_t sdc_ring_count_wrong(const float *got, const int8_t *f, const int8_t *g, int64_t n, int count, int rsum);
-/* The first element of got that is not that sum (-1: none); with repair, every wrong element is
- * then set to its sum (an all-gather step puts right what it forwards). Scalar: for after a
- * count found some. */
+/* The first element of got that is not that sum (-1: none), its value into *first_got (when not
+ * NULL); with repair, every wrong element is then set to its sum (an all-gather step puts right
+ * what it forwards). Scalar: for after a count found some. */
 int64_t sdc_ring_first_wrong(float *got, const int8_t *f, const int8_t *g, int64_t n, int count, int rsum,
-			     bool repair);
+			     bool repair, float *first_got);
 /* The same count with the CRC32C of got folded into the pass (an all-gather step checks the CRC
  * of what arrived and sends it on unchanged, so the chunk is read once): *crc = CRC32C of got. */
 int64_t sdc_ring_count_wrong_crc(const float *got, const int8_t *f, const int8_t *g, int64_t n, int count, int rsum,

@@ -177,6 +177,18 @@ static void unresponsive(struct sdc_worker *w, int peer, const char *what)
 		snprintf(w->error, sizeof(w->error), "a rank did not take part in %s", what);
 }
 
+/* Whether every rank goes on to another iteration. Everyone stops together: a rank that stopped
+ * alone would leave its peers waiting. */
+static bool all_go_on(struct sdc_worker *w)
+{
+	uint64_t stop = !sdc_worker_continue(w);
+	if (sdc_fleet_sum_u64(&stop, ((const struct ar_shared *)w->ctx->shared)->timeout)) {
+		unresponsive(w, -1, "the agreement to go on");
+		return false;
+	}
+	return !stop;
+}
+
 /* The faults due in an iteration (the framework's plan: one worker per rank, so every rank
  * gets the same list and the one the fault names acts on it). Applied on the forward ring. */
 struct ar_faults {
@@ -288,10 +300,7 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, uint8_t 
 			int64_t first_bad = -1;
 			if (nbad) {
 				float *r = phase == 0 ? (float *)recvb : dst;
-				first_bad = sdc_ring_first_wrong(r, fc, gc, cn, count, rsum, false);
-				got0 = first_bad >= 0 ? r[first_bad] : 0;
-				if (phase == 1)
-					sdc_ring_first_wrong(r, fc, gc, cn, count, rsum, true);
+				first_bad = sdc_ring_first_wrong(r, fc, gc, cn, count, rsum, phase == 1, &got0);
 			}
 			/* what the next all-gather step sends on is this chunk, put right if it was wrong */
 			have_fwd = phase == 1;
@@ -350,13 +359,7 @@ static void ring_run(struct sdc_worker *w)
 	static const char *const names[] = { "forward", "reversed", "shuffled" };
 	uint64_t it = 0;
 	for (;; it++) {
-		/* Everyone stops together: a rank that stopped alone would leave its peers waiting. */
-		uint64_t stop = !sdc_worker_continue(w);
-		if (sdc_fleet_sum_u64(&stop, sh->timeout)) {
-			unresponsive(w, -1, "the agreement to go on");
-			break;
-		}
-		if (stop)
+		if (!all_go_on(w))
 			break;
 		for (int r = 0; r < P; r++) {
 			g[0].order[r] = r;
@@ -401,12 +404,7 @@ static void mpi_run(struct sdc_worker *w)
 		goto done;
 	}
 	for (uint64_t it = 0;; it++) {
-		uint64_t stop = !sdc_worker_continue(w);
-		if (sdc_fleet_sum_u64(&stop, sh->timeout)) {
-			unresponsive(w, -1, "the agreement to go on");
-			break;
-		}
-		if (stop)
+		if (!all_go_on(w))
 			break;
 		sdc_ring_terms(sh->n, it, f, gt);
 		sdc_ring_values(in, sh->n, sdc_fleet.rank, f, gt);
@@ -425,7 +423,7 @@ static void mpi_run(struct sdc_worker *w)
 		}
 		const int all = P * (P - 1) / 2;
 		const uint64_t wrong = (uint64_t)sdc_ring_count_wrong(out, f, gt, sh->n, P, all);
-		const int64_t first = wrong ? sdc_ring_first_wrong(out, f, gt, sh->n, P, all, false) : -1;
+		const int64_t first = wrong ? sdc_ring_first_wrong(out, f, gt, sh->n, P, all, false, NULL) : -1;
 		uint64_t total = wrong;
 		if (sdc_fleet_sum_u64(&total, sh->timeout)) {
 			unresponsive(w, -1, "the count of wrong elements");

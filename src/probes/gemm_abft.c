@@ -11,11 +11,7 @@
 
 const char *const sdc_gemm_class_names[] = { "int8", "fp32", "fp32-fast", "fp64-fast", NULL };
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define CLONES
-#endif
+#include "../kernels/clones.h"
 
 /* RNG purposes: which matrix of which class. */
 enum { MAT_A = 1, MAT_B = 2, MAT_WINDOW = 3 };

@@ -19,6 +19,23 @@ export SDC_TEST_JOB=$$
 MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 4 --mca btl self,tcp -x SDC_TEST_JOB"
 AR="--probe allreduce --set allreduce.bytes=262144 --no-color"
 
+# Waits until every rank of the job writing $1 is past MPI_Init and burning (each prints its
+# header line then), then $2 seconds more.
+wait_started() { # wait_started OUTPUT SECONDS
+	for _ in $(seq 60); do
+		[ "$(grep -c "^sdcscan .*profile" "$1" 2>/dev/null)" -ge 4 ] && break
+		sleep 0.5
+	done
+	sleep "$2"
+}
+# The pid of this test's rank 2 (an sdcscan process, not its sh wrapper), or nothing.
+rank2_pid() {
+	for p in $(pgrep -x sdcscan); do
+		grep -qz "^OMPI_COMM_WORLD_RANK=2$" "/proc/$p/environ" 2>/dev/null &&
+			grep -qz "^SDC_TEST_JOB=$SDC_TEST_JOB$" "/proc/$p/environ" && echo "$p"
+	done | head -1
+}
+
 # Each rank appends "RANK CODE" to $1, so the test sees every rank's exit status.
 each_rank() { # each_rank CODES-FILE ARGS...
 	codes=$1
@@ -98,15 +115,8 @@ kill_rank2() {
 	$MPIRUN --enable-recovery sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$TMP/kill.codes" sh "$SDCSCAN" \
 		run $AR --set allreduce.timeout=5 --duration 20 > "$TMP/kill.out" 2>&1 &
 	launcher=$!
-	# Kill once every rank is past MPI_Init and burning (each prints its header line then).
-	for _ in $(seq 60); do
-		[ "$(grep -c "^sdcscan .*profile" "$TMP/kill.out" 2>/dev/null)" -ge 4 ] && break
-		sleep 0.5
-	done
-	sleep 2
-	victim=$(for p in $(pgrep -f "sdcscan run"); do
-		grep -qz "^OMPI_COMM_WORLD_RANK=2$" "/proc/$p/environ" 2>/dev/null && grep -qz "^SDC_TEST_JOB=$SDC_TEST_JOB$" "/proc/$p/environ" && [ "$(cat /proc/$p/comm)" = sdcscan ] && echo "$p"
-	done | head -1)
+	wait_started "$TMP/kill.out" 2
+	victim=$(rank2_pid)
 	[ -n "$victim" ] || fail "kill: rank 2 not found"
 	kill -9 "$victim"
 	launcher_status=0
@@ -153,14 +163,8 @@ grep -q "rank 1 (.*) sent no results" "$TMP/stall.out" "$TMP/stall.err.0" || fai
 $MPIRUN sh -c '"$@" 2> '"$TMP/int.err."'$OMPI_COMM_WORLD_RANK; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$TMP/int.codes" \
 	sh "$SDCSCAN" run $SMALL --duration 120 --no-color > "$TMP/int.out" 2>&1 &
 launcher=$!
-for _ in $(seq 60); do
-	[ "$(grep -c "^sdcscan .*profile" "$TMP/int.out" 2>/dev/null)" -ge 4 ] && break
-	sleep 0.5
-done
-sleep 1
-victim=$(for p in $(pgrep -x sdcscan); do
-	grep -qz "^OMPI_COMM_WORLD_RANK=2$" "/proc/$p/environ" 2>/dev/null && grep -qz "^SDC_TEST_JOB=$SDC_TEST_JOB$" "/proc/$p/environ" && echo "$p"
-done | head -1)
+wait_started "$TMP/int.out" 1
+victim=$(rank2_pid)
 [ -n "$victim" ] || fail "interrupt: rank 2 not found"
 start=$(date +%s)
 kill -INT "$victim"

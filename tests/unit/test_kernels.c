@@ -184,12 +184,16 @@ static void check_ring(int64_t n, int P)
 			if (memcmp(&e, &got[i], 4))
 				lowest = i;
 		}
-		CHECK(sdc_ring_first_wrong(got, f, g, n, count, rsum, false) == lowest);
+		float first_got = 0;
+		CHECK(sdc_ring_first_wrong(got, f, g, n, count, rsum, false, &first_got) == lowest);
+		CHECK(lowest < 0 || memcmp(&first_got, &got[lowest], 4) == 0);
 		/* the fused form: the same count, and the CRC32C sdc_crc32c gives */
 		uint32_t crc1;
 		CHECK(sdc_ring_count_wrong_crc(got, f, g, n, count, rsum, &crc1) == planted);
 		CHECK_MSG(crc1 == sdc_crc32c(0, got, (size_t)n * 4), "fused CRC of what arrived, n=%lld", (long long)n);
-		CHECK(sdc_ring_first_wrong(got, f, g, n, count, rsum, true) == lowest);
+		const float before = lowest >= 0 ? got[lowest] : 0;
+		CHECK(sdc_ring_first_wrong(got, f, g, n, count, rsum, true, &first_got) == lowest);
+		CHECK(lowest < 0 || memcmp(&first_got, &before, 4) == 0); /* the value before the repair */
 		CHECK(sdc_ring_count_wrong(got, f, g, n, count, rsum) == 0);
 	}
 	free(f), free(g), free(got), free(dst), free(own);

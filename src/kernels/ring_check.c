@@ -152,28 +152,37 @@ __attribute__((target("sse4.2"))) static inline uint64_t crc64(uint64_t reg, con
 #define SB ((int64_t)SDC_CRC32C_STREAM / 4) /* elements per CRC stream */
 
 /* Three streams of SB elements at a time, as sdc_crc32c runs them (the instruction's latency is
- * three cycles, its rate one a cycle); the rest checked as before and its CRC continued. (The
- * reduce-scatter's check with its CRC folded in gained little here: its stores and the streams'
- * loads 4 KiB apart contend, so that step keeps two passes.) */
-FUSED static int64_t count_wrong_crc_avx512(const float *got, const int8_t *f, const int8_t *g, int64_t n, int count,
-					    int rsum, uint32_t *crc)
+ * three cycles, its rate one a cycle): the crc32 instructions (an integer port) overlap the vector
+ * check, and the sums are read back from L1 right after they are stored. The rest is checked as
+ * before and its CRC continued. */
+FUSED static int64_t check_add_crc_avx512(float *dst, const float *own, const uint32_t *got, const int8_t *f,
+					  const int8_t *g, int64_t n, int count, int rsum, uint32_t *crc)
 {
 	const __m512 c = _mm512_set1_ps((float)count), r = _mm512_set1_ps((float)rsum);
 	uint32_t rg = 0xFFFFFFFFu; /* the raw register: a CRC starts inverted */
 	int64_t nbad = 0, i = 0;
 	for (; i + 3 * SB <= n; i += 3 * SB) {
+		/* this block's sums, and the CRC of the block before (stored a block ago, so read from L1
+		 * without waiting on the stores in flight) */
+		const int64_t pb = i - 3 * SB;
 		uint64_t g0 = rg, g1 = 0, g2 = 0;
-		for (int64_t k = i; k < i + SB; k += 16) {
+		for (int64_t k = 0; k < SB; k += 16) {
 			for (int t = 0; t < 3; t++) {
-				const int64_t j = k + t * SB;
-				nbad += wrong16((const uint32_t *)got + j, expect16(f + j, g + j, c, r));
+				const int64_t j = i + 3 * k + 16 * t;
+				const __m512 e = expect16(f + j, g + j, c, r);
+				nbad += wrong16(got + j, e);
+				_mm512_storeu_ps(dst + j, _mm512_add_ps(_mm512_loadu_ps(own + j), e));
 			}
-			g0 = crc64(g0, got + k), g1 = crc64(g1, got + k + SB), g2 = crc64(g2, got + k + 2 * SB);
+			if (pb >= 0)
+				g0 = crc64(g0, dst + pb + k), g1 = crc64(g1, dst + pb + k + SB), g2 = crc64(g2, dst + pb + k + 2 * SB);
 		}
-		rg = sdc_crc32c_shift(sdc_crc32c_shift((uint32_t)g0) ^ (uint32_t)g1) ^ (uint32_t)g2;
+		if (pb >= 0)
+			rg = sdc_crc32c_shift(sdc_crc32c_shift((uint32_t)g0) ^ (uint32_t)g1) ^ (uint32_t)g2;
 	}
-	nbad += check_avx512(NULL, NULL, (const uint32_t *)got + i, f + i, g + i, n - i, count, rsum);
-	*crc = sdc_crc32c(~rg, got + i, (size_t)(n - i) * 4);
+	nbad += check_avx512(dst + i, own + i, got + i, f + i, g + i, n - i, count, rsum);
+	/* the last whole block's CRC, then the rest's */
+	const int64_t from = i >= 3 * SB ? i - 3 * SB : i;
+	*crc = sdc_crc32c(~rg, dst + from, (size_t)(n - from) * 4);
 	return nbad;
 }
 
@@ -207,13 +216,14 @@ int64_t sdc_ring_count_wrong(const float *got, const int8_t *f, const int8_t *g,
 	return count_wrong_loop((const uint32_t *)got, f, g, n, count, rsum);
 }
 
-int64_t sdc_ring_count_wrong_crc(const float *got, const int8_t *f, const int8_t *g, int64_t n, int count, int rsum,
-				 uint32_t *crc)
+int64_t sdc_ring_check_add_crc(float *dst, const float *own, const uint32_t *got, const int8_t *f, const int8_t *g,
+			       int64_t n, int count, int rsum, uint32_t *crc)
 {
 #ifdef RING_AVX512
 	if (have_avx512() && __builtin_cpu_supports("sse4.2"))
-		return count_wrong_crc_avx512(got, f, g, n, count, rsum, crc);
+		return check_add_crc_avx512(dst, own, got, f, g, n, count, rsum, crc);
 #endif
-	*crc = sdc_crc32c(0, got, (size_t)n * 4);
-	return sdc_ring_count_wrong(got, f, g, n, count, rsum);
+	const int64_t nbad = sdc_ring_check_add(dst, own, got, f, g, n, count, rsum);
+	*crc = sdc_crc32c(0, dst, (size_t)n * 4);
+	return nbad;
 }

@@ -32,9 +32,9 @@ int64_t sdc_ring_count_wrong(const float *got, const int8_t *f, const int8_t *g,
  * what it forwards). Scalar: for after a count found some. */
 int64_t sdc_ring_first_wrong(float *got, const int8_t *f, const int8_t *g, int64_t n, int count, int rsum,
 			     bool repair, float *first_got);
-/* The same count with the CRC32C of got folded into the pass (an all-gather step checks the CRC
- * of what arrived and sends it on unchanged, so the chunk is read once): *crc = CRC32C of got. */
-int64_t sdc_ring_count_wrong_crc(const float *got, const int8_t *f, const int8_t *g, int64_t n, int count, int rsum,
-				 uint32_t *crc);
+/* sdc_ring_check_add with the CRC32C of the sums it writes folded into the pass (a reduce-scatter
+ * step sends them on next, with their CRC): *crc = CRC32C of dst. */
+int64_t sdc_ring_check_add_crc(float *dst, const float *own, const uint32_t *got, const int8_t *f, const int8_t *g,
+			       int64_t n, int count, int rsum, uint32_t *crc);
 
 #endif

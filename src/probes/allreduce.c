@@ -61,7 +61,8 @@ static const struct sdc_option allreduce_options[] = {
 
 static const char *const allreduce_targets[] = {
 	"H: bytes on a hop: row = sending rank, col = receiving rank (its ring successor when left out), bit; "
-	"tensor=rs|ag picks the phase (default rs); the ring runs forward",
+	"tensor=rs|ag picks the phase (default rs), rs-header|ag-header corrupts the chunk's header (its CRC) "
+	"instead of its data; the ring runs forward",
 	"C: the sender's arithmetic: row = the rank whose reduce-scatter sum goes wrong at its first step, bit",
 	NULL,
 };
@@ -71,6 +72,7 @@ static const char *const allreduce_selftest_options[] = { "variants=ring", "byte
 static const char *const allreduce_selftest_faults[] = {
 	"allreduce/ring:H:iter=1,row=1,bit=9",
 	"allreduce/ring:H:iter=2,row=0,tensor=ag,bit=20",
+	"allreduce/ring:H:iter=3,row=2,tensor=ag-header,bit=5",
 	"allreduce/ring:C:iter=3,row=1,bit=25",
 	NULL,
 };
@@ -120,6 +122,16 @@ static int allreduce_setup(struct sdc_probe_ctx *ctx)
 	if (!sh)
 		return sdc_ctx_error(ctx, "out of memory");
 	ctx->shared = sh;
+	for (int i = 0; i < ctx->run->ninject; i++) {
+		const struct sdc_inject_spec *in = &ctx->run->inject[i];
+		static const char *const phases[] = { "", "rs", "ag", "rs-header", "ag-header" };
+		bool known = false;
+		for (size_t k = 0; k < sizeof(phases) / sizeof(phases[0]); k++)
+			known |= !strcmp(in->tensor, phases[k]) && (k == 0 || !strcmp(in->target, "H"));
+		if (!strcmp(in->probe, "allreduce") && !known)
+			return sdc_ctx_error(ctx, "--inject %s: tensor=%s: allreduce takes tensor= only for H faults: rs, ag, "
+						  "rs-header or ag-header", in->text, in->tensor);
+	}
 	/* a whole number of floats per chunk */
 	sh->n = o->bytes / 4 / sdc_fleet.size * sdc_fleet.size;
 	sh->timeout = o->timeout;
@@ -141,17 +153,23 @@ static void allreduce_teardown(struct sdc_probe_ctx *ctx)
 
 #if HAVE_MPI
 
+/* A finding with the expected and actual value of an element, or (crcs not NULL, when no element
+ * is wrong) the chunk's CRC32C as computed and as its header gave it. */
 static void report(struct sdc_worker *w, uint64_t iter, const char *kind, const char *target, int64_t row,
-		   int64_t col, float expected, float actual, const char *fmt, ...) SDC_PRINTF(9, 10);
+		   int64_t col, float expected, float actual, const uint32_t *crcs, const char *fmt, ...)
+	SDC_PRINTF(10, 11);
 static void report(struct sdc_worker *w, uint64_t iter, const char *kind, const char *target, int64_t row,
-		   int64_t col, float expected, float actual, const char *fmt, ...)
+		   int64_t col, float expected, float actual, const uint32_t *crcs, const char *fmt, ...)
 {
 	const struct ar_shared *sh = w->ctx->shared;
 	struct sdc_finding f = { .cls = SDC_FINDING_CORRUPTION, .iteration = iter, .row = row, .col = col };
 	sdc_strlcpy(f.kind, kind, sizeof(f.kind));
 	sdc_strlcpy(f.target, target, sizeof(f.target));
 	sdc_strlcpy(f.operation, sh->operation, sizeof(f.operation));
-	sdc_finding_set_f32(&f, expected, actual);
+	if (crcs)
+		sdc_finding_set_bits(&f, crcs[0], crcs[1], 32);
+	else
+		sdc_finding_set_f32(&f, expected, actual);
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(f.detail, sizeof(f.detail), fmt, ap);
@@ -221,11 +239,28 @@ static int64_t rank_sum(const struct ring *g, int first, int count)
 	return s;
 }
 
+/* A chunk each: what arrives in the reduce-scatter, the partial sums it sends on (one buffer used
+ * again every step stays in cache; the sums' own place in out is written over by the all-gather
+ * anyway), and the copy a hop fault corrupts. */
+struct ring_bufs {
+	uint8_t *recv, *sums, *fault;
+};
+
+static int ring_bufs_alloc(struct ring_bufs *b, size_t chunk_bytes)
+{
+	b->recv = malloc(chunk_bytes), b->sums = malloc(chunk_bytes), b->fault = malloc(chunk_bytes);
+	return b->recv && b->sums && b->fault ? 0 : -1;
+}
+
+static void ring_bufs_free(struct ring_bufs *b)
+{
+	free(b->recv), free(b->sums), free(b->fault);
+}
+
 /* One ring all-reduce in ring order g of in (this rank's values, left as they are) into out (f
- * and g are the iteration's terms); recvb holds a chunk, sendb one more for a hop fault. 0, 1
- * after corruption was found, -1 on a dead peer. Out of place, as MPI_Allreduce is called in the
- * benchmark, so both can run again on the same data. */
-static int ring_once(struct sdc_worker *w, const float *in, float *out, uint8_t *sendb, uint8_t *recvb, const int8_t *f,
+ * and g are the iteration's terms). 0, 1 after corruption was found, -1 on a dead peer. Out of
+ * place, as MPI_Allreduce is called in the benchmark, so both can run again on the same data. */
+static int ring_once(struct sdc_worker *w, const float *in, float *out, const struct ring_bufs *bufs, const int8_t *f,
 		     const int8_t *gt, const struct ring *g, uint64_t it, const char *order_name,
 		     const struct ar_faults *af)
 {
@@ -235,21 +270,34 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, uint8_t 
 	const int64_t cn = sh->n / P;
 	const size_t cb = (size_t)cn * 4;
 	int bad = 0;
-	/* An all-gather step forwards the chunk the step before received and checked; the CRC32C of
-	 * its bytes was taken in that check, which read them from this rank's memory (a flip in the
-	 * step between would read as a bad link on the next hop, and the reversed and shuffled rings
-	 * then show every link of this node failing: a bad node). */
+	/* Every chunk travels with the CRC32C its sender took of it, and the header with a CRC32C of
+	 * its own. The receiver compares every element with the value it predicts, which proves the
+	 * payload bit for bit; the chunk's CRC is computed again only when some element is wrong, to
+	 * say whose fault it is (bad CRC: the link; good CRC: the sender), or when the header fails
+	 * its own check (the link). (Taking it on every hop as well was about a fifth of the ring's
+	 * CPU time with four ranks on two cores.) The sender's CRC costs no pass of its own either: a
+	 * reduce-scatter step takes it of the sums as its check writes them, and an all-gather step
+	 * forwards a chunk it proved right with the CRC it arrived with (the same bytes, so the same
+	 * CRC), one it put right with the CRC of the repaired bytes. A flip in this rank's memory
+	 * between the check and the send therefore reads as a bad link on the next hop; the reversed
+	 * and shuffled rings then show every link of this node failing: a bad node. */
 	uint32_t fwd_crc = 0;
 	bool have_fwd = false;
+	uint8_t *const recvb = bufs->recv;
+	float *sums = NULL; /* where the last reduce-scatter step put its sums */
 	for (int phase = 0; phase < 2; phase++) {
 		for (int s = 0; s < P - 1; s++) {
 			const int send_c = phase == 0 ? ((p - s) % P + P) % P : ((p + 1 - s) % P + P) % P;
 			const int recv_c = phase == 0 ? ((p - s - 1) % P + P) % P : ((p - s) % P + P) % P;
-			/* The chunk leaves from where it lies; its CRC32C and step go ahead of it. */
-			/* the first reduce-scatter step sends this rank's own chunk, later ones what it summed */
-			uint8_t *payload = (uint8_t *)((phase == 0 && s == 0 ? (float *)in : out) + send_c * cn);
-			uint32_t hdr[2] = { have_fwd ? fwd_crc : sdc_crc32c(0, payload, cb), (uint32_t)(phase << 16 | s) },
-				 rhdr[2];
+			/* The chunk leaves from where it lies, its header (CRC32C, step, the header's own CRC)
+			 * ahead of it: the first reduce-scatter step sends this rank's own chunk, later ones
+			 * the sums it made, the all-gather what it received. */
+			uint8_t *payload = phase == 0 && s == 0 ? (uint8_t *)(in + send_c * cn)
+					   : phase == 0		    ? (uint8_t *)sums
+								    : (uint8_t *)(out + send_c * cn);
+			const uint32_t step_id = (uint32_t)(phase << 16 | s);
+			uint32_t hdr[3] = { have_fwd ? fwd_crc : sdc_crc32c(0, payload, cb), step_id, 0 }, rhdr[3];
+			hdr[2] = sdc_crc32c(0, hdr, 8);
 			/* A hop fault: bytes change after the CRC was taken, as on a bad link (in a copy, so the
 			 * sender keeps its own data right). */
 			for (int k = 0; af && k < af->n; k++) {
@@ -258,12 +306,18 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, uint8_t 
 					continue;
 				const int src = ft->row >= 0 ? (int)ft->row : 0;
 				const int dst = ft->col >= 0 ? (int)ft->col : g->order[(g->where[src] + 1) % P];
-				const int ph = !strcmp(w->ctx->run->inject[ft->spec].tensor, "ag");
-				if (src == me && dst == next && ph == phase && s == 0) {
+				const char *const tn = w->ctx->run->inject[ft->spec].tensor;
+				const int ph = !strncmp(tn, "ag", 2);
+				if (src == me && dst == next && ph == phase && s == 0 && strstr(tn, "header")) {
+					/* the header's CRC word: the data arrive right, the header's own check fails */
+					const int bit = ft->bit >= 0 ? ft->bit % 32 : 3;
+					hdr[0] ^= 1u << bit;
+					sdc_worker_fault_applied(w, ft, "H", it, src, dst, bit, "", "");
+				} else if (src == me && dst == next && ph == phase && s == 0) {
 					const int bit = ft->bit >= 0 ? ft->bit % 32 : 20;
 					const int64_t el = cn / 3;
-					memcpy(sendb, payload, cb);
-					payload = sendb;
+					memcpy(bufs->fault, payload, cb);
+					payload = bufs->fault;
 					payload[el * 4 + bit / 8] ^= (uint8_t)(1u << (bit % 8));
 					sdc_worker_fault_applied(w, ft, "H", it, src, dst, bit, "", "");
 				}
@@ -271,11 +325,14 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, uint8_t 
 			int late;
 			char what[64];
 			snprintf(what, sizeof(what), "the %s ring's %s step %d", order_name, phase ? "all-gather" : "reduce-scatter", s);
-			float *const dst = out + recv_c * cn;
+			/* the last reduce-scatter step's sums are this rank's own chunk of the result */
+			float *const dst = phase == 0 && s < P - 2 ? (float *)bufs->sums : out + recv_c * cn;
+			if (phase == 0)
+				sums = dst;
 			/* reduce-scatter adds what arrives to its own chunk; all-gather takes it in place */
 			uint8_t *const into = phase == 0 ? recvb : (uint8_t *)dst;
-			const struct sdc_fleet_part sp[2] = { { hdr, 8 }, { payload, (int)cb } },
-						    rp[2] = { { rhdr, 8 }, { into, (int)cb } };
+			const struct sdc_fleet_part sp[2] = { { hdr, 12 }, { payload, (int)cb } },
+						    rp[2] = { { rhdr, 12 }, { into, (int)cb } };
 			if (sdc_fleet_exchange(sp, 2, next, rp, 2, prev, 100 + phase * 64 + s, sh->timeout, &late)) {
 				unresponsive(w, late, what);
 				return -1;
@@ -285,15 +342,15 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, uint8_t 
 			const int count = phase == 0 ? s + 1 : P;
 			const int rsum = (int)rank_sum(g, first, count);
 			const int8_t *fc = f + recv_c * cn, *gc = gt + recv_c * cn;
-			uint32_t crc;
-			int64_t nbad;
-			if (phase == 0) {
-				crc = sdc_crc32c(0, into, cb);
-				nbad = sdc_ring_check_add(dst, in + recv_c * cn, (const uint32_t *)recvb, fc, gc, cn, count, rsum);
-			} else {
-				nbad = sdc_ring_count_wrong_crc(dst, fc, gc, cn, count, rsum, &crc);
-			}
-			const bool crc_ok = rhdr[0] == crc && rhdr[1] == (uint32_t)(phase << 16 | s);
+			/* a reduce-scatter step's sums go out next, with the CRC32C the check took of them */
+			uint32_t sum_crc = 0;
+			int64_t nbad = phase == 0 ? sdc_ring_check_add_crc(dst, in + recv_c * cn, (const uint32_t *)recvb, fc,
+								     gc, cn, count, rsum, &sum_crc)
+						  : sdc_ring_count_wrong(dst, fc, gc, cn, count, rsum);
+			const bool hdr_ok = rhdr[1] == step_id && rhdr[2] == sdc_crc32c(0, rhdr, 8);
+			/* the CRC of what arrived, before any repair: only to say who is at fault */
+			const uint32_t crc = nbad || !hdr_ok ? sdc_crc32c(0, into, cb) : rhdr[0];
+			const bool crc_ok = hdr_ok && rhdr[0] == crc;
 			/* the first wrong element, looked for only when there is one; in the all-gather the
 			 * wrong values are then put right, so a fault does not echo through later steps */
 			float got0 = 0;
@@ -302,20 +359,23 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, uint8_t 
 				float *r = phase == 0 ? (float *)recvb : dst;
 				first_bad = sdc_ring_first_wrong(r, fc, gc, cn, count, rsum, phase == 1, &got0);
 			}
-			/* what the next all-gather step sends on is this chunk, put right if it was wrong */
-			have_fwd = phase == 1;
-			fwd_crc = nbad ? sdc_crc32c(0, dst, cb) : crc;
+			/* what the next step sends is this chunk: the sums (reduce-scatter), or what arrived, put
+			 * right if it was wrong (all-gather) */
+			have_fwd = true;
+			fwd_crc = phase == 0 ? sum_crc : nbad ? sdc_crc32c(0, dst, cb) : crc;
 			if (!crc_ok || nbad) {
 				bad = 1;
 				const int64_t el = first_bad >= 0 ? recv_c * cn + first_bad : -1;
 				const float e = el >= 0 ? sdc_ring_expected(fc, gc, first_bad, count, rsum) : 0;
+				const uint32_t crcs[2] = { crc, rhdr[0] };
 				if (!crc_ok)
-					report(w, it, "link-corrupt", "H", prev, me, e, got0,
-					       "%s: CRC32C of the chunk from rank %d (%s) to rank %d (%s) failed: the link corrupted "
-					       "it (%" PRId64 " wrong elements, first element %" PRId64 ")",
-					       what, prev, sdc_fleet_host(prev), me, sdc_fleet_host(me), nbad, el);
+					report(w, it, "link-corrupt", "H", prev, me, e, got0, nbad ? NULL : crcs,
+					       "%s: CRC32C of the chunk%s from rank %d (%s) to rank %d (%s) failed: the link "
+					       "corrupted it (%" PRId64 " wrong elements, first element %" PRId64 "%s)",
+					       what, hdr_ok ? "" : "'s header", prev, sdc_fleet_host(prev), me, sdc_fleet_host(me), nbad, el,
+					       nbad ? "" : "; expected and actual are the data's CRC32C and the header's");
 				else
-					report(w, it, "sender-compute", "C", prev, el, e, got0,
+					report(w, it, "sender-compute", "C", prev, el, e, got0, NULL,
 					       "%s: rank %d (%s) sent a chunk whose CRC32C holds but whose values are wrong: its "
 					       "arithmetic or memory (%" PRId64 " wrong elements, first element %" PRId64 ")",
 					       what, prev, sdc_fleet_host(prev), nbad, el);
@@ -324,13 +384,15 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, uint8_t 
 				const struct sdc_fault *ft = &af->f[k];
 				if (strcmp(af->target[k], "C") || (ft->row >= 0 ? ft->row : 0) != me)
 					continue;
-				/* the sum this rank sends next goes wrong after its CRC is honest */
+				/* the sum this rank sends next goes wrong in its arithmetic: the CRC the check took is
+				 * of the wrong sum, so the receiver sees a good CRC on wrong values */
 				const int bit = ft->bit >= 0 ? ft->bit % 32 : 22;
 				const int c = ((p - 1) % P + P) % P;
 				uint32_t u;
-				memcpy(&u, &out[c * cn + cn / 5], 4);
+				memcpy(&u, &sums[cn / 5], 4);
 				u ^= 1u << bit;
-				memcpy(&out[c * cn + cn / 5], &u, 4);
+				memcpy(&sums[cn / 5], &u, 4);
+				fwd_crc = sdc_crc32c(0, sums, cb);
 				sdc_worker_fault_applied(w, ft, "C", it, me, c * cn + cn / 5, bit, "", "");
 			}
 		}
@@ -345,14 +407,15 @@ static void ring_run(struct sdc_worker *w)
 	const size_t cb = (size_t)(sh->n / P) * 4;
 	float *buf = malloc((size_t)sh->n * 4), *out = malloc((size_t)sh->n * 4);
 	int8_t *f = malloc((size_t)sh->n), *gt = malloc((size_t)sh->n);
-	uint8_t *sendb = malloc(cb), *recvb = malloc(cb);
+	struct ring_bufs rb;
+	const int rb_ok = ring_bufs_alloc(&rb, cb);
 	struct ring g[3];
 	for (int k = 0; k < 3; k++) {
 		g[k].P = P;
 		g[k].order = malloc(sizeof(int) * P);
 		g[k].where = malloc(sizeof(int) * P);
 	}
-	if (!buf || !out || !f || !gt || !sendb || !recvb || !g[2].where) {
+	if (!buf || !out || !f || !gt || rb_ok || !g[2].where) {
 		sdc_worker_error(w, "out of memory");
 		goto out;
 	}
@@ -380,14 +443,15 @@ static void ring_run(struct sdc_worker *w)
 			for (int r = 0; r < P; r++)
 				g[k].where[g[k].order[r]] = r;
 			g[k].pos = g[k].where[sdc_fleet.rank];
-			if (ring_once(w, buf, out, sendb, recvb, f, gt, &g[k], it, names[k], k == 0 ? &faults : NULL) < 0)
+			if (ring_once(w, buf, out, &rb, f, gt, &g[k], it, names[k], k == 0 ? &faults : NULL) < 0)
 				goto out;
 		}
 		sdc_worker_digest(w, it, it);
 		sdc_worker_account(w, 3.0 * (double)sh->n * 4 * 2 * (P - 1) / P);
 	}
 out:
-	free(buf), free(out), free(f), free(gt), free(sendb), free(recvb);
+	free(buf), free(out), free(f), free(gt);
+	ring_bufs_free(&rb);
 	for (int k = 0; k < 3; k++)
 		free(g[k].order), free(g[k].where);
 }
@@ -431,7 +495,7 @@ static void mpi_run(struct sdc_worker *w)
 		}
 		if (wrong) {
 			const float e = sdc_ring_expected(f, gt, first, P, all);
-			report(w, it, "collective-wrong", "V", sdc_fleet.rank, first, e, out[first],
+			report(w, it, "collective-wrong", "V", sdc_fleet.rank, first, e, out[first], NULL,
 			       "MPI_Allreduce gave rank %d (%s) %" PRIu64 " wrong elements of %" PRId64 " (%" PRIu64
 			       " on all ranks); first element %" PRId64,
 			       sdc_fleet.rank, sdc_fleet.host, wrong, sh->n, total, first);
@@ -487,8 +551,9 @@ int sdc_bench_allreduce(int argc, char **argv)
 	struct ring g = { .P = P, .order = malloc(sizeof(int) * P), .where = malloc(sizeof(int) * P) };
 	float *buf = malloc((size_t)max_bytes), *out = malloc((size_t)max_bytes);
 	int8_t *f = malloc((size_t)max_bytes / 4), *gt = malloc((size_t)max_bytes / 4);
-	uint8_t *sendb = malloc((size_t)max_bytes / P + 16), *recvb = malloc((size_t)max_bytes / P + 16);
-	if (!g.order || !g.where || !buf || !out || !f || !gt || !sendb || !recvb) {
+	struct ring_bufs rb;
+	const int rb_ok = ring_bufs_alloc(&rb, (size_t)max_bytes / P + 16);
+	if (!g.order || !g.where || !buf || !out || !f || !gt || rb_ok) {
 		fprintf(stderr, "sdcscan bench allreduce: out of memory\n");
 		return SDC_UNKNOWN;
 	}
@@ -523,7 +588,7 @@ int sdc_bench_allreduce(int argc, char **argv)
 				const double t0 = sdc_now();
 				for (int i = 0; i < nb && !rc; i++)
 					if (ring)
-						rc = ring_once(&w, buf, out, sendb, recvb, f, gt, &g, (uint64_t)k, "forward", NULL) != 0;
+						rc = ring_once(&w, buf, out, &rb, f, gt, &g, (uint64_t)k, "forward", NULL) != 0;
 					else
 						MPI_Allreduce(buf, out, (int)sh.n, MPI_FLOAT, MPI_SUM, comm);
 				MPI_Barrier(comm);
@@ -546,7 +611,8 @@ int sdc_bench_allreduce(int argc, char **argv)
 	if (rc)
 		fprintf(stderr, "sdcscan bench allreduce: rank %d saw corruption or a dead peer during the benchmark\n",
 			sdc_fleet.rank);
-	free(buf), free(out), free(f), free(gt), free(sendb), free(recvb), free(g.order), free(g.where);
+	free(buf), free(out), free(f), free(gt), free(g.order), free(g.where);
+	ring_bufs_free(&rb);
 	sdc_run_release(&run);
 	return rc ? SDC_CRITICAL : 0;
 }

@@ -58,6 +58,19 @@ same_code "$TMP/hop.codes" 2 || fail "hop: exit codes $(cat "$TMP/hop.codes")"
 grep -q "link-corrupt at H\[1\]\[2\]" "$TMP/hop.out" || fail "hop: the link 1 -> 2 was not named"
 [ "$(grep -c "link-corrupt\|sender-compute" "$TMP/hop.out")" -eq 1 ] || fail "hop: other links or ranks named"
 
+# A link that corrupts only a chunk's header (its CRC word; the data arrive right): the header's own
+# CRC names that link, and the xor is the flipped bit of the CRC word.
+each_rank "$TMP/hdr.codes" run $AR --set allreduce.variants=ring --duration 2 \
+	--inject "allreduce:H:iter=1,row=3,col=0,tensor=ag-header,bit=13" > "$TMP/hdr.out" 2>&1
+same_code "$TMP/hdr.codes" 2 || fail "header: exit codes $(cat "$TMP/hdr.codes")"
+grep -q "link-corrupt at H\[3\]\[0\]: .* xor 0x00002000; .*all-gather step 0: CRC32C of the chunk's header" \
+	"$TMP/hdr.out" || fail "header: the link 3 -> 0 was not named"
+[ "$(grep -c "link-corrupt\|sender-compute" "$TMP/hdr.out")" -eq 1 ] || fail "header: other links or ranks named"
+each_rank "$TMP/bad.codes" run $AR --set allreduce.variants=ring --duration 2 \
+	--inject "allreduce:C:iter=1,row=1,tensor=ag,bit=3" > "$TMP/bad.out" 2>&1
+same_code "$TMP/bad.codes" 3 || fail "tensor= on a C fault: exit codes $(cat "$TMP/bad.codes")"
+grep -q "allreduce takes tensor= only for H faults" "$TMP/bad.out" || fail "tensor= on a C fault: no error"
+
 each_rank "$TMP/cmp.codes" run $AR --set allreduce.variants=ring --duration 2 \
 	--inject "allreduce:C:iter=2,row=3,bit=25" > "$TMP/cmp.out" 2>&1
 same_code "$TMP/cmp.codes" 2 || fail "compute: exit codes $(cat "$TMP/cmp.codes")"

@@ -134,8 +134,8 @@ static void check_ring(int64_t n, int P)
 {
 	int8_t *f = malloc((size_t)n + 1), *g = malloc((size_t)n + 1);
 	float *got = malloc(sizeof(float) * ((size_t)n + 1)), *dst = malloc(sizeof(float) * ((size_t)n + 1));
-	float *own = malloc(sizeof(float) * ((size_t)n + 1));
-	CHECK(f && g && got && dst && own);
+	float *own = malloc(sizeof(float) * ((size_t)n + 1)), *sums = malloc(sizeof(float) * ((size_t)n + 1));
+	CHECK(f && g && got && dst && own && sums);
 	sdc_ring_terms(n, (uint64_t)P * 977, f, g);
 	int fr = 0, gr = 0;
 	for (int64_t i = 0; i < n; i++)
@@ -166,6 +166,9 @@ static void check_ring(int64_t n, int P)
 		const int64_t w = sdc_ring_count_wrong(got, f, g, n, count, rsum);
 		CHECK_MSG(w == planted, "ring count_wrong n=%lld P=%d count=%d: %lld, planted %lld", (long long)n, P,
 			  count, (long long)w, (long long)planted);
+		/* the form with the CRC32C of the sums folded in, out of place (as the probe calls it) */
+		uint32_t crc1;
+		CHECK(sdc_ring_check_add_crc(sums, own, (const uint32_t *)got, f, g, n, count, rsum, &crc1) == planted);
 		/* out of place with odd rounds, in place with even ones */
 		float *const to = count % 2 ? dst : own;
 		CHECK(sdc_ring_check_add(to, own, (const uint32_t *)got, f, g, n, count, rsum) == planted);
@@ -177,6 +180,9 @@ static void check_ring(int64_t n, int P)
 			bad += memcmp(&inl, &e, 4) != 0;
 		}
 		CHECK_MSG(!bad, "ring check_add n=%lld P=%d count=%d: %d wrong sums", (long long)n, P, count, bad);
+		CHECK_MSG(!memcmp(sums, to, sizeof(float) * (size_t)n), "ring check_add_crc n=%lld: other sums", (long long)n);
+		CHECK_MSG(crc1 == sdc_crc32c(0, sums, (size_t)n * 4), "ring check_add_crc n=%lld P=%d: CRC of the sums",
+			  (long long)n, P);
 		/* the first wrong element, and putting every wrong one right */
 		int64_t lowest = -1;
 		for (int64_t i = 0; i < n && lowest < 0; i++) {
@@ -187,16 +193,12 @@ static void check_ring(int64_t n, int P)
 		float first_got = 0;
 		CHECK(sdc_ring_first_wrong(got, f, g, n, count, rsum, false, &first_got) == lowest);
 		CHECK(lowest < 0 || memcmp(&first_got, &got[lowest], 4) == 0);
-		/* the fused form: the same count, and the CRC32C sdc_crc32c gives */
-		uint32_t crc1;
-		CHECK(sdc_ring_count_wrong_crc(got, f, g, n, count, rsum, &crc1) == planted);
-		CHECK_MSG(crc1 == sdc_crc32c(0, got, (size_t)n * 4), "fused CRC of what arrived, n=%lld", (long long)n);
 		const float before = lowest >= 0 ? got[lowest] : 0;
 		CHECK(sdc_ring_first_wrong(got, f, g, n, count, rsum, true, &first_got) == lowest);
 		CHECK(lowest < 0 || memcmp(&first_got, &before, 4) == 0); /* the value before the repair */
 		CHECK(sdc_ring_count_wrong(got, f, g, n, count, rsum) == 0);
 	}
-	free(f), free(g), free(got), free(dst), free(own);
+	free(f), free(g), free(got), free(dst), free(own), free(sums);
 }
 
 int main(void)
@@ -224,7 +226,7 @@ int main(void)
 			check_fp64(impl, shapes[s][0], shapes[s][1], shapes[s][2]);
 		}
 	/* around the fused kernel's blocks of 3 x 1024 elements too */
-	static const int64_t ring_n[] = { 1, 15, 16, 17, 100, 3071, 3072, 3088, 4099, 3 * 3072 + 21 };
+	static const int64_t ring_n[] = { 1, 15, 16, 17, 100, 3071, 3072, 3088, 4099, 2 * 3072, 3 * 3072 + 21 };
 	for (size_t i = 0; i < sizeof(ring_n) / sizeof(ring_n[0]); i++)
 		check_ring(ring_n[i], 4);
 	check_ring(1000, 64);

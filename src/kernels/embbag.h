@@ -131,10 +131,10 @@ enum sdc_eb_sums {
 
 /*
  * What the rows' stored sums predict for a bag's output, and the statistics of its rounding
- * (embbag_abft.h derives the threshold). The x86 kernels keep each row's tail (scale, bias and
- * stored sums, as the row holds them) while the row is in cache, one load and one store, and
- * every eight rows fold the eight tails in with a few vector operations across rows; so the
- * checked lookup costs little more than the plain one.
+ * (embbag_abft.h derives the threshold). The x86 kernels note where each row's tail lies (scale,
+ * bias and stored sums, as the row holds them) and every eight rows load the eight tails, still
+ * in cache, and fold them in with a few vector operations across rows; so the checked lookup
+ * costs little more than the plain one.
  */
 struct sdc_eb_expect {
 	double c, w; /* sum_i w_i (a_i C_T[i] + d b_i), sum_i w_i (a_i W_T[i] + d(d+1)/2 b_i) */

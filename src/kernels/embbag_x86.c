@@ -4,10 +4,10 @@
  * fma, as the portable kernel does per element. Rows SDC_EB_PREFETCH ahead are prefetched, the
  * way FBGEMM hides the table's cache misses, and past the end of the bag into the next one.
  *
- * The checked form (AVX-512) keeps each row's tail (scale, bias, stored sums: 16 bytes of an
- * 8-bit row, 8 of a 4-bit one) with one load and one store while the row is in cache, and every
- * eight rows folds the eight tails into the expectation with a few vector operations across
- * rows, in double; one fma per row on 16 columns gathers the rounding statistic. Functions carry
+ * The checked form (AVX-512) notes where each row's tail lies (scale, bias, stored sums: 16 bytes
+ * of an 8-bit row, 8 of a 4-bit one) and every eight rows loads the eight tails, still in L1,
+ * side by side and folds them into the expectation with a few vector operations across rows, in
+ * double; one fma per row on 16 columns gathers the rounding statistic. Functions carry
  * their own target attributes, so this file builds with baseline flags.
  */
 #include <cpuid.h>
@@ -98,23 +98,42 @@ struct z_expect {
 	__m512d c, w, s2c, pc, pw;
 };
 
+/* A row's tail of zeros (scale and bias 0: it adds nothing), for the rows a last fold lacks. */
+static const uint8_t zero_tail[16];
+
+/* Four 16-byte tails side by side. */
+INLINE AVX512 __m512i z_tails4(const uint8_t *const *t)
+{
+	const __m512i z = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)t[0]));
+	return _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)t[1]), 1),
+						     _mm_loadu_si128((const __m128i *)t[2]), 2),
+				  _mm_loadu_si128((const __m128i *)t[3]), 3);
+}
+
+/* Two 8-byte tails side by side. */
+INLINE AVX512 __m128i z_tails2(const uint8_t *const *t)
+{
+	long long b;
+	memcpy(&b, t[1], 8);
+	return _mm_insert_epi64(_mm_loadl_epi64((const __m128i *)t[0]), b, 1);
+}
+
 /*
- * Folds n <= 8 kept tails (and their weights) into x: scale, bias and the two sums deinterleaved
- * into vectors of eight, widened to double (exactly), times the weights. Lanes past n are masked
- * off and read as scale and bias 0, adding nothing.
+ * Folds the tails of eight rows (and their weights; the rows a last fold lacks point at zero_tail
+ * and weigh 0) into x: scale, bias and the two sums deinterleaved into vectors of eight, widened
+ * to double (exactly), times the weights. The tails are read where the rows lie, still in L1:
+ * copying them out row by row and reading the copies back as one vector stalled on store
+ * forwarding.
  */
 INLINE AVX512 void z_fold(const bool four_bit, const enum sdc_eb_sums sums, const bool weighted,
-			  const struct sdc_eb_layout *l, const uint8_t *tails, const float *w, int n,
+			  const struct sdc_eb_layout *l, const uint8_t *const *tp, const float *w, int n,
 			  struct z_expect *x)
 {
 	__m512 sb; /* scale 0..7, bias 0..7 */
 	__m256i c8, w8;
 	if (!four_bit) {
 		/* (scale, bias, C, W): four 32-bit lanes per row */
-		const __mmask16 m0 = n >= 4 ? 0xFFFF : (__mmask16)((1u << (4 * n)) - 1);
-		const __mmask16 m1 = n >= 8 ? 0xFFFF : n <= 4 ? 0 : (__mmask16)((1u << (4 * (n - 4))) - 1);
-		const __m512i z0 = _mm512_maskz_loadu_epi32(m0, tails);
-		const __m512i z1 = _mm512_maskz_loadu_epi32(m1, tails + 64);
+		const __m512i z0 = z_tails4(tp), z1 = z_tails4(tp + 4);
 		const __m512i isb = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
 		const __m512i icw = _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
 		sb = _mm512_castsi512_ps(_mm512_permutex2var_epi32(z0, isb, z1));
@@ -123,8 +142,9 @@ INLINE AVX512 void z_fold(const bool four_bit, const enum sdc_eb_sums sums, cons
 		w8 = _mm512_extracti64x4_epi64(cw, 1);
 	} else {
 		/* (fp16 scale, fp16 bias | packed sums): two 32-bit lanes per row */
-		const __mmask16 m = n >= 8 ? 0xFFFF : (__mmask16)((1u << (2 * n)) - 1);
-		const __m512i z = _mm512_maskz_loadu_epi32(m, tails);
+		const __m512i z = _mm512_inserti64x4(
+			_mm512_castsi256_si512(_mm256_inserti128_si256(_mm256_castsi128_si256(z_tails2(tp)), z_tails2(tp + 2), 1)),
+			_mm256_inserti128_si256(_mm256_castsi128_si256(z_tails2(tp + 4)), z_tails2(tp + 6), 1), 1);
 		const __m512i ipair = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
 		const __m512i split = _mm512_permutexvar_epi32(ipair, z);
 		const __m512 f = _mm512_cvtph_ps(_mm512_castsi512_si256(split)); /* s0 b0 s1 b1 ... */
@@ -152,6 +172,28 @@ INLINE AVX512 void z_fold(const bool four_bit, const enum sdc_eb_sums sums, cons
 	}
 }
 
+/* One row folded into the pooled row acc (and sq_t); returns the row. */
+INLINE AVX512 const uint8_t *z_row(const int nch, const bool four_bit, const enum sdc_eb_sums sums, const bool weighted,
+				   const struct sdc_eb_layout *l, const uint8_t *table, const struct sdc_eb_bag *bag, int r,
+				   __m512 *acc, __m512 *sq_t)
+{
+	const size_t stride = l->stride;
+	if (r + SDC_EB_PREFETCH < bag->ahead)
+		prefetch_row(table + (size_t)bag->idx[r + SDC_EB_PREFETCH] * stride, stride);
+	const uint8_t *row = table + (size_t)bag->idx[r] * stride;
+	ROW_SCALARS(l, row, bag, r, weighted, z_half);
+	const __m512 vs = _mm512_set1_ps(s), vb = _mm512_set1_ps(b);
+	_Pragma("GCC unroll 16") for (int c = 0; c < nch; c++) {
+		const __m128i q8 = four_bit ? unpack_nibbles(row + 8 * c) : _mm_loadu_si128((const __m128i *)(row + 16 * c));
+		const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q8));
+		const __m512 t = _mm512_add_ps(acc[c], vb);
+		acc[c] = _mm512_fmadd_ps(vs, q, t);
+		if (sums == SDC_EB_SUMS_STATS && c == 0)
+			*sq_t = _mm512_fmadd_ps(t, t, *sq_t);
+	}
+	return row;
+}
+
 INLINE AVX512 void z_bag(const int nch, const bool four_bit, const enum sdc_eb_sums sums, const bool weighted,
 			 const struct sdc_eb_layout *l, const uint8_t *table, const struct sdc_eb_bag *bag, float *out,
 			 struct sdc_eb_expect *e)
@@ -159,43 +201,31 @@ INLINE AVX512 void z_bag(const int nch, const bool four_bit, const enum sdc_eb_s
 	__m512 acc[SDC_EB_DMAX / 16], sq_t = _mm512_setzero_ps();
 	struct z_expect x = { _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(),
 			      _mm512_setzero_pd() };
-	uint8_t tails[8 * 16];
-	const size_t tail_bytes = four_bit ? 8 : 16;
+	const uint8_t *tp[8]; /* the tails of the rows since the last fold */
 	_Pragma("GCC unroll 32") for (int c = 0; c < nch; c++)
 		acc[c] = _mm512_setzero_ps();
-	const size_t stride = l->stride;
-	for (int r = 0; r < bag->len; r++) {
-		if (r + SDC_EB_PREFETCH < bag->ahead)
-			prefetch_row(table + (size_t)bag->idx[r + SDC_EB_PREFETCH] * stride, stride);
-		const uint8_t *row = table + (size_t)bag->idx[r] * stride;
-		ROW_SCALARS(l, row, bag, r, weighted, z_half);
-		const __m512 vs = _mm512_set1_ps(s), vb = _mm512_set1_ps(b);
-		_Pragma("GCC unroll 16") for (int c = 0; c < nch; c++) {
-			const __m128i q8 = four_bit ? unpack_nibbles(row + 8 * c)
-						    : _mm_loadu_si128((const __m128i *)(row + 16 * c));
-			const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q8));
-			const __m512 t = _mm512_add_ps(acc[c], vb);
-			acc[c] = _mm512_fmadd_ps(vs, q, t);
-			if (sums == SDC_EB_SUMS_STATS && c == 0)
-				sq_t = _mm512_fmadd_ps(t, t, sq_t);
+	int r = 0;
+	if (sums != SDC_EB_NO_SUMS) /* eight rows, then their fold, without a test per row */
+		for (; r + 8 <= bag->len; r += 8) {
+			_Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+				tp[k] = z_row(nch, four_bit, sums, weighted, l, table, bag, r + k, acc, &sq_t) + l->data;
+			z_fold(four_bit, sums, weighted, l, tp, weighted ? bag->w + r : NULL, 8, &x);
 		}
-		if (sums == SDC_EB_NO_SUMS)
-			continue;
-		uint8_t *tail = tails + (size_t)(r & 7) * tail_bytes;
-		if (four_bit)
-			_mm_storel_epi64((__m128i *)tail, _mm_loadl_epi64((const __m128i *)(row + l->data)));
-		else
-			_mm_storeu_si128((__m128i *)tail, _mm_loadu_si128((const __m128i *)(row + l->data)));
-		if ((r & 7) == 7)
-			z_fold(four_bit, sums, weighted, l, tails, weighted ? bag->w + r - 7 : NULL, 8, &x);
+	for (int k = 0; r < bag->len; r++, k++) { /* the plain operator's rows, or the last few */
+		const uint8_t *row = z_row(nch, four_bit, sums, weighted, l, table, bag, r, acc, &sq_t);
+		if (sums != SDC_EB_NO_SUMS)
+			tp[k & 7] = row + l->data;
 	}
 	_Pragma("GCC unroll 32") for (int c = 0; c < nch; c++)
 		_mm512_storeu_ps(out + 16 * c, acc[c]);
 	if (sums == SDC_EB_NO_SUMS)
 		return;
 	const int rest = bag->len & 7;
-	if (rest)
-		z_fold(four_bit, sums, weighted, l, tails, weighted ? bag->w + bag->len - rest : NULL, rest, &x);
+	if (rest) {
+		for (int k = rest; k < 8; k++)
+			tp[k] = zero_tail;
+		z_fold(four_bit, sums, weighted, l, tp, weighted ? bag->w + bag->len - rest : NULL, rest, &x);
+	}
 	e->c = z_hsum_pd(x.c);
 	e->w = z_hsum_pd(x.w);
 	e->s2c = z_hsum_pd(x.s2c);

@@ -135,8 +135,7 @@ AVX512 static int64_t check_avx512(float *dst, const float *own, const uint32_t 
 			   : count_wrong_loop(got + i, f + i, g + i, n - i, count, rsum));
 }
 
-/* CRC32C of 64 bytes into one stream's register: eight crc32 instructions on loads that hit L1
- * (the vector compare just read them). */
+/* CRC32C of 64 bytes into one stream's register: eight crc32 instructions on cached loads. */
 __attribute__((target("sse4.2"))) static inline uint64_t crc64(uint64_t reg, const void *p)
 {
 	const uint8_t *b = p;
@@ -151,10 +150,11 @@ __attribute__((target("sse4.2"))) static inline uint64_t crc64(uint64_t reg, con
 #define FUSED __attribute__((target("avx512f,sse4.2")))
 #define SB ((int64_t)SDC_CRC32C_STREAM / 4) /* elements per CRC stream */
 
-/* Three streams of SB elements at a time, as sdc_crc32c runs them (the instruction's latency is
- * three cycles, its rate one a cycle): the crc32 instructions (an integer port) overlap the vector
- * check, and the sums are read back from L1 right after they are stored. The rest is checked as
- * before and its CRC continued. */
+/* The CRC in three streams of SB elements, as sdc_crc32c runs them (the instruction's latency is
+ * three cycles, its rate one a cycle), one block of 3 SB elements behind the vector check, so its
+ * crc32 instructions (an integer port) overlap the check of the next block and read sums already
+ * in the cache (read right after their stores, they waited on store forwarding). The rest is
+ * checked as before and its CRC continued. */
 FUSED static int64_t check_add_crc_avx512(float *dst, const float *own, const uint32_t *got, const int8_t *f,
 					  const int8_t *g, int64_t n, int count, int rsum, uint32_t *crc)
 {
@@ -162,8 +162,7 @@ FUSED static int64_t check_add_crc_avx512(float *dst, const float *own, const ui
 	uint32_t rg = 0xFFFFFFFFu; /* the raw register: a CRC starts inverted */
 	int64_t nbad = 0, i = 0;
 	for (; i + 3 * SB <= n; i += 3 * SB) {
-		/* this block's sums, and the CRC of the block before (stored a block ago, so read from L1
-		 * without waiting on the stores in flight) */
+		/* this block's sums, and the CRC of the block before */
 		const int64_t pb = i - 3 * SB;
 		uint64_t g0 = rg, g1 = 0, g2 = 0;
 		for (int64_t k = 0; k < SB; k += 16) {

@@ -153,7 +153,7 @@ __attribute__((target("sse4.2"))) static inline uint64_t crc64(uint64_t reg, con
 /* The CRC in three streams of SB elements, as sdc_crc32c runs them (the instruction's latency is
  * three cycles, its rate one a cycle), one block of 3 SB elements behind the vector check, so its
  * crc32 instructions (an integer port) overlap the check of the next block and read sums already
- * in the cache (read right after their stores, they waited on store forwarding). The rest is
+ * in the cache (read right after their stores, the loop ran slower than two passes). The rest is
  * checked as before and its CRC continued. */
 FUSED static int64_t check_add_crc_avx512(float *dst, const float *own, const uint32_t *got, const int8_t *f,
 					  const int8_t *g, int64_t n, int count, int rsum, uint32_t *crc)

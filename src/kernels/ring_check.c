@@ -154,7 +154,31 @@ __attribute__((target("sse4.2"))) static inline uint64_t crc64(uint64_t reg, con
  * three cycles, its rate one a cycle), one block of 3 SB elements behind the vector check, so its
  * crc32 instructions (an integer port) overlap the check of the next block and read sums already
  * in the cache (read right after their stores, the loop ran slower than two passes). The rest is
- * checked as before and its CRC continued. */
+ * checked as before and its CRC continued.
+ *
+ * One block of 3 SB elements (from i): its sums, and with crc_prev the CRC streams of the block
+ * before it, interleaved. Inlined with crc_prev known, so neither loop tests it. */
+FUSED static inline __attribute__((always_inline)) int64_t sums_block(float *dst, const float *own, const uint32_t *got,
+								     const int8_t *f, const int8_t *g, int64_t i,
+								     __m512 c, __m512 r, const bool crc_prev,
+								     uint64_t *crc3)
+{
+	const int64_t pb = i - 3 * SB;
+	int64_t nbad = 0;
+	for (int64_t k = 0; k < SB; k += 16) {
+		for (int t = 0; t < 3; t++) {
+			const int64_t j = i + 3 * k + 16 * t;
+			const __m512 e = expect16(f + j, g + j, c, r);
+			nbad += wrong16(got + j, e);
+			_mm512_storeu_ps(dst + j, _mm512_add_ps(_mm512_loadu_ps(own + j), e));
+		}
+		if (crc_prev)
+			crc3[0] = crc64(crc3[0], dst + pb + k), crc3[1] = crc64(crc3[1], dst + pb + k + SB),
+			crc3[2] = crc64(crc3[2], dst + pb + k + 2 * SB);
+	}
+	return nbad;
+}
+
 FUSED static int64_t check_add_crc_avx512(float *dst, const float *own, const uint32_t *got, const int8_t *f,
 					  const int8_t *g, int64_t n, int count, int rsum, uint32_t *crc)
 {
@@ -162,21 +186,13 @@ FUSED static int64_t check_add_crc_avx512(float *dst, const float *own, const ui
 	uint32_t rg = 0xFFFFFFFFu; /* the raw register: a CRC starts inverted */
 	int64_t nbad = 0, i = 0;
 	for (; i + 3 * SB <= n; i += 3 * SB) {
-		/* this block's sums, and the CRC of the block before */
-		const int64_t pb = i - 3 * SB;
-		uint64_t g0 = rg, g1 = 0, g2 = 0;
-		for (int64_t k = 0; k < SB; k += 16) {
-			for (int t = 0; t < 3; t++) {
-				const int64_t j = i + 3 * k + 16 * t;
-				const __m512 e = expect16(f + j, g + j, c, r);
-				nbad += wrong16(got + j, e);
-				_mm512_storeu_ps(dst + j, _mm512_add_ps(_mm512_loadu_ps(own + j), e));
-			}
-			if (pb >= 0)
-				g0 = crc64(g0, dst + pb + k), g1 = crc64(g1, dst + pb + k + SB), g2 = crc64(g2, dst + pb + k + 2 * SB);
+		uint64_t crc3[3] = { rg, 0, 0 };
+		if (i == 0) {
+			nbad += sums_block(dst, own, got, f, g, i, c, r, false, crc3);
+		} else {
+			nbad += sums_block(dst, own, got, f, g, i, c, r, true, crc3);
+			rg = sdc_crc32c_shift(sdc_crc32c_shift((uint32_t)crc3[0]) ^ (uint32_t)crc3[1]) ^ (uint32_t)crc3[2];
 		}
-		if (pb >= 0)
-			rg = sdc_crc32c_shift(sdc_crc32c_shift((uint32_t)g0) ^ (uint32_t)g1) ^ (uint32_t)g2;
 	}
 	nbad += check_avx512(dst + i, own + i, got + i, f + i, g + i, n - i, count, rsum);
 	/* the last whole block's CRC, then the rest's */

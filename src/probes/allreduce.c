@@ -124,10 +124,10 @@ static int allreduce_setup(struct sdc_probe_ctx *ctx)
 	ctx->shared = sh;
 	for (int i = 0; i < ctx->run->ninject; i++) {
 		const struct sdc_inject_spec *in = &ctx->run->inject[i];
-		static const char *const phases[] = { "", "rs", "ag", "rs-header", "ag-header" };
-		bool known = false;
+		static const char *const phases[] = { "rs", "ag", "rs-header", "ag-header" };
+		bool known = !in->tensor[0]; /* tensor= left out */
 		for (size_t k = 0; k < sizeof(phases) / sizeof(phases[0]); k++)
-			known |= !strcmp(in->tensor, phases[k]) && (k == 0 || !strcmp(in->target, "H"));
+			known |= !strcmp(in->target, "H") && !strcmp(in->tensor, phases[k]);
 		if (!strcmp(in->probe, "allreduce") && !known)
 			return sdc_ctx_error(ctx, "--inject %s: tensor=%s: allreduce takes tensor= only for H faults: rs, ag, "
 						  "rs-header or ag-header", in->text, in->tensor);
@@ -281,10 +281,8 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, const st
 	 * CRC), one it put right with the CRC of the repaired bytes. A flip in this rank's memory
 	 * between the check and the send therefore reads as a bad link on the next hop; the reversed
 	 * and shuffled rings then show every link of this node failing: a bad node. */
-	uint32_t fwd_crc = 0;
-	bool have_fwd = false;
+	uint32_t fwd_crc = 0; /* the CRC32C of what the next step sends (after the first step) */
 	uint8_t *const recvb = bufs->recv;
-	float *sums = NULL; /* where the last reduce-scatter step put its sums */
 	for (int phase = 0; phase < 2; phase++) {
 		for (int s = 0; s < P - 1; s++) {
 			const int send_c = phase == 0 ? ((p - s) % P + P) % P : ((p + 1 - s) % P + P) % P;
@@ -292,11 +290,12 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, const st
 			/* The chunk leaves from where it lies, its header (CRC32C, step, the header's own CRC)
 			 * ahead of it: the first reduce-scatter step sends this rank's own chunk, later ones
 			 * the sums it made, the all-gather what it received. */
-			uint8_t *payload = phase == 0 && s == 0 ? (uint8_t *)(in + send_c * cn)
-					   : phase == 0		    ? (uint8_t *)sums
-								    : (uint8_t *)(out + send_c * cn);
+			const bool first_step = phase == 0 && s == 0;
+			uint8_t *payload = first_step ? (uint8_t *)(in + send_c * cn)
+				       : phase == 0 ? bufs->sums
+						    : (uint8_t *)(out + send_c * cn);
 			const uint32_t step_id = (uint32_t)(phase << 16 | s);
-			uint32_t hdr[3] = { have_fwd ? fwd_crc : sdc_crc32c(0, payload, cb), step_id, 0 }, rhdr[3];
+			uint32_t hdr[3] = { first_step ? sdc_crc32c(0, payload, cb) : fwd_crc, step_id, 0 }, rhdr[3];
 			hdr[2] = sdc_crc32c(0, hdr, 8);
 			/* A hop fault: bytes change after the CRC was taken, as on a bad link (in a copy, so the
 			 * sender keeps its own data right). */
@@ -307,28 +306,27 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, const st
 				const int src = ft->row >= 0 ? (int)ft->row : 0;
 				const int dst = ft->col >= 0 ? (int)ft->col : g->order[(g->where[src] + 1) % P];
 				const char *const tn = w->ctx->run->inject[ft->spec].tensor;
-				const int ph = !strncmp(tn, "ag", 2);
-				if (src == me && dst == next && ph == phase && s == 0 && strstr(tn, "header")) {
+				const int ph = strncmp(tn, "ag", 2) == 0; /* the phase it names */
+				if (src != me || dst != next || ph != phase || s != 0)
+					continue;
+				const bool header = strstr(tn, "header") != NULL;
+				const int bit = ft->bit >= 0 ? ft->bit % 32 : header ? 3 : 20;
+				if (header) {
 					/* the header's CRC word: the data arrive right, the header's own check fails */
-					const int bit = ft->bit >= 0 ? ft->bit % 32 : 3;
 					hdr[0] ^= 1u << bit;
-					sdc_worker_fault_applied(w, ft, "H", it, src, dst, bit, "", "");
-				} else if (src == me && dst == next && ph == phase && s == 0) {
-					const int bit = ft->bit >= 0 ? ft->bit % 32 : 20;
+				} else {
 					const int64_t el = cn / 3;
 					memcpy(bufs->fault, payload, cb);
 					payload = bufs->fault;
 					payload[el * 4 + bit / 8] ^= (uint8_t)(1u << (bit % 8));
-					sdc_worker_fault_applied(w, ft, "H", it, src, dst, bit, "", "");
 				}
+				sdc_worker_fault_applied(w, ft, "H", it, src, dst, bit, "", "");
 			}
 			int late;
 			char what[64];
 			snprintf(what, sizeof(what), "the %s ring's %s step %d", order_name, phase ? "all-gather" : "reduce-scatter", s);
 			/* the last reduce-scatter step's sums are this rank's own chunk of the result */
 			float *const dst = phase == 0 && s < P - 2 ? (float *)bufs->sums : out + recv_c * cn;
-			if (phase == 0)
-				sums = dst;
 			/* reduce-scatter adds what arrives to its own chunk; all-gather takes it in place */
 			uint8_t *const into = phase == 0 ? recvb : (uint8_t *)dst;
 			const struct sdc_fleet_part sp[2] = { { hdr, 12 }, { payload, (int)cb } },
@@ -361,7 +359,6 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, const st
 			}
 			/* what the next step sends is this chunk: the sums (reduce-scatter), or what arrived, put
 			 * right if it was wrong (all-gather) */
-			have_fwd = true;
 			fwd_crc = phase == 0 ? sum_crc : nbad ? sdc_crc32c(0, dst, cb) : crc;
 			if (!crc_ok || nbad) {
 				bad = 1;
@@ -380,20 +377,19 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, const st
 					       "arithmetic or memory (%" PRId64 " wrong elements, first element %" PRId64 ")",
 					       what, prev, sdc_fleet_host(prev), nbad, el);
 			}
-			for (int k = 0; af && phase == 0 && s == 0 && k < af->n; k++) {
+			for (int k = 0; af && first_step && k < af->n; k++) {
 				const struct sdc_fault *ft = &af->f[k];
 				if (strcmp(af->target[k], "C") || (ft->row >= 0 ? ft->row : 0) != me)
 					continue;
 				/* the sum this rank sends next goes wrong in its arithmetic: the CRC the check took is
 				 * of the wrong sum, so the receiver sees a good CRC on wrong values */
 				const int bit = ft->bit >= 0 ? ft->bit % 32 : 22;
-				const int c = ((p - 1) % P + P) % P;
 				uint32_t u;
-				memcpy(&u, &sums[cn / 5], 4);
+				memcpy(&u, &dst[cn / 5], 4);
 				u ^= 1u << bit;
-				memcpy(&sums[cn / 5], &u, 4);
-				fwd_crc = sdc_crc32c(0, sums, cb);
-				sdc_worker_fault_applied(w, ft, "C", it, me, c * cn + cn / 5, bit, "", "");
+				memcpy(&dst[cn / 5], &u, 4);
+				fwd_crc = sdc_crc32c(0, dst, cb);
+				sdc_worker_fault_applied(w, ft, "C", it, me, recv_c * cn + cn / 5, bit, "", "");
 			}
 		}
 	}

@@ -75,7 +75,12 @@ json_t *sdc_calibration_read(const char *path, char *err, size_t errlen)
 	json_error_t je;
 	json_t *doc = json_load_file(path, 0, &je);
 	if (!doc) {
-		snprintf(err, errlen, "calibration file %s: %s (line %d, column %d)", path, je.text, je.line, je.column);
+		/* (jansson gives no position when the file could not be opened) */
+		if (je.line > 0)
+			snprintf(err, errlen, "calibration file %s: %s (line %d, column %d)", path, je.text, je.line,
+				 je.column);
+		else
+			snprintf(err, errlen, "calibration file %s: %s", path, je.text);
 		return NULL;
 	}
 	const char *format = json_string_value(json_object_get(doc, "format"));

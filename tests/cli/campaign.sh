@@ -43,6 +43,11 @@ expect_grep campaign_badclass err "'int4' is not a valid choice"
 # calibrate -> run uses it -> a corrupted file is refused with exit 3.
 expect_exit 0 calibrate "$SDCSCAN" calibrate --trials 200 --sizes 64 --output "$TMP/cal.json"
 expect_grep calibrate out "e_max = "
+# the campaign takes the file by its short option as its help says
+"$SDCSCAN" campaign gemm -k fp32-fast -n 1 -b 0 -T 0 -C "$TMP/cal.json" >"$TMP/camp_cal.out" 2>&1
+expect_grep camp_cal out "e_max fp32: calibrated: .* from $TMP/cal.json"
+expect_exit 3 camp_nocal "$SDCSCAN" campaign gemm -k fp32-fast -n 1 -b 0 -T 0 -C "$TMP/none.json"
+expect_grep camp_nocal err "calibration file $TMP/none.json: unable to open"
 export SDCSCAN_CALIBRATION="$TMP/cal.json"
 # Zero-mean data keeps several times the calibrated margin (campaign prints it), so a short
 # calibration cannot make this run flaky.

@@ -640,9 +640,10 @@ int sdc_cmd_campaign(int argc, char **argv)
 			json_array_append_new(rows, json_pack("{s:i, s:o}", "bit", b, "detection_percent", rates));
 		}
 		/*
-		 * Target: every flip in the top four exponent bits found. A flip that moves an element by
-		 * less than its row's threshold plus the clean difference (an element already that small)
-		 * may stay below what any threshold check can see: counted apart, never hidden.
+		 * Target: every flip in the top four exponent bits found, as issue 3 asks. A flip that
+		 * moves an element by less than its row's threshold plus the clean difference (an element
+		 * already that small) may stay below what any threshold check can see: counted apart and
+		 * said, but the target is the plain count.
 		 */
 		uint64_t all = 0, found = 0, sig = 0, sig_found = 0;
 		for (int b = exp_hi - 3; b <= exp_hi; b++)
@@ -652,14 +653,13 @@ int sdc_cmd_campaign(int argc, char **argv)
 				sig += total.sig_trials[d][b];
 				sig_found += total.sig_detected[d][b];
 			}
-		const bool top4 = sig_found == sig;
+		const bool top4 = found == all;
 		targets_met &= top4;
 		printf("top four exponent bits (%d-%d): %" PRIu64 " of %" PRIu64 " flips found (%.3f%%); of the %" PRIu64
 		       " that moved a value by more than its row's threshold plus clean difference, %" PRIu64
-		       " found; the %" PRIu64 " others flipped elements already that small\n",
+		       " found; the %" PRIu64 " others flipped elements already below that (no threshold can see them)\n",
 		       exp_hi - 3, exp_hi, found, all, pct(found, all), sig, sig_found, all - sig);
-		printf("target: 100%% of the top-four-exponent flips that move a value beyond its row's threshold: %s\n",
-		       top4 ? "met" : "MISSED");
+		printf("target: 100%% of the top-four-exponent flips: %s\n", top4 ? "met" : "MISSED");
 		json_object_set_new(bt, sdc_gemm_class_names[k], rows);
 	}
 	json_object_set_new(out, "bits", bt);

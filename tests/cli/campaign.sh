@@ -9,11 +9,18 @@ expect_grep campaign out "Table II form"
 expect_grep campaign out "Tables 8-9 form, fp32-fast"
 expect_grep campaign out "^OK: every target met"
 # Tightness depends on the host's e_max: its table and verdict line are printed either way.
-"$SDCSCAN" campaign gemm --classes fp32-fast,fp64-fast --trials 1 --bit-trials 0 --tightness 64 \
+"$SDCSCAN" campaign gemm --classes fp32-fast,fp64-fast --trials 1 --bit-trials 0 --tightness 64,128 \
 	--tightness-trials 2 --json "$TMP/t.json" >"$TMP/tight.out" 2>&1
 expect_grep tight out "Table 5 form"
 expect_grep tight out "target: V-ABFT's range"
 [ "$(json_get "$TMP/t.json" "r['tightness']['fp32'][0]['rows']")" = 128 ] || fail "tightness rows"
+# Algorithm 1 against the paper's own numbers: with its Table 7 H100 e_max, the mean threshold at
+# n = 128 is V-ABFT Table 5's 9.19e-5 (FP32) and Table 4's 1.87e-13 (FP64), within 3%.
+for pt in "fp32 9.19e-5" "fp64 1.87e-13"; do
+	set -- $pt
+	[ "$(json_get "$TMP/t.json" "abs(r['tightness']['$1'][1]['threshold_at_h100_emax'] / $2 - 1) < 0.03")" = True ] ||
+		fail "$1 threshold at the paper's H100 e_max is not its Table 4/5 value $2: $(json_get "$TMP/t.json" "r['tightness']['$1'][1]")"
+done
 check=$(python3 - "$TMP/c.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -92,6 +92,21 @@ static inline uint64_t draw(int r, uint64_t it)
 	return x ^ x >> 29;
 }
 
+/* What an H fault's tensor= names: the phase (0 reduce-scatter, 1 all-gather) and whether it
+ * corrupts the chunk's header instead of its data; false for anything else. Left out: rs. */
+static bool hop_tensor(const char *tn, int *phase, bool *header)
+{
+	static const char *const names[] = { "", "rs", "ag", "rs-header", "ag-header" };
+	*phase = 0, *header = false;
+	for (int k = 0; k < 5; k++)
+		if (!strcmp(tn, names[k])) {
+			*phase = k == 2 || k == 4;
+			*header = k >= 3;
+			return true;
+		}
+	return false;
+}
+
 static int allreduce_variants(const void *opts, const char **names, int max)
 {
 	const struct allreduce_opts *o = opts;
@@ -124,10 +139,9 @@ static int allreduce_setup(struct sdc_probe_ctx *ctx)
 	ctx->shared = sh;
 	for (int i = 0; i < ctx->run->ninject; i++) {
 		const struct sdc_inject_spec *in = &ctx->run->inject[i];
-		static const char *const phases[] = { "rs", "ag", "rs-header", "ag-header" };
-		bool known = !in->tensor[0]; /* tensor= left out */
-		for (size_t k = 0; k < sizeof(phases) / sizeof(phases[0]); k++)
-			known |= !strcmp(in->target, "H") && !strcmp(in->tensor, phases[k]);
+		int phase;
+		bool header;
+		const bool known = !in->tensor[0] || (!strcmp(in->target, "H") && hop_tensor(in->tensor, &phase, &header));
 		if (!strcmp(in->probe, "allreduce") && !known)
 			return sdc_ctx_error(ctx, "--inject %s: tensor=%s: allreduce takes tensor= only for H faults: rs, ag, "
 						  "rs-header or ag-header", in->text, in->tensor);
@@ -305,11 +319,11 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, const st
 					continue;
 				const int src = ft->row >= 0 ? (int)ft->row : 0;
 				const int dst = ft->col >= 0 ? (int)ft->col : g->order[(g->where[src] + 1) % P];
-				const char *const tn = w->ctx->run->inject[ft->spec].tensor;
-				const int ph = strncmp(tn, "ag", 2) == 0; /* the phase it names */
+				int ph;
+				bool header;
+				hop_tensor(w->ctx->run->inject[ft->spec].tensor, &ph, &header); /* setup refused others */
 				if (src != me || dst != next || ph != phase || s != 0)
 					continue;
-				const bool header = strstr(tn, "header") != NULL;
 				const int bit = ft->bit >= 0 ? ft->bit % 32 : header ? 3 : 20;
 				if (header) {
 					/* the header's CRC word: the data arrive right, the header's own check fails */
@@ -404,14 +418,14 @@ static void ring_run(struct sdc_worker *w)
 	float *buf = malloc((size_t)sh->n * 4), *out = malloc((size_t)sh->n * 4);
 	int8_t *f = malloc((size_t)sh->n), *gt = malloc((size_t)sh->n);
 	struct ring_bufs rb;
-	const int rb_ok = ring_bufs_alloc(&rb, cb);
+	const int rb_err = ring_bufs_alloc(&rb, cb);
 	struct ring g[3];
 	for (int k = 0; k < 3; k++) {
 		g[k].P = P;
 		g[k].order = malloc(sizeof(int) * P);
 		g[k].where = malloc(sizeof(int) * P);
 	}
-	if (!buf || !out || !f || !gt || rb_ok || !g[2].where) {
+	if (!buf || !out || !f || !gt || rb_err || !g[2].where) {
 		sdc_worker_error(w, "out of memory");
 		goto out;
 	}
@@ -548,8 +562,8 @@ int sdc_bench_allreduce(int argc, char **argv)
 	float *buf = malloc((size_t)max_bytes), *out = malloc((size_t)max_bytes);
 	int8_t *f = malloc((size_t)max_bytes / 4), *gt = malloc((size_t)max_bytes / 4);
 	struct ring_bufs rb;
-	const int rb_ok = ring_bufs_alloc(&rb, (size_t)max_bytes / P + 16);
-	if (!g.order || !g.where || !buf || !out || !f || !gt || rb_ok) {
+	const int rb_err = ring_bufs_alloc(&rb, (size_t)max_bytes / P + 16);
+	if (!g.order || !g.where || !buf || !out || !f || !gt || rb_err) {
 		fprintf(stderr, "sdcscan bench allreduce: out of memory\n");
 		return SDC_UNKNOWN;
 	}

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "base/util.h"
 
 int sdc_cpu_list_parse(const char *s, cpu_set_t *set, char *err, size_t errlen)
 {

@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "sdc_config.h"
-#include "output.h"
-#include "util.h"
+#include "core/output.h"
+#include "base/util.h"
 
 #if HAVE_MPI
 #include <mpi.h>

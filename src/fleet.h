@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "run.h"
-#include "verdict.h"
+#include "base/verdict.h"
 
 struct sdc_fleet {
 	bool active; /* MPI initialised with more than zero ranks */

@@ -1,5 +1,6 @@
 /* Golden files: parse, check, key, find, record, verify, show (golden.h). */
 #include "golden.h"
+#include "base/builtin.h"
 
 #include <getopt.h>
 #include <inttypes.h>
@@ -10,16 +11,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "digest.h"
+#include "commands/cli.h"
+#include "base/digest.h"
 #include "fleet.h"
 #include "kernels/gemm_float.h"
-#include "plan.h"
-#include "profile.h"
-#include "registry.h"
-#include "runner.h"
+#include "core/plan.h"
+#include "core/profile.h"
+#include "core/registry.h"
+#include "core/runner.h"
 #include "sdc_config.h"
-#include "util.h"
+#include "base/util.h"
 
 extern const struct sdc_builtin_file sdc_builtin_goldens[];
 

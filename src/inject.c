@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util.h"
+#include "base/util.h"
 
 static int parse_key(struct sdc_inject_spec *spec, const char *key, const char *val, char *err,
 		     size_t errlen)

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rng.h"
+#include "base/rng.h"
 
 struct sdc_inject_spec {
 	char probe[24], variant[24]; /* variant empty: every variant */

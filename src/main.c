@@ -8,15 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "commands/cli.h"
 #include "fleet.h"
 #include "golden.h"
-#include "profile.h"
-#include "registry.h"
-#include "report.h"
-#include "runner.h"
+#include "core/profile.h"
+#include "core/registry.h"
+#include "core/report.h"
+#include "core/runner.h"
 #include "sdc_config.h"
-#include "util.h"
+#include "base/util.h"
 
 static void usage(FILE *out)
 {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "base/util.h"
 
 const struct sdc_option *sdc_opt_find(const struct sdc_option *table, const char *name)
 {

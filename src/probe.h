@@ -17,10 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "digest.h"
+#include "base/digest.h"
 #include "options.h"
 #include "run.h"
-#include "util.h"
+#include "base/util.h"
 
 struct sdc_vote;
 

@@ -13,7 +13,7 @@
 
 #include "cpu.h"
 #include "inject.h"
-#include "verdict.h"
+#include "base/verdict.h"
 
 #define SDC_NAME_MAX 24
 

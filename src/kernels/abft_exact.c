@@ -1,11 +1,11 @@
-#include "abft_exact.h"
+#include "kernels/abft_exact.h"
 
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "clones.h"
+#include "kernels/clones.h"
 
 static int digits_for(int64_t maxabs, int base_log2)
 {

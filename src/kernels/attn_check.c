@@ -1,5 +1,5 @@
 /* EEC-ABFT detection and location for one GEMM (see attn_check.h). */
-#include "attn_check.h"
+#include "kernels/attn_check.h"
 
 #include <math.h>
 

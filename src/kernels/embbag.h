@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "half.h"
+#include "kernels/half.h"
 
 #define SDC_EB_DMAX 256
 

@@ -5,7 +5,7 @@
  * GCC/clang vector extensions let one body serve AVX-512, AVX2 and baseline SSE: the target
  * attribute only changes how wide the hardware vectors are, never the arithmetic.
  */
-#include "exact_gemm.h"
+#include "kernels/exact_gemm.h"
 
 
 typedef float v16 __attribute__((vector_size(64)));

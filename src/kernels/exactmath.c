@@ -1,4 +1,4 @@
-#include "exactmath.h"
+#include "kernels/exactmath.h"
 
 #include <stdint.h>
 #include <string.h>

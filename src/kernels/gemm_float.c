@@ -1,4 +1,4 @@
-#include "gemm_float.h"
+#include "kernels/gemm_float.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -9,7 +9,7 @@
 #include <cblas.h>
 #endif
 
-#include "clones.h"
+#include "kernels/clones.h"
 
 /*
  * Portable kernels: blocked i-p-j loops, the j loop vectorised by the compiler. Blocks keep a

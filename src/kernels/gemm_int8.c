@@ -1,9 +1,9 @@
-#include "gemm_int8.h"
+#include "kernels/gemm_int8.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util.h"
+#include "base/util.h"
 
 int sdc_i8_packed_alloc(struct sdc_i8_packed *bp, int k, int n)
 {

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mt_internal.h"
+#include "kernels/mt_internal.h"
 
 const char *sdc_mt_kind_name(enum sdc_mt_kind k)
 {

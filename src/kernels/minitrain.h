@@ -19,8 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "attn_check.h"
-#include "exact_gemm.h"
+#include "kernels/attn_check.h"
+#include "kernels/exact_gemm.h"
 
 enum sdc_mt_kind { SDC_MT_DLRM, SDC_MT_XFMR };
 

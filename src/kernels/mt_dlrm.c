@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exactmath.h"
-#include "mt_internal.h"
+#include "kernels/exactmath.h"
+#include "kernels/mt_internal.h"
 
 #define MAX_TABLES 8
 #define LR 0.05f

@@ -5,8 +5,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../rng.h"
-#include "minitrain.h"
+#include "base/rng.h"
+#include "kernels/minitrain.h"
 
 #define MT_MAX_TENSORS 48
 #define MT_MAX_SCRATCH 64

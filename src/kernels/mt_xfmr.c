@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exactmath.h"
-#include "mt_internal.h"
+#include "kernels/exactmath.h"
+#include "kernels/mt_internal.h"
 
 #define LR 1e-3f
 #define BETA1 0.9f

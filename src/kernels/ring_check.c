@@ -1,6 +1,6 @@
-#include "ring_check.h"
+#include "kernels/ring_check.h"
 
-#include "crc32c.h"
+#include "kernels/crc32c.h"
 
 #include <stdbool.h>
 #include <string.h>
@@ -10,7 +10,7 @@
 #define RING_AVX512 1
 #endif
 
-#include "clones.h"
+#include "kernels/clones.h"
 
 /* 32-bit arithmetic only (a murmur-style finaliser; multiply-shift to the ranges), so the loop
  * vectorises: the terms cost about what writing them costs. */

@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "digest.h"
-#include "rng.h"
+#include "base/digest.h"
+#include "base/rng.h"
 
 #include <xxhash.h> /* the library build, as an independent XXH3 */
 

@@ -13,7 +13,7 @@
 #include "kernels/crc32c.h"
 #include "kernels/embbag.h"
 #include "kernels/half.h"
-#include "probes/embbag_abft.h"
+#include "probes/embbag/abft.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "calibration.h"
+#include "probes/gemm/calibration.h"
 #include "check.h"
-#include "probes/gemm_abft.h"
+#include "probes/gemm/abft.h"
 
 static bool close_to(double a, double b)
 {

@@ -13,7 +13,7 @@
 #include "kernels/gemm_float.h"
 #include "kernels/gemm_int8.h"
 #include "kernels/ring_check.h"
-#include "rng.h"
+#include "base/rng.h"
 
 struct rows_seen {
 	int *times;

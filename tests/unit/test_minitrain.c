@@ -9,7 +9,7 @@
 #include "kernels/attn_check.h"
 #include "kernels/exact_gemm.h"
 #include "kernels/minitrain.h"
-#include "rng.h"
+#include "base/rng.h"
 
 static void fill(float *x, int n, uint32_t seed)
 {

@@ -7,9 +7,9 @@
 
 #include "check.h"
 #include "options.h"
-#include "plan.h"
-#include "profile.h"
-#include "registry.h"
+#include "core/plan.h"
+#include "core/profile.h"
+#include "core/registry.h"
 
 static void expect_error(const char *yaml, const char *where, const char *what, const char *choices)
 {

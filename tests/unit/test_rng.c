@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "rng.h"
+#include "base/rng.h"
 #include "sdc_config.h"
 
 #if HAVE_RANDOM123

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "vote.h"
+#include "core/vote.h"
 
 struct seen {
 	int calls;

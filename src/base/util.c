@@ -1,0 +1,188 @@
+#include "base/util.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <time.h>
+
+static bool quiet;
+
+void sdc_set_quiet(bool q)
+{
+	quiet = q;
+}
+
+static void vmsg(const char *level, const char *fmt, va_list ap)
+{
+	/* One fprintf per line so lines from threads do not interleave. */
+	char line[2048];
+	vsnprintf(line, sizeof(line), fmt, ap);
+	fprintf(stderr, "sdcscan: %s%s\n", level, line);
+}
+
+void sdc_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg("error: ", fmt, ap);
+	va_end(ap);
+}
+
+void sdc_warning(const char *fmt, ...)
+{
+	if (quiet)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void sdc_note(const char *fmt, ...)
+{
+	if (quiet)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+}
+
+bool sdc_parse_i64(const char *s, int64_t *out)
+{
+	if (!s || !*s)
+		return false;
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 0);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+bool sdc_parse_u64(const char *s, uint64_t *out)
+{
+	if (!s || !*s || *s == '-')
+		return false;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+bool sdc_parse_double(const char *s, double *out)
+{
+	if (!s || !*s)
+		return false;
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || *end || !isfinite(v))
+		return false;
+	*out = v;
+	return true;
+}
+
+bool sdc_parse_bool(const char *s, bool *out)
+{
+	static const char *const yes[] = { "true", "yes", "on", "1" };
+	static const char *const no[] = { "false", "no", "off", "0" };
+	for (size_t i = 0; i < SDC_ARRAY_SIZE(yes); i++) {
+		if (!strcasecmp(s, yes[i])) {
+			*out = true;
+			return true;
+		}
+		if (!strcasecmp(s, no[i])) {
+			*out = false;
+			return true;
+		}
+	}
+	return false;
+}
+
+double sdc_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double sdc_wall_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void sdc_format_utc(double epoch, char *buf, size_t len)
+{
+	time_t t = (time_t)epoch;
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void *sdc_alloc_aligned(size_t size)
+{
+	void *p = NULL;
+	if (posix_memalign(&p, 64, size ? size : 64))
+		return NULL;
+	return p;
+}
+
+void sdc_free_aligned(void *p)
+{
+	free(p);
+}
+
+void *sdc_alloc_huge(size_t size)
+{
+	void *p = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	madvise(p, size, MADV_HUGEPAGE); /* advice only: without THP the table still works */
+#endif
+	return p;
+}
+
+void sdc_free_huge(void *p, size_t size)
+{
+	if (p)
+		munmap(p, size ? size : 1);
+}
+
+uint64_t sdc_mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	uint64_t kib = 0;
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %" SCNu64 " kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib * 1024;
+}
+
+void sdc_strlcpy(char *dst, const char *src, size_t len)
+{
+	if (!len)
+		return;
+	size_t n = strlen(src);
+	if (n >= len)
+		n = len - 1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}

@@ -1,0 +1,226 @@
+#include "core/output.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sdc_config.h"
+#include "fleet.h"
+#include "base/util.h"
+
+#define RED "\033[1;31m"
+#define YELLOW "\033[1;33m"
+#define GREEN "\033[32m"
+#define DIM "\033[2m"
+#define RESET "\033[0m"
+
+void sdc_output_init(struct sdc_output *o, bool json_on_stdout, bool quiet, bool no_color)
+{
+	memset(o, 0, sizeof(*o));
+	o->fp = json_on_stdout ? stderr : stdout;
+	o->quiet = quiet;
+	const bool tty = isatty(fileno(o->fp));
+	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
+	o->color = tty && !no_color && !(nc && *nc) && !(term && !strcmp(term, "dumb"));
+	/* Under mpirun every rank shares one terminal: only rank 0 draws the progress line. */
+	o->progress = tty && !quiet && !(term && !strcmp(term, "dumb")) && sdc_fleet.rank == 0;
+}
+
+static const char *verdict_color(const struct sdc_output *o, enum sdc_verdict v)
+{
+	if (!o->color)
+		return "";
+	switch (v) {
+	case SDC_OK:
+		return GREEN;
+	case SDC_WARNING:
+	case SDC_UNKNOWN:
+		return YELLOW;
+	case SDC_CRITICAL:
+		return RED;
+	}
+	return "";
+}
+
+void sdc_output_header(struct sdc_output *o, const struct sdc_run *run, const struct sdc_plan *plan)
+{
+	if (o->quiet)
+		return;
+	double total = 0;
+	for (int i = 0; i < plan->n; i++)
+		total += plan->entries[i].common.duration;
+	fprintf(o->fp, "sdcscan %s: profile %s, seed %" PRIu64 ", %d CPU%s (%s), about %.0f s\n", SDC_VERSION,
+		plan->name, run->seed, run->ndevices, run->ndevices == 1 ? "" : "s",
+		run->ndevices ? run->devices[0].model : "none", total);
+	fflush(o->fp);
+}
+
+void sdc_output_progress(struct sdc_output *o, const char *label, double elapsed, double total,
+			 uint64_t iterations, int devices)
+{
+	if (!o->progress)
+		return;
+	double frac = total > 0 ? elapsed / total : 1;
+	if (frac > 1)
+		frac = 1;
+	char bar[21];
+	int fill = (int)(frac * 20);
+	for (int i = 0; i < 20; i++)
+		bar[i] = i < fill ? '#' : '.';
+	bar[20] = '\0';
+	fprintf(o->fp, "\r%-21s [%s] %5.1f/%.0f s  %" PRIu64 " iterations on %d device%s\033[K", label, bar,
+		elapsed, total, iterations, devices, devices == 1 ? "" : "s");
+	fflush(o->fp);
+	o->progress_shown = true;
+}
+
+void sdc_output_clear_progress(struct sdc_output *o)
+{
+	if (!o->progress_shown)
+		return;
+	fprintf(o->fp, "\r\033[K");
+	fflush(o->fp);
+	o->progress_shown = false;
+}
+
+static const char *status_word(enum sdc_status s)
+{
+	return sdc_verdict_name(sdc_status_verdict(s));
+}
+
+static void print_finding(struct sdc_output *o, const struct sdc_run *run, const struct sdc_finding *f)
+{
+	const char *dev = f->device >= 0 ? run->devices[f->device].id : "host";
+	fprintf(o->fp, "    %s iteration %" PRIu64 ": %s", dev, f->iteration, f->kind);
+	if (f->target[0] && f->row >= 0 && f->col >= 0)
+		fprintf(o->fp, " at %s[%" PRId64 "][%" PRId64 "]", f->target, f->row, f->col);
+	else if (f->target[0] && f->row >= 0)
+		fprintf(o->fp, " in %s row %" PRId64, f->target, f->row);
+	if (f->expected[0])
+		fprintf(o->fp, ": expected %s%s%s%s, actual %s%s%s%s, xor %s", f->expected,
+			f->expected_value[0] ? " (" : "", f->expected_value, f->expected_value[0] ? ")" : "",
+			f->actual, f->actual_value[0] ? " (" : "", f->actual_value, f->actual_value[0] ? ")" : "",
+			f->xor_mask);
+	if (f->detail[0])
+		fprintf(o->fp, "%s%s", f->expected[0] ? "; " : ": ", f->detail);
+	fputc('\n', o->fp);
+}
+
+void sdc_output_results(struct sdc_output *o, const struct sdc_run *run, int from, int to)
+{
+	if (o->quiet)
+		return;
+	for (int i = from; i < to; i++) {
+		const struct sdc_result *r = &run->results[i];
+		const enum sdc_verdict v = sdc_status_verdict(r->status);
+		char label[64];
+		snprintf(label, sizeof(label), "%s/%s", r->probe, r->variant);
+		fprintf(o->fp, "%-21s %-7s %s%-8s%s", label, run->devices[r->device].id, verdict_color(o, v),
+			status_word(r->status), o->color ? RESET : "");
+		if (r->status == SDC_STATUS_ERROR || r->status == SDC_STATUS_SKIPPED ||
+		    r->status == SDC_STATUS_NOT_RUN) {
+			fprintf(o->fp, " %s\n", r->error);
+			continue;
+		}
+		fprintf(o->fp, " %8" PRIu64 " %-6s %8.1f %-7s", r->iterations, r->iter_unit, r->rate, r->rate_unit);
+		if (r->kernel[0])
+			fprintf(o->fp, " %skernel %s%s", o->color ? DIM : "", r->kernel, o->color ? RESET : "");
+		if (r->corruptions)
+			fprintf(o->fp, "  %" PRIu64 " corrupt result%s", r->corruptions, r->corruptions == 1 ? "" : "s");
+		if (r->interrupted)
+			fprintf(o->fp, "  (interrupted)");
+		fputc('\n', o->fp);
+		int shown = 0, total = 0;
+		for (int k = 0; k < run->nfindings; k++) {
+			const struct sdc_finding *f = &run->findings[k];
+			if (f->device != r->device || strcmp(f->probe, r->probe) || strcmp(f->variant, r->variant))
+				continue;
+			if (++total <= 3) {
+				print_finding(o, run, f);
+				shown++;
+			}
+		}
+		if (total > shown)
+			fprintf(o->fp, "    ... %d more findings in the report\n", total - shown);
+	}
+	for (int t = 0; t < run->ntotals; t++) {
+		const struct sdc_total *tot = &run->totals[t];
+		if (to > from && !strcmp(tot->probe, run->results[from].probe) &&
+		    !strcmp(tot->variant, run->results[from].variant) && tot->devices > 1)
+			fprintf(o->fp, "%-21s %-7s %-8s %8s %-6s %8.1f %-7s on %d CPUs\n", "", "total", "", "", "",
+				tot->rate, tot->rate_unit, tot->devices);
+	}
+	/* Findings about the host as a whole (devices that disagree with no majority). */
+	for (int k = 0; k < run->nfindings; k++) {
+		const struct sdc_finding *f = &run->findings[k];
+		if (f->device >= 0)
+			continue;
+		for (int i = from; i < to; i++) {
+			const struct sdc_result *r = &run->results[i];
+			if (!strcmp(f->probe, r->probe) && !strcmp(f->variant, r->variant)) {
+				print_finding(o, run, f);
+				break;
+			}
+		}
+	}
+	fflush(o->fp);
+}
+
+void sdc_summary_line(const struct sdc_run *run, enum sdc_verdict v, char *buf, size_t len)
+{
+	/* Name the first result at the verdict's level: that is what a pager line needs. */
+	for (int i = 0; i < run->nresults && v != SDC_OK; i++) {
+		const struct sdc_result *r = &run->results[i];
+		if (sdc_status_verdict(r->status) != v)
+			continue;
+		const char *dev = run->devices[r->device].id;
+		int others = 0;
+		for (int k = i + 1; k < run->nresults; k++)
+			others += sdc_status_verdict(run->results[k].status) == v;
+		char more[48] = "";
+		if (others)
+			snprintf(more, sizeof(more), " (+%d more)", others);
+		switch (r->status) {
+		case SDC_STATUS_CORRUPT:
+			snprintf(buf, len, "%s: %s %s %s: %" PRIu64 " corrupt result%s%s", sdc_verdict_name(v), dev,
+				 r->probe, r->variant, r->corruptions, r->corruptions == 1 ? "" : "s", more);
+			return;
+		case SDC_STATUS_DEGRADED:
+			snprintf(buf, len, "%s: %s %s %s slow: %.1f %s%s", sdc_verdict_name(v), dev, r->probe,
+				 r->variant, r->rate, r->rate_unit, more);
+			return;
+		default:
+			snprintf(buf, len, "%s: %s %s %s: %s%s", sdc_verdict_name(v), dev, r->probe, r->variant,
+				 r->error[0] ? r->error : sdc_status_name(r->status), more);
+			return;
+		}
+	}
+	for (int k = 0; k < run->nfindings && v == SDC_CRITICAL; k++) {
+		const struct sdc_finding *f = &run->findings[k];
+		if (f->cls == SDC_FINDING_CORRUPTION) {
+			snprintf(buf, len, "CRITICAL: %s %s %s: %s", f->device >= 0 ? run->devices[f->device].id : "host",
+				 f->probe, f->variant, f->detail);
+			return;
+		}
+	}
+	if (v == SDC_UNKNOWN) {
+		snprintf(buf, len, "UNKNOWN: %s", run->interrupted ? "interrupted" : "could not test");
+		return;
+	}
+	snprintf(buf, len, "OK: %d results clean on %d CPU%s", run->nresults, run->ndevices,
+		 run->ndevices == 1 ? "" : "s");
+}
+
+void sdc_output_verdict(struct sdc_output *o, const struct sdc_run *run, enum sdc_verdict v,
+			const char *report_path)
+{
+	char line[512];
+	sdc_summary_line(run, v, line, sizeof(line));
+	const char *c = verdict_color(o, v);
+	fprintf(o->fp, "%s%s%s", c, line, o->color ? RESET : "");
+	if (report_path && !o->quiet)
+		fprintf(o->fp, " (report: %s)", report_path);
+	fputc('\n', o->fp);
+	fflush(o->fp);
+}

@@ -1,0 +1,37 @@
+/*
+ * Human output: a header, a live progress line (TTY only), a line per probe, variant and
+ * device, the findings under it, and the verdict line. Colour only on a TTY, never with
+ * NO_COLOR, TERM=dumb or --no-color. Results go to stdout; when the JSON report takes
+ * stdout, the human text moves to stderr.
+ */
+#ifndef SDC_OUTPUT_H
+#define SDC_OUTPUT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/plan.h"
+#include "run.h"
+
+struct sdc_output {
+	FILE *fp;
+	bool color;
+	bool progress;
+	bool quiet;
+	bool progress_shown;
+};
+
+void sdc_output_init(struct sdc_output *o, bool json_on_stdout, bool quiet, bool no_color);
+void sdc_output_header(struct sdc_output *o, const struct sdc_run *run, const struct sdc_plan *plan);
+void sdc_output_progress(struct sdc_output *o, const char *label, double elapsed, double total,
+			 uint64_t iterations, int devices);
+void sdc_output_clear_progress(struct sdc_output *o);
+/* Lines for results [from, to) and the findings that belong to them. */
+void sdc_output_results(struct sdc_output *o, const struct sdc_run *run, int from, int to);
+/* The one-line summary: "CRITICAL: gemm/int8 cpu1: 3 corrupt results". */
+void sdc_summary_line(const struct sdc_run *run, enum sdc_verdict v, char *buf, size_t len);
+void sdc_output_verdict(struct sdc_output *o, const struct sdc_run *run, enum sdc_verdict v,
+			const char *report_path);
+
+#endif

@@ -1,0 +1,313 @@
+#include "core/report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "core/output.h"
+#include "sdc_config.h"
+#include "base/util.h"
+
+static json_t *nullable_int(int64_t v)
+{
+	return v < 0 ? json_null() : json_integer(v);
+}
+
+static void read_os_name(char *buf, size_t len)
+{
+	FILE *f = fopen("/etc/os-release", "r");
+	sdc_strlcpy(buf, "unknown", len);
+	if (!f)
+		return;
+	char line[256];
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "PRETTY_NAME=", 12))
+			continue;
+		char *v = line + 12;
+		v[strcspn(v, "\n")] = '\0';
+		if (*v == '"') {
+			v++;
+			v[strcspn(v, "\"")] = '\0';
+		}
+		sdc_strlcpy(buf, v, len);
+		break;
+	}
+	fclose(f);
+}
+
+static json_t *host_json(const struct sdc_run *run)
+{
+	char hostname[256] = "unknown", os[128];
+	struct utsname u;
+	gethostname(hostname, sizeof(hostname) - 1);
+	uname(&u);
+	read_os_name(os, sizeof(os));
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I}", "hostname", hostname, "os", os, "kernel",
+			 u.release, "architecture", u.machine, "cpu_model",
+			 run->ndevices ? run->devices[0].model : "unknown", "online_cpus",
+			 (int)sysconf(_SC_NPROCESSORS_ONLN), "memory_bytes", (json_int_t)pages * psize);
+}
+
+static json_t *devices_json(const struct sdc_run *run)
+{
+	json_t *arr = json_array();
+	for (int i = 0; i < run->ndevices; i++) {
+		const struct sdc_device *d = &run->devices[i];
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:i, s:o, s:o, s:s, s:s}", "id", d->id, "type",
+						     "cpu", "logical_cpu", d->cpu, "core_id",
+						     nullable_int(d->core_id), "package_id",
+						     nullable_int(d->package_id), "model", d->model, "microcode",
+						     d->microcode));
+	}
+	return arr;
+}
+
+static json_t *options_json(const struct sdc_option *table, const void *opts)
+{
+	json_t *o = json_object();
+	for (const struct sdc_option *opt = table; opt->name; opt++) {
+		char buf[SDC_OPT_STR_MAX];
+		sdc_opt_format(opt, opts, buf, sizeof(buf));
+		json_object_set_new(o, opt->name, json_string(buf));
+	}
+	return o;
+}
+
+static json_t *run_json(const struct sdc_run *run, const struct sdc_plan *plan)
+{
+	char start[32], seed[32], replay[512];
+	sdc_format_utc(run->start_wall, start, sizeof(start));
+	snprintf(seed, sizeof(seed), "%" PRIu64, run->seed);
+	json_t *probes = json_array();
+	for (int i = 0; i < plan->n; i++) {
+		const struct sdc_plan_entry *e = &plan->entries[i];
+		json_array_append_new(probes, json_pack("{s:s, s:f, s:I, s:b, s:o}", "name", e->probe->name,
+							"duration_seconds", e->common.duration, "iterations",
+							(json_int_t)e->common.iterations, "optional",
+							e->common.optional, "options",
+							options_json(e->probe->options, e->opts)));
+	}
+	json_t *inject = json_array();
+	for (int i = 0; i < run->ninject; i++)
+		json_array_append_new(inject, json_string(run->inject[i].text));
+	snprintf(replay, sizeof(replay), "sdcscan run --profile %s --seed %s", plan->name, seed);
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:b, s:s, s:o, s:o, s:O}", "profile", plan->name,
+			 "profile_source", plan->source, "description", plan->description, "seed", seed, "start",
+			 start, "duration_seconds", run->end_mono - run->start_mono, "interrupted",
+			 run->interrupted, "replay", replay, "probes", probes, "inject", inject, "environment",
+			 (json_t *)run->environment);
+}
+
+static json_t *results_json(const struct sdc_run *run)
+{
+	json_t *arr = json_array();
+	for (int i = 0; i < run->nresults; i++) {
+		const struct sdc_result *r = &run->results[i];
+		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:f, s:f, s:f, s:s, s:I, s:b}",
+				      "probe", r->probe, "variant", r->variant, "device",
+				      run->devices[r->device].id, "status", sdc_status_name(r->status), "verdict",
+				      sdc_verdict_name(sdc_status_verdict(r->status)), "iterations",
+				      (json_int_t)r->iterations, "iteration_unit", r->iter_unit, "operations",
+				      r->ops, "seconds", r->seconds, "rate", r->rate, "rate_unit", r->rate_unit,
+				      "corruptions", (json_int_t)r->corruptions, "interrupted", r->interrupted);
+		if (r->kernel[0])
+			json_object_set_new(o, "kernel", json_string(r->kernel));
+		if (r->error[0])
+			json_object_set_new(o, "error", json_string(r->error));
+		json_object_set_new(o, "work_digest",
+				    r->work_digest[0] ? json_pack("{s:i, s:s}", "iterations", SDC_WORK_DIGEST_ITERATIONS,
+								  "sha256", r->work_digest)
+						      : json_null());
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
+static json_t *totals_json(const struct sdc_run *run)
+{
+	json_t *arr = json_array();
+	for (int i = 0; i < run->ntotals; i++) {
+		const struct sdc_total *t = &run->totals[i];
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:i, s:f, s:s}", "probe", t->probe, "variant",
+						     t->variant, "devices", t->devices, "rate", t->rate, "rate_unit",
+						     t->rate_unit));
+	}
+	return arr;
+}
+
+static const char *class_name(enum sdc_finding_class c)
+{
+	return c == SDC_FINDING_CORRUPTION ? "corruption" : c == SDC_FINDING_DEGRADED ? "degraded" : "error";
+}
+
+static void set_if(json_t *o, const char *key, const char *v)
+{
+	if (v[0])
+		json_object_set_new(o, key, json_string(v));
+}
+
+static json_t *findings_json(const struct sdc_run *run)
+{
+	json_t *arr = json_array();
+	for (int i = 0; i < run->nfindings; i++) {
+		const struct sdc_finding *f = &run->findings[i];
+		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:f, s:o, s:o}", "class",
+				      class_name(f->cls), "probe", f->probe, "variant", f->variant, "device",
+				      f->device >= 0 ? run->devices[f->device].id : "host", "kind", f->kind,
+				      "operation", f->operation, "iteration", (json_int_t)f->iteration,
+				      "time_to_failure_seconds", f->time_to_failure, "row", nullable_int(f->row),
+				      "col", nullable_int(f->col));
+		set_if(o, "target", f->target);
+		set_if(o, "expected", f->expected);
+		set_if(o, "actual", f->actual);
+		set_if(o, "xor_mask", f->xor_mask);
+		set_if(o, "expected_value", f->expected_value);
+		set_if(o, "actual_value", f->actual_value);
+		set_if(o, "detail", f->detail);
+		if (f->threshold > 0) {
+			json_object_set_new(o, "threshold", json_real(f->threshold));
+			/* A NaN or infinite difference has no finite margin. */
+			json_object_set_new(o, "margin", isfinite(f->margin) ? json_real(f->margin) : json_null());
+		}
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
+static json_t *injections_json(const struct sdc_run *run)
+{
+	json_t *arr = json_array();
+	for (int i = 0; i < run->ninjections; i++) {
+		const struct sdc_injection *in = &run->injections[i];
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:i, s:s, s:s, s:s}",
+						     "probe", in->probe, "variant", in->variant, "device",
+						     run->devices[in->device].id, "target", in->target,
+						     "iteration", (json_int_t)in->iteration, "row",
+						     nullable_int(in->row), "col", nullable_int(in->col), "bit",
+						     in->bit, "before", in->before, "after", in->after, "spec",
+						     run->inject[in->spec].text));
+	}
+	return arr;
+}
+
+json_t *sdc_report_build(const struct sdc_run *run, const struct sdc_plan *plan, enum sdc_verdict v,
+			 int exit_status, const char *summary_text)
+{
+	json_t *argv = json_array();
+	for (int i = 0; i < run->argc; i++)
+		json_array_append_new(argv, json_string(run->argv[i]));
+	json_t *build = json_pack("{s:b, s:b, s:b, s:b}", "cuda", HAVE_CUDA, "nccl", HAVE_NCCL, "mpi",
+				  HAVE_MPI, "blas", HAVE_BLAS);
+	char summary[512];
+	if (summary_text)
+		sdc_strlcpy(summary, summary_text, sizeof(summary));
+	else
+		sdc_summary_line(run, v, summary, sizeof(summary));
+	json_t *report = json_pack("{s:[i,i], s:{s:s, s:s, s:o, s:i, s:o}, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o, "
+			 "s:{s:s, s:i, s:s}}",
+			 "schema_version", SDC_SCHEMA_MAJOR, SDC_SCHEMA_MINOR, "tool", "name", "sdcscan", "version",
+			 SDC_VERSION, "argv", argv, "exit_status", exit_status, "build", build, "host",
+			 host_json(run), "devices", devices_json(run), "run", run_json(run, plan), "results",
+			 results_json(run), "totals", totals_json(run), "findings", findings_json(run), "findings_not_kept",
+			 (json_int_t)run->findings_dropped, "injections", injections_json(run), "verdict",
+			 "status", sdc_verdict_name(v), "code", (int)v, "summary", summary);
+	if (report && run->fleet)
+		json_object_set(report, "fleet", (json_t *)run->fleet);
+	return report;
+}
+
+int sdc_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen)
+{
+	char tmp[4096], dir[4096];
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp)) {
+		snprintf(err, errlen, "%s: path too long", path);
+		return -1;
+	}
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot create a temporary file next to %s: %s", path, strerror(errno));
+		return -1;
+	}
+	size_t done = 0;
+	while (done < len) {
+		ssize_t w = write(fd, data + done, len - done);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			snprintf(err, errlen, "%s: write: %s", tmp, strerror(errno));
+			goto out_unlink;
+		}
+		done += (size_t)w;
+	}
+	/* The default 0600 of mkstemp would hide reports from the monitoring user. */
+	if (fchmod(fd, 0644) || fsync(fd)) {
+		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+		goto out_unlink;
+	}
+	if (close(fd)) {
+		fd = -1;
+		snprintf(err, errlen, "%s: close: %s", tmp, strerror(errno));
+		goto out_unlink;
+	}
+	fd = -1;
+	if (rename(tmp, path)) {
+		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+		goto out_unlink;
+	}
+	/* Make the rename itself durable. */
+	sdc_strlcpy(dir, path, sizeof(dir));
+	int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+out_unlink:
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	return -1;
+}
+
+int sdc_report_write(json_t *report, const char *path)
+{
+	char *text = json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	if (!text) {
+		sdc_error("cannot serialise the report");
+		return -1;
+	}
+	size_t len = strlen(text);
+	int rc = 0;
+	if (!strcmp(path, "-")) {
+		if (fwrite(text, 1, len, stdout) != len || fputc('\n', stdout) == EOF || fflush(stdout)) {
+			sdc_error("cannot write the report to stdout");
+			rc = -1;
+		}
+	} else {
+		char *with_nl = malloc(len + 2);
+		char err[600];
+		if (!with_nl) {
+			sdc_error("out of memory writing the report");
+			rc = -1;
+		} else {
+			memcpy(with_nl, text, len);
+			with_nl[len] = '\n';
+			if (sdc_write_atomic(path, with_nl, len + 1, err, sizeof(err))) {
+				sdc_error("report: %s", err);
+				rc = -1;
+			}
+			free(with_nl);
+		}
+	}
+	free(text);
+	return rc;
+}

@@ -1,0 +1,28 @@
+/*
+ * The JSON report (schema/report.schema.json): schema_version, tool{version, argv,
+ * exit_status}, host, devices, run, results, findings, injections, verdict. Written
+ * atomically: a reader sees the old report or the new one, never half of one.
+ */
+#ifndef SDC_REPORT_H
+#define SDC_REPORT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "core/plan.h"
+#include "run.h"
+
+#define SDC_SCHEMA_MAJOR 1
+#define SDC_SCHEMA_MINOR 0
+
+/* summary: the verdict's one-line explanation; NULL derives it from the results. */
+json_t *sdc_report_build(const struct sdc_run *run, const struct sdc_plan *plan, enum sdc_verdict v,
+			 int exit_status, const char *summary);
+
+/* Writes data to path via a temporary file, fsync and rename. Returns 0 or -1 with err set. */
+int sdc_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen);
+
+/* Writes the report to path ("-": stdout). Returns 0 or -1 after printing the error. */
+int sdc_report_write(json_t *report, const char *path);
+
+#endif

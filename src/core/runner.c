@@ -1,0 +1,634 @@
+#include "core/runner.h"
+#include "fleet.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "kernels/gemm_float.h"
+#include "probe.h"
+#include "core/registry.h"
+#include "base/util.h"
+#include "core/vote.h"
+
+atomic_bool sdc_stop_requested;
+static atomic_bool interrupted;
+
+/*
+ * Findings kept in detail per device and variant, and per device and iteration, so one flood
+ * (a corrupted operand fails every row) cannot hide the next event; the rest are counted.
+ */
+#define FINDINGS_PER_WORKER 64
+#define FINDINGS_PER_ITERATION 16
+/* How often the main thread wakes to draw progress and compare digests. */
+#define TICK_SECONDS 0.1
+
+static void on_signal(int sig)
+{
+	atomic_store(&interrupted, true);
+	atomic_store(&sdc_stop_requested, true);
+	/* A second signal ends the process the default way. */
+	signal(sig, SIG_DFL);
+}
+
+/* Under MPI an interrupt on one rank stops them all: this rank's is passed on, a peer's taken. */
+static void poll_fleet_interrupt(void)
+{
+	int from;
+	if (sdc_fleet_interrupt_poll(atomic_load(&interrupted), &from) && !atomic_load(&interrupted)) {
+		sdc_note("rank %d (%s) was interrupted: this rank stops too", from, sdc_fleet_host(from));
+		atomic_store(&interrupted, true);
+		atomic_store(&sdc_stop_requested, true);
+	}
+}
+
+void sdc_runner_install_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* ---- fault plans ---- */
+
+struct planned_fault {
+	int spec;
+	int worker;
+	uint64_t iter;
+};
+
+struct sdc_fault_plan {
+	struct planned_fault *items;
+	int n;
+	int *rate_specs; /* specs with a rate, matching this probe and variant */
+	int nrates;
+};
+
+static bool spec_matches(const struct sdc_inject_spec *s, const struct sdc_probe_ctx *ctx)
+{
+	return !strcmp(s->probe, ctx->probe->name) && (!s->variant[0] || !strcmp(s->variant, ctx->variant));
+}
+
+static int worker_of_cpu(const struct sdc_probe_ctx *ctx, int cpu)
+{
+	for (int i = 0; i < ctx->nworkers; i++)
+		if (ctx->workers[i].dev->cpu == cpu)
+			return i;
+	return -1;
+}
+
+static struct sdc_fault_plan *plan_faults(struct sdc_probe_ctx *ctx)
+{
+	const struct sdc_run *run = ctx->run;
+	struct sdc_fault_plan *fp = calloc(1, sizeof(*fp));
+	if (!fp)
+		return NULL;
+	int total = 0;
+	for (int i = 0; i < run->ninject; i++)
+		if (spec_matches(&run->inject[i], ctx))
+			total += run->inject[i].rate > 0 ? 0 : run->inject[i].count;
+	fp->items = calloc((size_t)total + 1, sizeof(*fp->items));
+	fp->rate_specs = calloc((size_t)run->ninject + 1, sizeof(int));
+	if (!fp->items || !fp->rate_specs) {
+		free(fp->items);
+		free(fp->rate_specs);
+		free(fp);
+		return NULL;
+	}
+	for (int i = 0; i < run->ninject; i++) {
+		const struct sdc_inject_spec *s = &run->inject[i];
+		if (!spec_matches(s, ctx))
+			continue;
+		if (s->rate > 0) {
+			fp->rate_specs[fp->nrates++] = i;
+			continue;
+		}
+		/*
+		 * Unspecified device and first iteration are drawn from the seed, once per spec: its
+		 * count faults land on that device at first, first + every, ... and the run replays.
+		 */
+		struct sdc_rng rng = sdc_rng_make(ctx->seed, SDC_RNG_PROBE_INJECT, (unsigned)i, SDC_RNG_SHARED, 0);
+		const int worker = s->device >= 0 ? worker_of_cpu(ctx, s->device)
+						  : (int)sdc_rng_below(&rng, 0, (uint64_t)ctx->nworkers);
+		const uint64_t first = s->iter >= 0 ? (uint64_t)s->iter : sdc_rng_below(&rng, 1, 8);
+		for (int j = 0; j < s->count; j++) {
+			struct planned_fault *pf = &fp->items[fp->n++];
+			pf->spec = i;
+			pf->worker = worker;
+			pf->iter = first + (uint64_t)j * (uint64_t)s->every;
+		}
+	}
+	return fp;
+}
+
+static void free_faults(struct sdc_fault_plan *fp)
+{
+	if (!fp)
+		return;
+	free(fp->items);
+	free(fp->rate_specs);
+	free(fp);
+}
+
+static void make_fault(const struct sdc_worker *w, int spec, uint64_t iter, struct sdc_fault *f)
+{
+	const struct sdc_inject_spec *s = &w->ctx->run->inject[spec];
+	f->spec = spec;
+	f->row = s->row;
+	f->col = s->col;
+	f->bit = s->bit;
+	f->rng = sdc_rng_make(w->ctx->seed, SDC_RNG_PROBE_INJECT, (unsigned)spec, (unsigned)w->dev->cpu, 1);
+	f->base = iter * 16;
+}
+
+int sdc_worker_faults(struct sdc_worker *w, const char *target, uint64_t iter, struct sdc_fault *out,
+		      int max)
+{
+	const struct sdc_fault_plan *fp = w->ctx->faults;
+	const struct sdc_inject_spec *specs = w->ctx->run->inject;
+	int n = 0;
+	if (!fp || (!fp->n && !fp->nrates))
+		return 0;
+	for (int i = 0; i < fp->n && n < max; i++) {
+		const struct planned_fault *pf = &fp->items[i];
+		if (specs[pf->spec].rank >= 0 && specs[pf->spec].rank != sdc_fleet.rank)
+			continue;
+		if (pf->worker == w->index && pf->iter == iter && !strcmp(specs[pf->spec].target, target))
+			make_fault(w, pf->spec, iter, &out[n++]);
+	}
+	for (int i = 0; i < fp->nrates && n < max; i++) {
+		const struct sdc_inject_spec *s = &specs[fp->rate_specs[i]];
+		if (strcmp(s->target, target) || (s->device >= 0 && s->device != w->dev->cpu) ||
+		    (s->rank >= 0 && s->rank != sdc_fleet.rank))
+			continue;
+		struct sdc_rng r = sdc_rng_make(w->ctx->seed, SDC_RNG_PROBE_INJECT, (unsigned)fp->rate_specs[i],
+						(unsigned)w->dev->cpu, 2);
+		if (sdc_rng_uniform(&r, iter) < s->rate)
+			make_fault(w, fp->rate_specs[i], iter, &out[n++]);
+	}
+	return n;
+}
+
+void sdc_worker_fault_applied(struct sdc_worker *w, const struct sdc_fault *f, const char *target,
+			      uint64_t iter, int64_t row, int64_t col, int bit, const char *before,
+			      const char *after)
+{
+	struct sdc_injection inj;
+	memset(&inj, 0, sizeof(inj));
+	sdc_strlcpy(inj.probe, w->ctx->probe->name, sizeof(inj.probe));
+	sdc_strlcpy(inj.variant, w->ctx->variant, sizeof(inj.variant));
+	inj.device = w->device;
+	sdc_strlcpy(inj.target, target, sizeof(inj.target));
+	inj.iteration = iter;
+	inj.row = row;
+	inj.col = col;
+	inj.bit = bit;
+	sdc_strlcpy(inj.before, before, sizeof(inj.before));
+	sdc_strlcpy(inj.after, after, sizeof(inj.after));
+	inj.spec = f->spec;
+	sdc_run_add_injection(w->ctx->run, &inj);
+}
+
+int sdc_runner_check_injections(const struct sdc_run *run, const struct sdc_plan *plan)
+{
+	for (int i = 0; i < run->ninject; i++) {
+		const struct sdc_inject_spec *s = &run->inject[i];
+		const struct sdc_probe *p = sdc_probe_find(s->probe);
+		char names[256];
+		if (!p) {
+			sdc_probe_names(names, sizeof(names));
+			sdc_error("--inject '%s': unknown probe '%s' (valid probes: %s)", s->text, s->probe, names);
+			return -1;
+		}
+		bool in_plan = false;
+		for (int e = 0; e < plan->n; e++)
+			in_plan |= plan->entries[e].probe == p;
+		if (!in_plan) {
+			sdc_error("--inject '%s': probe %s is not part of this run (add --probe %s)", s->text,
+				  s->probe, s->probe);
+			return -1;
+		}
+		bool known = false;
+		size_t used = 0;
+		names[0] = '\0';
+		for (int t = 0; p->inject_targets && p->inject_targets[t]; t++) {
+			const char *tg = p->inject_targets[t];
+			size_t len = strcspn(tg, ":");
+			known |= strlen(s->target) == len && !strncmp(tg, s->target, len);
+			int w = snprintf(names + used, sizeof(names) - used, "%s%.*s", used ? ", " : "", (int)len, tg);
+			if (w > 0 && (size_t)w < sizeof(names) - used)
+				used += (size_t)w;
+		}
+		if (!known) {
+			sdc_error("--inject '%s': probe %s has no target '%s' (valid targets: %s)", s->text, s->probe,
+				  s->target, names[0] ? names : "none");
+			return -1;
+		}
+		if (s->device >= 0) {
+			bool found = false;
+			for (int d = 0; d < run->ndevices; d++)
+				found |= run->devices[d].cpu == s->device;
+			if (!found) {
+				sdc_error("--inject '%s': device=%d is not one of the CPUs this run uses", s->text,
+					  s->device);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ---- helpers for probes ---- */
+
+int sdc_ctx_error(struct sdc_probe_ctx *ctx, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(ctx->error, sizeof(ctx->error), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+void sdc_worker_error(struct sdc_worker *w, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(w->error, sizeof(w->error), fmt, ap);
+	va_end(ap);
+	w->failed = true;
+}
+
+static void file_finding(struct sdc_worker *w, struct sdc_finding *f)
+{
+	sdc_strlcpy(f->probe, w->ctx->probe->name, sizeof(f->probe));
+	sdc_strlcpy(f->variant, w->ctx->variant, sizeof(f->variant));
+	f->device = w->device;
+	if (f->iteration != w->findings_iteration) {
+		w->findings_iteration = f->iteration;
+		w->findings_this_iteration = 0;
+	}
+	if (w->findings_kept < FINDINGS_PER_WORKER && w->findings_this_iteration++ < FINDINGS_PER_ITERATION) {
+		if (sdc_run_add_finding(w->ctx->run, f))
+			w->findings_kept++;
+	} else {
+		sdc_run_count_dropped(w->ctx->run);
+	}
+}
+
+void sdc_worker_report(struct sdc_worker *w, struct sdc_finding *f)
+{
+	f->time_to_failure = sdc_now() - w->ctx->t_start;
+	if (f->cls == SDC_FINDING_CORRUPTION)
+		w->corruptions++;
+	file_finding(w, f);
+}
+
+void sdc_worker_digest(struct sdc_worker *w, uint64_t iter, uint64_t digest)
+{
+	sdc_vote_record(w->ctx->vote, w->index, iter, digest);
+	if (iter < SDC_WORK_DIGEST_ITERATIONS && w->work.ctx) {
+		uint8_t le[8];
+		for (int i = 0; i < 8; i++)
+			le[i] = (uint8_t)(digest >> (8 * i));
+		sdc_sha256_update(&w->work, le, sizeof(le));
+		if (iter + 1 == SDC_WORK_DIGEST_ITERATIONS) {
+			sdc_sha256_final(&w->work, w->work_digest);
+			w->work_done = true;
+		}
+	}
+}
+
+/* ---- one variant ---- */
+
+struct variant_run {
+	struct sdc_probe_ctx ctx;
+	uint64_t *dissents; /* per worker: times it was the odd one out (main thread only) */
+	int host_dissents;  /* iterations with no majority */
+	atomic_int finished;
+};
+
+static void dissent_finding(struct variant_run *vr, const struct sdc_vote_dissent *d, struct sdc_finding *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->cls = SDC_FINDING_CORRUPTION;
+	sdc_strlcpy(f->kind, "device-disagreement", sizeof(f->kind));
+	sdc_strlcpy(f->probe, vr->ctx.probe->name, sizeof(f->probe));
+	sdc_strlcpy(f->variant, vr->ctx.variant, sizeof(f->variant));
+	snprintf(f->operation, sizeof(f->operation), "%s %s result digest", vr->ctx.probe->name, vr->ctx.variant);
+	f->iteration = d->iteration;
+	f->time_to_failure = sdc_now() - vr->ctx.t_start;
+	f->row = f->col = -1;
+}
+
+/* Results that should be identical were not: name the odd device out, or the host. */
+static void on_dissent(void *arg, const struct sdc_vote_dissent *d)
+{
+	struct variant_run *vr = arg;
+	struct sdc_finding f;
+	if (!d->has_majority) {
+		/* Nobody can be blamed from digests alone (two devices, or a tie): a host finding. */
+		if (++vr->host_dissents > 4) {
+			sdc_run_count_dropped(vr->ctx.run);
+			return;
+		}
+		dissent_finding(vr, d, &f);
+		f.device = -1;
+		int used = snprintf(f.detail, sizeof(f.detail),
+				    "iteration %" PRIu64 " results differ with no majority among %d devices:", d->iteration,
+				    d->participants);
+		for (int i = 0; i < d->nlisted && used > 0 && (size_t)used < sizeof(f.detail); i++)
+			used += snprintf(f.detail + used, sizeof(f.detail) - (size_t)used, " %s=%016" PRIx64,
+					 vr->ctx.workers[d->lanes[i]].dev->id, d->digests[i]);
+		sdc_run_add_finding(vr->ctx.run, &f);
+		return;
+	}
+	for (int i = 0; i < d->nlisted; i++) {
+		const int lane = d->lanes[i];
+		if (++vr->dissents[lane] > 4) {
+			sdc_run_count_dropped(vr->ctx.run);
+			continue;
+		}
+		dissent_finding(vr, d, &f);
+		f.device = vr->ctx.workers[lane].device;
+		snprintf(f.expected, sizeof(f.expected), "0x%016" PRIx64, d->majority_digest);
+		snprintf(f.actual, sizeof(f.actual), "0x%016" PRIx64, d->digests[i]);
+		snprintf(f.xor_mask, sizeof(f.xor_mask), "0x%016" PRIx64, d->digests[i] ^ d->majority_digest);
+		snprintf(f.detail, sizeof(f.detail),
+			 "iteration %" PRIu64 " result differs from the majority (%d of %d devices agree)", d->iteration,
+			 d->agreeing, d->participants);
+		sdc_run_add_finding(vr->ctx.run, &f);
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct sdc_worker *w = arg;
+	struct variant_run *vr = (struct variant_run *)w->ctx; /* ctx is the first member */
+	int err = sdc_cpu_pin(w->dev->cpu);
+	w->t_start = sdc_now();
+	if (err)
+		sdc_worker_error(w, "cannot pin a thread to CPU %d: %s", w->dev->cpu, strerror(err));
+	else
+		w->ctx->probe->run(w);
+	w->t_end = sdc_now();
+	sdc_vote_lane_done(w->ctx->vote, w->index);
+	atomic_fetch_add(&vr->finished, 1);
+	return NULL;
+}
+
+static void add_plain_results(struct sdc_run *run, const struct sdc_probe *p, const char *variant,
+			      enum sdc_status st, const char *why)
+{
+	for (int d = 0; d < run->ndevices; d++) {
+		struct sdc_result *r = sdc_run_add_result(run);
+		if (!r)
+			return;
+		sdc_strlcpy(r->probe, p->name, sizeof(r->probe));
+		sdc_strlcpy(r->variant, variant, sizeof(r->variant));
+		r->device = d;
+		r->status = st;
+		sdc_strlcpy(r->error, why, sizeof(r->error));
+	}
+}
+
+static uint64_t total_iterations(const struct sdc_probe_ctx *ctx)
+{
+	uint64_t it = 0;
+	for (int i = 0; i < ctx->nworkers; i++)
+		it += atomic_load_explicit(&ctx->workers[i].iterations, memory_order_relaxed);
+	return it;
+}
+
+static void sleep_seconds(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+	nanosleep(&ts, NULL); /* EINTR is fine: the loop re-checks the stop flag */
+}
+
+static void collect_results(struct variant_run *vr)
+{
+	struct sdc_probe_ctx *ctx = &vr->ctx;
+	const bool was_interrupted = atomic_load(&interrupted);
+	struct sdc_total total;
+	memset(&total, 0, sizeof(total));
+	sdc_strlcpy(total.probe, ctx->probe->name, sizeof(total.probe));
+	sdc_strlcpy(total.variant, ctx->variant, sizeof(total.variant));
+	sdc_strlcpy(total.rate_unit, ctx->rate_unit, sizeof(total.rate_unit));
+	for (int i = 0; i < ctx->nworkers; i++) {
+		struct sdc_worker *w = &ctx->workers[i];
+		struct sdc_result *r = sdc_run_add_result(ctx->run);
+		if (!r)
+			return;
+		sdc_strlcpy(r->probe, ctx->probe->name, sizeof(r->probe));
+		sdc_strlcpy(r->variant, ctx->variant, sizeof(r->variant));
+		r->device = w->device;
+		r->iterations = atomic_load(&w->iterations);
+		r->ops = w->ops;
+		r->seconds = w->t_end - w->t_start;
+		r->rate = r->seconds > 0 ? w->ops / r->seconds / ctx->rate_scale : 0;
+		sdc_strlcpy(r->rate_unit, ctx->rate_unit, sizeof(r->rate_unit));
+		sdc_strlcpy(r->iter_unit, ctx->iter_unit, sizeof(r->iter_unit));
+		sdc_strlcpy(r->kernel, w->kernel, sizeof(r->kernel));
+		r->corruptions = w->corruptions + vr->dissents[i];
+		r->interrupted = was_interrupted;
+		if (w->work_done)
+			sdc_hex(w->work_digest, sizeof(w->work_digest), r->work_digest);
+		if (!w->failed && r->iterations) {
+			total.rate += r->rate;
+			total.devices++;
+		}
+		if (r->corruptions) {
+			r->status = SDC_STATUS_CORRUPT;
+		} else if (w->failed) {
+			r->status = SDC_STATUS_ERROR;
+			sdc_strlcpy(r->error, w->error, sizeof(r->error));
+		} else if (!r->iterations) {
+			r->status = SDC_STATUS_ERROR;
+			sdc_strlcpy(r->error, was_interrupted ? "interrupted before the first iteration finished"
+							      : "no iteration finished before the deadline",
+				    sizeof(r->error));
+		} else if (ctx->floor > 0 && r->rate < ctx->floor && !was_interrupted) {
+			r->status = SDC_STATUS_DEGRADED;
+			struct sdc_finding f;
+			memset(&f, 0, sizeof(f));
+			f.cls = SDC_FINDING_DEGRADED;
+			sdc_strlcpy(f.kind, "slow-device", sizeof(f.kind));
+			snprintf(f.operation, sizeof(f.operation), "%s %s throughput", ctx->probe->name, ctx->variant);
+			f.row = f.col = -1;
+			f.iteration = r->iterations;
+			snprintf(f.detail, sizeof(f.detail), "%.1f %s is below the profile's floor of %.1f %s",
+				 r->rate, ctx->rate_unit, ctx->floor, ctx->rate_unit);
+			sdc_strlcpy(f.probe, ctx->probe->name, sizeof(f.probe));
+			sdc_strlcpy(f.variant, ctx->variant, sizeof(f.variant));
+			f.device = w->device;
+			sdc_run_add_finding(ctx->run, &f);
+		} else {
+			r->status = SDC_STATUS_OK;
+		}
+	}
+	sdc_run_add_total(ctx->run, &total);
+}
+
+static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, const char *variant,
+		       double duration, struct sdc_output *out)
+{
+	struct variant_run *vr = calloc(1, sizeof(*vr));
+	/* A probe of the whole rank (allreduce) runs once per rank, on its first CPU. */
+	int nw = e->probe->needs & SDC_NEED_MPI || (e->probe->one_per_rank && e->probe->one_per_rank(variant))
+			 ? 1 : run->ndevices;
+	if (!vr)
+		return -1;
+	struct sdc_probe_ctx *ctx = &vr->ctx;
+	ctx->probe = e->probe;
+	ctx->opts = e->opts;
+	ctx->variant = variant;
+	ctx->seed = run->seed;
+	ctx->run = run;
+	ctx->max_iterations = (uint64_t)e->common.iterations;
+	sdc_strlcpy(ctx->rate_unit, "GOP/s", sizeof(ctx->rate_unit));
+	sdc_strlcpy(ctx->iter_unit, "iterations", sizeof(ctx->iter_unit));
+	ctx->rate_scale = 1e9;
+	ctx->workers = calloc((size_t)nw, sizeof(*ctx->workers));
+	vr->dissents = calloc((size_t)nw, sizeof(uint64_t));
+	pthread_t *threads = calloc((size_t)nw, sizeof(pthread_t));
+	ctx->vote = sdc_vote_new(nw);
+	ctx->nworkers = nw;
+	int first = run->nresults, started = 0;
+	if (!ctx->workers || !vr->dissents || !threads || !ctx->vote) {
+		add_plain_results(run, e->probe, variant, SDC_STATUS_ERROR, "out of memory");
+		goto out_free;
+	}
+	for (int i = 0; i < nw; i++) {
+		ctx->workers[i].ctx = ctx;
+		ctx->workers[i].index = i;
+		ctx->workers[i].device = i;
+		ctx->workers[i].dev = &run->devices[i];
+		if (sdc_sha256_init(&ctx->workers[i].work)) {
+			add_plain_results(run, e->probe, variant, SDC_STATUS_ERROR, "cannot create a SHA-256 context");
+			goto out_free;
+		}
+	}
+	ctx->faults = plan_faults(ctx);
+	if (!ctx->faults) {
+		add_plain_results(run, e->probe, variant, SDC_STATUS_ERROR, "out of memory");
+		goto out_free;
+	}
+	ctx->t_start = sdc_now();
+	if (e->probe->setup && e->probe->setup(ctx)) {
+		add_plain_results(run, e->probe, variant, SDC_STATUS_ERROR, ctx->error);
+		goto out_output;
+	}
+
+	atomic_store(&sdc_stop_requested, atomic_load(&interrupted));
+	ctx->t_start = sdc_now();
+	for (; started < nw; started++) {
+		int err = pthread_create(&threads[started], NULL, worker_main, &ctx->workers[started]);
+		if (err) {
+			sdc_error("cannot start a worker thread: %s", strerror(err));
+			atomic_store(&sdc_stop_requested, true);
+			break;
+		}
+	}
+	char label[64];
+	snprintf(label, sizeof(label), "%s/%s", e->probe->name, variant);
+	const double deadline = ctx->t_start + duration;
+	for (;;) {
+		double now = sdc_now();
+		poll_fleet_interrupt();
+		if (atomic_load(&sdc_stop_requested) || atomic_load(&vr->finished) == started || now >= deadline)
+			break;
+		sleep_seconds(SDC_MIN(TICK_SECONDS, deadline - now));
+		sdc_output_progress(out, label, sdc_now() - ctx->t_start, duration, total_iterations(ctx), nw);
+		sdc_vote_compare(ctx->vote, false, on_dissent, vr);
+	}
+	atomic_store(&sdc_stop_requested, true);
+	for (int i = 0; i < started; i++)
+		pthread_join(threads[i], NULL);
+	for (int i = started; i < nw; i++) {
+		sdc_worker_error(&ctx->workers[i], "worker thread could not start");
+		sdc_vote_lane_done(ctx->vote, i);
+	}
+	sdc_output_clear_progress(out);
+	sdc_vote_compare(ctx->vote, true, on_dissent, vr);
+	if (e->probe->teardown)
+		e->probe->teardown(ctx);
+	collect_results(vr);
+out_output:
+	sdc_output_results(out, run, first, run->nresults);
+out_free:
+	for (int i = 0; ctx->workers && i < nw; i++)
+		if (ctx->workers[i].work.ctx)
+			sdc_sha256_release(&ctx->workers[i].work);
+	free_faults(ctx->faults);
+	sdc_vote_free(ctx->vote);
+	free(threads);
+	free(vr->dissents);
+	free(ctx->workers);
+	free(vr);
+	return 0;
+}
+
+int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct sdc_output *out)
+{
+	/* One worker per core: a BLAS that spins up its own threads would fight them. */
+	sdc_blas_single_thread();
+	/* Fast-class results depend on the library, its kernel and threads: every report says which. */
+	struct sdc_blas_info bi;
+	sdc_blas_info(&bi);
+	json_object_set_new(run->environment, "blas", json_pack("{s:s, s:s, s:s, s:i}", "library", bi.library,
+								 "version", bi.version, "core", bi.corename,
+								 "threads", bi.threads));
+	for (int i = 0; i < plan->n; i++) {
+		const struct sdc_plan_entry *e = &plan->entries[i];
+		const char *variants[16];
+		int nv = e->probe->variants ? e->probe->variants(e->opts, variants, 16) : 0;
+		if (nv <= 0) {
+			variants[0] = "default";
+			nv = 1;
+		}
+		if (e->only_variant[0]) {
+			int keep = 0;
+			for (int v = 0; v < nv; v++)
+				if (!strcmp(variants[v], e->only_variant))
+					variants[keep++] = variants[v];
+			nv = keep;
+		}
+		char why[256];
+		/* A cross-node probe in a profile that also runs alone (admit): not a WARNING on one host. */
+		if ((e->probe->needs & SDC_NEED_MPI) && e->common.optional && !sdc_fleet.active) {
+			sdc_note("%s: not launched under MPI (mpirun, srun --mpi=pmix): single-host run, %s not run",
+				 e->probe->name, e->probe->name);
+			continue;
+		}
+		if (!sdc_probe_usable(e->probe, why, sizeof(why))) {
+			for (int v = 0; v < nv; v++)
+				add_plain_results(run, e->probe, variants[v],
+						  e->common.optional ? SDC_STATUS_SKIPPED : SDC_STATUS_ERROR, why);
+			sdc_output_results(out, run, run->nresults - nv * run->ndevices, run->nresults);
+			continue;
+		}
+		for (int v = 0; v < nv; v++) {
+			poll_fleet_interrupt();
+			if (atomic_load(&interrupted)) {
+				add_plain_results(run, e->probe, variants[v], SDC_STATUS_NOT_RUN,
+						  "the run was interrupted before this probe started");
+				continue;
+			}
+			if (run_variant(run, e, variants[v], e->common.duration / nv, out))
+				return -1;
+		}
+	}
+	poll_fleet_interrupt();
+	run->interrupted = atomic_load(&interrupted);
+	return 0;
+}

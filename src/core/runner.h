@@ -1,0 +1,23 @@
+/*
+ * The runner owns threads and time. For each probe in the plan and each variant of it, it
+ * sets the probe up, starts one pinned worker per device, lets them burn until the deadline
+ * (or an iteration cap, or SIGINT/SIGTERM), compares their result digests, and files one
+ * result per device. A probe that cannot run is never reported as OK.
+ */
+#ifndef SDC_RUNNER_H
+#define SDC_RUNNER_H
+
+#include "core/output.h"
+#include "core/plan.h"
+#include "run.h"
+
+/* SIGINT and SIGTERM stop the run; a second one kills the process the default way. */
+void sdc_runner_install_signals(void);
+
+/* Runs every plan entry. Returns 0, or -1 if the run could not start at all. */
+int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct sdc_output *out);
+
+/* Checks --inject specs against the plan's probes and the run's devices. */
+int sdc_runner_check_injections(const struct sdc_run *run, const struct sdc_plan *plan);
+
+#endif

@@ -1,0 +1,670 @@
+/*
+ * allreduce: names the corrupt link or node of a ring all-reduce (Adept's failure: a bad hop in
+ * the all-gather leaves every later rank agreeing on the same wrong answer).
+ *
+ * Variants:
+ *   ring: sdcscan's own ring all-reduce (reduce-scatter, then all-gather) over MPI point-to-point.
+ *         The data are small integers per (rank, index, iteration), as nccl-tests builds them, so
+ *         every partial sum is exact in any order and every rank can compute what it should
+ *         receive at every step. Every chunk travels with a CRC32C of its bytes: a bad CRC names
+ *         the link (sender -> receiver); a good CRC with a wrong value names the sender's
+ *         arithmetic or memory. Each iteration runs the ring forward, reversed and shuffled, so a
+ *         bad node (all its links fail) is told from a bad link (one does).
+ *   mpi:  the vendor collective (MPI_Allreduce) on the same data: each rank counts its wrong
+ *         elements, the counts are summed so all ranks agree, and each rank with wrong elements
+ *         names itself.
+ * Both report busbw as nccl-tests defines it: algbw = bytes / time, busbw = algbw 2 (n - 1) / n.
+ * Every wait has a deadline (option timeout): a peer that does not answer is named, UNKNOWN.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fleet.h"
+#include "kernels/crc32c.h"
+#include "kernels/ring_check.h"
+#include "probe.h"
+#include "sdc_config.h"
+
+#if HAVE_MPI
+#include <mpi.h>
+void *sdc_fleet_comm(void);
+#endif
+
+int sdc_bench_allreduce(int argc, char **argv);
+
+static const char *const variant_names[] = { "ring", "mpi", NULL };
+
+struct allreduce_opts {
+	uint32_t variants;
+	int64_t bytes;
+	double timeout, floor;
+};
+
+#define OPT(f) offsetof(struct allreduce_opts, f)
+static const struct sdc_option allreduce_options[] = {
+	{ .name = "variants", .type = SDC_OPT_SET, .offset = OPT(variants), .def = "ring,mpi", .neutral = true,
+	  .help = "ring: sdcscan's checked ring all-reduce; mpi: MPI_Allreduce checked exactly", .choices = variant_names },
+	{ .name = "bytes", .type = SDC_OPT_INT, .offset = OPT(bytes), .def = "4194304",
+	  .help = "bytes of fp32 data all-reduced per iteration", .imin = 4096, .imax = (int64_t)1 << 31 },
+	{ .name = "timeout", .type = SDC_OPT_DOUBLE, .offset = OPT(timeout), .def = "30", .neutral = true,
+	  .help = "seconds any wait for a peer may take before the peer is named unresponsive", .dmin = 1,
+	  .dmax = 3600, .unit = "s" },
+	{ .name = "floor", .type = SDC_OPT_DOUBLE, .offset = OPT(floor), .def = "0", .neutral = true,
+	  .help = "bus bandwidth below which the rank is WARNING (0: no floor)", .dmin = 0, .dmax = 1e6,
+	  .unit = "GB/s" },
+	SDC_OPT_END,
+};
+
+static const char *const allreduce_targets[] = {
+	"H: bytes on a hop: row = sending rank, col = receiving rank (its ring successor when left out), bit; "
+	"tensor=rs|ag picks the phase (default rs), rs-header|ag-header corrupts the chunk's header (its CRC) "
+	"instead of its data; the ring runs forward",
+	"C: the sender's arithmetic: row = the rank whose reduce-scatter sum goes wrong at its first step, bit",
+	NULL,
+};
+
+/* Under mpirun (2 ranks or more): a hop in each phase and one rank's arithmetic. */
+static const char *const allreduce_selftest_options[] = { "variants=ring", "bytes=262144", NULL };
+static const char *const allreduce_selftest_faults[] = {
+	"allreduce/ring:H:iter=1,row=1,bit=9",
+	"allreduce/ring:H:iter=2,row=0,tensor=ag,bit=20",
+	"allreduce/ring:H:iter=3,row=2,tensor=ag-header,bit=5",
+	"allreduce/ring:C:iter=3,row=1,bit=25",
+	NULL,
+};
+
+struct ar_shared {
+	int64_t n; /* floats */
+	double timeout;
+	char operation[96];
+};
+
+/* The shuffle's draw: the same on every rank, new every iteration. */
+static inline uint64_t draw(int r, uint64_t it)
+{
+	uint64_t x = (uint64_t)r * 0x9E3779B97F4A7C15ull ^ (it * 0xBF58476D1CE4E5B9ull);
+	x ^= x >> 31;
+	x *= 0x94D049BB133111EBull;
+	return x ^ x >> 29;
+}
+
+/* What an H fault's tensor= names: the phase (0 reduce-scatter, 1 all-gather) and whether it
+ * corrupts the chunk's header instead of its data; false for anything else. Left out: rs. */
+static bool hop_tensor(const char *tn, int *phase, bool *header)
+{
+	static const char *const names[] = { "", "rs", "ag", "rs-header", "ag-header" };
+	*phase = 0, *header = false;
+	for (int k = 0; k < 5; k++)
+		if (!strcmp(tn, names[k])) {
+			*phase = k == 2 || k == 4;
+			*header = k >= 3;
+			return true;
+		}
+	return false;
+}
+
+static int allreduce_variants(const void *opts, const char **names, int max)
+{
+	const struct allreduce_opts *o = opts;
+	int n = 0;
+	for (int i = 0; variant_names[i] && n < max; i++)
+		if (sdc_opt_set_has(o->variants, i))
+			names[n++] = variant_names[i];
+	return n;
+}
+
+static bool allreduce_available(char *why, size_t len)
+{
+	if (!HAVE_MPI) {
+		snprintf(why, len, "built without MPI (install libopenmpi-dev and rebuild)");
+		return false;
+	}
+	if (!sdc_fleet.active || sdc_fleet.size < 2) {
+		snprintf(why, len, "needs 2 or more MPI ranks: launch with mpirun -np N or srun --mpi=pmix");
+		return false;
+	}
+	return true;
+}
+
+static int allreduce_setup(struct sdc_probe_ctx *ctx)
+{
+	const struct allreduce_opts *o = ctx->opts;
+	struct ar_shared *sh = calloc(1, sizeof(*sh));
+	if (!sh)
+		return sdc_ctx_error(ctx, "out of memory");
+	ctx->shared = sh;
+	for (int i = 0; i < ctx->run->ninject; i++) {
+		const struct sdc_inject_spec *in = &ctx->run->inject[i];
+		int phase;
+		bool header;
+		const bool known = !in->tensor[0] || (!strcmp(in->target, "H") && hop_tensor(in->tensor, &phase, &header));
+		if (!strcmp(in->probe, "allreduce") && !known)
+			return sdc_ctx_error(ctx, "--inject %s: tensor=%s: allreduce takes tensor= only for H faults: rs, ag, "
+						  "rs-header or ag-header", in->text, in->tensor);
+	}
+	/* a whole number of floats per chunk */
+	sh->n = o->bytes / 4 / sdc_fleet.size * sdc_fleet.size;
+	sh->timeout = o->timeout;
+	sdc_fleet.timeout = o->timeout; /* the gather at the end waits no longer than the probe's waits */
+	snprintf(sh->operation, sizeof(sh->operation), "%s all-reduce of %" PRId64 " fp32 over %d ranks", ctx->variant,
+		 sh->n, sdc_fleet.size);
+	snprintf(ctx->rate_unit, sizeof(ctx->rate_unit), "GB/s busbw");
+	snprintf(ctx->iter_unit, sizeof(ctx->iter_unit), "reductions");
+	ctx->rate_scale = 1e9;
+	ctx->floor = o->floor;
+	return 0;
+}
+
+static void allreduce_teardown(struct sdc_probe_ctx *ctx)
+{
+	free(ctx->shared);
+	ctx->shared = NULL;
+}
+
+#if HAVE_MPI
+
+/* A finding with the expected and actual value of an element, or (crcs not NULL, when no element
+ * is wrong) the chunk's CRC32C as computed and as its header gave it. */
+static void report(struct sdc_worker *w, uint64_t iter, const char *kind, const char *target, int64_t row,
+		   int64_t col, float expected, float actual, const uint32_t *crcs, const char *fmt, ...)
+	SDC_PRINTF(10, 11);
+static void report(struct sdc_worker *w, uint64_t iter, const char *kind, const char *target, int64_t row,
+		   int64_t col, float expected, float actual, const uint32_t *crcs, const char *fmt, ...)
+{
+	const struct ar_shared *sh = w->ctx->shared;
+	struct sdc_finding f = { .cls = SDC_FINDING_CORRUPTION, .iteration = iter, .row = row, .col = col };
+	sdc_strlcpy(f.kind, kind, sizeof(f.kind));
+	sdc_strlcpy(f.target, target, sizeof(f.target));
+	sdc_strlcpy(f.operation, sh->operation, sizeof(f.operation));
+	if (crcs)
+		sdc_finding_set_bits(&f, crcs[0], crcs[1], 32);
+	else
+		sdc_finding_set_f32(&f, expected, actual);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(f.detail, sizeof(f.detail), fmt, ap);
+	va_end(ap);
+	sdc_worker_report(w, &f);
+}
+
+static void unresponsive(struct sdc_worker *w, int peer, const char *what)
+{
+	struct sdc_finding f = { .cls = SDC_FINDING_ERROR, .row = peer, .col = -1 };
+	sdc_strlcpy(f.kind, "rank-unresponsive", sizeof(f.kind));
+	if (peer >= 0)
+		snprintf(f.detail, sizeof(f.detail), "rank %d (%s) did not answer within %.0f s during %s: dead or stuck",
+			 peer, sdc_fleet_host(peer), ((const struct ar_shared *)w->ctx->shared)->timeout, what);
+	else
+		snprintf(f.detail, sizeof(f.detail), "some rank did not take part within %.0f s in %s: dead or stuck",
+			 ((const struct ar_shared *)w->ctx->shared)->timeout, what);
+	sdc_worker_report(w, &f);
+	w->failed = true;
+	if (peer >= 0)
+		snprintf(w->error, sizeof(w->error), "rank %d (%s) did not answer", peer, sdc_fleet_host(peer));
+	else
+		snprintf(w->error, sizeof(w->error), "a rank did not take part in %s", what);
+}
+
+/* Whether every rank goes on to another iteration. Everyone stops together: a rank that stopped
+ * alone would leave its peers waiting. */
+static bool all_go_on(struct sdc_worker *w)
+{
+	uint64_t stop = !sdc_worker_continue(w);
+	if (sdc_fleet_sum_u64(&stop, ((const struct ar_shared *)w->ctx->shared)->timeout)) {
+		unresponsive(w, -1, "the agreement to go on");
+		return false;
+	}
+	return !stop;
+}
+
+/* The faults due in an iteration (the framework's plan: one worker per rank, so every rank
+ * gets the same list and the one the fault names acts on it). Applied on the forward ring. */
+struct ar_faults {
+	struct sdc_fault f[8];
+	const char *target[8];
+	int n;
+};
+
+static void due_faults(struct sdc_worker *w, uint64_t it, struct ar_faults *af)
+{
+	static const char *const targets[] = { "H", "C" };
+	af->n = 0;
+	for (int t = 0; t < 2; t++) {
+		const int n = sdc_worker_faults(w, targets[t], it, af->f + af->n, 8 - af->n);
+		for (int i = 0; i < n; i++)
+			af->target[af->n++] = targets[t];
+	}
+}
+
+struct ring {
+	int P, pos, *order, *where; /* order[position] = rank; where[rank] = position */
+};
+
+/* The sum of the ranks at positions first .. first + count - 1 (mod P). */
+static int64_t rank_sum(const struct ring *g, int first, int count)
+{
+	int64_t s = 0;
+	for (int k = 0; k < count; k++)
+		s += g->order[((first + k) % g->P + g->P) % g->P];
+	return s;
+}
+
+/* A chunk each: what arrives in the reduce-scatter, the partial sums it sends on (one buffer used
+ * again every step stays in cache; the sums' own place in out is written over by the all-gather
+ * anyway), and the copy a hop fault corrupts. */
+struct ring_bufs {
+	uint8_t *recv, *sums, *fault;
+};
+
+static int ring_bufs_alloc(struct ring_bufs *b, size_t chunk_bytes)
+{
+	b->recv = malloc(chunk_bytes), b->sums = malloc(chunk_bytes), b->fault = malloc(chunk_bytes);
+	return b->recv && b->sums && b->fault ? 0 : -1;
+}
+
+static void ring_bufs_free(struct ring_bufs *b)
+{
+	free(b->recv), free(b->sums), free(b->fault);
+}
+
+/* One ring all-reduce in ring order g of in (this rank's values, left as they are) into out (f
+ * and g are the iteration's terms). 0, 1 after corruption was found, -1 on a dead peer. Out of
+ * place, as MPI_Allreduce is called in the benchmark, so both can run again on the same data. */
+static int ring_once(struct sdc_worker *w, const float *in, float *out, const struct ring_bufs *bufs, const int8_t *f,
+		     const int8_t *gt, const struct ring *g, uint64_t it, const char *order_name,
+		     const struct ar_faults *af)
+{
+	const struct ar_shared *sh = w->ctx->shared;
+	const int P = g->P, p = g->pos, me = g->order[p];
+	const int next = g->order[(p + 1) % P], prev = g->order[(p - 1 + P) % P];
+	const int64_t cn = sh->n / P;
+	const size_t cb = (size_t)cn * 4;
+	int bad = 0;
+	/* Every chunk travels with the CRC32C its sender took of it, and the header with a CRC32C of
+	 * its own. The receiver compares every element with the value it predicts, which proves the
+	 * payload bit for bit; the chunk's CRC is computed again only when some element is wrong, to
+	 * say whose fault it is (bad CRC: the link; good CRC: the sender), or when the header fails
+	 * its own check (the link). (Taking it on every hop as well was about a fifth of the ring's
+	 * CPU time with four ranks on two cores.) The sender's CRC costs no pass of its own either: a
+	 * reduce-scatter step takes it of the sums as its check writes them, and an all-gather step
+	 * forwards a chunk it proved right with the CRC it arrived with (the same bytes, so the same
+	 * CRC), one it put right with the CRC of the repaired bytes. A flip in this rank's memory
+	 * between the check and the send therefore reads as a bad link on the next hop; the reversed
+	 * and shuffled rings then show every link of this node failing: a bad node. */
+	uint32_t fwd_crc = 0; /* the CRC32C of what the next step sends (after the first step) */
+	uint8_t *const recvb = bufs->recv;
+	for (int phase = 0; phase < 2; phase++) {
+		for (int s = 0; s < P - 1; s++) {
+			const int send_c = phase == 0 ? ((p - s) % P + P) % P : ((p + 1 - s) % P + P) % P;
+			const int recv_c = phase == 0 ? ((p - s - 1) % P + P) % P : ((p - s) % P + P) % P;
+			/* The chunk leaves from where it lies, its header (CRC32C, step, the header's own CRC)
+			 * ahead of it: the first reduce-scatter step sends this rank's own chunk, later ones
+			 * the sums it made, the all-gather what it received. */
+			const bool first_step = phase == 0 && s == 0;
+			uint8_t *payload = first_step ? (uint8_t *)(in + send_c * cn)
+				       : phase == 0 ? bufs->sums
+						    : (uint8_t *)(out + send_c * cn);
+			const uint32_t step_id = (uint32_t)(phase << 16 | s);
+			uint32_t hdr[3] = { first_step ? sdc_crc32c(0, payload, cb) : fwd_crc, step_id, 0 }, rhdr[3];
+			hdr[2] = sdc_crc32c(0, hdr, 8);
+			/* A hop fault: bytes change after the CRC was taken, as on a bad link (in a copy, so the
+			 * sender keeps its own data right). */
+			for (int k = 0; af && k < af->n; k++) {
+				const struct sdc_fault *ft = &af->f[k];
+				if (strcmp(af->target[k], "H"))
+					continue;
+				const int src = ft->row >= 0 ? (int)ft->row : 0;
+				const int dst = ft->col >= 0 ? (int)ft->col : g->order[(g->where[src] + 1) % P];
+				int ph;
+				bool header;
+				hop_tensor(w->ctx->run->inject[ft->spec].tensor, &ph, &header); /* setup refused others */
+				if (src != me || dst != next || ph != phase || s != 0)
+					continue;
+				const int bit = ft->bit >= 0 ? ft->bit % 32 : header ? 3 : 20;
+				if (header) {
+					/* the header's CRC word: the data arrive right, the header's own check fails */
+					hdr[0] ^= 1u << bit;
+				} else {
+					const int64_t el = cn / 3;
+					memcpy(bufs->fault, payload, cb);
+					payload = bufs->fault;
+					payload[el * 4 + bit / 8] ^= (uint8_t)(1u << (bit % 8));
+				}
+				sdc_worker_fault_applied(w, ft, "H", it, src, dst, bit, "", "");
+			}
+			int late;
+			char what[64];
+			snprintf(what, sizeof(what), "the %s ring's %s step %d", order_name, phase ? "all-gather" : "reduce-scatter", s);
+			/* the last reduce-scatter step's sums are this rank's own chunk of the result */
+			float *const dst = phase == 0 && s < P - 2 ? (float *)bufs->sums : out + recv_c * cn;
+			/* reduce-scatter adds what arrives to its own chunk; all-gather takes it in place */
+			uint8_t *const into = phase == 0 ? recvb : (uint8_t *)dst;
+			const struct sdc_fleet_part sp[2] = { { hdr, 12 }, { payload, (int)cb } },
+						    rp[2] = { { rhdr, 12 }, { into, (int)cb } };
+			if (sdc_fleet_exchange(sp, 2, next, rp, 2, prev, 100 + phase * 64 + s, sh->timeout, &late)) {
+				unresponsive(w, late, what);
+				return -1;
+			}
+			/* what the sender should have sent: the partial sum of positions prev-s .. prev */
+			const int first = phase == 0 ? p - 1 - s : p + 1;
+			const int count = phase == 0 ? s + 1 : P;
+			const int rsum = (int)rank_sum(g, first, count);
+			const int8_t *fc = f + recv_c * cn, *gc = gt + recv_c * cn;
+			/* a reduce-scatter step's sums go out next, with the CRC32C the check took of them */
+			uint32_t sum_crc = 0;
+			int64_t nbad = phase == 0 ? sdc_ring_check_add_crc(dst, in + recv_c * cn, (const uint32_t *)recvb, fc,
+								     gc, cn, count, rsum, &sum_crc)
+						  : sdc_ring_count_wrong(dst, fc, gc, cn, count, rsum);
+			const bool hdr_ok = rhdr[1] == step_id && rhdr[2] == sdc_crc32c(0, rhdr, 8);
+			/* the CRC of what arrived, before any repair: only to say who is at fault */
+			const uint32_t crc = nbad || !hdr_ok ? sdc_crc32c(0, into, cb) : rhdr[0];
+			const bool crc_ok = hdr_ok && rhdr[0] == crc;
+			/* the first wrong element, looked for only when there is one; in the all-gather the
+			 * wrong values are then put right, so a fault does not echo through later steps */
+			float got0 = 0;
+			int64_t first_bad = -1;
+			if (nbad) {
+				float *r = phase == 0 ? (float *)recvb : dst;
+				first_bad = sdc_ring_first_wrong(r, fc, gc, cn, count, rsum, phase == 1, &got0);
+			}
+			/* what the next step sends is this chunk: the sums (reduce-scatter), or what arrived, put
+			 * right if it was wrong (all-gather) */
+			fwd_crc = phase == 0 ? sum_crc : nbad ? sdc_crc32c(0, dst, cb) : crc;
+			if (!crc_ok || nbad) {
+				bad = 1;
+				const int64_t el = first_bad >= 0 ? recv_c * cn + first_bad : -1;
+				const float e = el >= 0 ? sdc_ring_expected(fc, gc, first_bad, count, rsum) : 0;
+				const uint32_t crcs[2] = { crc, rhdr[0] };
+				if (!crc_ok)
+					report(w, it, "link-corrupt", "H", prev, me, e, got0, nbad ? NULL : crcs,
+					       "%s: CRC32C of the chunk%s from rank %d (%s) to rank %d (%s) failed: the link "
+					       "corrupted it (%" PRId64 " wrong elements, first element %" PRId64 "%s)",
+					       what, hdr_ok ? "" : "'s header", prev, sdc_fleet_host(prev), me, sdc_fleet_host(me), nbad, el,
+					       nbad ? "" : "; expected and actual are the data's CRC32C and the header's");
+				else
+					report(w, it, "sender-compute", "C", prev, el, e, got0, NULL,
+					       "%s: rank %d (%s) sent a chunk whose CRC32C holds but whose values are wrong: its "
+					       "arithmetic or memory (%" PRId64 " wrong elements, first element %" PRId64 ")",
+					       what, prev, sdc_fleet_host(prev), nbad, el);
+			}
+			for (int k = 0; af && first_step && k < af->n; k++) {
+				const struct sdc_fault *ft = &af->f[k];
+				if (strcmp(af->target[k], "C") || (ft->row >= 0 ? ft->row : 0) != me)
+					continue;
+				/* the sum this rank sends next goes wrong in its arithmetic: the CRC the check took is
+				 * of the wrong sum, so the receiver sees a good CRC on wrong values */
+				const int bit = ft->bit >= 0 ? ft->bit % 32 : 22;
+				uint32_t u;
+				memcpy(&u, &dst[cn / 5], 4);
+				u ^= 1u << bit;
+				memcpy(&dst[cn / 5], &u, 4);
+				fwd_crc = sdc_crc32c(0, dst, cb);
+				sdc_worker_fault_applied(w, ft, "C", it, me, recv_c * cn + cn / 5, bit, "", "");
+			}
+		}
+	}
+	return bad;
+}
+
+static void ring_run(struct sdc_worker *w)
+{
+	const struct ar_shared *sh = w->ctx->shared;
+	const int P = sdc_fleet.size;
+	const size_t cb = (size_t)(sh->n / P) * 4;
+	float *buf = malloc((size_t)sh->n * 4), *out = malloc((size_t)sh->n * 4);
+	int8_t *f = malloc((size_t)sh->n), *gt = malloc((size_t)sh->n);
+	struct ring_bufs rb;
+	const int rb_err = ring_bufs_alloc(&rb, cb);
+	struct ring g[3];
+	for (int k = 0; k < 3; k++) {
+		g[k].P = P;
+		g[k].order = malloc(sizeof(int) * P);
+		g[k].where = malloc(sizeof(int) * P);
+	}
+	if (!buf || !out || !f || !gt || rb_err || !g[2].where) {
+		sdc_worker_error(w, "out of memory");
+		goto out;
+	}
+	static const char *const names[] = { "forward", "reversed", "shuffled" };
+	uint64_t it = 0;
+	for (;; it++) {
+		if (!all_go_on(w))
+			break;
+		for (int r = 0; r < P; r++) {
+			g[0].order[r] = r;
+			g[1].order[r] = P - 1 - r;
+			g[2].order[r] = r;
+		}
+		/* the shuffle: the same on every rank, new every iteration */
+		for (int r = P - 1; r > 0; r--) {
+			const int j = (int)(draw(r, it) % (uint64_t)(r + 1));
+			const int t = g[2].order[r];
+			g[2].order[r] = g[2].order[j], g[2].order[j] = t;
+		}
+		struct ar_faults faults;
+		due_faults(w, it, &faults);
+		sdc_ring_terms(sh->n, it, f, gt);
+		sdc_ring_values(buf, sh->n, sdc_fleet.rank, f, gt);
+		for (int k = 0; k < 3; k++) {
+			for (int r = 0; r < P; r++)
+				g[k].where[g[k].order[r]] = r;
+			g[k].pos = g[k].where[sdc_fleet.rank];
+			if (ring_once(w, buf, out, &rb, f, gt, &g[k], it, names[k], k == 0 ? &faults : NULL) < 0)
+				goto out;
+		}
+		sdc_worker_digest(w, it, it);
+		sdc_worker_account(w, 3.0 * (double)sh->n * 4 * 2 * (P - 1) / P);
+	}
+out:
+	free(buf), free(out), free(f), free(gt);
+	ring_bufs_free(&rb);
+	for (int k = 0; k < 3; k++)
+		free(g[k].order), free(g[k].where);
+}
+
+static void mpi_run(struct sdc_worker *w)
+{
+	const struct ar_shared *sh = w->ctx->shared;
+	const int P = sdc_fleet.size;
+	MPI_Comm comm = *(MPI_Comm *)sdc_fleet_comm();
+	float *in = malloc((size_t)sh->n * 4), *out = malloc((size_t)sh->n * 4);
+	int8_t *f = malloc((size_t)sh->n), *gt = malloc((size_t)sh->n);
+	if (!in || !out || !f || !gt) {
+		sdc_worker_error(w, "out of memory");
+		goto done;
+	}
+	for (uint64_t it = 0;; it++) {
+		if (!all_go_on(w))
+			break;
+		sdc_ring_terms(sh->n, it, f, gt);
+		sdc_ring_values(in, sh->n, sdc_fleet.rank, f, gt);
+		MPI_Request req;
+		const double t0 = sdc_now();
+		if (MPI_Iallreduce(in, out, (int)sh->n, MPI_FLOAT, MPI_SUM, comm, &req) != MPI_SUCCESS) {
+			unresponsive(w, -1, "MPI_Allreduce");
+			break;
+		}
+		int flag = 0;
+		while (!flag && sdc_now() - t0 < sh->timeout)
+			sdc_fleet_test(&req, &flag);
+		if (!flag) {
+			unresponsive(w, -1, "MPI_Allreduce");
+			break;
+		}
+		const int all = P * (P - 1) / 2;
+		const uint64_t wrong = (uint64_t)sdc_ring_count_wrong(out, f, gt, sh->n, P, all);
+		const int64_t first = wrong ? sdc_ring_first_wrong(out, f, gt, sh->n, P, all, false, NULL) : -1;
+		uint64_t total = wrong;
+		if (sdc_fleet_sum_u64(&total, sh->timeout)) {
+			unresponsive(w, -1, "the count of wrong elements");
+			break;
+		}
+		if (wrong) {
+			const float e = sdc_ring_expected(f, gt, first, P, all);
+			report(w, it, "collective-wrong", "V", sdc_fleet.rank, first, e, out[first], NULL,
+			       "MPI_Allreduce gave rank %d (%s) %" PRIu64 " wrong elements of %" PRId64 " (%" PRIu64
+			       " on all ranks); first element %" PRId64,
+			       sdc_fleet.rank, sdc_fleet.host, wrong, sh->n, total, first);
+		}
+		sdc_worker_digest(w, it, total);
+		sdc_worker_account(w, (double)sh->n * 4 * 2 * (P - 1) / P);
+	}
+done:
+	free(in), free(out), free(f), free(gt);
+}
+
+/* Median of n doubles (n small). */
+static double median(double *v, int n)
+{
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			const double t = v[j];
+			v[j] = v[j - 1], v[j - 1] = t;
+		}
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int sdc_bench_allreduce(int argc, char **argv)
+{
+	int64_t max_bytes = 256 << 20;
+	int reps = 9;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc)
+			max_bytes = strtoll(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+			reps = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf("Usage: mpirun -np N sdcscan bench allreduce [--max-bytes B] [--reps R]\n"
+			       "The checked ring all-reduce against MPI_Allreduce, busbw from 1 MiB to 256 MiB, in turns.\n");
+			return 0;
+		} else if (strcmp(argv[i], "allreduce")) {
+			fprintf(stderr, "sdcscan bench allreduce: unexpected argument '%s'\n", argv[i]);
+			return SDC_UNKNOWN;
+		}
+	}
+	if (!sdc_fleet.active || sdc_fleet.size < 2 || reps < 1 || reps > 100 || max_bytes < (1 << 20)) {
+		fprintf(stderr, "sdcscan bench allreduce: needs mpirun with 2 or more ranks, --reps 1..100, --max-bytes >= 1 MiB\n");
+		return SDC_UNKNOWN;
+	}
+	const int P = sdc_fleet.size;
+	MPI_Comm comm = *(MPI_Comm *)sdc_fleet_comm();
+	struct sdc_run run;
+	if (sdc_run_init(&run))
+		return SDC_UNKNOWN;
+	struct ar_shared sh = { .timeout = 120 };
+	struct sdc_probe_ctx ctx = { .shared = &sh, .run = &run, .variant = "ring" };
+	struct sdc_worker w = { .ctx = &ctx };
+	struct ring g = { .P = P, .order = malloc(sizeof(int) * P), .where = malloc(sizeof(int) * P) };
+	float *buf = malloc((size_t)max_bytes), *out = malloc((size_t)max_bytes);
+	int8_t *f = malloc((size_t)max_bytes / 4), *gt = malloc((size_t)max_bytes / 4);
+	struct ring_bufs rb;
+	const int rb_err = ring_bufs_alloc(&rb, (size_t)max_bytes / P + 16);
+	if (!g.order || !g.where || !buf || !out || !f || !gt || rb_err) {
+		fprintf(stderr, "sdcscan bench allreduce: out of memory\n");
+		return SDC_UNKNOWN;
+	}
+	for (int r = 0; r < P; r++)
+		g.order[r] = r, g.where[r] = r;
+	g.pos = sdc_fleet.rank;
+	if (sdc_fleet.rank == 0)
+		printf("sdcscan bench allreduce: %d ranks; per size one untimed warm-up of each, then %d turns in which\n"
+		       "each runs a batch of all-reduces between barriers (who goes first alternates); median time per\n"
+		       "all-reduce; busbw = bytes / time x 2(n-1)/n (nccl-tests); ring/mpi is the median of the turns'\n"
+		       "own ratios (the two ran side by side, so drift of this machine between turns cancels)\n"
+		       "ring: sdcscan's ring with CRC32C and exact value checks on every hop, timed whole;\n"
+		       "mpi: MPI_Allreduce alone, timed as nccl-tests times it (its result is checked after the clock)\n\n"
+		       "      bytes  batch   ring algbw  ring busbw   mpi algbw   mpi busbw   ring/mpi busbw\n"
+		       "                         GB/s        GB/s        GB/s        GB/s\n", P, reps);
+	int rc = 0;
+	const int all = P * (P - 1) / 2;
+	for (int64_t bytes = 1 << 20; bytes <= max_bytes && !rc; bytes *= 4) {
+		sh.n = bytes / 4 / P * P;
+		/* nccl-tests times a batch too: at small sizes one all-reduce is too short for a barrier's skew */
+		const int batch = bytes >= (32 << 20) ? 1 : (int)((32 << 20) / bytes);
+		/* the data and the terms every check uses are made before any clock starts; both run out of
+		 * place, so every all-reduce of a batch starts from the same data */
+		sdc_ring_terms(sh.n, (uint64_t)bytes, f, gt);
+		sdc_ring_values(buf, sh.n, sdc_fleet.rank, f, gt);
+		double tr[100], tm[100], ratio[100];
+		for (int k = -1; k < reps && !rc; k++) {
+			const int nb = k < 0 ? 1 : batch;
+			for (int turn = 0; turn < 2; turn++) {
+				const bool ring = (turn + k) % 2 == 0;
+				MPI_Barrier(comm);
+				const double t0 = sdc_now();
+				for (int i = 0; i < nb && !rc; i++)
+					if (ring)
+						rc = ring_once(&w, buf, out, &rb, f, gt, &g, (uint64_t)k, "forward", NULL) != 0;
+					else
+						MPI_Allreduce(buf, out, (int)sh.n, MPI_FLOAT, MPI_SUM, comm);
+				MPI_Barrier(comm);
+				const double t = (sdc_now() - t0) / nb;
+				if (k >= 0)
+					*(ring ? &tr[k] : &tm[k]) = t;
+				if (sdc_ring_count_wrong(out, f, gt, sh.n, P, all))
+					rc = 1;
+			}
+		}
+		for (int k = 0; k < reps; k++)
+			ratio[k] = tm[k] / tr[k];
+		const double b = (double)sh.n * 4, fb = 2.0 * (P - 1) / P;
+		const double r_alg = b / median(tr, reps) / 1e9, m_alg = b / median(tm, reps) / 1e9;
+		if (sdc_fleet.rank == 0 && !rc)
+			printf("%11.0f  %5d  %10.3f  %10.3f  %10.3f  %10.3f   %13.1f%%\n", b, batch, r_alg, r_alg * fb, m_alg,
+			       m_alg * fb, 100 * median(ratio, reps));
+		fflush(stdout);
+	}
+	if (rc)
+		fprintf(stderr, "sdcscan bench allreduce: rank %d saw corruption or a dead peer during the benchmark\n",
+			sdc_fleet.rank);
+	free(buf), free(out), free(f), free(gt), free(g.order), free(g.where);
+	ring_bufs_free(&rb);
+	sdc_run_release(&run);
+	return rc ? SDC_CRITICAL : 0;
+}
+
+static void allreduce_run(struct sdc_worker *w)
+{
+	snprintf(w->kernel, sizeof(w->kernel), "%s, rank %d of %d", w->ctx->variant, sdc_fleet.rank, sdc_fleet.size);
+	if (!strcmp(w->ctx->variant, "ring"))
+		ring_run(w);
+	else
+		mpi_run(w);
+}
+
+#else
+
+static void allreduce_run(struct sdc_worker *w)
+{
+	sdc_worker_error(w, "built without MPI");
+}
+
+int sdc_bench_allreduce(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	fprintf(stderr, "sdcscan bench allreduce: this sdcscan was built without MPI\n");
+	return SDC_UNKNOWN;
+}
+
+#endif
+
+const struct sdc_probe sdc_probe_allreduce = {
+	.name = "allreduce",
+	.summary = "ring all-reduce with every hop CRC- and value-checked (names the link or node), and "
+		   "MPI_Allreduce checked exactly; busbw",
+	.needs = SDC_NEED_MPI,
+	.options = allreduce_options,
+	.opts_size = sizeof(struct allreduce_opts),
+	.inject_targets = allreduce_targets,
+	.selftest_options = allreduce_selftest_options,
+	.selftest_faults = allreduce_selftest_faults,
+	.variants = allreduce_variants,
+	.available = allreduce_available,
+	.setup = allreduce_setup,
+	.run = allreduce_run,
+	.teardown = allreduce_teardown,
+};

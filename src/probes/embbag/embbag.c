@@ -1,0 +1,598 @@
+/*
+ * embbag: an ABFT-checked quantized EmbeddingBag burn on every selected CPU core (the engine:
+ * embbag_abft.h; the kernels: kernels/embbag.h).
+ *
+ * Variants: row format (8-bit, 4-bit FBGEMM fused rows) x numerics class (exact, fast) x embedding
+ * width. Every core looks up the same seeded batches in a table larger than the caches (its own
+ * copy, or one shared table when copies would not fit in memory), so each iteration's outputs are
+ * voted on across cores. Each bag's pooled row is checked against the rows' stored sums as it is
+ * computed; a failing bag has its rows compared with the regenerated truth (a corrupted row is
+ * named and repaired) and is recomputed, so every wrong element is reported with its bits. A sweep
+ * re-verifies a slice of the table at rest every iteration (CRC32C and recomputed row sums), so a
+ * flip in rows nobody looked up is found too.
+ */
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/digest.h"
+#include "parallel.h"
+#include "probe.h"
+#include "probes/embbag/abft.h"
+
+static const char *const format_names[] = { "8bit", "4bit", NULL };
+static const char *const class_names[] = { "exact", "fast", NULL };
+static const char *const dim_names[] = { "32", "64", "128", "256", NULL };
+static const int dim_values[] = { 32, 64, 128, 256 };
+static const char *const table_modes[] = { "auto", "per-core", "shared", NULL };
+static const char *const kernel_names[] = { "auto", "portable", "avx2", "avx512", NULL };
+
+enum { TABLE_AUTO, TABLE_PER_CORE, TABLE_SHARED };
+
+struct embbag_opts {
+	uint32_t formats, classes, dims;
+	int64_t rows, pooling, batch, batches, sweep_rows;
+	int table, kernel;
+	double c_sigma, floor;
+};
+
+#define OPT(f) offsetof(struct embbag_opts, f)
+static const struct sdc_option embbag_options[] = {
+	{ .name = "formats", .neutral = true, .type = SDC_OPT_SET, .offset = OPT(formats), .def = "8bit,4bit",
+	  .help = "row formats: FBGEMM fused 8-bit rows (fp32 scale, bias) and 4-bit rows (fp16 scale, bias)",
+	  .choices = format_names },
+	{ .name = "classes", .neutral = true, .type = SDC_OPT_SET, .offset = OPT(classes), .def = "exact,fast",
+	  .help = "exact: power-of-two scales, equality checks; fast: real quantisation, statistical thresholds",
+	  .choices = class_names },
+	{ .name = "dims", .neutral = true, .type = SDC_OPT_SET, .offset = OPT(dims), .def = "64",
+	  .help = "embedding widths (one variant each)", .choices = dim_names },
+	{ .name = "rows", .type = SDC_OPT_INT, .offset = OPT(rows), .def = "1000000",
+	  .help = "rows per table (Li et al. used 4,000,000); a table should not fit in the caches",
+	  .imin = 1024, .imax = UINT32_MAX },
+	{ .name = "pooling", .type = SDC_OPT_INT, .offset = OPT(pooling), .def = "100",
+	  .help = "mean rows per bag; lengths are uniform in [pooling/2, 3 pooling/2]", .imin = 1,
+	  .imax = SDC_EB_MAX_POOLING },
+	{ .name = "batch", .type = SDC_OPT_INT, .offset = OPT(batch), .def = "10", .help = "bags per batch",
+	  .imin = 1, .imax = SDC_EB_MAX_BAGS },
+	{ .name = "batches", .type = SDC_OPT_INT, .offset = OPT(batches), .def = "32",
+	  .help = "batches per iteration (one result digest per iteration is voted on)", .imin = 1, .imax = 4096 },
+	{ .name = "sweep_rows", .neutral = true, .type = SDC_OPT_INT, .offset = OPT(sweep_rows), .def = "512",
+	  .help = "table rows re-verified at rest per round (0: no sweep)", .imin = 0, .imax = 1 << 24 },
+	{ .name = "table", .neutral = true, .type = SDC_OPT_ENUM, .offset = OPT(table), .def = "auto",
+	  .help = "per-core copies (memory near each core), one shared table, or auto: copies when they fit "
+		  "in half the available memory",
+	  .choices = table_modes },
+	{ .name = "kernel", .type = SDC_OPT_ENUM, .offset = OPT(kernel), .def = "auto",
+	  .help = "lookup kernel (auto: the fastest this CPU supports)", .choices = kernel_names },
+	{ .name = "c_sigma", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(c_sigma), .def = "6",
+	  .help = "fast class: threshold in standard deviations of the rounding error", .dmin = 3, .dmax = 50 },
+	{ .name = "floor", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(floor), .def = "0",
+	  .help = "per-core lookups below which the core is WARNING (0: no floor)", .dmin = 0, .dmax = 1e6,
+	  .unit = "Mlookup/s" },
+	SDC_OPT_END,
+};
+
+static const char *const embbag_targets[] = {
+	"T: an element of the table at rest (default: a row this iteration looks up; col d = scale, d+1 = bias, "
+	"d+2/d+3 = stored sums)",
+	"R: an element of a bag's pooled output after the lookup, before verification (row = bag in the iteration)",
+	NULL,
+};
+
+static const char *const embbag_selftest_options[] = { "rows=65536", "batches=8", "sweep_rows=1024", NULL };
+static const char *const embbag_selftest_faults[] = {
+	"embbag/8bit-d64:T",          "embbag/8bit-d64:R:count=2,every=3",
+	"embbag/8bit-fast-d64:T:bit=0", "embbag/8bit-fast-d64:R:bit=30",
+	"embbag/4bit-d64:T",          "embbag/4bit-d64:R:bit=0",
+	"embbag/4bit-fast-d64:T:bit=0", "embbag/4bit-fast-d64:R:bit=29",
+	NULL,
+};
+
+/* Elements reported in detail per bag, and bags per batch. */
+#define ELEMENTS_DETAILED 8
+#define BAGS_DETAILED 4
+
+struct embbag_shared {
+	struct sdc_eb_cfg cfg;
+	const struct sdc_eb_impl *impl;
+	bool shared_table;
+	struct sdc_eb_table table; /* the shared one */
+	int batches;
+	uint64_t sweep_rows;
+	char operation[96];
+};
+
+struct eb_worker {
+	struct sdc_worker *w;
+	const struct embbag_shared *sh;
+	struct sdc_eb_table own, *t;
+	struct sdc_eb_batch batch;
+	float *out, *ref;
+	struct sdc_eb_expect *expect;
+	uint8_t *scratch, *truth_row;
+	uint64_t *hashes;
+	uint64_t sweep_cursor;
+	uint64_t iter;
+};
+
+/* ---- findings ---- */
+
+static void finding_init(struct sdc_finding *f, const struct embbag_shared *sh, uint64_t iter, const char *kind,
+			 const char *target, int64_t row, int64_t col)
+{
+	memset(f, 0, sizeof(*f));
+	f->cls = SDC_FINDING_CORRUPTION;
+	sdc_strlcpy(f->kind, kind, sizeof(f->kind));
+	sdc_strlcpy(f->operation, sh->operation, sizeof(f->operation));
+	sdc_strlcpy(f->target, target, sizeof(f->target));
+	f->iteration = iter;
+	f->row = row;
+	f->col = col;
+}
+
+/* "bag 3 of batch 17 (94 rows: 812, 77, 5, 90 ...)" */
+static void describe_bag(char *buf, size_t len, const struct sdc_eb_batch *b, int bag)
+{
+	const struct sdc_eb_bag g = sdc_eb_batch_bag(b, bag);
+	int used = snprintf(buf, len, "bag %d of batch %" PRIu64 " (%d %srows:", bag, b->index, g.len,
+			    b->weighted ? "weighted " : "");
+	for (int r = 0; r < g.len && r < 4 && used > 0 && (size_t)used < len; r++)
+		used += snprintf(buf + used, len - (size_t)used, " %" PRIu32 "%s", g.idx[r], r + 1 < g.len ? "," : "");
+	if (used > 0 && (size_t)used < len)
+		snprintf(buf + used, len - (size_t)used, "%s)", g.len > 4 ? " ..." : "");
+}
+
+/* A scale or bias from its bits: fp32 in 8-bit rows, fp16 in 4-bit ones. */
+static double param_value(const struct sdc_eb_layout *l, uint64_t bits)
+{
+	if (l->fmt == SDC_EB_4BIT)
+		return sdc_half_to_float((uint16_t)bits);
+	const uint32_t u = (uint32_t)bits;
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* Compares a stored row with its truth; reports and repairs. Returns how many elements differed. */
+static int verify_row(struct eb_worker *ew, uint64_t row, const char *how, int *reported)
+{
+	const struct sdc_eb_layout *l = &ew->t->l;
+	uint8_t *p = sdc_eb_row(ew->t, row);
+	sdc_eb_truth_row(ew->t, row, ew->truth_row);
+	if (!memcmp(p, ew->truth_row, l->stride))
+		return 0;
+	int off = 0;
+	for (int col = 0; col <= SDC_EB_COL_WSUM(l); col++) {
+		int bits;
+		const int64_t e = sdc_eb_element(l, ew->truth_row, col, &bits), a = sdc_eb_element(l, p, col, &bits);
+		if (e == a)
+			continue;
+		off++;
+		if ((*reported)++ >= ELEMENTS_DETAILED) {
+			ew->w->corruptions++;
+			continue;
+		}
+		struct sdc_finding f;
+		char name[16];
+		sdc_eb_element_name(l, col, name, sizeof(name));
+		finding_init(&f, ew->sh, ew->iter, "table-corrupt", "T", (int64_t)row, col);
+		sdc_finding_set_bits(&f, (uint64_t)e, (uint64_t)a, bits);
+		if (col == SDC_EB_COL_SCALE(l) || col == SDC_EB_COL_BIAS(l)) {
+			snprintf(f.expected_value, sizeof(f.expected_value), "%.9g", param_value(l, (uint64_t)e));
+			snprintf(f.actual_value, sizeof(f.actual_value), "%.9g", param_value(l, (uint64_t)a));
+		} else {
+			snprintf(f.expected_value, sizeof(f.expected_value), "%" PRId64, e);
+			snprintf(f.actual_value, sizeof(f.actual_value), "%" PRId64, a);
+		}
+		snprintf(f.detail, sizeof(f.detail), "table row %" PRIu64 " %s changed in memory; %s", row, name, how);
+		sdc_worker_report(ew->w, &f);
+	}
+	if (!off) {
+		/* Bytes differ but no element does: only unused padding could, and there is none. */
+		struct sdc_finding f;
+		finding_init(&f, ew->sh, ew->iter, "table-corrupt", "T", (int64_t)row, -1);
+		snprintf(f.detail, sizeof(f.detail), "table row %" PRIu64 " differs from its truth; %s", row, how);
+		sdc_worker_report(ew->w, &f);
+		off = 1;
+	}
+	sdc_eb_row_repair(ew->t, row);
+	return off;
+}
+
+/*
+ * A bag failed its check: its rows are compared with the truth (a corrupted one is named and
+ * repaired), then the bag is recomputed from the truth and every element that differs is reported.
+ */
+static void report_bag(struct eb_worker *ew, int bag, const struct sdc_eb_verdict *v, int *bags_reported)
+{
+	const struct embbag_shared *sh = ew->sh;
+	const struct sdc_eb_layout *l = &ew->t->l;
+	const struct sdc_eb_bag g = sdc_eb_batch_bag(&ew->batch, bag);
+	const int d = l->d;
+	const float *out = ew->out + (size_t)bag * d;
+	char where[112];
+	describe_bag(where, sizeof(where), &ew->batch, bag);
+	const int64_t bag_in_iter = (int64_t)(ew->batch.index % (uint64_t)sh->batches) * sh->cfg.batch + bag;
+
+	int table_off = 0, reported = 0;
+	char how[200];
+	snprintf(how, sizeof(how), "found when %s failed its check", where);
+	for (int r = 0; r < g.len; r++)
+		table_off += verify_row(ew, g.idx[r], how, &reported);
+
+	sdc_eb_reference(ew->t, &g, ew->scratch, ew->ref);
+	int off = 0;
+	for (int j = 0; j < d; j++) {
+		uint32_t e, a;
+		memcpy(&e, &ew->ref[j], 4);
+		memcpy(&a, &out[j], 4);
+		if (e == a)
+			continue;
+		off++;
+		if (off > ELEMENTS_DETAILED || *bags_reported >= BAGS_DETAILED) {
+			ew->w->corruptions++;
+			continue;
+		}
+		struct sdc_finding f;
+		finding_init(&f, sh, ew->iter, "checksum-mismatch", "R", bag_in_iter, j);
+		sdc_finding_set_f32(&f, ew->ref[j], out[j]);
+		if (sh->cfg.cls == SDC_EB_FAST) {
+			f.threshold = v->tc;
+			f.margin = v->tc > 0 ? fabs(v->dc) / v->tc : 0;
+		}
+		snprintf(f.detail, sizeof(f.detail), "%s: sums off by %.6g and %.6g (thresholds %.3g, %.3g)%s%s", where,
+			 v->dc, v->dw, v->tc, v->tw,
+			 j == v->col ? "; the weighted sum locates this column, the recomputed bag agrees"
+				     : "; found by recomputing the bag",
+			 table_off ? "; a row it read was corrupted in the table" : "");
+		sdc_worker_report(ew->w, &f);
+	}
+	if (off || table_off) {
+		(*bags_reported)++;
+		return;
+	}
+	/* The check failed but the rows and the output are right. */
+	struct sdc_finding f;
+	const bool fast = sh->cfg.cls == SDC_EB_FAST;
+	finding_init(&f, sh, ew->iter, fast ? "threshold-breach" : "verification-glitch", "R", bag_in_iter, v->col);
+	f.threshold = v->tc;
+	f.margin = v->tc > 0 ? fabs(v->dc) / v->tc : 0;
+	snprintf(f.detail, sizeof(f.detail),
+		 fast ? "%s: sums off by %.6g and %.6g, beyond thresholds %.3g and %.3g, yet the bag recomputes "
+			"bit for bit: the check's own arithmetic, or a threshold too tight for this data"
+		      : "%s: sums off by %.6g and %.6g yet the bag recomputes bit for bit: the check itself "
+			"glitched (thresholds %.3g, %.3g)",
+		 where, v->dc, v->dw, v->tc, v->tw);
+	sdc_worker_report(ew->w, &f);
+	(*bags_reported)++;
+}
+
+/* ---- fault injection ---- */
+
+static void apply_table_faults(struct eb_worker *ew)
+{
+	struct sdc_fault faults[8];
+	const int nf = sdc_worker_faults(ew->w, "T", ew->iter, faults, 8);
+	const struct sdc_eb_layout *l = &ew->t->l;
+	for (int i = 0; i < nf; i++) {
+		const struct sdc_fault *f = &faults[i];
+		/* Default row: one the iteration's first batch reads, so the lookup sees it. */
+		const int64_t row = f->row >= 0 ? f->row
+						: ew->batch.idx[sdc_fault_draw(f, 0, ew->batch.off[ew->batch.nbags])];
+		const int64_t col = f->col >= 0 ? f->col : sdc_fault_draw(f, 1, l->d);
+		int bits = 0;
+		if (row < 0 || (uint64_t)row >= ew->sh->cfg.rows || col > SDC_EB_COL_WSUM(l) ||
+		    sdc_eb_element(l, sdc_eb_row(ew->t, (uint64_t)row), (int)col, &bits) < 0) {
+			sdc_worker_error(ew->w, "--inject %s: row %" PRId64 ", col %" PRId64 " outside the table (%" PRIu64
+						" rows, columns 0..%d)",
+					 ew->w->ctx->run->inject[f->spec].text, row, col, ew->sh->cfg.rows,
+					 SDC_EB_COL_WSUM(l));
+			continue;
+		}
+		const int bit = f->bit >= 0 ? f->bit : (int)sdc_fault_draw(f, 2, bits);
+		if (bit >= bits) {
+			sdc_worker_error(ew->w, "--inject %s: bit %d outside a %d-bit element",
+					 ew->w->ctx->run->inject[f->spec].text, bit, bits);
+			continue;
+		}
+		uint8_t *p = sdc_eb_row(ew->t, (uint64_t)row);
+		const uint64_t before = (uint64_t)sdc_eb_element(l, p, (int)col, &bits), after = before ^ (1ull << bit);
+		sdc_eb_element_set(l, p, (int)col, after);
+		char hb[24], ha[24];
+		sdc_hex_bits(hb, sizeof(hb), before, bits);
+		sdc_hex_bits(ha, sizeof(ha), after, bits);
+		sdc_worker_fault_applied(ew->w, f, "T", ew->iter, row, col, bit, hb, ha);
+	}
+}
+
+/* Output faults due at one bag (row = the bag's number within the iteration), before its check. */
+static void apply_output_faults(struct eb_worker *ew, int64_t this_bag, struct sdc_fault *faults, int nf)
+{
+	const int d = ew->sh->cfg.d, nbags = ew->batch.nbags;
+	for (int i = 0; i < nf; i++) {
+		const struct sdc_fault *f = &faults[i];
+		const int64_t total = (int64_t)ew->sh->batches * nbags;
+		const int64_t bag = f->row >= 0 ? f->row : sdc_fault_draw(f, 0, total);
+		if (bag != this_bag)
+			continue;
+		const int64_t col = f->col >= 0 ? f->col : sdc_fault_draw(f, 1, d);
+		const int bit = f->bit >= 0 ? f->bit : (int)sdc_fault_draw(f, 2, 32);
+		if (col >= d || bit >= 32) {
+			sdc_worker_error(ew->w, "--inject %s: col %" PRId64 ", bit %d outside a bag's output (%d fp32 elements)",
+					 ew->w->ctx->run->inject[f->spec].text, col, bit, d);
+			continue;
+		}
+		float *elem = ew->out + (size_t)(bag % nbags) * d + col;
+		uint32_t before, after;
+		memcpy(&before, elem, 4);
+		after = before ^ (1u << bit);
+		memcpy(elem, &after, 4);
+		char hb[24], ha[24];
+		sdc_hex_bits(hb, sizeof(hb), before, 32);
+		sdc_hex_bits(ha, sizeof(ha), after, 32);
+		sdc_worker_fault_applied(ew->w, f, "R", ew->iter, bag, col, bit, hb, ha);
+	}
+}
+
+/* ---- the sweep ---- */
+
+static void sweep(struct eb_worker *ew)
+{
+	const uint64_t rows = ew->sh->cfg.rows;
+	int reported = 0;
+	for (uint64_t k = 0; k < ew->sh->sweep_rows && k < rows; k++) {
+		const uint64_t r = ew->sweep_cursor;
+		ew->sweep_cursor = ew->sweep_cursor + 1 == rows ? 0 : ew->sweep_cursor + 1;
+		if (sdc_eb_row_intact(ew->t, r))
+			continue;
+		if (!verify_row(ew, r, "found by the sweep at rest (CRC32C and row sums)", &reported)) {
+			struct sdc_finding f;
+			finding_init(&f, ew->sh, ew->iter, "verification-glitch", "T", (int64_t)r, -1);
+			snprintf(f.detail, sizeof(f.detail),
+				 "table row %" PRIu64 " failed its CRC32C or row sums but matches its truth", r);
+			sdc_worker_report(ew->w, &f);
+		}
+	}
+}
+
+/* ---- the probe ---- */
+
+struct variant_key {
+	enum sdc_eb_format fmt;
+	enum sdc_eb_class cls;
+	int d;
+};
+
+static int embbag_variants(const void *opts, const char **names, int max)
+{
+	/* Every possible name, at a fixed place, so the pointers stay valid and mean one thing. */
+	static char all[2][2][4][SDC_NAME_MAX];
+	const struct embbag_opts *o = opts;
+	int n = 0;
+	for (int f = 0; format_names[f]; f++)
+		for (int c = 0; class_names[c]; c++)
+			for (int d = 0; dim_names[d]; d++) {
+				if (!sdc_opt_set_has(o->formats, f) || !sdc_opt_set_has(o->classes, c) ||
+				    !sdc_opt_set_has(o->dims, d) || n >= max)
+					continue;
+				const struct sdc_eb_cfg cfg = { .fmt = (enum sdc_eb_format)f,
+								.cls = (enum sdc_eb_class)c,
+								.d = dim_values[d] };
+				sdc_eb_variant_name(&cfg, all[f][c][d], sizeof(all[f][c][d]));
+				names[n++] = all[f][c][d];
+			}
+	return n;
+}
+
+static void parse_variant(const char *v, struct variant_key *k)
+{
+	k->fmt = !strncmp(v, "4bit", 4) ? SDC_EB_4BIT : SDC_EB_8BIT;
+	k->cls = strstr(v, "-fast") ? SDC_EB_FAST : SDC_EB_EXACT;
+	const char *d = strstr(v, "-d");
+	k->d = d ? atoi(d + 2) : 64;
+}
+
+struct fill_job {
+	struct sdc_eb_table *t;
+	uint64_t chunk;
+};
+
+static void fill_chunk(void *arg, int worker, uint64_t job)
+{
+	(void)worker;
+	struct fill_job *fj = arg;
+	const uint64_t r0 = job * fj->chunk, r1 = SDC_MIN(r0 + fj->chunk, fj->t->cfg.rows);
+	sdc_eb_table_fill(fj->t, r0, r1);
+}
+
+static void embbag_teardown(struct sdc_probe_ctx *ctx)
+{
+	struct embbag_shared *sh = ctx->shared;
+	if (!sh)
+		return;
+	sdc_eb_table_release(&sh->table);
+	free(sh);
+	ctx->shared = NULL;
+}
+
+static double gib(uint64_t bytes)
+{
+	return (double)bytes / (1u << 30);
+}
+
+static int embbag_setup(struct sdc_probe_ctx *ctx)
+{
+	const struct embbag_opts *o = ctx->opts;
+	struct embbag_shared *sh = calloc(1, sizeof(*sh));
+	if (!sh)
+		return sdc_ctx_error(ctx, "out of memory");
+	ctx->shared = sh;
+	struct variant_key k;
+	parse_variant(ctx->variant, &k);
+	sh->cfg = (struct sdc_eb_cfg){ .fmt = k.fmt, .cls = k.cls, .d = k.d, .rows = (uint64_t)o->rows,
+				       .batch = (int)o->batch, .pooling = (int)o->pooling, .seed = ctx->seed,
+				       .c_sigma = o->c_sigma };
+	sh->batches = (int)o->batches;
+	sh->sweep_rows = (uint64_t)o->sweep_rows;
+	sh->impl = sdc_eb_find(kernel_names[o->kernel]);
+	if (!sh->impl) {
+		embbag_teardown(ctx);
+		return sdc_ctx_error(ctx, "kernel=%s is not supported by this CPU", kernel_names[o->kernel]);
+	}
+	sdc_strlcpy(ctx->iter_unit, "rounds", sizeof(ctx->iter_unit)); /* of `batches` batches */
+	sdc_strlcpy(ctx->rate_unit, "Mlookup/s", sizeof(ctx->rate_unit));
+	ctx->rate_scale = 1e6;
+	ctx->floor = o->floor;
+
+	/* Memory: copies near each core when they fit in half of what is available, else one table. */
+	const uint64_t bytes = sdc_eb_table_bytes(&sh->cfg), avail = sdc_mem_available();
+	const uint64_t budget = avail ? avail / 2 : UINT64_MAX;
+	const uint64_t copies = bytes * (uint64_t)ctx->nworkers;
+	if (o->table == TABLE_PER_CORE && copies > budget) {
+		embbag_teardown(ctx);
+		return sdc_ctx_error(ctx,
+				     "%d per-core tables of %" PRId64 " rows (%.2f GiB each) need %.2f GiB, more than half "
+				     "of the %.2f GiB available: lower embbag.rows or set embbag.table=shared",
+				     ctx->nworkers, o->rows, gib(bytes), gib(copies), gib(avail));
+	}
+	if (bytes > budget) {
+		embbag_teardown(ctx);
+		return sdc_ctx_error(ctx,
+				     "a table of %" PRId64 " rows (%.2f GiB) needs more than half of the %.2f GiB "
+				     "available: lower embbag.rows",
+				     o->rows, gib(bytes), gib(avail));
+	}
+	sh->shared_table = o->table == TABLE_SHARED || (o->table == TABLE_AUTO && copies > budget);
+	if (sh->shared_table) {
+		char err[256];
+		if (sdc_eb_table_alloc(&sh->table, &sh->cfg, true, err, sizeof(err))) {
+			embbag_teardown(ctx);
+			return sdc_ctx_error(ctx, "%s", err);
+		}
+		struct fill_job fj = { &sh->table, 65536 };
+		if (sdc_parallel_for(ctx->run->devices, ctx->run->ndevices, (sh->cfg.rows + fj.chunk - 1) / fj.chunk,
+				     fill_chunk, &fj)) {
+			embbag_teardown(ctx);
+			return sdc_ctx_error(ctx, "interrupted while building the table");
+		}
+	}
+	struct sdc_eb_layout l;
+	sdc_eb_layout_init(&l, k.fmt, k.d, true);
+	snprintf(sh->operation, sizeof(sh->operation), "embbag %s %" PRId64 "x%d (%zu B rows), bags of %d x %d",
+		 ctx->variant, o->rows, k.d, l.stride, (int)o->batch, (int)o->pooling);
+
+	json_t *env = ctx->run->environment, *e = json_object_get(env, "embbag");
+	if (!e) {
+		e = json_object();
+		json_object_set_new(env, "embbag", e);
+	}
+	json_t *v = json_pack("{s:s, s:s, s:I, s:I, s:f}", "kernel", sh->impl->name, "table",
+			      sh->shared_table ? "shared" : "per-core", "rows", (json_int_t)o->rows, "row_bytes",
+			      (json_int_t)l.stride, "table_gib", gib(bytes));
+	if (k.cls == SDC_EB_FAST)
+		json_object_set_new(v, "c_sigma", json_real(o->c_sigma));
+	json_object_set_new(e, ctx->variant, v);
+	return 0;
+}
+
+static void worker_release(struct eb_worker *ew)
+{
+	sdc_eb_table_release(&ew->own);
+	sdc_eb_batch_release(&ew->batch);
+	free(ew->out);
+	free(ew->ref);
+	free(ew->expect);
+	free(ew->scratch);
+	free(ew->truth_row);
+	free(ew->hashes);
+}
+
+static void embbag_run(struct sdc_worker *w)
+{
+	const struct embbag_shared *sh = w->ctx->shared;
+	const struct sdc_eb_cfg *cfg = &sh->cfg;
+	struct eb_worker ew = { .w = w, .sh = sh };
+	char err[256];
+	sdc_strlcpy(w->kernel, sh->impl->name, sizeof(w->kernel));
+	if (sh->shared_table) {
+		ew.t = (struct sdc_eb_table *)&sh->table;
+	} else {
+		if (sdc_eb_table_alloc(&ew.own, cfg, true, err, sizeof(err))) {
+			sdc_worker_error(w, "%s", err);
+			return;
+		}
+		sdc_eb_table_fill(&ew.own, 0, cfg->rows); /* on this core: its memory is local */
+		ew.t = &ew.own;
+	}
+	const int d = cfg->d;
+	ew.out = malloc((size_t)cfg->batch * d * sizeof(float));
+	ew.ref = malloc((size_t)d * sizeof(float));
+	ew.expect = malloc((size_t)cfg->batch * sizeof(*ew.expect));
+	ew.scratch = sdc_alloc_aligned(sdc_eb_scratch_bytes(cfg));
+	ew.truth_row = malloc(ew.t->l.stride);
+	ew.hashes = malloc((size_t)sh->batches * sizeof(uint64_t));
+	if (!ew.out || !ew.ref || !ew.expect || !ew.scratch || !ew.truth_row || !ew.hashes ||
+	    sdc_eb_batch_alloc(&ew.batch, cfg)) {
+		sdc_worker_error(w, "out of memory");
+		worker_release(&ew);
+		return;
+	}
+	/* Start the sweep where this core's share of the table begins, so cores cover it together. */
+	ew.sweep_cursor = sh->shared_table ? cfg->rows / (uint64_t)w->ctx->nworkers * (uint64_t)w->index : 0;
+	sdc_worker_restart_clock(w);
+
+	const struct sdc_eb_layout *l = &ew.t->l;
+	for (ew.iter = 0; sdc_worker_continue(w); ew.iter++) {
+		uint64_t lookups = 0;
+		int bags_reported = 0;
+		struct sdc_fault rfaults[8];
+		const int nrf = sdc_worker_faults(w, "R", ew.iter, rfaults, 8);
+		for (int bt = 0; bt < sh->batches; bt++) {
+			sdc_eb_batch_draw(&ew.batch, cfg, ew.iter * (uint64_t)sh->batches + (uint64_t)bt);
+			if (bt == 0)
+				apply_table_faults(&ew);
+			const enum sdc_eb_sums sums = cfg->cls == SDC_EB_FAST ? SDC_EB_SUMS_STATS : SDC_EB_SUMS;
+			for (int b = 0; b < ew.batch.nbags; b++) {
+				const struct sdc_eb_bag g = sdc_eb_batch_bag(&ew.batch, b);
+				sh->impl->bag(l, ew.t->data, &g, ew.out + (size_t)b * d, &ew.expect[b], sums);
+			}
+			/*
+			 * The batch's bags are checked after all were looked up: a check waits for its bag's
+			 * last rows, and in the lookup loop it would hold the next bag's loads back.
+			 */
+			for (int b = 0; b < ew.batch.nbags; b++) {
+				const float *out = ew.out + (size_t)b * d;
+				if (nrf)
+					apply_output_faults(&ew, (int64_t)bt * cfg->batch + b, rfaults, nrf);
+				struct sdc_eb_verdict v;
+				struct sdc_eb_out_sums os;
+				sh->impl->out_sums(out, d, &os);
+				if (sdc_eb_check(cfg, l, &os, &ew.expect[b], &v))
+					report_bag(&ew, b, &v, &bags_reported);
+			}
+			lookups += (uint64_t)ew.batch.off[ew.batch.nbags];
+			ew.hashes[bt] = sdc_xxh64(ew.out, (size_t)ew.batch.nbags * d * sizeof(float));
+		}
+		sweep(&ew);
+		sdc_worker_digest(w, ew.iter, sdc_xxh64(ew.hashes, (size_t)sh->batches * sizeof(uint64_t)));
+		sdc_worker_account(w, (double)lookups);
+	}
+	worker_release(&ew);
+}
+
+const struct sdc_probe sdc_probe_embbag = {
+	.name = "embbag",
+	.summary = "ABFT-checked quantized EmbeddingBag (8/4-bit FBGEMM rows) on every core, table swept at rest",
+	.options = embbag_options,
+	.opts_size = sizeof(struct embbag_opts),
+	.inject_targets = embbag_targets,
+	.selftest_options = embbag_selftest_options,
+	.selftest_faults = embbag_selftest_faults,
+	.variants = embbag_variants,
+	.setup = embbag_setup,
+	.run = embbag_run,
+	.teardown = embbag_teardown,
+};

@@ -1,0 +1,280 @@
+/*
+ * sdcscan calibrate: V-ABFT's calibration protocol (Gao et al. §3.6) on this host.
+ *   1. positive |N(1,1)| matrices (no cancellation in the denominator),
+ *   2. the relative verification error |E| / |checksum| of every row (of the plain and the
+ *      weighted checksum, both held to e_max), over many GEMMs at representative sizes, with the
+ *      same kernel and checks the burn uses,
+ *   3. e_max = the observed maximum plus a 20% margin.
+ * The per-size maxima are kept in the file too, so growth with K would show.
+ * The file is keyed by CPU model, BLAS library, version and kernel; `run` refuses it elsewhere.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "probes/gemm/calibration.h"
+#include "commands/cli.h"
+#include "probes/gemm/dist.h"
+#include "parallel.h"
+#include "probe.h"
+#include "probes/gemm/abft.h"
+#include "core/runner.h"
+#include "sdc_config.h"
+#include "base/util.h"
+
+#define MAX_SIZES 8
+#define MARGIN 0.2
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: sdcscan calibrate [OPTIONS]\n"
+		"Measure e_max for the fast class's V-ABFT thresholds on this host and write a calibration\n"
+		"file that sdcscan run then uses.\n\n"
+		"  -o, --output FILE       where to write (default: $SDCSCAN_CALIBRATION or %s)\n"
+		"  -n, --trials N          GEMMs per precision, spread over the sizes (default 10000)\n"
+		"  -z, --sizes LIST        square sizes, e.g. 128,256,512 (default)\n"
+		"  -p, --precisions LIST   fp32, fp64 or both (default both)\n"
+		"  -k, --kernel NAME       auto, openblas or portable (default auto, as the burn)\n"
+		"  -c, --cpus LIST         CPUs to use (default: all this process may use)\n"
+		"  -S, --seed N            data seed (default 1)\n"
+		"  -q, --quiet             print only the result line\n"
+		"  -h, --help              this help\n",
+		SDC_CALIBRATION_PATH);
+}
+
+struct precision_stats {
+	double max_rel[MAX_SIZES]; /* largest |E| / |checksum| per size */
+	uint64_t rows[MAX_SIZES];
+	uint64_t gemms[MAX_SIZES];
+};
+
+struct calib_worker {
+	struct sdc_gemm g[MAX_SIZES];
+	bool ready[MAX_SIZES];
+	struct precision_stats st;
+};
+
+struct calib {
+	enum sdc_gemm_class cls;
+	const char *kernel;
+	int sizes[MAX_SIZES], nsizes;
+	uint64_t seed;
+	const struct sdc_dist_pool *pool;
+	struct calib_worker *w;
+	char error[256];
+};
+
+static void fail(struct calib *c, const char *msg)
+{
+	snprintf(c->error, sizeof(c->error), "%s", msg);
+	atomic_store(&sdc_stop_requested, true);
+}
+
+/* One trial: a GEMM at one of the sizes, every row's relative verification error. */
+static void calib_trial(void *arg, int worker, uint64_t trial)
+{
+	struct calib *c = arg;
+	struct calib_worker *w = &c->w[worker];
+	const int s = (int)(trial % (uint64_t)c->nsizes);
+	struct sdc_gemm *g = &w->g[s];
+	if (!w->ready[s]) {
+		const struct sdc_gemm_cfg cfg = {
+			.cls = c->cls, .m = c->sizes[s], .n = c->sizes[s], .k = c->sizes[s], .kernel = c->kernel,
+			.seed = c->seed, .emax = 1, .c_sigma = SDC_C_SIGMA, .pools = c->pool, .npools = 1,
+		};
+		char err[256];
+		if (sdc_gemm_init(g, &cfg, err, sizeof(err))) {
+			fail(c, err);
+			return;
+		}
+		w->ready[s] = true;
+	}
+	sdc_gemm_load(g, trial);
+	sdc_gemm_multiply(g);
+	for (int i = 0; i < g->cfg.m; i++) {
+		/* Both checksums: the check holds each to the same e_max. */
+		double e, cs, e2, cs2;
+		sdc_gemm_row_difference(g, i, &e, &cs, &e2, &cs2);
+		const double rel = SDC_MAX(fabs(e) / fabs(cs), fabs(e2) / fabs(cs2));
+		if (!isfinite(rel)) {
+			fail(c, "a row's verification difference was not finite: this host does not compute "
+				"correctly; run sdcscan run before calibrating");
+			return;
+		}
+		w->st.max_rel[s] = SDC_MAX(w->st.max_rel[s], rel);
+	}
+	w->st.rows[s] += (uint64_t)g->cfg.m;
+	w->st.gemms[s]++;
+}
+
+int sdc_cmd_calibrate(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },     { "trials", required_argument, NULL, 'n' },
+		{ "sizes", required_argument, NULL, 'z' },      { "precisions", required_argument, NULL, 'p' },
+		{ "kernel", required_argument, NULL, 'k' },     { "cpus", required_argument, NULL, 'c' },
+		{ "seed", required_argument, NULL, 'S' },       { "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },             { NULL, 0, NULL, 0 },
+	};
+	struct sdc_cli cli = { .command = "calibrate" };
+	const char *output = sdc_calibration_default_path(), *kernel = "auto";
+	int sizes[MAX_SIZES] = { 128, 256, 512 }, nsizes = 3, c;
+	uint64_t trials = 10000;
+	bool want[2] = { true, true };
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":o:n:z:p:k:c:S:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'o':
+			output = optarg;
+			break;
+		case 'n':
+			if (sdc_cli_uint(&cli, "--trials", optarg, 1, 100000000, &trials))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+			break;
+		case 'z': {
+			struct sdc_size3 z[MAX_SIZES];
+			nsizes = sdc_cli_parse_sizes(optarg, z, MAX_SIZES);
+			for (int i = 0; i < nsizes; i++) {
+				if (z[i].m != z[i].n || z[i].n != z[i].k || z[i].m < 16 || z[i].m > 8192)
+					nsizes = -1;
+				else
+					sizes[i] = z[i].m;
+			}
+			if (nsizes <= 0)
+				return sdc_cli_bad(&cli, "--sizes '%s': expected up to %d square sizes from 16 to 8192, comma-separated",
+						   optarg, MAX_SIZES);
+			break;
+		}
+		case 'p':
+			want[0] = strstr(optarg, "fp32") != NULL;
+			want[1] = strstr(optarg, "fp64") != NULL;
+			if ((!want[0] && !want[1]) || strspn(optarg, "fp3264,") != strlen(optarg))
+				return sdc_cli_bad(&cli, "--precisions '%s': expected fp32, fp64 or fp32,fp64", optarg);
+			break;
+		case 'k':
+			kernel = optarg;
+			if (!sdc_fgemm_find(kernel))
+				return sdc_cli_bad(&cli, "--kernel '%s': expected auto, portable%s", kernel,
+						   sdc_fgemm_find("openblas") ? " or openblas" : "");
+			break;
+		default:
+			if (sdc_cli_default(&cli, c, argv))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+		}
+	}
+	if (optind < argc)
+		return sdc_cli_bad(&cli, "unexpected argument '%s'", argv[optind]);
+	sdc_set_quiet(cli.quiet);
+
+	struct sdc_run run;
+	struct sdc_plan none = { .seed_mode = SDC_SEED_FIXED, .seed = 1 };
+	if (sdc_cli_prepare_run(&cli, &run, &none, argc, argv))
+		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+	sdc_blas_single_thread();
+	sdc_runner_install_signals();
+
+	const struct sdc_fgemm_impl *impl = sdc_fgemm_find(kernel);
+	struct sdc_calibration_key key;
+	sdc_calibration_key_here(&key, impl->name);
+	struct sdc_dist_pool pool;
+	if (sdc_dist_pool_init(&pool, SDC_DIST_ABSNORMAL1, run.seed)) {
+		sdc_error("calibrate: out of memory");
+		sdc_run_release(&run);
+		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+	}
+	json_t *precisions = json_object();
+	int rc = 0;
+	if (!cli.quiet)
+		printf("sdcscan calibrate: %s %s (kernel %s) on %d CPU%s of %s; |N(1,1)| data, %" PRIu64
+		       " GEMMs per precision\n",
+		       key.library, key.library_version, key.kernel, run.ndevices, run.ndevices == 1 ? "" : "s",
+		       key.cpu_model, trials);
+	for (int p = 0; p < 2 && !rc; p++) {
+		if (!want[p])
+			continue;
+		struct calib cb = {
+			.cls = p ? SDC_GEMM_FP64_FAST : SDC_GEMM_FP32_FAST, .kernel = impl->name, .nsizes = nsizes,
+			.seed = run.seed, .pool = &pool,
+		};
+		memcpy(cb.sizes, sizes, sizeof(sizes));
+		cb.w = calloc((size_t)run.ndevices, sizeof(*cb.w));
+		const double t0 = sdc_now();
+		const int prc = cb.w ? sdc_parallel_for(run.devices, run.ndevices, trials, calib_trial, &cb) : -1;
+		struct precision_stats st;
+		memset(&st, 0, sizeof(st));
+		for (int d = 0; cb.w && d < run.ndevices; d++) {
+			for (int s = 0; s < nsizes; s++) {
+				st.max_rel[s] = SDC_MAX(st.max_rel[s], cb.w[d].st.max_rel[s]);
+				st.rows[s] += cb.w[d].st.rows[s];
+				st.gemms[s] += cb.w[d].st.gemms[s];
+				if (cb.w[d].ready[s])
+					sdc_gemm_release(&cb.w[d].g[s]);
+			}
+		}
+		free(cb.w);
+		if (prc || cb.error[0]) {
+			sdc_error("calibrate: %s", cb.error[0] ? cb.error : "interrupted");
+			rc = -1;
+			break;
+		}
+		const double u = p ? 0x1p-53 : 0x1p-24;
+		const char *name = p ? "fp64" : "fp32";
+		double emax = 0;
+		uint64_t total_rows = 0;
+		json_t *per_size = json_array();
+		for (int s = 0; s < nsizes; s++) {
+			emax = SDC_MAX(emax, st.max_rel[s]);
+			total_rows += st.rows[s];
+			json_array_append_new(per_size, json_pack("{s:i, s:I, s:I, s:f}", "k", sizes[s], "gemms",
+								  (json_int_t)st.gemms[s], "rows", (json_int_t)st.rows[s],
+								  "max_relative_error", st.max_rel[s]));
+			if (!cli.quiet)
+				printf("  %s K=%-5d %7" PRIu64 " GEMMs %9" PRIu64 " rows  max |E|/|checksum| %.3g (%.1f u)\n", name,
+				       sizes[s], st.gemms[s], st.rows[s], st.max_rel[s], st.max_rel[s] / u);
+		}
+		emax *= 1.0 + MARGIN;
+		if (!cli.quiet)
+			printf("  %s e_max = %.3g (%.1f u: the maximum plus %.0f%%), %.1f s\n", name, emax, emax / u, 100 * MARGIN,
+			       sdc_now() - t0);
+		json_object_set_new(precisions, name,
+				    json_pack("{s:f, s:I, s:o}", "emax", emax, "rows", (json_int_t)total_rows, "sizes",
+					      per_size));
+	}
+	sdc_dist_pool_release(&pool);
+	if (rc) {
+		json_decref(precisions);
+		sdc_run_release(&run);
+		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+	}
+	char created[32], seed[32], err[700];
+	sdc_format_utc(sdc_wall_now(), created, sizeof(created));
+	snprintf(seed, sizeof(seed), "%" PRIu64, run.seed);
+	json_t *sizes_json = json_array();
+	for (int s = 0; s < nsizes; s++)
+		json_array_append_new(sizes_json, json_integer(sizes[s]));
+	json_t *doc = json_pack("{s:s, s:i, s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:{s:s, s:s, s:I, s:o, s:f, s:s}, s:o}",
+				"format", SDC_CALIBRATION_FORMAT, "version", SDC_CALIBRATION_VERSION, "tool_version",
+				SDC_VERSION, "created", created, "key", "cpu_model", key.cpu_model, "library",
+				key.library, "library_version", key.library_version, "kernel", key.kernel, "method",
+				"protocol", "V-ABFT 3.6: max |E|/|checksum| on |N(1,1)| rows, plus 20%",
+				"distribution", "|N(1,1)|", "trials", (json_int_t)trials, "sizes", sizes_json, "margin",
+				MARGIN, "seed", seed, "precisions", precisions);
+	if (!doc || sdc_calibration_write(output, doc, err, sizeof(err))) {
+		sdc_error("calibrate: %s", doc ? err : "out of memory");
+		json_decref(doc);
+		sdc_run_release(&run);
+		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+	}
+	json_decref(doc);
+	printf("OK: calibration written to %s\n", output);
+	sdc_run_release(&run);
+	return 0;
+}

@@ -1,0 +1,165 @@
+#include "probes/gemm/calibration.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu.h"
+#include "base/digest.h"
+#include "kernels/gemm_float.h"
+#include "core/report.h"
+#include "sdc_config.h"
+#include "base/util.h"
+
+void sdc_calibration_key_here(struct sdc_calibration_key *k, const char *impl)
+{
+	memset(k, 0, sizeof(*k));
+	struct sdc_device *devs = NULL;
+	int n = 0;
+	char err[128];
+	sdc_strlcpy(k->cpu_model, "unknown", sizeof(k->cpu_model));
+	if (!sdc_cpu_devices(NULL, &devs, &n, err, sizeof(err)) && n)
+		sdc_strlcpy(k->cpu_model, devs[0].model, sizeof(k->cpu_model));
+	free(devs);
+	if (!strcmp(impl, "openblas")) {
+		struct sdc_blas_info bi;
+		sdc_blas_info(&bi);
+		sdc_strlcpy(k->library, bi.library, sizeof(k->library));
+		sdc_strlcpy(k->library_version, bi.version, sizeof(k->library_version));
+		sdc_strlcpy(k->kernel, bi.corename, sizeof(k->kernel));
+	} else {
+		sdc_strlcpy(k->library, "sdcscan", sizeof(k->library));
+		sdc_strlcpy(k->library_version, SDC_VERSION, sizeof(k->library_version));
+		sdc_strlcpy(k->kernel, impl, sizeof(k->kernel));
+	}
+}
+
+const char *sdc_calibration_default_path(void)
+{
+	const char *env = getenv("SDCSCAN_CALIBRATION");
+	return env && *env ? env : SDC_CALIBRATION_PATH;
+}
+
+int sdc_calibration_write(const char *path, json_t *doc, char *err, size_t errlen)
+{
+	char hex[SDC_SHA256_HEX_LEN];
+	if (sdc_json_content_sha256(doc, hex)) {
+		snprintf(err, errlen, "cannot serialise the calibration");
+		return -1;
+	}
+	json_object_set_new(doc, "sha256", json_string(hex));
+	char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+	if (!text) {
+		snprintf(err, errlen, "cannot serialise the calibration");
+		return -1;
+	}
+	size_t len = strlen(text);
+	text[len] = '\0';
+	char *with_nl = malloc(len + 2);
+	int rc = -1;
+	if (with_nl) {
+		memcpy(with_nl, text, len);
+		with_nl[len] = '\n';
+		rc = sdc_write_atomic(path, with_nl, len + 1, err, errlen);
+		free(with_nl);
+	}
+	free(text);
+	return rc;
+}
+
+json_t *sdc_calibration_read(const char *path, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *doc = json_load_file(path, 0, &je);
+	if (!doc) {
+		/* (jansson gives no position when the file could not be opened) */
+		if (je.line > 0)
+			snprintf(err, errlen, "calibration file %s: %s (line %d, column %d)", path, je.text, je.line,
+				 je.column);
+		else
+			snprintf(err, errlen, "calibration file %s: %s", path, je.text);
+		return NULL;
+	}
+	const char *format = json_string_value(json_object_get(doc, "format"));
+	const char *sha = json_string_value(json_object_get(doc, "sha256"));
+	json_t *version = json_object_get(doc, "version");
+	char hex[SDC_SHA256_HEX_LEN];
+	if (!json_is_object(doc) || !format || strcmp(format, SDC_CALIBRATION_FORMAT)) {
+		snprintf(err, errlen, "calibration file %s: not an sdcscan calibration (format is not \"%s\")", path,
+			 SDC_CALIBRATION_FORMAT);
+	} else if (!json_is_integer(version) || json_integer_value(version) != SDC_CALIBRATION_VERSION) {
+		snprintf(err, errlen, "calibration file %s: version %s is not supported (expected %d)", path,
+			 json_is_integer(version) ? "other" : "missing", SDC_CALIBRATION_VERSION);
+	} else if (!sha || sdc_json_content_sha256(doc, hex) || strcmp(sha, hex)) {
+		snprintf(err, errlen,
+			 "calibration file %s: its SHA-256 does not match its content (corrupt or edited); "
+			 "run sdcscan calibrate again",
+			 path);
+	} else {
+		return doc;
+	}
+	json_decref(doc);
+	return NULL;
+}
+
+static int key_matches(json_t *doc, const struct sdc_calibration_key *key, const char *path, char *err,
+		       size_t errlen)
+{
+	json_t *k = json_object_get(doc, "key");
+	const struct {
+		const char *name, *want;
+	} fields[] = {
+		{ "cpu_model", key->cpu_model },
+		{ "library", key->library },
+		{ "library_version", key->library_version },
+		{ "kernel", key->kernel },
+	};
+	for (size_t i = 0; i < SDC_ARRAY_SIZE(fields); i++) {
+		const char *have = json_string_value(json_object_get(k, fields[i].name));
+		if (!have || strcmp(have, fields[i].want)) {
+			snprintf(err, errlen,
+				 "calibration file %s was made for %s '%s', but this host has '%s'; run sdcscan "
+				 "calibrate on this host (or point SDCSCAN_CALIBRATION elsewhere)",
+				 path, fields[i].name, have ? have : "(none)", fields[i].want);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int sdc_calibration_emax(const char *path, const struct sdc_calibration_key *key, const char *precision,
+			 double *emax, char *source, size_t srclen, char *err, size_t errlen)
+{
+	const bool named = path && *path;
+	const char *file = named ? path : sdc_calibration_default_path();
+	*emax = !strcmp(precision, "fp32") ? SDC_EMAX_FP32 : SDC_EMAX_FP64;
+	if (!named && access(file, F_OK) && errno == ENOENT) {
+		snprintf(source, srclen, "built-in: %g, V-ABFT Table 7's largest FP32 ratio (34u) (no calibration file at %s)",
+			 *emax, file);
+		return 0;
+	}
+	json_t *doc = sdc_calibration_read(file, err, errlen);
+	if (!doc)
+		return -1;
+	int rc = key_matches(doc, key, file, err, errlen);
+	if (!rc) {
+		json_t *p = json_object_get(json_object_get(doc, "precisions"), precision);
+		json_t *e = json_object_get(p, "emax");
+		if (!p) {
+			snprintf(source, srclen, "built-in: %g, V-ABFT Table 7's largest FP32 ratio (34u) (%s has no %s entry)",
+				 *emax, file, precision);
+		} else if (!json_is_real(e) || json_real_value(e) <= 0 || json_real_value(e) >= 1) {
+			snprintf(err, errlen, "calibration file %s: precisions.%s.emax is not a number in (0, 1)", file,
+				 precision);
+			rc = -1;
+		} else {
+			*emax = json_real_value(e);
+			snprintf(source, srclen, "calibrated: %g from %s", *emax, file);
+		}
+	}
+	json_decref(doc);
+	return rc;
+}

@@ -1,0 +1,768 @@
+/*
+ * sdcscan campaign gemm: fault-injection campaigns that print the seed papers' tables, run on
+ * the same engine and checks as the gemm probe.
+ *   1. Li et al. Table II form, per class: trials with one random single-bit flip in B after
+ *      encoding, in C before verification, and clean trials (false positives).
+ *   2. V-ABFT Tables 8-9 form, fast classes: detection rate per bit position of a C element,
+ *      per distribution.
+ *   3. V-ABFT Tables 4-5 form: threshold / actual verification difference on U(-1,1), against a
+ *      higher-precision reference, beside A-ABFT's formula.
+ * Every count is printed, and with --json written; the exit status says whether every target
+ * was met (0) or not (2).
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "probes/gemm/calibration.h"
+#include "commands/cli.h"
+#include "probes/gemm/dist.h"
+#include "parallel.h"
+#include "probe.h"
+#include "probes/gemm/abft.h"
+#include "core/report.h"
+#include "core/runner.h"
+#include "base/util.h"
+
+#define MAX_WORKERS 1024
+#define NBURN_DISTS 4
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: sdcscan campaign gemm [OPTIONS]   (sdcscan campaign embbag --help for EmbeddingBag)\n"
+		"Inject faults into the ABFT-checked GEMM and print detection tables in the seed papers' forms.\n\n"
+		"  -k, --classes LIST     int8, fp32, fp32-fast, fp64-fast (default: all four)\n"
+		"  -n, --trials N         trials per class for the Table II form (default 10000)\n"
+		"  -z, --size MxNxK       matrix size for the Table II form (default 128x128x256)\n"
+		"  -b, --bit-trials N     flips per bit and distribution for the per-bit tables (default 200)\n"
+		"  -Z, --bit-size MxNxK   size for the per-bit tables (default 128x256x1024, V-ABFT Table 8)\n"
+		"  -T, --tightness LIST   sizes for the tightness table (default 128,256,512,1024,2048; 0: skip)\n"
+		"      --tightness-trials N  GEMMs per size (default: 100 fp32, 20 fp64, as the paper)\n"
+		"  -C, --calibration FILE e_max calibration (default: as sdcscan run finds it)\n"
+		"  -c, --cpus LIST        CPUs to use (default: all this process may use)\n"
+		"  -S, --seed N           seed for data and fault placement (default 1)\n"
+		"  -j, --json FILE|-      write every count as JSON\n"
+		"  -h, --help             this help\n\n"
+		"Exit status: 0 every target met, 2 a target missed, 3 could not run.\n");
+}
+
+#define size3 sdc_size3
+
+struct counts {
+	uint64_t b_trials, b_detected, b_masked, b_missed, b_digest, b_found; /* found: checks or digest */
+	uint64_t c_trials, c_detected, c_located, c_significant, c_significant_detected;
+	uint64_t c_data; /* flips in data columns, the ones the checksums can locate */
+	uint64_t clean_trials, clean_fp_trials, clean_rows, clean_fp_rows;
+	double min_margin[NBURN_DISTS]; /* fast: smallest threshold / |E| of a clean row, per distribution */
+};
+
+struct bits {
+	uint64_t trials[NBURN_DISTS][64], detected[NBURN_DISTS][64];
+	/* flips that moved the value by more than the row's threshold, and how many were found */
+	uint64_t sig_trials[NBURN_DISTS][64], sig_detected[NBURN_DISTS][64];
+};
+
+struct worker_state {
+	struct sdc_gemm g;
+	bool ready;
+	void *clean_c; /* C of the clean multiply, to tell a masked B flip */
+	struct counts n;
+	struct bits *bits;
+	/* tightness */
+	double sum_e, max_e, sum_t, min_ratio;
+	uint64_t rows;
+};
+
+struct campaign {
+	struct sdc_gemm_cfg cfg;
+	struct worker_state *ws;
+	int nworkers;
+	uint64_t seed;
+	int bit_width;
+	uint64_t bit_trials;
+	char error[256];
+};
+
+/* Where to flip: random from the seed, per class, phase and trial, so a campaign replays. */
+static uint64_t draw(const struct campaign *c, uint32_t phase, uint64_t trial, unsigned which, uint64_t bound)
+{
+	struct sdc_rng r = sdc_rng_make(c->seed, SDC_RNG_PROBE_INJECT, (unsigned)c->cfg.cls, phase, 0x5000);
+	return sdc_rng_below(&r, trial * 8 + which, bound);
+}
+
+static struct worker_state *state(struct campaign *c, int worker)
+{
+	struct worker_state *w = &c->ws[worker];
+	if (w->ready)
+		return w;
+	char err[256];
+	if (sdc_gemm_init(&w->g, &c->cfg, err, sizeof(err))) {
+		snprintf(c->error, sizeof(c->error), "%s", err);
+		atomic_store(&sdc_stop_requested, true);
+		return NULL;
+	}
+	w->clean_c = malloc(w->g.c_bytes);
+	if (!w->clean_c) {
+		snprintf(c->error, sizeof(c->error), "out of memory");
+		atomic_store(&sdc_stop_requested, true);
+		sdc_gemm_release(&w->g);
+		return NULL;
+	}
+	w->ready = true;
+	return w;
+}
+
+static double value_of(const struct sdc_gemm *g, const void *elem)
+{
+	if (g->cfg.cls == SDC_GEMM_INT8) {
+		int32_t v;
+		memcpy(&v, elem, 4);
+		return v;
+	}
+	if (g->csz == 4) {
+		float v;
+		memcpy(&v, elem, 4);
+		return v;
+	}
+	double v;
+	memcpy(&v, elem, 8);
+	return v;
+}
+
+/* Flips one bit of a C element; returns by how much its value moved (INF when it left the finite). */
+static double flip(const struct sdc_gemm *g, void *elem, int bits, int bit)
+{
+	const double before = g ? value_of(g, elem) : 0;
+	uint64_t v = 0;
+	memcpy(&v, elem, (size_t)bits / 8);
+	v ^= 1ull << bit;
+	memcpy(elem, &v, (size_t)bits / 8);
+	if (!g)
+		return 0;
+	const double after = value_of(g, elem);
+	return isfinite(after) ? fabs(after - before) : INFINITY;
+}
+
+/*
+ * Whether a move of C[i][j] by delta must be found: exact class, any move; fast class, a move of
+ * a data element larger than the row's threshold plus its clean verification difference, which
+ * by the triangle inequality leaves |E| above the threshold whatever the rounding did.
+ */
+static bool must_find(struct sdc_gemm *g, int i, int j, double delta, double clean_e)
+{
+	if (!sdc_gemm_is_fast(g->cfg.cls))
+		return delta > 0;
+	return j < g->cfg.n && delta > g->thr[i] + fabs(clean_e);
+}
+
+static double clean_difference(struct sdc_gemm *g, int i)
+{
+	double e, cs;
+	sdc_gemm_row_difference(g, i, &e, &cs, NULL, NULL);
+	return e;
+}
+
+/* One Table II trial: a clean check, a flip in C, a flip in B. */
+static void table2_trial(void *arg, int worker, uint64_t trial)
+{
+	struct campaign *c = arg;
+	struct worker_state *w = state(c, worker);
+	if (!w)
+		return;
+	struct sdc_gemm *g = &w->g;
+	sdc_gemm_load(g, trial);
+	sdc_gemm_multiply(g);
+	memcpy(w->clean_c, g->c, g->c_bytes);
+
+	const int fp = sdc_gemm_check(g);
+	if (sdc_gemm_is_fast(g->cfg.cls)) {
+		for (int i = 0; i < g->cfg.m; i++) {
+			double e, cs, e2, cs2;
+			sdc_gemm_row_difference(g, i, &e, &cs, &e2, &cs2);
+			const double m1 = e != 0 ? g->thr[i] / fabs(e) : INFINITY;
+			const double m2 = e2 != 0 ? g->thr2[i] / fabs(e2) : INFINITY;
+			w->n.min_margin[g->dist] = SDC_MIN(w->n.min_margin[g->dist], SDC_MIN(m1, m2));
+		}
+	}
+	w->n.clean_trials++;
+	w->n.clean_rows += (uint64_t)g->cfg.m;
+	w->n.clean_fp_rows += (uint64_t)fp;
+	w->n.clean_fp_trials += fp > 0;
+
+	/* C: any element of the extended output, checksum columns included (Li et al.'s C_temp). */
+	int64_t rows, cols, data_cols;
+	int bits;
+	sdc_gemm_dims(g, 'C', &rows, &cols, &data_cols);
+	const int64_t ci = (int64_t)draw(c, 1, trial, 0, (uint64_t)rows), cj = (int64_t)draw(c, 1, trial, 1, (uint64_t)cols);
+	void *e = sdc_gemm_element(g, 'C', ci, cj, &bits);
+	const int cbit = (int)draw(c, 1, trial, 2, (uint64_t)bits);
+	const double ce = sdc_gemm_is_fast(g->cfg.cls) ? clean_difference(g, (int)ci) : 0;
+	const bool sig = must_find(g, (int)ci, (int)cj, flip(g, e, bits, cbit), ce);
+	const int nbad = sdc_gemm_check(g);
+	w->n.c_trials++;
+	w->n.c_data += cj < data_cols;
+	w->n.c_significant += sig;
+	if (nbad) {
+		w->n.c_detected++;
+		w->n.c_significant_detected += sig;
+		for (int r = 0; r < nbad; r++)
+			w->n.c_located += g->bad[r].row == ci && g->bad[r].col == cj;
+	}
+	flip(NULL, e, bits, cbit);
+
+	/* B: any element after encoding (checksum columns included); the GEMM runs on it. */
+	sdc_gemm_dims(g, 'B', &rows, &cols, &data_cols);
+	const int64_t bp = (int64_t)draw(c, 2, trial, 0, (uint64_t)rows), bj = (int64_t)draw(c, 2, trial, 1, (uint64_t)cols);
+	e = sdc_gemm_element(g, 'B', bp, bj, &bits);
+	const int bbit = (int)draw(c, 2, trial, 2, (uint64_t)bits);
+	flip(NULL, e, bits, bbit);
+	sdc_gemm_multiply(g);
+	w->n.b_trials++;
+	const bool digest = !sdc_gemm_b_intact(g); /* the probe's at-rest check, after every GEMM */
+	const bool checks = sdc_gemm_check(g) > 0;
+	w->n.b_digest += digest;
+	w->n.b_found += digest || checks;
+	if (checks)
+		w->n.b_detected++;
+	else if (!memcmp(g->c, w->clean_c, g->c_bytes))
+		w->n.b_masked++; /* the flip did not change a single bit of the output */
+	else
+		w->n.b_missed++;
+	flip(NULL, e, bits, bbit);
+}
+
+/* Per-bit table: `bit_trials` flips of one bit position in C data elements, per distribution. */
+static void bits_job(void *arg, int worker, uint64_t job)
+{
+	struct campaign *c = arg;
+	struct worker_state *w = state(c, worker);
+	if (!w)
+		return;
+	struct sdc_gemm *g = &w->g;
+	/* Job = one operand set of one distribution; it flips every bit position a few times. */
+	const uint64_t per_set = 8;
+	const uint64_t sets_per_dist = (c->bit_trials + per_set - 1) / per_set;
+	const int d = (int)(job / sets_per_dist);
+	sdc_gemm_load(g, job * NBURN_DISTS + (uint64_t)d); /* set % 4 picks pool d */
+	sdc_gemm_multiply(g);
+	const int dist = g->dist;
+	for (int bit = 0; bit < c->bit_width; bit++) {
+		for (uint64_t t = 0; t < per_set; t++) {
+			if ((job % sets_per_dist) * per_set + t >= c->bit_trials)
+				break;
+			const uint64_t trial = (job * 64 + (uint64_t)bit) * per_set + t;
+			int bits;
+			const int64_t i = (int64_t)draw(c, 3, trial, 0, (uint64_t)g->cfg.m);
+			const int64_t j = (int64_t)draw(c, 3, trial, 1, (uint64_t)g->cfg.n);
+			void *e = sdc_gemm_element(g, 'C', i, j, &bits);
+			struct sdc_gemm_bad_row bad;
+			const double ce = clean_difference(g, (int)i);
+			const bool sig = must_find(g, (int)i, (int)j, flip(g, e, bits, bit), ce);
+			const bool found = !sdc_gemm_check_row(g, (int)i, &bad);
+			w->bits->trials[dist][bit]++;
+			w->bits->detected[dist][bit] += found;
+			w->bits->sig_trials[dist][bit] += sig;
+			w->bits->sig_detected[dist][bit] += sig && found;
+			flip(NULL, e, bits, bit);
+		}
+	}
+}
+
+/* Tightness: threshold and actual verification difference of every row, clean. */
+static void tight_job(void *arg, int worker, uint64_t job)
+{
+	struct campaign *c = arg;
+	struct worker_state *w = state(c, worker);
+	if (!w)
+		return;
+	struct sdc_gemm *g = &w->g;
+	sdc_gemm_load(g, job);
+	sdc_gemm_multiply(g);
+	for (int i = 0; i < g->cfg.m; i++) {
+		double e, cs;
+		sdc_gemm_row_difference(g, i, &e, &cs, NULL, NULL);
+		e = fabs(e);
+		w->sum_e += e;
+		w->max_e = SDC_MAX(w->max_e, e);
+		w->sum_t += g->thr[i];
+		if (e > 0)
+			w->min_ratio = SDC_MIN(w->min_ratio, g->thr[i] / e);
+		w->rows++;
+	}
+}
+
+static void release_states(struct campaign *c)
+{
+	for (int i = 0; i < c->nworkers; i++) {
+		if (c->ws[i].ready) {
+			sdc_gemm_release(&c->ws[i].g);
+			free(c->ws[i].clean_c);
+		}
+		c->ws[i].ready = false;
+	}
+}
+
+static int run_phase(struct campaign *c, const struct sdc_run *run, uint64_t jobs, sdc_job_fn fn)
+{
+	int rc = sdc_parallel_for(run->devices, run->ndevices, jobs, fn, c);
+	release_states(c);
+	if (rc || c->error[0]) {
+		sdc_error("campaign: %s", c->error[0] ? c->error : "interrupted");
+		return -1;
+	}
+	return 0;
+}
+
+static double pct(uint64_t a, uint64_t b)
+{
+	return b ? 100.0 * (double)a / (double)b : 0;
+}
+
+/* V-ABFT Table 8 (BF16, (128, 1024, 256)) by exponent bit from the LSB, per distribution; -1: blank. */
+static const double vabft_t8[8][4] = {
+	{ 0.01, 0.00, 19.66, 10.90 },	 { 36.70, 69.55, 46.85, 36.49 },   { 73.48, 100.00, 75.03, 99.38 },
+	{ 99.99, -1, 99.86, 99.96 },	 { 100.00, 100.00, 100.00, 100.00 }, { 100.00, 100.00, 100.00, 100.00 },
+	{ 100.00, 100.00, 100.00, 100.00 }, { 100.00, 100.00, 100.00, -1 },
+};
+
+/* V-ABFT Tables 4 and 5: size, actual diff, A-ABFT tightness, V-ABFT threshold and tightness. */
+static const struct vabft_row {
+	int n;
+	double actual, a_tight, v_t, v_tight;
+} vabft_t4[] = { { 128, 1.27e-14, 164, 1.87e-13, 15 }, { 256, 3.64e-14, 161, 4.34e-13, 12 },
+		 { 512, 1.04e-13, 160, 1.01e-12, 10 },	{ 1024, 2.95e-13, 159, 2.41e-12, 8 },
+		 { 2048, 8.22e-13, 161, 5.96e-12, 7 } },
+  vabft_t5[] = { { 128, 6.96e-6, 321, 9.19e-5, 13 }, { 256, 1.02e-5, 616, 2.09e-4, 20 },
+		 { 512, 2.81e-5, 633, 4.93e-4, 18 },  { 1024, 1.57e-4, 321, 1.19e-3, 8 },
+		 { 2048, 4.41e-4, 322, 2.94e-3, 7 } };
+
+/* V-ABFT Table 7's e_max for the H100 (it grows with sqrt(N)). Algorithm 1 with these reproduces
+ * the thresholds of the paper's Tables 4 and 5 to within 1% (the text calls those CPU runs, but its
+ * CPU e_max, 4e-7 and 6e-16, gives 2.3x and 1.6x more at n = 128), so the paper's 7-20x rests on an
+ * e_max of 3-6 u. */
+static const struct {
+	double cpu, h100_a, h100_b; /* CPU: cpu; H100: h100_a sqrt(N) + h100_b */
+} vabft_t7[2] = { { 4e-7, 5.0e-9, 1.2e-7 }, { 6e-16, 1.0e-17, 2.5e-16 } }; /* FP32, FP64 */
+
+static double h100_emax(int n, bool fp64)
+{
+	return vabft_t7[fp64].h100_a * sqrt(n) + vabft_t7[fp64].h100_b;
+}
+
+/* A-ABFT's threshold (Braun et al., as V-ABFT §4.1 reproduces it): 3 sigma, y = 21. */
+static double a_abft_threshold(int n, bool fp64)
+{
+	const double t = fp64 ? 53 : 23;
+	const double nn = n;
+	return 3.0 * sqrt((nn * (nn + 1) * (nn + 0.5) + 2 * nn) / 24.0) * pow(2.0, -t) * 21.0;
+}
+
+int sdc_cmd_campaign(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "classes", required_argument, NULL, 'k' },    { "trials", required_argument, NULL, 'n' },
+		{ "size", required_argument, NULL, 'z' },       { "bit-trials", required_argument, NULL, 'b' },
+		{ "bit-size", required_argument, NULL, 'Z' },   { "tightness", required_argument, NULL, 'T' },
+		{ "tightness-trials", required_argument, NULL, 'R' },
+		{ "calibration", required_argument, NULL, 'C' }, { "cpus", required_argument, NULL, 'c' },
+		{ "seed", required_argument, NULL, 'S' },       { "json", required_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },             { NULL, 0, NULL, 0 },
+	};
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "embbag"))
+			return sdc_campaign_embbag(argc, argv);
+	struct sdc_cli cli = { .command = "campaign" };
+	uint32_t classes = 0xF;
+	uint64_t trials = 10000, bit_trials = 200, tight_trials = 0;
+	struct size3 size = { 128, 128, 256 }, bit_size = { 128, 256, 1024 };
+	int tight_sizes[8] = { 128, 256, 512, 1024, 2048 }, ntight = 5;
+	const char *calibration = "";
+	int c;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":k:n:z:b:Z:T:R:C:c:S:j:h", longopts, NULL)) != -1) {
+		char err[512];
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'k': {
+			static const struct sdc_option opt = { .name = "classes", .type = SDC_OPT_SET, .offset = 0,
+							       .def = "int8", .choices = sdc_gemm_class_names };
+			if (sdc_opt_parse(&opt, &classes, optarg, err, sizeof(err)))
+				return sdc_cli_bad(&cli, "--classes: %s", err);
+			break;
+		}
+		case 'n':
+			if (sdc_cli_uint(&cli, "--trials", optarg, 1, 100000000, &trials))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+			break;
+		case 'b':
+			if (sdc_cli_uint(&cli, "--bit-trials", optarg, 0, 1000000, &bit_trials))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+			break;
+		case 'R':
+			if (sdc_cli_uint(&cli, "--tightness-trials", optarg, 1, 100000, &tight_trials))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+			break;
+		case 'z':
+			if (sdc_cli_parse_sizes(optarg, &size, 1) != 1)
+				return sdc_cli_bad(&cli, "--size '%s': expected MxNxK", optarg);
+			break;
+		case 'Z':
+			if (sdc_cli_parse_sizes(optarg, &bit_size, 1) != 1)
+				return sdc_cli_bad(&cli, "--bit-size '%s': expected MxNxK", optarg);
+			break;
+		case 'T': {
+			struct sdc_size3 z[8];
+			ntight = strcmp(optarg, "0") ? sdc_cli_parse_sizes(optarg, z, 8) : 0;
+			for (int i = 0; i < ntight; i++) {
+				if (z[i].m != z[i].n || z[i].n != z[i].k || z[i].m > 8192)
+					ntight = -1;
+				else
+					tight_sizes[i] = z[i].m;
+			}
+			if (ntight < 0)
+				return sdc_cli_bad(&cli, "--tightness '%s': expected up to 8 square sizes up to 8192, or 0", optarg);
+			break;
+		}
+		case 'C':
+			calibration = optarg;
+			break;
+		default:
+			if (sdc_cli_default(&cli, c, argv))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+		}
+	}
+	if (optind >= argc || strcmp(argv[optind], "gemm"))
+		return sdc_cli_bad(&cli, "expected the probe to campaign on: gemm or embbag");
+	if (optind + 1 < argc)
+		return sdc_cli_bad(&cli, "unexpected argument '%s'", argv[optind + 1]);
+
+	struct sdc_run run;
+	struct sdc_plan none = { .seed_mode = SDC_SEED_FIXED, .seed = 1 };
+	if (sdc_cli_prepare_run(&cli, &run, &none, argc, argv))
+		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+	if (run.ndevices > MAX_WORKERS)
+		run.ndevices = MAX_WORKERS;
+	sdc_blas_single_thread();
+	sdc_runner_install_signals();
+
+	struct sdc_dist_pool pools[SDC_NDISTS];
+	int npools = 0, rc = 0;
+	bool targets_met = true;
+	for (; npools < NBURN_DISTS; npools++)
+		if (sdc_dist_pool_init(&pools[npools], (enum sdc_dist)npools, run.seed))
+			break;
+	struct campaign cp = { .seed = run.seed, .nworkers = run.ndevices };
+	cp.ws = calloc((size_t)run.ndevices, sizeof(*cp.ws));
+	json_t *out = json_object();
+	if (npools < NBURN_DISTS || !cp.ws) {
+		sdc_error("campaign: out of memory");
+		rc = -1;
+		goto out;
+	}
+
+	/* e_max, resolved the way the probe resolves it. */
+	double emax[2];
+	char source[2][512];
+	for (int p = 0; p < 2; p++) {
+		struct sdc_calibration_key key;
+		char err[700];
+		sdc_calibration_key_here(&key, sdc_fgemm_find("auto")->name);
+		if (sdc_calibration_emax(calibration, &key, p ? "fp64" : "fp32", &emax[p], source[p], sizeof(source[p]),
+					 err, sizeof(err))) {
+			sdc_error("campaign: %s", err);
+			rc = -1;
+			goto out;
+		}
+	}
+	printf("sdcscan campaign gemm: %d CPU%s, seed %" PRIu64 "\n", run.ndevices, run.ndevices == 1 ? "" : "s",
+	       run.seed);
+	printf("e_max fp32: %s\ne_max fp64: %s\n", source[0], source[1]);
+
+	/* ---- 1. Table II form ---- */
+	printf("\nLi et al. Table II form: %" PRIu64 " trials per class at %dx%dx%d; each trial checks a clean GEMM,\n"
+	       "one random single-bit flip in C (before verification) and one in B (after encoding).\n",
+	       trials, size.m, size.n, size.k);
+	printf("%-10s %-4s %8s %8s %8s %9s %8s %-20s %s\n", "class", "flip", "found", "not", "checks",
+	       "+digest", "located", "Li et al. (int8)", "target");
+	json_t *t2 = json_object();
+	for (int k = 0; k < SDC_GEMM_NCLASSES && !rc; k++) {
+		if (!sdc_opt_set_has(classes, k))
+			continue;
+		const enum sdc_gemm_class cls = (enum sdc_gemm_class)k;
+		const bool fast = sdc_gemm_is_fast(cls);
+		cp.cfg = (struct sdc_gemm_cfg){
+			.cls = cls, .m = size.m, .n = size.n, .k = size.k, .kernel = "auto", .seed = run.seed,
+			.emax = fast ? emax[cls == SDC_GEMM_FP64_FAST] : 1,
+			.c_sigma = SDC_C_SIGMA, .pools = pools, .npools = NBURN_DISTS,
+		};
+		for (int i = 0; i < cp.nworkers; i++) {
+			memset(&cp.ws[i].n, 0, sizeof(cp.ws[i].n));
+			for (int d = 0; d < NBURN_DISTS; d++)
+				cp.ws[i].n.min_margin[d] = INFINITY;
+		}
+		if (run_phase(&cp, &run, trials, table2_trial)) {
+			rc = -1;
+			break;
+		}
+		struct counts n = { 0 };
+		for (int d = 0; d < NBURN_DISTS; d++)
+			n.min_margin[d] = INFINITY;
+		for (int i = 0; i < cp.nworkers; i++) {
+			const struct counts *x = &cp.ws[i].n;
+			for (int d = 0; d < NBURN_DISTS; d++)
+				n.min_margin[d] = SDC_MIN(n.min_margin[d], x->min_margin[d]);
+			n.b_trials += x->b_trials;
+			n.b_detected += x->b_detected;
+			n.b_masked += x->b_masked;
+			n.b_missed += x->b_missed;
+			n.b_digest += x->b_digest;
+			n.b_found += x->b_found;
+			n.c_trials += x->c_trials;
+			n.c_detected += x->c_detected;
+			n.c_located += x->c_located;
+			n.c_data += x->c_data;
+			n.c_significant += x->c_significant;
+			n.c_significant_detected += x->c_significant_detected;
+			n.clean_trials += x->clean_trials;
+			n.clean_fp_trials += x->clean_fp_trials;
+			n.clean_rows += x->clean_rows;
+			n.clean_fp_rows += x->clean_fp_rows;
+		}
+		const char *name = sdc_gemm_class_names[k];
+		/*
+		 * Targets, exact classes: every flip in C found, 99.9% of flips in B found by the probe
+		 * (the checks, or the operand digest it re-verifies after every GEMM); no false positive
+		 * in any class. The fast classes' detection is reported, with what the threshold allows.
+		 */
+		const bool b_ok = fast || pct(n.b_found, n.b_trials) >= 99.9;
+		const bool c_ok = fast || n.c_detected == n.c_trials;
+		const bool fp_ok = n.clean_fp_trials == 0;
+		targets_met &= b_ok && c_ok && fp_ok;
+		printf("%-10s %-4s %8" PRIu64 " %8" PRIu64 " %7.2f%%  %7.2f%%  %-8s %-20s %s %s\n", name, "B", n.b_detected,
+		       n.b_masked + n.b_missed, pct(n.b_detected, n.b_trials), pct(n.b_found, n.b_trials), "-",
+		       "2663/137 (95.11%)", fast ? "reported" : ">=99.9%", b_ok ? "met" : "MISSED");
+		if (n.b_masked + n.b_missed)
+			printf("%-10s %-4s   not found by the checks: %" PRIu64 " left the output bit-identical, %" PRIu64
+			       " changed it; the operand digest found %" PRIu64 " of all %" PRIu64 "\n",
+			       "", "", n.b_masked, n.b_missed, n.b_digest, n.b_trials);
+		printf("%-10s %-4s %8" PRIu64 " %8" PRIu64 " %7.2f%%  %8s  %7.2f%% %-20s %s %s\n", "", "C", n.c_detected,
+		       n.c_trials - n.c_detected, pct(n.c_detected, n.c_trials), "-", pct(n.c_located, n.c_trials),
+		       "2800/0 (100%)", fast ? "reported" : "100%", c_ok ? "met" : "MISSED");
+		printf("%-10s %-4s   located: %" PRIu64 " of the %" PRIu64 " flips in data columns (%.2f%%); the other %" PRIu64
+		       " hit checksum columns, which the probe names by recomputing the row\n",
+		       "", "", n.c_located, n.c_data, pct(n.c_located, n.c_data), n.c_trials - n.c_data);
+		if (fast)
+			printf("%-10s %-4s   flips of a data element by more than the row's threshold plus its clean "
+			       "difference (sure to breach it): %" PRIu64 " of %" PRIu64 " found (%.2f%%)\n",
+			       "", "", n.c_significant_detected, n.c_significant, pct(n.c_significant_detected, n.c_significant));
+		printf("%-10s %-4s %8" PRIu64 " %8" PRIu64 " %7.4f%%  %8s  %8s %-20s %s %s\n", "", "none", n.clean_fp_trials,
+		       n.clean_trials - n.clean_fp_trials, pct(n.clean_fp_trials, n.clean_trials), "-", "-", "0/2800",
+		       "0 false pos.", fp_ok ? "met" : "MISSED");
+		printf("%-10s %-4s   %" PRIu64 " clean row verifications, %" PRIu64 " false positives%s\n", "", "", n.clean_rows,
+		       n.clean_fp_rows, fast ? " (the four distributions in turn)" : "");
+		if (fast) {
+			printf("%-10s %-4s   smallest threshold / |E| of a clean row (the margin against false alarms):", "", "");
+			for (int d = 0; d < NBURN_DISTS; d++)
+				printf(" %s %.2f%s", sdc_dist_labels[d], n.min_margin[d], d + 1 < NBURN_DISTS ? "," : "\n");
+		}
+		json_object_set_new(t2, name,
+				    json_pack("{s:{s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I}}",
+					      "B", "trials", (json_int_t)n.b_trials, "detected", (json_int_t)n.b_detected,
+					      "masked", (json_int_t)n.b_masked, "missed", (json_int_t)n.b_missed,
+					      "digest", (json_int_t)n.b_digest, "C", "trials", (json_int_t)n.c_trials,
+					      "detected", (json_int_t)n.c_detected, "located", (json_int_t)n.c_located,
+					      "significant", (json_int_t)n.c_significant, "significant_detected",
+					      (json_int_t)n.c_significant_detected, "none", "trials",
+					      (json_int_t)n.clean_trials, "false_positive_trials",
+					      (json_int_t)n.clean_fp_trials, "rows", (json_int_t)n.clean_rows,
+					      "false_positive_rows", (json_int_t)n.clean_fp_rows));
+	}
+	json_object_set_new(out, "table2", t2);
+
+	/* ---- 2. per-bit tables (fast classes) ---- */
+	json_t *bt = json_object();
+	for (int k = SDC_GEMM_FP32_FAST; k <= SDC_GEMM_FP64_FAST && !rc && bit_trials; k++) {
+		if (!sdc_opt_set_has(classes, k))
+			continue;
+		const bool fp64 = k == SDC_GEMM_FP64_FAST;
+		cp.cfg = (struct sdc_gemm_cfg){
+			.cls = (enum sdc_gemm_class)k, .m = bit_size.m, .n = bit_size.n, .k = bit_size.k, .kernel = "auto",
+			.seed = run.seed, .emax = emax[fp64], .c_sigma = SDC_C_SIGMA,
+			.pools = pools, .npools = NBURN_DISTS,
+		};
+		cp.bit_width = fp64 ? 64 : 32;
+		cp.bit_trials = bit_trials;
+		struct bits total;
+		memset(&total, 0, sizeof(total));
+		for (int i = 0; i < cp.nworkers; i++)
+			cp.ws[i].bits = calloc(1, sizeof(struct bits));
+		const uint64_t sets_per_dist = (bit_trials + 7) / 8;
+		rc = run_phase(&cp, &run, sets_per_dist * NBURN_DISTS, bits_job);
+		for (int i = 0; i < cp.nworkers; i++) {
+			for (int d = 0; cp.ws[i].bits && d < NBURN_DISTS; d++)
+				for (int b = 0; b < 64; b++) {
+					total.trials[d][b] += cp.ws[i].bits->trials[d][b];
+					total.detected[d][b] += cp.ws[i].bits->detected[d][b];
+					total.sig_trials[d][b] += cp.ws[i].bits->sig_trials[d][b];
+					total.sig_detected[d][b] += cp.ws[i].bits->sig_detected[d][b];
+				}
+			free(cp.ws[i].bits);
+			cp.ws[i].bits = NULL;
+		}
+		if (rc)
+			break;
+		const int exp_lo = fp64 ? 52 : 23, exp_hi = fp64 ? 62 : 30;
+		printf("\nV-ABFT Tables 8-9 form, %s: detection rate (%%) of a single-bit flip in a C element, per bit,\n"
+		       "%" PRIu64 " flips per bit and distribution at %dx%dx%d (M x N x K)%s\n",
+		       sdc_gemm_class_names[k], bit_trials, bit_size.m, bit_size.n, bit_size.k,
+		       fp64 ? "" : "; in brackets V-ABFT Table 8 (BF16, same exponent bit from the LSB)");
+		printf("%-5s %-9s", "bit", "field");
+		for (int d = 0; d < NBURN_DISTS; d++)
+			printf(" %16s", sdc_dist_labels[d]);
+		putchar('\n');
+		json_t *rows = json_array();
+		for (int b = (fp64 ? 63 : 31); b >= 0; b--) {
+			const bool sign = b == (fp64 ? 63 : 31), exponent = b >= exp_lo && b <= exp_hi;
+			printf("%-5d %-9s", b, sign ? "sign" : exponent ? "exponent" : "mantissa");
+			json_t *rates = json_array();
+			for (int d = 0; d < NBURN_DISTS; d++) {
+				const double r = pct(total.detected[d][b], total.trials[d][b]);
+				json_array_append_new(rates, json_real(r));
+				const int eb = b - exp_lo;
+				if (!fp64 && exponent && vabft_t8[eb][d] >= 0)
+					printf("   %6.2f [%6.2f]", r, vabft_t8[eb][d]);
+				else
+					printf("   %6.2f         ", r);
+			}
+			putchar('\n');
+			json_array_append_new(rows, json_pack("{s:i, s:o}", "bit", b, "detection_percent", rates));
+		}
+		/*
+		 * Target: every flip in the top four exponent bits found, as issue 3 asks. A flip that
+		 * moves an element by less than its row's threshold plus the clean difference (an element
+		 * already that small) may stay below what any threshold check can see: counted apart and
+		 * said, but the target is the plain count.
+		 */
+		uint64_t all = 0, found = 0, sig = 0, sig_found = 0;
+		for (int b = exp_hi - 3; b <= exp_hi; b++)
+			for (int d = 0; d < NBURN_DISTS; d++) {
+				all += total.trials[d][b];
+				found += total.detected[d][b];
+				sig += total.sig_trials[d][b];
+				sig_found += total.sig_detected[d][b];
+			}
+		const bool top4 = found == all;
+		targets_met &= top4;
+		printf("top four exponent bits (%d-%d): %" PRIu64 " of %" PRIu64 " flips found (%.3f%%); of the %" PRIu64
+		       " that moved a value by more than its row's threshold plus clean difference, %" PRIu64
+		       " found; the %" PRIu64 " others flipped elements already below that (no threshold can see them)\n",
+		       exp_hi - 3, exp_hi, found, all, pct(found, all), sig, sig_found, all - sig);
+		printf("target: 100%% of the top-four-exponent flips: %s\n", top4 ? "met" : "MISSED");
+		json_object_set_new(bt, sdc_gemm_class_names[k], rows);
+	}
+	json_object_set_new(out, "bits", bt);
+
+	/* ---- 3. tightness ---- */
+	json_t *tj = json_object();
+	for (int p = 0; p < 2 && !rc && ntight; p++) {
+		const bool fp64 = p == 1;
+		const enum sdc_gemm_class cls = fp64 ? SDC_GEMM_FP64_FAST : SDC_GEMM_FP32_FAST;
+		if (!sdc_opt_set_has(classes, cls))
+			continue;
+		const uint64_t reps = tight_trials ? tight_trials : fp64 ? 20 : 100;
+		printf("\nV-ABFT Table %d form (%s, U(-1,1), n x n x n, %" PRIu64 " GEMMs per size): mean |E| against a "
+		       "higher-precision row sum,\nmean V-ABFT threshold, tightness = threshold / |E|; A-ABFT by its formula "
+		       "(3 sigma, y = 21)\n",
+		       fp64 ? 4 : 5, fp64 ? "FP64" : "FP32", reps);
+		printf("%6s %10s %10s %10s %8s %9s %8s %10s %8s %9s %10s %8s | paper: %9s %10s %8s %8s\n", "n",
+		       "actual |E|", "max |E|", "V-ABFT T", "V-tight", "min T/|E|", "@CPU e", "T @H100 e", "@H100 e",
+		       "min @H100", "A-ABFT T", "A-tight", "actual", "V-ABFT T", "A-tight", "V-tight");
+		json_t *rows = json_array();
+		int in_range = 0, sizes_done = 0;
+		for (int s = 0; s < ntight && !rc; s++) {
+			const int n = tight_sizes[s];
+			struct sdc_dist_pool *uniform = &pools[SDC_DIST_UNIFORM];
+			cp.cfg = (struct sdc_gemm_cfg){
+				.cls = cls, .m = n, .n = n, .k = n, .kernel = "auto", .seed = run.seed,
+				.emax = emax[fp64], .c_sigma = SDC_C_SIGMA, .pools = uniform,
+				.npools = 1,
+			};
+			for (int i = 0; i < cp.nworkers; i++) {
+				cp.ws[i].sum_e = cp.ws[i].max_e = cp.ws[i].sum_t = 0;
+				cp.ws[i].min_ratio = INFINITY;
+				cp.ws[i].rows = 0;
+			}
+			if (run_phase(&cp, &run, reps, tight_job)) {
+				rc = -1;
+				break;
+			}
+			double se = 0, me = 0, st = 0, mr = INFINITY;
+			uint64_t rows_n = 0;
+			for (int i = 0; i < cp.nworkers; i++) {
+				se += cp.ws[i].sum_e;
+				me = SDC_MAX(me, cp.ws[i].max_e);
+				st += cp.ws[i].sum_t;
+				mr = SDC_MIN(mr, cp.ws[i].min_ratio);
+				rows_n += cp.ws[i].rows;
+			}
+			const double ae = se / (double)rows_n, at = st / (double)rows_n, aa = a_abft_threshold(n, fp64);
+			/* The same thresholds with the paper's e_max (Table 7), CPU and H100: the formula itself. */
+			const double cpu_e = vabft_t7[fp64].cpu, h100_f = h100_emax(n, fp64) / cp.cfg.emax;
+			printf("%6d %10.3g %10.3g %10.3g %7.1fx %8.1fx %7.1fx %10.3g %7.1fx %8.2fx %10.3g %7.0fx |", n, ae, me,
+			       at, at / ae, mr, at * cpu_e / cp.cfg.emax / ae, at * h100_f, at * h100_f / ae, mr * h100_f, aa,
+			       aa / ae);
+			const struct vabft_row *paper = fp64 ? vabft_t4 : vabft_t5;
+			bool found = false;
+			for (int q = 0; q < 5; q++) {
+				if (paper[q].n != n)
+					continue;
+				found = true;
+				printf("        %9.3g %10.3g %7.0fx %7.0fx\n", paper[q].actual, paper[q].v_t, paper[q].a_tight,
+				       paper[q].v_tight);
+			}
+			if (!found)
+				printf("\n");
+			json_array_append_new(rows, json_pack("{s:i, s:I, s:f, s:f, s:f, s:f, s:f, s:f}", "n", n, "rows",
+							      (json_int_t)rows_n, "mean_abs_e", ae, "max_abs_e", me,
+							      "mean_threshold", at, "tightness", at / ae,
+							      "a_abft_threshold", aa, "threshold_at_h100_emax", at * h100_f));
+			if (mr < 1)
+				targets_met = false; /* a threshold below an actual difference: a false positive */
+			/* The paper's V-ABFT range: 7-20x for FP32 (Table 5), 7-15x for FP64 (Table 4). */
+			const double lo = 7, hi = fp64 ? 15 : 20, tight = at / ae;
+			in_range += tight >= lo && tight <= hi;
+			sizes_done++;
+		}
+		printf("\"@CPU e\", \"@H100 e\": tightness of the same thresholds with V-ABFT Table 7's e_max in place of "
+		       "this host's\n(CPU: %g; H100: %g sqrt(N) + %g); \"T @H100 e\" is to be compared with the paper's V-ABFT T; \"min @H100\": "
+		       "the smallest\nthreshold / |E| of a row with the H100 e_max (below 1x: a false positive)\n",
+		       vabft_t7[fp64].cpu, vabft_t7[fp64].h100_a, vabft_t7[fp64].h100_b);
+		printf("target: V-ABFT's range (%s) at every size: %d of %d sizes in range: %s\n",
+		       fp64 ? "7-15x, Table 4" : "7-20x, Table 5", in_range, sizes_done,
+		       in_range == sizes_done ? "met" : "MISSED");
+		targets_met &= in_range == sizes_done;
+		json_object_set_new(tj, fp64 ? "fp64" : "fp32", rows);
+	}
+	json_object_set_new(out, "tightness", tj);
+	if (!rc) {
+		json_object_set_new(out, "targets_met", json_boolean(targets_met));
+		printf("\n%s\n", targets_met ? "OK: every target met" : "CRITICAL: a target was missed (see above)");
+	}
+	if (!rc && cli.json && sdc_cli_write_json(cli.json, out, "campaign"))
+		rc = -1;
+out:
+	json_decref(out);
+	free(cp.ws);
+	for (int i = 0; i < npools; i++)
+		sdc_dist_pool_release(&pools[i]);
+	sdc_run_release(&run);
+	if (rc)
+		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+	return sdc_exit_code(targets_met ? SDC_OK : SDC_CRITICAL, cli.exit_style);
+}

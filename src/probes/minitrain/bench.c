@@ -1,0 +1,175 @@
+/*
+ * sdcscan bench minitrain: on one pinned core, the exact-class GEMM (tiled and plain) raced
+ * against OpenBLAS sgemm, and each model's training steps per second with each kernel. The
+ * exact kernel gives up FMA (a fused product would change its bits) and blocking over k (its
+ * order is fixed), so it cannot reach the library; the target is 30% of it.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "commands/cli.h"
+#include "kernels/exact_gemm.h"
+#include "kernels/gemm_float.h"
+#include "kernels/minitrain.h"
+#include "base/util.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: sdcscan bench minitrain [OPTIONS]\n"
+		"The exact-class GEMM against OpenBLAS sgemm, and training steps per second, on one pinned core.\n\n"
+		"  -z, --sizes LIST     square GEMM sizes, comma-separated (default 128,256,512,1024)\n"
+		"  -t, --seconds S      time per contender and case (default 2)\n"
+		"  -c, --cpus N         the CPU to pin to (default: the first allowed)\n"
+		"  -h, --help           this help\n");
+}
+
+struct gemm_case {
+	sdc_sgemm_fn fn;
+	int n;
+	float *a, *b, *c;
+};
+
+static void call_gemm(void *arg)
+{
+	struct gemm_case *g = arg;
+	g->fn(g->n, g->n, g->n, g->a, g->n, g->b, g->n, g->c, g->n);
+}
+
+struct step_case {
+	struct sdc_mt_model *m;
+	int step;
+};
+
+static void call_step(void *arg)
+{
+	struct step_case *s = arg;
+	sdc_mt_step(s->m, s->step++, NULL);
+}
+
+static int bench_gemm(int n, double seconds)
+{
+	const size_t nn = (size_t)n * n;
+	float *a = sdc_alloc_aligned(4 * nn), *b = sdc_alloc_aligned(4 * nn);
+	float *c[3] = { sdc_alloc_aligned(4 * nn), sdc_alloc_aligned(4 * nn), sdc_alloc_aligned(4 * nn) };
+	if (!a || !b || !c[0] || !c[1] || !c[2]) {
+		sdc_error("bench minitrain: cannot allocate %d x %d", n, n);
+		return -1;
+	}
+	for (size_t i = 0; i < nn; i++)
+		a[i] = (float)(i % 13) * 0.25f - 1.5f, b[i] = (float)(i % 7) * 0.5f - 1.5f;
+	const struct sdc_fgemm_impl *lib = sdc_fgemm_find("openblas");
+	struct gemm_case g[3] = { { sdc_xgemm, n, a, b, c[0] }, { sdc_xgemm_plain, n, a, b, c[1] },
+				  { lib ? lib->sgemm : NULL, n, a, b, c[2] } };
+	struct sdc_contender k[3] = { { .name = "exact tiled", .call = call_gemm, .arg = &g[0] },
+				      { .name = "exact plain", .call = call_gemm, .arg = &g[1] },
+				      { .name = "openblas", .call = call_gemm, .arg = &g[2] } };
+	/* The plain loop is slow at large n: it races only where a round stays short. */
+	const bool plain = n <= 256;
+	struct sdc_contender race[3];
+	int nr = 0;
+	race[nr++] = k[0];
+	if (plain)
+		race[nr++] = k[1];
+	if (lib)
+		race[nr++] = k[2];
+	sdc_bench_race(race, nr, 2.0 * n * n * n, seconds * nr);
+	const double tiled = race[0].rate, pl = plain ? race[1].rate : 0, blas = lib ? race[nr - 1].rate : 0;
+	char ps[16] = "      -", bs[16] = "      -", ratio[16] = "     -";
+	if (plain)
+		snprintf(ps, sizeof(ps), "%7.2f", pl);
+	if (lib) {
+		snprintf(bs, sizeof(bs), "%7.2f", blas);
+		snprintf(ratio, sizeof(ratio), "%5.1f%%", 100 * tiled / blas);
+	}
+	/* Same bits from both exact kernels, or the race meant nothing. */
+	const bool same = !plain || !memcmp(c[0], c[1], 4 * nn);
+	printf("%5d  %9.2f  %9s  %9s   %s%s\n", n, tiled, ps, bs, ratio, same ? "" : "  (tiled != plain!)");
+	sdc_free_aligned(a), sdc_free_aligned(b);
+	for (int i = 0; i < 3; i++)
+		sdc_free_aligned(c[i]);
+	return same ? 0 : -1;
+}
+
+static int bench_steps(const struct sdc_mt_cfg *cfg, double seconds)
+{
+	char err[256];
+	struct sdc_mt_model *t = sdc_mt_create(cfg, sdc_xgemm, err, sizeof(err));
+	struct sdc_mt_model *p = sdc_mt_create(cfg, sdc_xgemm_plain, err, sizeof(err));
+	if (!t || !p) {
+		sdc_error("bench minitrain: %s", err);
+		sdc_mt_free(t), sdc_mt_free(p);
+		return -1;
+	}
+	struct step_case st = { t, 0 }, sp = { p, 0 };
+	struct sdc_contender c[2] = { { .name = "tiled", .call = call_step, .arg = &st },
+				      { .name = "plain", .call = call_step, .arg = &sp } };
+	/* ops = 1e9 per call, so the race's rate is steps per second */
+	sdc_bench_race(c, 2, 1e9, seconds * 2);
+	printf("%-5s  %9.1f  %9.1f  %9.3f  %8.2f\n", sdc_mt_kind_name(cfg->kind), c[0].rate, c[1].rate,
+	       sdc_mt_step_flops(t) / 1e6, c[0].rate * sdc_mt_step_flops(t) / 1e9);
+	sdc_mt_free(t), sdc_mt_free(p);
+	return 0;
+}
+
+int sdc_bench_minitrain(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "sizes", required_argument, NULL, 'z' }, { "seconds", required_argument, NULL, 't' },
+		{ "cpus", required_argument, NULL, 'c' },  { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sdc_cli cli = { .command = "bench minitrain" };
+	double seconds = 2;
+	struct sdc_size3 sizes[16] = { { 128, 128, 128 }, { 256, 256, 256 }, { 512, 512, 512 }, { 1024, 1024, 1024 } };
+	int nsizes = 4, c;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":z:t:c:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'z':
+			nsizes = sdc_cli_parse_sizes(optarg, sizes, 16);
+			if (nsizes <= 0)
+				return sdc_cli_bad(&cli, "--sizes '%s': expected sizes N or MxNxK, comma-separated", optarg);
+			break;
+		case 't':
+			if (sdc_cli_seconds(&cli, optarg, &seconds))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+			break;
+		default:
+			if (sdc_cli_default(&cli, c, argv))
+				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+		}
+	}
+	for (int i = optind; i < argc; i++)
+		if (strcmp(argv[i], "minitrain"))
+			return sdc_cli_bad(&cli, "unexpected argument '%s'", argv[i]);
+	struct sdc_run run;
+	if (sdc_cli_bench_start(&cli, &run, argc, argv))
+		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+	const struct sdc_device *dev = &run.devices[0];
+	int rc = 0;
+	sdc_blas_single_thread();
+	printf("sdcscan bench minitrain: one thread on %s (%s), exact kernel %s; medians of %d interleaved rounds\n\n"
+	       "GEMM, GFLOP/s (square n; exact: fixed k order, no FMA; target: tiled >= 30%% of OpenBLAS)\n"
+	       "    n      tiled      plain   openblas   tiled/openblas\n",
+	       dev->id, dev->model, sdc_xgemm_kernel(), SDC_BENCH_ROUNDS);
+	for (int i = 0; i < nsizes && !rc; i++)
+		rc = bench_gemm(sizes[i].n, seconds);
+	/* The quick profile's models. */
+	const struct sdc_mt_cfg dlrm = { .kind = SDC_MT_DLRM, .seed = 1, .batch = 128, .dense = 16, .bottom = 64,
+					 .emb_dim = 32, .tables = 4, .rows = 4096, .pooling = 8, .top = 64 };
+	const struct sdc_mt_cfg xfmr = { .kind = SDC_MT_XFMR, .seed = 1, .batch = 4, .seq = 32, .dmodel = 64,
+					 .heads = 2, .dff = 256 };
+	printf("\nTraining steps per second on this core (the quick profile's models)\n"
+	       "model      tiled      plain  MFLOP/step  GFLOP/s tiled\n");
+	if (!rc)
+		rc = bench_steps(&dlrm, seconds) || bench_steps(&xfmr, seconds);
+	sdc_run_release(&run);
+	return rc ? sdc_exit_code(SDC_UNKNOWN, cli.exit_style) : 0;
+}

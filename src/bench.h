@@ -25,10 +25,4 @@ void sdc_bench_race(struct sdc_contender *c, int n, double ops, double seconds);
 /* Quartiles (q[0], median q[1], q[2]) over rounds of plain / checked - 1: the checked one's overhead. */
 void sdc_bench_overhead(const struct sdc_contender *plain, const struct sdc_contender *checked, double q[3]);
 
-/* sdcscan bench embbag (bench_embbag.c), bench minitrain (bench_minitrain.c). */
-int sdc_bench_embbag(int argc, char **argv);
-int sdc_bench_minitrain(int argc, char **argv);
-/* sdcscan bench allreduce, under mpirun (probes/allreduce.c: it races the probe's own ring). */
-int sdc_bench_allreduce(int argc, char **argv);
-
 #endif

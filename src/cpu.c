@@ -84,13 +84,13 @@ static void read_cpuinfo(struct sdc_device *devs, int n)
 			continue;
 		}
 		for (int i = 0; i < n; i++) {
-			if (devs[i].cpu != cur)
+			if (devs[i].cpu.logical != cur)
 				continue;
 			if ((keylen == 10 && !strncmp(line, "model name", 10)) ||
 			    (keylen == 8 && !strncmp(line, "cpu model", 8)))
 				sdc_strlcpy(devs[i].model, val, sizeof(devs[i].model));
 			else if (keylen == 9 && !strncmp(line, "microcode", 9))
-				sdc_strlcpy(devs[i].microcode, val, sizeof(devs[i].microcode));
+				sdc_strlcpy(devs[i].cpu.microcode, val, sizeof(devs[i].cpu.microcode));
 		}
 	}
 	fclose(f);
@@ -126,14 +126,15 @@ int sdc_cpu_devices(const cpu_set_t *want, struct sdc_device **out, int *n, char
 			continue;
 		struct sdc_device *d = &devs[k++];
 		char path[128];
-		d->cpu = c;
+		d->kind = SDC_DEVICE_CPU;
+		d->cpu.logical = c;
 		snprintf(d->id, sizeof(d->id), "cpu%d", c);
 		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/core_id", c);
-		d->core_id = read_int_file(path, -1);
+		d->cpu.core_id = read_int_file(path, -1);
 		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", c);
-		d->package_id = read_int_file(path, -1);
+		d->cpu.package_id = read_int_file(path, -1);
 		sdc_strlcpy(d->model, "unknown", sizeof(d->model));
-		sdc_strlcpy(d->microcode, "unknown", sizeof(d->microcode));
+		sdc_strlcpy(d->cpu.microcode, "unknown", sizeof(d->cpu.microcode));
 	}
 	read_cpuinfo(devs, count);
 	*out = devs;

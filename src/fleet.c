@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "sdc_config.h"
-#include "core/output.h"
 #include "base/util.h"
 
 #if HAVE_MPI
@@ -358,110 +357,6 @@ void *sdc_fleet_comm(void)
 	return &comm;
 }
 
-/* ---- gather, vote, verdict ---- */
-
-static json_t *rank_summary(const struct sdc_run *run, enum sdc_verdict local)
-{
-	json_t *res = json_array();
-	for (int i = 0; i < run->nresults; i++) {
-		const struct sdc_result *r = &run->results[i];
-		const struct sdc_device *d = r->device >= 0 && r->device < run->ndevices ? &run->devices[r->device] : NULL;
-		json_array_append_new(res, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I}", "probe", r->probe, "variant",
-						     r->variant, "device", d ? d->id : "?", "model", d ? d->model : "?",
-						     "status", sdc_status_name(r->status), "work_digest", r->work_digest,
-						     "corruptions", (json_int_t)r->corruptions));
-	}
-	char summary[512];
-	/* The findings travel too, so rank 0's report names what every rank found. */
-	json_t *found = json_array();
-	for (int i = 0; i < run->nfindings; i++) {
-		const struct sdc_finding *f = &run->findings[i];
-		json_array_append_new(found, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:s}", "probe", f->probe,
-						       "variant", f->variant, "kind", f->kind, "target", f->target, "row",
-						       (json_int_t)f->row, "col", (json_int_t)f->col, "iteration",
-						       (json_int_t)f->iteration, "xor_mask", f->xor_mask, "detail", f->detail));
-	}
-	sdc_summary_line(run, local, summary, sizeof(summary));
-	return json_pack("{s:i, s:s, s:s, s:s, s:o, s:o}", "rank", sdc_fleet.rank, "host", sdc_fleet.host, "verdict",
-			 sdc_verdict_name(local), "summary", summary, "results", res, "findings", found);
-}
-
-static void fleet_finding(struct sdc_run *run, enum sdc_finding_class cls, const char *kind, const char *fmt, ...)
-	SDC_PRINTF(4, 5);
-static void fleet_finding(struct sdc_run *run, enum sdc_finding_class cls, const char *kind, const char *fmt, ...)
-{
-	struct sdc_finding f = { .cls = cls, .device = -1, .row = -1, .col = -1 };
-	sdc_strlcpy(f.probe, "fleet", sizeof(f.probe));
-	sdc_strlcpy(f.kind, kind, sizeof(f.kind));
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(f.detail, sizeof(f.detail), fmt, ap);
-	va_end(ap);
-	sdc_run_add_finding(run, &f);
-}
-
-/* Majority vote of work digests of the same (probe, variant, CPU model) across every rank. */
-static void vote(struct sdc_run *run, json_t *ranks, json_t *out)
-{
-	json_t *groups = json_object();
-	size_t i;
-	json_t *rk;
-	json_array_foreach(ranks, i, rk) {
-		size_t k;
-		json_t *r;
-		json_array_foreach(json_object_get(rk, "results"), k, r) {
-			const char *wd = json_string_value(json_object_get(r, "work_digest"));
-			if (!wd || !*wd)
-				continue;
-			char key[400];
-			snprintf(key, sizeof(key), "%s/%s on %s", json_string_value(json_object_get(r, "probe")),
-				 json_string_value(json_object_get(r, "variant")), json_string_value(json_object_get(r, "model")));
-			json_t *g = json_object_get(groups, key);
-			if (!g)
-				json_object_set_new(groups, key, g = json_array());
-			json_array_append_new(g, json_pack("{s:s, s:O, s:O, s:s}", "digest", wd, "rank", json_object_get(rk, "rank"),
-							   "host", json_object_get(rk, "host"), "device",
-							   json_string_value(json_object_get(r, "device"))));
-		}
-	}
-	const char *key;
-	json_t *g;
-	json_object_foreach(groups, key, g) {
-		/* the digest most devices computed */
-		const char *best = NULL;
-		size_t best_n = 0, n = json_array_size(g);
-		for (size_t a = 0; a < n; a++) {
-			const char *da = json_string_value(json_object_get(json_array_get(g, a), "digest"));
-			size_t c = 0;
-			for (size_t b = 0; b < n; b++)
-				c += !strcmp(da, json_string_value(json_object_get(json_array_get(g, b), "digest")));
-			if (c > best_n)
-				best_n = c, best = da;
-		}
-		json_t *minority = json_array();
-		for (size_t a = 0; a < n; a++) {
-			json_t *e = json_array_get(g, a);
-			if (!strcmp(best, json_string_value(json_object_get(e, "digest"))))
-				continue;
-			json_array_append(minority, e);
-			if (2 * best_n > n)
-				fleet_finding(run, SDC_FINDING_CORRUPTION, "fleet-disagreement",
-					      "%s: host %s rank %" JSON_INTEGER_FORMAT " %s computed work digest %.16s..., the "
-					      "majority (%zu of %zu devices) %.16s...",
-					      key, json_string_value(json_object_get(e, "host")),
-					      json_integer_value(json_object_get(e, "rank")),
-					      json_string_value(json_object_get(e, "device")),
-					      json_string_value(json_object_get(e, "digest")), best_n, n, best);
-		}
-		if (json_array_size(minority) && 2 * best_n <= n)
-			fleet_finding(run, SDC_FINDING_CORRUPTION, "fleet-disagreement",
-				      "%s: devices disagree with no majority (%zu of %zu agree at most)", key, best_n, n);
-		json_object_set_new(out, key, json_pack("{s:s, s:i, s:i, s:o}", "majority", best, "devices", (int)n,
-							"agreeing", (int)best_n, "minority", minority));
-	}
-	json_decref(groups);
-}
-
 int sdc_fleet_to_root(const char *text, int32_t *answer, int tag)
 {
 	int32_t len = (int32_t)strlen(text) + 1;
@@ -504,72 +399,6 @@ void sdc_fleet_answer(const bool *alive, int32_t answer, int tag)
 		if (alive[r])
 			sdc_fleet_sendrecv(&answer, 4, r, NULL, 0, 0, tag + 2, 5, &late);
 	}
-}
-
-enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, void **fleet_json)
-{
-	*fleet_json = NULL;
-	if (!sdc_fleet.active || sdc_fleet.size < 2)
-		return local;
-	const int tag = 0x5dc;
-	if (sdc_fleet.rank != 0) {
-		json_t *me = rank_summary(run, local);
-		char *text = json_dumps(me, JSON_COMPACT);
-		json_decref(me);
-		int32_t verdict = SDC_UNKNOWN;
-		if (!text || sdc_fleet_to_root(text, &verdict, tag)) {
-			fleet_finding(run, SDC_FINDING_ERROR, "rank-unresponsive",
-				      "rank 0 (%s) did not answer within %.0f s: dead or stuck; the fleet verdict is unknown",
-				      sdc_fleet_host(0), 2 * sdc_fleet.timeout + 5);
-			verdict = SDC_UNKNOWN;
-		}
-		free(text);
-		return (enum sdc_verdict)verdict > local ? (enum sdc_verdict)verdict : local;
-	}
-	json_t *ranks = json_array();
-	json_array_append_new(ranks, rank_summary(run, local));
-	enum sdc_verdict worst = local;
-	bool *alive = calloc((size_t)sdc_fleet.size, sizeof(bool));
-	char **texts = calloc((size_t)sdc_fleet.size, sizeof(char *));
-	if (!alive || !texts) {
-		free(alive), free(texts);
-		return SDC_UNKNOWN;
-	}
-	sdc_fleet_gather_texts(texts, tag);
-	for (int r = 1; r < sdc_fleet.size; r++) {
-		if (!texts[r]) {
-			fleet_finding(run, SDC_FINDING_ERROR, "rank-unresponsive",
-				      "rank %d (%s) sent no results within %.0f s: dead or stuck", r, sdc_fleet_host(r),
-				      sdc_fleet.timeout);
-			continue;
-		}
-		json_error_t je;
-		json_t *j = json_loads(texts[r], 0, &je);
-		free(texts[r]);
-		const char *v = json_string_value(json_object_get(j, "verdict"));
-		if (!j || !v || json_integer_value(json_object_get(j, "rank")) != r) {
-			fleet_finding(run, SDC_FINDING_ERROR, "rank-garbled", "rank %d (%s) sent results that do not parse",
-				      r, sdc_fleet_host(r));
-			json_decref(j);
-			continue;
-		}
-		alive[r] = true;
-		for (enum sdc_verdict k = SDC_OK; k <= SDC_UNKNOWN; k++)
-			if (!strcmp(v, sdc_verdict_name(k)) && k > worst)
-				worst = k;
-		json_array_append_new(ranks, j);
-	}
-	free(texts);
-	json_t *votes = json_object();
-	vote(run, ranks, votes);
-	const enum sdc_verdict fleet_v = sdc_run_verdict(run);
-	if (fleet_v > worst)
-		worst = fleet_v;
-	sdc_fleet_answer(alive, (int32_t)worst, tag);
-	free(alive);
-	*fleet_json = json_pack("{s:i, s:s, s:o, s:o}", "ranks_total", sdc_fleet.size, "verdict",
-				sdc_verdict_name(worst), "ranks", ranks, "votes", votes);
-	return worst;
 }
 
 #else /* !HAVE_MPI */
@@ -643,13 +472,6 @@ void sdc_fleet_gather_texts(char **texts, int tag)
 void sdc_fleet_answer(const bool *alive, int32_t answer, int tag)
 {
 	(void)alive, (void)answer, (void)tag;
-}
-
-enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, void **fleet_json)
-{
-	(void)run;
-	*fleet_json = NULL;
-	return local;
 }
 
 #endif

@@ -1,10 +1,8 @@
 /*
- * Runs across nodes (DESIGN.md "Multi-node"): under mpirun or srun every rank runs its probes,
- * then rank 0 gathers every rank's results, majority-votes the work digests of the same work per
- * CPU model, names the minority (host, rank, device), and sends the fleet verdict back, so every
- * rank exits with the worst verdict of all. Every wait has a deadline: a rank that is dead or
- * stuck is named in an UNKNOWN verdict instead of hanging the job. Point-to-point messages only
- * (a collective cannot say who did not come).
+ * The fleet transport (DESIGN.md "Multi-node"): under mpirun or srun every rank runs its probes
+ * and talks to the others through these calls; the vote across ranks is core/fleet_vote.h. Every
+ * wait has a deadline: a rank that is dead or stuck is named instead of hanging the job.
+ * Point-to-point messages only (a collective cannot say who did not come).
  *
  * Without MPI in the build, or when not launched by an MPI launcher, everything here is a no-op
  * with one rank, except the launch check: a scheduler that says there are several tasks while
@@ -42,12 +40,6 @@ bool sdc_fleet_interrupt_poll(bool local, int *from);
 
 /* Adds an UNKNOWN host finding when the scheduler's task count and MPI's rank count disagree. */
 void sdc_fleet_launch_check(struct sdc_run *run);
-
-/*
- * Gathers, votes and agrees on the verdict (see above). Rank 0's run gains the fleet's findings
- * and *fleet_json (json_t *, for the report); returns the fleet verdict on every rank.
- */
-enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, void **fleet_json);
 
 /*
  * A gather of texts at rank 0, with deadlines, and rank 0's answer back (the fleet verdict, the

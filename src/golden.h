@@ -60,11 +60,12 @@ int sdc_golden_parse(const char *text, size_t len, const char *origin, struct sd
 int sdc_golden_load(const char *path, struct sdc_golden *g, char *err, size_t errlen);
 void sdc_golden_free(struct sdc_golden *g);
 
-/* The key of a probe's variant as run with opts and seed (json_t *, new reference). */
-void *sdc_golden_key(const struct sdc_probe *p, const void *opts, const char *variant, uint64_t seed,
-		     const char *cpu_model);
-/* The numerics class of a variant: "fast" when its name says so, else "exact". */
-const char *sdc_golden_class(const char *variant);
+/* The key of a probe's variant as run with opts and the run's seed (json_t *, new reference); a
+ * fast-class key names the device model and the library it ran on. */
+void *sdc_golden_key(const struct sdc_probe *p, const void *opts, const struct sdc_variant *variant, uint64_t seed,
+		     const char *device_model);
+/* The numerics class of a variant, as keys name it: "exact" or "fast". */
+const char *sdc_golden_class(const struct sdc_variant *v);
 
 /*
  * The golden for this key: from the file given to `golden verify` if any, else the built-in
@@ -76,12 +77,12 @@ void sdc_golden_use(const struct sdc_golden *g);
 /* Records a probe's trajectory here (under mpirun: every rank takes part) into *out, as a golden
  * file would hold it (selftest uses it for options no shipped golden covers). */
 struct sdc_run;
-int sdc_golden_record_here(const struct sdc_probe *p, const void *opts, const char *variant, uint64_t seed,
-			   const struct sdc_run *run, struct sdc_golden *out, char *err, size_t errlen);
+int sdc_golden_record_here(const struct sdc_probe *p, const void *opts, const struct sdc_variant *variant,
+			   uint64_t seed, const struct sdc_run *run, struct sdc_golden *out, char *err, size_t errlen);
+/* A golden file's JSON (json_t *) around entries (a json_t array, stolen), recorded by this run's host. */
+void *sdc_golden_file_json(void *entries, const struct sdc_run *run);
 
 /* Trajectory JSON from its parts (the recorder's side). */
 void *sdc_golden_traj_json(const struct sdc_golden_traj *t);
-
-int sdc_cmd_golden(int argc, char **argv);
 
 #endif

@@ -18,6 +18,8 @@ void sdc_opt_defaults(const struct sdc_option *table, void *opts)
 {
 	char err[256];
 	for (const struct sdc_option *o = table; o && o->name; o++) {
+		if (!o->def)
+			continue;
 		if (sdc_opt_parse(o, opts, o->def, err, sizeof(err))) {
 			sdc_error("internal: default of option %s: %s", o->name, err);
 			abort();
@@ -40,7 +42,12 @@ static void join_choices(const char *const *choices, char *buf, size_t len)
 void sdc_opt_expected(const struct sdc_option *o, char *buf, size_t len)
 {
 	char list[512];
+	if (o->expect) {
+		snprintf(buf, len, "%s", o->expect);
+		return;
+	}
 	switch (o->type) {
+	case SDC_OPT_FLAG:
 	case SDC_OPT_BOOL:
 		snprintf(buf, len, "true or false");
 		break;
@@ -62,6 +69,11 @@ void sdc_opt_expected(const struct sdc_option *o, char *buf, size_t len)
 		break;
 	case SDC_OPT_STRING:
 		snprintf(buf, len, "a string of at most %d bytes", SDC_OPT_STR_MAX - 1);
+		break;
+	case SDC_OPT_ARG:
+	case SDC_OPT_LIST:
+	case SDC_OPT_CUSTOM:
+		snprintf(buf, len, "%s", o->metavar ? o->metavar : "a value");
 		break;
 	}
 }
@@ -152,6 +164,24 @@ int sdc_opt_parse(const struct sdc_option *o, void *opts, const char *value, cha
 			goto bad_value;
 		sdc_strlcpy(field, value, SDC_OPT_STR_MAX);
 		return 0;
+	case SDC_OPT_FLAG: {
+		const bool b = true;
+		memcpy(field, &b, sizeof(b));
+		return 0;
+	}
+	case SDC_OPT_ARG:
+		memcpy(field, &value, sizeof(value));
+		return 0;
+	case SDC_OPT_LIST: {
+		/* The driver sizes v for every argument of the command line before parsing. */
+		struct sdc_arglist *l = (struct sdc_arglist *)(void *)field;
+		l->v[l->n++] = value;
+		return 0;
+	}
+	case SDC_OPT_CUSTOM:
+		if (o->parse(value, field, expected, sizeof(expected)))
+			goto bad_value;
+		return 0;
 	}
 bad_value:
 	snprintf(err, errlen, "'%s' is not valid (expected %s)", value, expected);
@@ -219,6 +249,22 @@ void sdc_opt_format(const struct sdc_option *o, const void *opts, char *buf, siz
 	}
 	case SDC_OPT_STRING:
 		snprintf(buf, len, "%s", field);
+		break;
+	case SDC_OPT_FLAG: {
+		bool b;
+		memcpy(&b, field, sizeof(b));
+		snprintf(buf, len, "%s", b ? "true" : "false");
+		break;
+	}
+	case SDC_OPT_ARG: {
+		const char *v;
+		memcpy(&v, field, sizeof(v));
+		snprintf(buf, len, "%s", v ? v : "");
+		break;
+	}
+	case SDC_OPT_LIST:
+	case SDC_OPT_CUSTOM:
+		snprintf(buf, len, "(given on the command line)");
 		break;
 	}
 }

@@ -1,7 +1,8 @@
 /*
- * Probe options, declared once per probe as a table (libvmaf's VmafOption style): name,
- * type, default, range, help and the offset of the field it fills. The same table serves
- * --set PROBE.KEY=VALUE, YAML profile keys, --help text and the JSON report.
+ * Options, declared once as a table (libvmaf's VmafOption style): name, type, default, range,
+ * help and the offset of the field it fills. A probe's table serves --set PROBE.KEY=VALUE, YAML
+ * profile keys, --help text, the JSON report and golden keys; a command's table (command.h) is
+ * the same form with a short letter and an argument name, and serves its getopt and --help.
  */
 #ifndef SDC_OPTIONS_H
 #define SDC_OPTIONS_H
@@ -18,6 +19,17 @@ enum sdc_opt_type {
 	SDC_OPT_ENUM,   /* int: index into choices */
 	SDC_OPT_SET,    /* uint32_t: bit i set when choices[i] chosen; at least one */
 	SDC_OPT_STRING, /* char[SDC_OPT_STR_MAX] */
+	/* Command-line only (command.h): */
+	SDC_OPT_FLAG,   /* bool, set by the flag's presence; takes no value */
+	SDC_OPT_ARG,    /* const char *: the argument itself (a path), not copied */
+	SDC_OPT_LIST,   /* struct sdc_arglist: every occurrence, in order (--set, --probe, --inject) */
+	SDC_OPT_CUSTOM, /* parsed by the option's parse function into its field */
+};
+
+/* A repeatable command-line option's values, pointing into argv. */
+struct sdc_arglist {
+	const char **v;
+	int n;
 };
 
 #define SDC_OPT_STR_MAX 256
@@ -34,13 +46,22 @@ struct sdc_option {
 	const char *unit;
 	/* Changes how a run is checked or scheduled, not what it computes: left out of golden keys. */
 	bool neutral;
+
+	/* Command-line only: the short letter (0: none), the value's name in --help ("SECONDS"),
+	 * what a value must look like when the type's own words would not say it, and for
+	 * SDC_OPT_CUSTOM the parser (0, or -1 with err saying what a value must look like). */
+	char short_name;
+	const char *metavar;
+	const char *expect;
+	int (*parse)(const char *value, void *field, char *err, size_t errlen);
 };
 
-#define SDC_OPT_END { NULL, 0, 0, NULL, NULL, 0, 0, 0, 0, NULL, NULL, false }
+#define SDC_OPT_END { .name = NULL }
 
 const struct sdc_option *sdc_opt_find(const struct sdc_option *table, const char *name);
 
-/* Fills every field of opts from the defaults. Aborts on a bad default: that is a bug. */
+/* Fills every field of opts from the defaults (an option with no default is left zero). Aborts on
+ * a bad default: that is a bug. */
 void sdc_opt_defaults(const struct sdc_option *table, void *opts);
 
 /*

@@ -4,7 +4,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "probe.h"
+#include "base/util.h"
+#include "stop.h"
 
 struct pool {
 	sdc_job_fn fn;
@@ -15,14 +16,17 @@ struct pool {
 
 struct thread {
 	struct pool *pool;
-	int worker, cpu;
+	int worker;
+	const struct sdc_device *dev;
 	pthread_t tid;
 };
 
 static void *loop(void *p)
 {
 	struct thread *t = p;
-	sdc_cpu_pin(t->cpu);
+	char err[200];
+	if (sdc_device_bind(t->dev, err, sizeof(err)))
+		sdc_warning("%s: %s (the work runs unbound)", t->dev->id, err);
 	for (;;) {
 		const uint64_t job = atomic_fetch_add(&t->pool->next, 1);
 		if (job >= t->pool->njobs || atomic_load(&sdc_stop_requested))
@@ -40,7 +44,7 @@ int sdc_parallel_for(const struct sdc_device *devs, int ndev, uint64_t njobs, sd
 		return -1;
 	int started = 0;
 	for (; started < ndev; started++) {
-		t[started] = (struct thread){ .pool = &pool, .worker = started, .cpu = devs[started].cpu };
+		t[started] = (struct thread){ .pool = &pool, .worker = started, .dev = &devs[started] };
 		if (pthread_create(&t[started].tid, NULL, loop, &t[started]))
 			break;
 	}

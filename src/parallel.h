@@ -1,13 +1,13 @@
 /*
- * A parallel loop for the commands that are not probes (calibrate, campaign): one pinned thread
- * per device pulls job numbers until all are done or SIGINT/SIGTERM stops the run.
+ * A parallel loop for the tools that are not the burn (calibrate, campaigns, filling tables): one
+ * thread per device, bound to it, pulls job numbers until all are done or a signal stops the run.
  */
 #ifndef SDC_PARALLEL_H
 #define SDC_PARALLEL_H
 
 #include <stdint.h>
 
-#include "cpu.h"
+#include "device.h"
 
 typedef void (*sdc_job_fn)(void *arg, int worker, uint64_t job);
 

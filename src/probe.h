@@ -1,12 +1,15 @@
 /*
- * The probe interface. A probe is one kind of test in one file under src/probes/, exporting
- * one descriptor; registry.c lists them all. The framework owns threads, time, options,
- * fault injection and the comparison of results across devices; a probe owns its data,
- * kernels and checks.
+ * The probe interface. A probe is one kind of test in one folder under src/probes/NAME/, exporting
+ * one descriptor; core/registry.c lists them all. The folder also holds what belongs to the probe
+ * alone (its checking engine, benchmarks, campaign, calibration, golden recorder), reached through
+ * the descriptor's hooks, so no file outside the folder includes its private headers. The
+ * framework owns threads, time, devices, options, fault injection and the comparison of results
+ * across devices; a probe owns its data, kernels and checks.
  *
  * Lifecycle, per variant the options select (e.g. gemm's int8 and fp32):
  *   setup(ctx)     once, on the main thread: shared, read-only state
- *   run(worker)    on one pinned thread per device, until sdc_worker_continue() says stop
+ *   run(worker)    on one thread per device (bound to it: a pinned CPU, a current GPU), until
+ *                  sdc_worker_continue() says stop
  *   teardown(ctx)  once, after every worker returned
  */
 #ifndef SDC_PROBE_H
@@ -20,14 +23,33 @@
 #include "base/digest.h"
 #include "options.h"
 #include "run.h"
+#include "stop.h"
 #include "base/util.h"
 
 struct sdc_vote;
+struct sdc_command;
 
 enum sdc_need {
-	SDC_NEED_GPU = 1u << 0,
-	SDC_NEED_MPI = 1u << 1,
+	SDC_NEED_MPI = 1u << 0, /* runs only across MPI ranks (allreduce) */
 };
+
+enum sdc_numerics {
+	SDC_NUMERICS_EXACT, /* one right answer, bit for bit, on any IEEE-754 device */
+	SDC_NUMERICS_FAST,  /* vendor libraries at full speed, checked by thresholds */
+};
+
+/* One variant a probe's options select: what it is, as data (never read back from its name). */
+struct sdc_variant {
+	char name[SDC_NAME_MAX];  /* "int8", "8bit-fast-d64", "xfmr-dp" */
+	enum sdc_numerics numerics;
+	unsigned devices;         /* where it runs: SDC_ON_CPU, SDC_ON_GPU (device.h) */
+	bool per_rank;            /* one worker per MPI rank, which talks to the other ranks */
+	bool world_dependent;     /* its results depend on how many ranks share the work */
+	uint64_t seed;            /* non-zero: the probe fixes its own data seed (else the run's) */
+	int param[3];             /* the probe's own coordinates of it (gemm: class; embbag: format, class, width) */
+};
+
+#define SDC_VARIANTS_MAX 32
 
 struct sdc_probe_ctx;
 struct sdc_worker;
@@ -36,8 +58,6 @@ struct sdc_probe {
 	const char *name;
 	const char *summary;
 	unsigned needs;
-	/* Non-NULL when this build cannot run the probe at all, and why. */
-	const char *not_built;
 	const struct sdc_option *options;
 	size_t opts_size;
 	/* Fault injection targets, NULL-terminated, each "NAME: what it corrupts". */
@@ -46,30 +66,42 @@ struct sdc_probe {
 	const char *const *selftest_options;
 	const char *const *selftest_faults;
 
-	/* Names of the variants opts select; returns how many (at most max). */
-	int (*variants)(const void *opts, const char **names, int max);
+	/* The variants opts select; returns how many (at most max). */
+	int (*variants)(const void *opts, struct sdc_variant *out, int max);
 	/* Whether this host can run it; writes why not. NULL: always. */
 	bool (*available)(char *why, size_t len);
 	int (*setup)(struct sdc_probe_ctx *ctx);
 	void (*run)(struct sdc_worker *w);
 	void (*teardown)(struct sdc_probe_ctx *ctx);
+
+	/* ---- the probe's own tools, reached through the registry ---- */
+	/* `sdcscan bench NAME`: NULL-terminated; the first is named after the probe. */
+	const struct sdc_command *const *benches;
+	/* `sdcscan campaign NAME`, `sdcscan calibrate NAME` */
+	const struct sdc_command *campaign;
+	const struct sdc_command *calibrate;
 	/*
 	 * golden record for probes whose golden is more than the work digest (minitrain's
-	 * trajectory): computes it for one variant on this thread. NULL: the generic work digest.
+	 * trajectory): computes it for one variant on this thread (json_t *). NULL: the generic
+	 * work digest.
 	 */
-	void *(*golden_record)(const void *opts, const char *variant, uint64_t seed, char *err, size_t errlen);
-	/* The seed a variant's results depend on, when the probe can fix its own (NULL: the run's). */
-	uint64_t (*data_seed)(const void *opts, uint64_t run_seed);
-	/* Whether a variant runs once per MPI rank (one worker, it talks to the other ranks). */
-	bool (*one_per_rank)(const char *variant);
-	/* Iterations a golden verify runs per device (0: SDC_WORK_DIGEST_ITERATIONS). */
-	int golden_iterations;
+	void *(*golden_record)(const void *opts, const struct sdc_variant *v, uint64_t seed, char *err, size_t errlen);
+	/* Fast-class results depend on the library: its identity for golden keys ("OpenBLAS 0.3.21 (Haswell)"). */
+	void (*library_id)(const struct sdc_variant *v, char *buf, size_t len);
+	/* Facts every report carries about what this probe builds on (json_t *env: the BLAS, ...). */
+	void (*environment)(void *env);
 };
+
+/* The seed a variant's data comes from. */
+static inline uint64_t sdc_variant_seed(const struct sdc_variant *v, uint64_t run_seed)
+{
+	return v->seed ? v->seed : run_seed;
+}
 
 struct sdc_probe_ctx {
 	const struct sdc_probe *probe;
 	const void *opts;
-	const char *variant;
+	const struct sdc_variant *variant;
 	uint64_t seed;
 	struct sdc_run *run;
 	uint64_t max_iterations; /* 0: until the deadline */
@@ -94,7 +126,7 @@ struct sdc_worker {
 	struct sdc_probe_ctx *ctx;
 	int index;  /* 0 .. nworkers-1 */
 	int device; /* index into ctx->run->devices */
-	const struct sdc_device *dev;
+	const struct sdc_device *dev; /* a CPU or a GPU, as the variant's devices allow */
 	void *state; /* the probe's own */
 
 	/* kept by the probe through the helpers below */
@@ -116,8 +148,6 @@ struct sdc_worker {
 };
 
 /* ---- for probes ---- */
-
-extern atomic_bool sdc_stop_requested;
 
 /* One relaxed load and one compare: cheap enough for the innermost burn loop. */
 static inline bool sdc_worker_continue(const struct sdc_worker *w)

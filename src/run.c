@@ -1,6 +1,7 @@
 #include "run.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,3 +204,57 @@ bool sdc_finding_explained(const struct sdc_finding *f, const struct sdc_run *ru
 			return true;
 	return false;
 }
+
+const char *sdc_run_cpu_model(const struct sdc_run *run)
+{
+	for (int i = 0; i < run->ndevices; i++)
+		if (run->devices[i].kind == SDC_DEVICE_CPU)
+			return run->devices[i].model;
+	return "unknown";
+}
+
+void sdc_summary_line(const struct sdc_run *run, enum sdc_verdict v, char *buf, size_t len)
+{
+	/* Name the first result at the verdict's level: that is what a pager line needs. */
+	for (int i = 0; i < run->nresults && v != SDC_OK; i++) {
+		const struct sdc_result *r = &run->results[i];
+		if (sdc_status_verdict(r->status) != v)
+			continue;
+		const char *dev = run->devices[r->device].id;
+		int others = 0;
+		for (int k = i + 1; k < run->nresults; k++)
+			others += sdc_status_verdict(run->results[k].status) == v;
+		char more[48] = "";
+		if (others)
+			snprintf(more, sizeof(more), " (+%d more)", others);
+		switch (r->status) {
+		case SDC_STATUS_CORRUPT:
+			snprintf(buf, len, "%s: %s %s %s: %" PRIu64 " corrupt result%s%s", sdc_verdict_name(v), dev,
+				 r->probe, r->variant, r->corruptions, r->corruptions == 1 ? "" : "s", more);
+			return;
+		case SDC_STATUS_DEGRADED:
+			snprintf(buf, len, "%s: %s %s %s slow: %.1f %s%s", sdc_verdict_name(v), dev, r->probe,
+				 r->variant, r->rate, r->rate_unit, more);
+			return;
+		default:
+			snprintf(buf, len, "%s: %s %s %s: %s%s", sdc_verdict_name(v), dev, r->probe, r->variant,
+				 r->error[0] ? r->error : sdc_status_name(r->status), more);
+			return;
+		}
+	}
+	for (int k = 0; k < run->nfindings && v == SDC_CRITICAL; k++) {
+		const struct sdc_finding *f = &run->findings[k];
+		if (f->cls == SDC_FINDING_CORRUPTION) {
+			snprintf(buf, len, "CRITICAL: %s %s %s: %s", f->device >= 0 ? run->devices[f->device].id : "host",
+				 f->probe, f->variant, f->detail);
+			return;
+		}
+	}
+	if (v == SDC_UNKNOWN) {
+		snprintf(buf, len, "UNKNOWN: %s", run->interrupted ? "interrupted" : "could not test");
+		return;
+	}
+	snprintf(buf, len, "OK: %d results clean on %d CPU%s", run->nresults, run->ndevices,
+		 run->ndevices == 1 ? "" : "s");
+}
+

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cpu.h"
+#include "device.h"
 #include "inject.h"
 #include "base/verdict.h"
 
@@ -93,8 +93,9 @@ struct sdc_run {
 	uint64_t seed;
 	char profile[128];
 	char profile_source[256];
-	struct sdc_device *devices;
+	struct sdc_device *devices; /* CPUs first, then GPUs */
 	int ndevices;
+	char gpu_note[160];         /* why no GPU is among them, when none is */
 	struct sdc_inject_spec *inject;
 	int ninject;
 	int argc;
@@ -133,6 +134,12 @@ void sdc_run_add_injection(struct sdc_run *run, const struct sdc_injection *inj)
 void sdc_run_add_total(struct sdc_run *run, const struct sdc_total *t);
 
 enum sdc_verdict sdc_run_verdict(const struct sdc_run *run);
+
+/* The one-line summary: "CRITICAL: cpu1 gemm int8: 3 corrupt results". */
+void sdc_summary_line(const struct sdc_run *run, enum sdc_verdict v, char *buf, size_t len);
+
+/* The model of the run's CPUs ("unknown" without one): the host's, in reports and golden keys. */
+const char *sdc_run_cpu_model(const struct sdc_run *run);
 
 /* "0x" and every hex digit of a bits-wide element (a 4-bit element is one digit, fp32 eight). */
 void sdc_hex_bits(char *buf, size_t len, uint64_t v, int bits);

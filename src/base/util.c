@@ -1,7 +1,9 @@
 #include "base/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,7 +11,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static bool quiet;
 
@@ -185,4 +189,57 @@ void sdc_strlcpy(char *dst, const char *src, size_t len)
 		n = len - 1;
 	memcpy(dst, src, n);
 	dst[n] = '\0';
+}
+
+int sdc_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen)
+{
+	char tmp[4096], dir[4096];
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp)) {
+		snprintf(err, errlen, "%s: path too long", path);
+		return -1;
+	}
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot create a temporary file next to %s: %s", path, strerror(errno));
+		return -1;
+	}
+	size_t done = 0;
+	while (done < len) {
+		ssize_t w = write(fd, data + done, len - done);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			snprintf(err, errlen, "%s: write: %s", tmp, strerror(errno));
+			goto out_unlink;
+		}
+		done += (size_t)w;
+	}
+	/* The default 0600 of mkstemp would hide reports from the monitoring user. */
+	if (fchmod(fd, 0644) || fsync(fd)) {
+		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+		goto out_unlink;
+	}
+	if (close(fd)) {
+		fd = -1;
+		snprintf(err, errlen, "%s: close: %s", tmp, strerror(errno));
+		goto out_unlink;
+	}
+	fd = -1;
+	if (rename(tmp, path)) {
+		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+		goto out_unlink;
+	}
+	/* Make the rename itself durable. */
+	sdc_strlcpy(dir, path, sizeof(dir));
+	int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+out_unlink:
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	return -1;
 }

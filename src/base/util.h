@@ -9,6 +9,9 @@
 #define SDC_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define SDC_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define SDC_MAX(a, b) ((a) > (b) ? (a) : (b))
+/* A macro's value as a string literal: SDC_XSTR(SDC_EB_C_SIGMA) is "6.0". */
+#define SDC_STR(x) #x
+#define SDC_XSTR(x) SDC_STR(x)
 
 #if defined(__GNUC__)
 #define SDC_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -46,6 +49,10 @@ void *sdc_alloc_huge(size_t size);
 void sdc_free_huge(void *p, size_t size);
 /* Bytes the kernel says can be allocated without swapping (MemAvailable); 0 if unknown. */
 uint64_t sdc_mem_available(void);
+
+/* Writes data to path via a temporary file in its directory, fsync and rename, so a reader sees the
+ * old file or the new one, never half of one. Returns 0 or -1 with err set. */
+int sdc_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen);
 
 /* snprintf that always terminates and never warns about truncation. */
 void sdc_strlcpy(char *dst, const char *src, size_t len);

@@ -4,7 +4,6 @@
  * if each fault is found and located to the right device, element and bit, and nothing else
  * is reported (OpenDCDiag's selftest idea: tests that fail on purpose).
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +11,9 @@
 
 #include <jansson.h>
 
-#include "commands/cli.h"
+#include "commands/commands.h"
+#include "core/output.h"
+#include "core/plan.h"
 #include "fleet.h"
 #include "golden.h"
 #include "core/registry.h"
@@ -23,37 +24,36 @@
 /* Iterations per device: faults are planned in the first eight (inject.h). */
 #define SELFTEST_ITERATIONS 12
 
-static void usage(FILE *out)
+/* The variant named so, with the selftest's options (NULL: none). */
+static bool find_variant(const struct sdc_probe *p, const void *opts, const char *name, struct sdc_variant *out)
 {
-	fprintf(out,
-		"Usage: sdcscan selftest [OPTIONS]\n"
-		"Inject faults into every probe and check each one is detected and located.\n\n"
-		"  -c, --cpus LIST          CPUs to test (default: all this process may use)\n"
-		"  -S, --seed N             seed for data and fault placement (default 1)\n"
-		"  -j, --json FILE|-        write the JSON report of the injected run\n"
-		"  -e, --exit-codes STYLE   nagios or npd\n"
-		"  -q, --quiet              print only the verdict line\n"
-		"      --no-color           no colour\n"
-		"  -h, --help               this help\n\n"
-		"Exit status: 0 every fault found and located, 2 a fault missed or mislocated or a false\n"
-		"alarm, 3 the selftest could not run.\n");
+	struct sdc_variant v[SDC_VARIANTS_MAX];
+	const int n = p->variants ? p->variants(opts, v, SDC_VARIANTS_MAX) : 0;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(v[i].name, name)) {
+			*out = v[i];
+			return true;
+		}
+	return false;
 }
 
 /* A probe whose work spans the ranks: its faults are injected on one rank and found on another. */
 static bool fleet_wide(const char *probe, const char *variant)
 {
 	const struct sdc_probe *p = sdc_probe_find(probe);
-	return p && ((p->needs & SDC_NEED_MPI) || (p->one_per_rank && p->one_per_rank(variant)));
-}
-
-static bool has_variant(const struct sdc_probe *p, const void *opts, const char *variant)
-{
-	const char *names[16];
-	const int n = p->variants ? p->variants(opts, names, 16) : 0;
-	for (int i = 0; i < n; i++)
-		if (!strcmp(names[i], variant))
-			return true;
-	return !*variant;
+	if (!p)
+		return false;
+	if (p->needs & SDC_NEED_MPI)
+		return true;
+	void *opts = calloc(1, p->opts_size);
+	struct sdc_variant v;
+	bool wide = false;
+	if (opts) {
+		sdc_opt_defaults(p->options, opts);
+		wide = find_variant(p, opts, variant, &v) && v.per_rank;
+		free(opts);
+	}
+	return wide;
 }
 
 static int build_plan(struct sdc_plan *plan, struct sdc_run *run, int *expected)
@@ -98,7 +98,8 @@ static int build_plan(struct sdc_plan *plan, struct sdc_run *run, int *expected)
 				return -1;
 			}
 			/* a fault for a variant not run here (xfmr-dp outside MPI) is not asked for */
-			if (!has_variant(p, e->opts, s->variant))
+			struct sdc_variant v;
+			if (*s->variant && !find_variant(p, e->opts, s->variant, &v))
 				continue;
 			run->ninject++;
 			/* fleet-wide faults happen once in the job; the others on every rank */
@@ -282,39 +283,18 @@ static enum sdc_verdict verdict_of(const struct tally *t, int expected, char *su
 	return SDC_OK;
 }
 
-int sdc_cmd_selftest(int argc, char **argv)
+static int selftest_main(struct sdc_cmd *c)
 {
-	static const struct option longopts[] = {
-		{ "cpus", required_argument, NULL, 'c' }, { "seed", required_argument, NULL, 'S' },
-		{ "json", required_argument, NULL, 'j' }, { "exit-codes", required_argument, NULL, 'e' },
-		{ "quiet", no_argument, NULL, 'q' },      { "no-color", no_argument, NULL, 'C' },
-		{ "help", no_argument, NULL, 'h' },       { NULL, 0, NULL, 0 },
-	};
-	struct sdc_cli cli = { .command = "selftest" };
-	int c;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":c:S:j:e:qh", longopts, NULL)) != -1) {
-		if (c == 'h') {
-			usage(stdout);
-			return 0;
-		}
-		if (sdc_cli_default(&cli, c, argv))
-			return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-	}
-	if (optind < argc)
-		return sdc_cli_bad(&cli, "unexpected argument '%s'", argv[optind]);
-	sdc_set_quiet(cli.quiet);
-
+	struct sdc_cli *cli = &c->cli;
 	struct sdc_plan plan;
 	struct sdc_run run;
 	int expected = 0, rc;
 	char summary[256];
 	struct sdc_golden recorded = { 0 };
-	if (sdc_cli_prepare_run(&cli, &run, &(struct sdc_plan){ .seed_mode = SDC_SEED_FIXED, .seed = 1 }, argc,
-				argv))
-		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+	if (sdc_cli_start_run(c, &run, cli->have_seed ? cli->seed : 1))
+		return sdc_cli_unknown(cli);
 	if (build_plan(&plan, &run, &expected) || sdc_runner_check_injections(&run, &plan)) {
-		rc = sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+		rc = sdc_cli_unknown(cli);
 		goto out;
 	}
 	/* A data-parallel trajectory with the selftest's options and this world size has no shipped
@@ -322,17 +302,17 @@ int sdc_cmd_selftest(int argc, char **argv)
 	 * gone wrong before the all-reduce can be named (the golden is the repeated computation). */
 	for (int i = 0; sdc_fleet.size > 1 && i < plan.n; i++) {
 		const struct sdc_probe *p = plan.entries[i].probe;
-		const char *names[16];
-		const int nv = p->golden_record && p->one_per_rank && p->variants ? p->variants(plan.entries[i].opts, names, 16) : 0;
+		struct sdc_variant variants[SDC_VARIANTS_MAX];
+		const int nv = p->golden_record && p->variants ? p->variants(plan.entries[i].opts, variants, SDC_VARIANTS_MAX) : 0;
 		for (int v = 0; v < nv; v++) {
 			char err[256];
-			if (!p->one_per_rank(names[v]))
+			if (!variants[v].per_rank)
 				continue;
-			if (recorded.n || sdc_golden_record_here(p, plan.entries[i].opts, names[v], run.seed, &run, &recorded, err,
-								 sizeof(err))) {
-				sdc_error("selftest: cannot record the %s/%s golden here: %s", p->name, names[v],
+			if (recorded.n || sdc_golden_record_here(p, plan.entries[i].opts, &variants[v], run.seed, &run, &recorded,
+								 err, sizeof(err))) {
+				sdc_error("selftest: cannot record the %s/%s golden here: %s", p->name, variants[v].name,
 					  recorded.n ? "only one fleet-wide trajectory is supported" : err);
-				rc = sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+				rc = sdc_cli_unknown(cli);
 				goto out;
 			}
 			sdc_golden_use(&recorded);
@@ -340,11 +320,11 @@ int sdc_cmd_selftest(int argc, char **argv)
 	}
 
 	struct sdc_output quiet_out, out;
-	sdc_output_init(&quiet_out, false, true, true);
-	sdc_output_init(&out, cli.json && !strcmp(cli.json, "-"), cli.quiet, cli.no_color);
-	sdc_runner_install_signals();
+	sdc_output_init(&quiet_out, false, true, true, false);
+	sdc_output_init(&out, cli->json && !strcmp(cli->json, "-"), cli->quiet, cli->no_color, sdc_fleet.rank == 0);
+	sdc_stop_install_signals();
 	if (sdc_runner_execute(&run, &plan, &quiet_out)) {
-		rc = sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+		rc = sdc_cli_unknown(cli);
 		goto out;
 	}
 	run.end_mono = sdc_now();
@@ -379,7 +359,7 @@ int sdc_cmd_selftest(int argc, char **argv)
 			}
 		}
 		free(texts);
-		struct tally t = evaluate(all, &out, cli.quiet);
+		struct tally t = evaluate(all, &out, cli->quiet);
 		fleet_verdict = (int32_t)verdict_of(&t, expected, summary, sizeof(summary));
 		if (alive)
 			sdc_fleet_answer(alive, fleet_verdict, 0x5e1);
@@ -395,16 +375,16 @@ int sdc_cmd_selftest(int argc, char **argv)
 	} else if (fleet_verdict >= 0) {
 		v = (enum sdc_verdict)fleet_verdict;
 	} else {
-		struct tally t = evaluate(all, &out, cli.quiet);
+		struct tally t = evaluate(all, &out, cli->quiet);
 		v = verdict_of(&t, expected, summary, sizeof(summary));
 	}
 	json_decref(mine);
 	json_decref(all);
-	rc = sdc_exit_code(v, cli.exit_style);
-	if (cli.json) {
+	rc = sdc_exit_code(v, cli->exit_style);
+	if (cli->json) {
 		json_t *report = sdc_report_build(&run, &plan, v, rc, summary);
-		if (!report || sdc_report_write(report, cli.json))
-			rc = sdc_exit_code(sdc_verdict_worst(v, SDC_UNKNOWN), cli.exit_style);
+		if (!report || sdc_report_write(report, cli->json))
+			rc = sdc_exit_code(sdc_verdict_worst(v, SDC_UNKNOWN), cli->exit_style);
 		json_decref(report);
 	}
 	fprintf(out.fp, "%s\n", summary);
@@ -415,3 +395,12 @@ out:
 	sdc_run_release(&run);
 	return rc;
 }
+
+const struct sdc_command sdc_command_selftest = {
+	.name = "selftest",
+	.summary = "inject faults into every probe and check that each is found and located; exit 0 every fault "
+		   "found and located, 2 a fault missed or mislocated or a false alarm, 3 could not run",
+	.common = SDC_CF_CPUS | SDC_CF_SEED | SDC_CF_JSON | SDC_CF_REPORTING,
+	.flags = SDC_CMD_JOINS_MPI | SDC_CMD_BURNS,
+	.fn = selftest_main,
+};

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "sdc_config.h"
-#include "fleet.h"
 #include "base/util.h"
 
 #define RED "\033[1;31m"
@@ -15,7 +14,7 @@
 #define DIM "\033[2m"
 #define RESET "\033[0m"
 
-void sdc_output_init(struct sdc_output *o, bool json_on_stdout, bool quiet, bool no_color)
+void sdc_output_init(struct sdc_output *o, bool json_on_stdout, bool quiet, bool no_color, bool lead)
 {
 	memset(o, 0, sizeof(*o));
 	o->fp = json_on_stdout ? stderr : stdout;
@@ -23,8 +22,8 @@ void sdc_output_init(struct sdc_output *o, bool json_on_stdout, bool quiet, bool
 	const bool tty = isatty(fileno(o->fp));
 	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
 	o->color = tty && !no_color && !(nc && *nc) && !(term && !strcmp(term, "dumb"));
-	/* Under mpirun every rank shares one terminal: only rank 0 draws the progress line. */
-	o->progress = tty && !quiet && !(term && !strcmp(term, "dumb")) && sdc_fleet.rank == 0;
+	/* Under mpirun every rank shares one terminal: only the lead (rank 0) draws the progress line. */
+	o->progress = tty && !quiet && !(term && !strcmp(term, "dumb")) && lead;
 }
 
 static const char *verdict_color(const struct sdc_output *o, enum sdc_verdict v)
@@ -165,51 +164,6 @@ void sdc_output_results(struct sdc_output *o, const struct sdc_run *run, int fro
 		}
 	}
 	fflush(o->fp);
-}
-
-void sdc_summary_line(const struct sdc_run *run, enum sdc_verdict v, char *buf, size_t len)
-{
-	/* Name the first result at the verdict's level: that is what a pager line needs. */
-	for (int i = 0; i < run->nresults && v != SDC_OK; i++) {
-		const struct sdc_result *r = &run->results[i];
-		if (sdc_status_verdict(r->status) != v)
-			continue;
-		const char *dev = run->devices[r->device].id;
-		int others = 0;
-		for (int k = i + 1; k < run->nresults; k++)
-			others += sdc_status_verdict(run->results[k].status) == v;
-		char more[48] = "";
-		if (others)
-			snprintf(more, sizeof(more), " (+%d more)", others);
-		switch (r->status) {
-		case SDC_STATUS_CORRUPT:
-			snprintf(buf, len, "%s: %s %s %s: %" PRIu64 " corrupt result%s%s", sdc_verdict_name(v), dev,
-				 r->probe, r->variant, r->corruptions, r->corruptions == 1 ? "" : "s", more);
-			return;
-		case SDC_STATUS_DEGRADED:
-			snprintf(buf, len, "%s: %s %s %s slow: %.1f %s%s", sdc_verdict_name(v), dev, r->probe,
-				 r->variant, r->rate, r->rate_unit, more);
-			return;
-		default:
-			snprintf(buf, len, "%s: %s %s %s: %s%s", sdc_verdict_name(v), dev, r->probe, r->variant,
-				 r->error[0] ? r->error : sdc_status_name(r->status), more);
-			return;
-		}
-	}
-	for (int k = 0; k < run->nfindings && v == SDC_CRITICAL; k++) {
-		const struct sdc_finding *f = &run->findings[k];
-		if (f->cls == SDC_FINDING_CORRUPTION) {
-			snprintf(buf, len, "CRITICAL: %s %s %s: %s", f->device >= 0 ? run->devices[f->device].id : "host",
-				 f->probe, f->variant, f->detail);
-			return;
-		}
-	}
-	if (v == SDC_UNKNOWN) {
-		snprintf(buf, len, "UNKNOWN: %s", run->interrupted ? "interrupted" : "could not test");
-		return;
-	}
-	snprintf(buf, len, "OK: %d results clean on %d CPU%s", run->nresults, run->ndevices,
-		 run->ndevices == 1 ? "" : "s");
 }
 
 void sdc_output_verdict(struct sdc_output *o, const struct sdc_run *run, enum sdc_verdict v,

@@ -22,15 +22,14 @@ struct sdc_output {
 	bool progress_shown;
 };
 
-void sdc_output_init(struct sdc_output *o, bool json_on_stdout, bool quiet, bool no_color);
+/* lead: this process draws progress on the shared terminal (rank 0 under mpirun, or alone). */
+void sdc_output_init(struct sdc_output *o, bool json_on_stdout, bool quiet, bool no_color, bool lead);
 void sdc_output_header(struct sdc_output *o, const struct sdc_run *run, const struct sdc_plan *plan);
 void sdc_output_progress(struct sdc_output *o, const char *label, double elapsed, double total,
 			 uint64_t iterations, int devices);
 void sdc_output_clear_progress(struct sdc_output *o);
 /* Lines for results [from, to) and the findings that belong to them. */
 void sdc_output_results(struct sdc_output *o, const struct sdc_run *run, int from, int to);
-/* The one-line summary: "CRITICAL: gemm/int8 cpu1: 3 corrupt results". */
-void sdc_summary_line(const struct sdc_run *run, enum sdc_verdict v, char *buf, size_t len);
 void sdc_output_verdict(struct sdc_output *o, const struct sdc_run *run, enum sdc_verdict v,
 			const char *report_path);
 

@@ -38,10 +38,6 @@ void sdc_probe_names(char *buf, size_t len)
 
 bool sdc_probe_usable(const struct sdc_probe *p, char *why, size_t len)
 {
-	if (p->not_built) {
-		snprintf(why, len, "%s", p->not_built);
-		return false;
-	}
 	if (p->available && !p->available(why, len))
 		return false;
 	why[0] = '\0';

@@ -12,6 +12,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "command.h"
 #include "core/output.h"
 #include "sdc_config.h"
 #include "base/util.h"
@@ -51,10 +52,13 @@ static json_t *host_json(const struct sdc_run *run)
 	uname(&u);
 	read_os_name(os, sizeof(os));
 	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I}", "hostname", hostname, "os", os, "kernel",
-			 u.release, "architecture", u.machine, "cpu_model",
-			 run->ndevices ? run->devices[0].model : "unknown", "online_cpus",
-			 (int)sysconf(_SC_NPROCESSORS_ONLN), "memory_bytes", (json_int_t)pages * psize);
+	json_t *h = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I}", "hostname", hostname, "os", os, "kernel",
+			      u.release, "architecture", u.machine, "cpu_model", sdc_run_cpu_model(run), "online_cpus",
+			      (int)sysconf(_SC_NPROCESSORS_ONLN), "memory_bytes", (json_int_t)pages * psize);
+	/* Why no GPU was tested, when none was: no module, no driver, --gpus none. */
+	if (run->gpu_note[0])
+		json_object_set_new(h, "gpu_note", json_string(run->gpu_note));
+	return h;
 }
 
 static json_t *devices_json(const struct sdc_run *run)
@@ -62,11 +66,23 @@ static json_t *devices_json(const struct sdc_run *run)
 	json_t *arr = json_array();
 	for (int i = 0; i < run->ndevices; i++) {
 		const struct sdc_device *d = &run->devices[i];
+		if (d->kind == SDC_DEVICE_GPU) {
+			const struct sdc_gpu_identity *g = &d->gpu;
+			char cc[16];
+			snprintf(cc, sizeof(cc), "%d.%d", g->cc_major, g->cc_minor);
+			json_array_append_new(arr, json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:i, s:I, s:s, s:s}", "id",
+							     d->id, "type", "gpu", "index", g->index, "model", d->model,
+							     "uuid", g->uuid, "pci_bus_id", g->pci_bus_id,
+							     "compute_capability", cc, "sm_count", g->sm_count,
+							     "memory_bytes", (json_int_t)g->memory_bytes, "driver",
+							     g->driver, "cuda_runtime", g->runtime));
+			continue;
+		}
 		json_array_append_new(arr, json_pack("{s:s, s:s, s:i, s:o, s:o, s:s, s:s}", "id", d->id, "type",
-						     "cpu", "logical_cpu", d->cpu, "core_id",
-						     nullable_int(d->core_id), "package_id",
-						     nullable_int(d->package_id), "model", d->model, "microcode",
-						     d->microcode));
+						     "cpu", "logical_cpu", d->cpu.logical, "core_id",
+						     nullable_int(d->cpu.core_id), "package_id",
+						     nullable_int(d->cpu.package_id), "model", d->model, "microcode",
+						     d->cpu.microcode));
 	}
 	return arr;
 }
@@ -225,89 +241,7 @@ json_t *sdc_report_build(const struct sdc_run *run, const struct sdc_plan *plan,
 	return report;
 }
 
-int sdc_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen)
-{
-	char tmp[4096], dir[4096];
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp)) {
-		snprintf(err, errlen, "%s: path too long", path);
-		return -1;
-	}
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot create a temporary file next to %s: %s", path, strerror(errno));
-		return -1;
-	}
-	size_t done = 0;
-	while (done < len) {
-		ssize_t w = write(fd, data + done, len - done);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			snprintf(err, errlen, "%s: write: %s", tmp, strerror(errno));
-			goto out_unlink;
-		}
-		done += (size_t)w;
-	}
-	/* The default 0600 of mkstemp would hide reports from the monitoring user. */
-	if (fchmod(fd, 0644) || fsync(fd)) {
-		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-		goto out_unlink;
-	}
-	if (close(fd)) {
-		fd = -1;
-		snprintf(err, errlen, "%s: close: %s", tmp, strerror(errno));
-		goto out_unlink;
-	}
-	fd = -1;
-	if (rename(tmp, path)) {
-		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-		goto out_unlink;
-	}
-	/* Make the rename itself durable. */
-	sdc_strlcpy(dir, path, sizeof(dir));
-	int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return 0;
-out_unlink:
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	return -1;
-}
-
 int sdc_report_write(json_t *report, const char *path)
 {
-	char *text = json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	if (!text) {
-		sdc_error("cannot serialise the report");
-		return -1;
-	}
-	size_t len = strlen(text);
-	int rc = 0;
-	if (!strcmp(path, "-")) {
-		if (fwrite(text, 1, len, stdout) != len || fputc('\n', stdout) == EOF || fflush(stdout)) {
-			sdc_error("cannot write the report to stdout");
-			rc = -1;
-		}
-	} else {
-		char *with_nl = malloc(len + 2);
-		char err[600];
-		if (!with_nl) {
-			sdc_error("out of memory writing the report");
-			rc = -1;
-		} else {
-			memcpy(with_nl, text, len);
-			with_nl[len] = '\n';
-			if (sdc_write_atomic(path, with_nl, len + 1, err, sizeof(err))) {
-				sdc_error("report: %s", err);
-				rc = -1;
-			}
-			free(with_nl);
-		}
-	}
-	free(text);
-	return rc;
+	return sdc_cli_write_json(path, report, "report");
 }

@@ -19,9 +19,6 @@
 json_t *sdc_report_build(const struct sdc_run *run, const struct sdc_plan *plan, enum sdc_verdict v,
 			 int exit_status, const char *summary);
 
-/* Writes data to path via a temporary file, fsync and rename. Returns 0 or -1 with err set. */
-int sdc_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen);
-
 /* Writes the report to path ("-": stdout). Returns 0 or -1 after printing the error. */
 int sdc_report_write(json_t *report, const char *path);
 

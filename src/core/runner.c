@@ -12,14 +12,10 @@
 
 #include <jansson.h>
 
-#include "kernels/gemm_float.h"
 #include "probe.h"
 #include "core/registry.h"
 #include "base/util.h"
 #include "core/vote.h"
-
-atomic_bool sdc_stop_requested;
-static atomic_bool interrupted;
 
 /*
  * Findings kept in detail per device and variant, and per device and iteration, so one flood
@@ -30,153 +26,22 @@ static atomic_bool interrupted;
 /* How often the main thread wakes to draw progress and compare digests. */
 #define TICK_SECONDS 0.1
 
-static void on_signal(int sig)
-{
-	atomic_store(&interrupted, true);
-	atomic_store(&sdc_stop_requested, true);
-	/* A second signal ends the process the default way. */
-	signal(sig, SIG_DFL);
-}
-
 /* Under MPI an interrupt on one rank stops them all: this rank's is passed on, a peer's taken. */
 static void poll_fleet_interrupt(void)
 {
 	int from;
-	if (sdc_fleet_interrupt_poll(atomic_load(&interrupted), &from) && !atomic_load(&interrupted)) {
+	if (sdc_fleet_interrupt_poll(sdc_stop_interrupted(), &from) && !sdc_stop_interrupted()) {
 		sdc_note("rank %d (%s) was interrupted: this rank stops too", from, sdc_fleet_host(from));
-		atomic_store(&interrupted, true);
-		atomic_store(&sdc_stop_requested, true);
+		sdc_stop_interrupt();
 	}
 }
 
-void sdc_runner_install_signals(void)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-}
-
-/* ---- fault plans ---- */
-
-struct planned_fault {
-	int spec;
-	int worker;
-	uint64_t iter;
-};
-
-struct sdc_fault_plan {
-	struct planned_fault *items;
-	int n;
-	int *rate_specs; /* specs with a rate, matching this probe and variant */
-	int nrates;
-};
-
-static bool spec_matches(const struct sdc_inject_spec *s, const struct sdc_probe_ctx *ctx)
-{
-	return !strcmp(s->probe, ctx->probe->name) && (!s->variant[0] || !strcmp(s->variant, ctx->variant));
-}
-
-static int worker_of_cpu(const struct sdc_probe_ctx *ctx, int cpu)
-{
-	for (int i = 0; i < ctx->nworkers; i++)
-		if (ctx->workers[i].dev->cpu == cpu)
-			return i;
-	return -1;
-}
-
-static struct sdc_fault_plan *plan_faults(struct sdc_probe_ctx *ctx)
-{
-	const struct sdc_run *run = ctx->run;
-	struct sdc_fault_plan *fp = calloc(1, sizeof(*fp));
-	if (!fp)
-		return NULL;
-	int total = 0;
-	for (int i = 0; i < run->ninject; i++)
-		if (spec_matches(&run->inject[i], ctx))
-			total += run->inject[i].rate > 0 ? 0 : run->inject[i].count;
-	fp->items = calloc((size_t)total + 1, sizeof(*fp->items));
-	fp->rate_specs = calloc((size_t)run->ninject + 1, sizeof(int));
-	if (!fp->items || !fp->rate_specs) {
-		free(fp->items);
-		free(fp->rate_specs);
-		free(fp);
-		return NULL;
-	}
-	for (int i = 0; i < run->ninject; i++) {
-		const struct sdc_inject_spec *s = &run->inject[i];
-		if (!spec_matches(s, ctx))
-			continue;
-		if (s->rate > 0) {
-			fp->rate_specs[fp->nrates++] = i;
-			continue;
-		}
-		/*
-		 * Unspecified device and first iteration are drawn from the seed, once per spec: its
-		 * count faults land on that device at first, first + every, ... and the run replays.
-		 */
-		struct sdc_rng rng = sdc_rng_make(ctx->seed, SDC_RNG_PROBE_INJECT, (unsigned)i, SDC_RNG_SHARED, 0);
-		const int worker = s->device >= 0 ? worker_of_cpu(ctx, s->device)
-						  : (int)sdc_rng_below(&rng, 0, (uint64_t)ctx->nworkers);
-		const uint64_t first = s->iter >= 0 ? (uint64_t)s->iter : sdc_rng_below(&rng, 1, 8);
-		for (int j = 0; j < s->count; j++) {
-			struct planned_fault *pf = &fp->items[fp->n++];
-			pf->spec = i;
-			pf->worker = worker;
-			pf->iter = first + (uint64_t)j * (uint64_t)s->every;
-		}
-	}
-	return fp;
-}
-
-static void free_faults(struct sdc_fault_plan *fp)
-{
-	if (!fp)
-		return;
-	free(fp->items);
-	free(fp->rate_specs);
-	free(fp);
-}
-
-static void make_fault(const struct sdc_worker *w, int spec, uint64_t iter, struct sdc_fault *f)
-{
-	const struct sdc_inject_spec *s = &w->ctx->run->inject[spec];
-	f->spec = spec;
-	f->row = s->row;
-	f->col = s->col;
-	f->bit = s->bit;
-	f->rng = sdc_rng_make(w->ctx->seed, SDC_RNG_PROBE_INJECT, (unsigned)spec, (unsigned)w->dev->cpu, 1);
-	f->base = iter * 16;
-}
+/* ---- faults: planned by inject.c, asked for by the probes ---- */
 
 int sdc_worker_faults(struct sdc_worker *w, const char *target, uint64_t iter, struct sdc_fault *out,
 		      int max)
 {
-	const struct sdc_fault_plan *fp = w->ctx->faults;
-	const struct sdc_inject_spec *specs = w->ctx->run->inject;
-	int n = 0;
-	if (!fp || (!fp->n && !fp->nrates))
-		return 0;
-	for (int i = 0; i < fp->n && n < max; i++) {
-		const struct planned_fault *pf = &fp->items[i];
-		if (specs[pf->spec].rank >= 0 && specs[pf->spec].rank != sdc_fleet.rank)
-			continue;
-		if (pf->worker == w->index && pf->iter == iter && !strcmp(specs[pf->spec].target, target))
-			make_fault(w, pf->spec, iter, &out[n++]);
-	}
-	for (int i = 0; i < fp->nrates && n < max; i++) {
-		const struct sdc_inject_spec *s = &specs[fp->rate_specs[i]];
-		if (strcmp(s->target, target) || (s->device >= 0 && s->device != w->dev->cpu) ||
-		    (s->rank >= 0 && s->rank != sdc_fleet.rank))
-			continue;
-		struct sdc_rng r = sdc_rng_make(w->ctx->seed, SDC_RNG_PROBE_INJECT, (unsigned)fp->rate_specs[i],
-						(unsigned)w->dev->cpu, 2);
-		if (sdc_rng_uniform(&r, iter) < s->rate)
-			make_fault(w, fp->rate_specs[i], iter, &out[n++]);
-	}
-	return n;
+	return sdc_fault_plan_due(w->ctx->faults, w->index, w->dev, sdc_fleet.rank, target, iter, out, max);
 }
 
 void sdc_worker_fault_applied(struct sdc_worker *w, const struct sdc_fault *f, const char *target,
@@ -186,7 +51,7 @@ void sdc_worker_fault_applied(struct sdc_worker *w, const struct sdc_fault *f, c
 	struct sdc_injection inj;
 	memset(&inj, 0, sizeof(inj));
 	sdc_strlcpy(inj.probe, w->ctx->probe->name, sizeof(inj.probe));
-	sdc_strlcpy(inj.variant, w->ctx->variant, sizeof(inj.variant));
+	sdc_strlcpy(inj.variant, w->ctx->variant->name, sizeof(inj.variant));
 	inj.device = w->device;
 	sdc_strlcpy(inj.target, target, sizeof(inj.target));
 	inj.iteration = iter;
@@ -237,10 +102,11 @@ int sdc_runner_check_injections(const struct sdc_run *run, const struct sdc_plan
 		if (s->device >= 0) {
 			bool found = false;
 			for (int d = 0; d < run->ndevices; d++)
-				found |= run->devices[d].cpu == s->device;
+				found |= sdc_inject_spec_device(s, &run->devices[d]);
 			if (!found) {
-				sdc_error("--inject '%s': device=%d is not one of the CPUs this run uses", s->text,
-					  s->device);
+				sdc_error("--inject '%s': device=%s%d is not one of the %ss this run uses", s->text,
+					  s->device_kind == SDC_DEVICE_GPU ? "gpu" : "", s->device,
+					  s->device_kind == SDC_DEVICE_GPU ? "GPU" : "CPU");
 				return -1;
 			}
 		}
@@ -271,7 +137,7 @@ void sdc_worker_error(struct sdc_worker *w, const char *fmt, ...)
 static void file_finding(struct sdc_worker *w, struct sdc_finding *f)
 {
 	sdc_strlcpy(f->probe, w->ctx->probe->name, sizeof(f->probe));
-	sdc_strlcpy(f->variant, w->ctx->variant, sizeof(f->variant));
+	sdc_strlcpy(f->variant, w->ctx->variant->name, sizeof(f->variant));
 	f->device = w->device;
 	if (f->iteration != w->findings_iteration) {
 		w->findings_iteration = f->iteration;
@@ -323,8 +189,9 @@ static void dissent_finding(struct variant_run *vr, const struct sdc_vote_dissen
 	f->cls = SDC_FINDING_CORRUPTION;
 	sdc_strlcpy(f->kind, "device-disagreement", sizeof(f->kind));
 	sdc_strlcpy(f->probe, vr->ctx.probe->name, sizeof(f->probe));
-	sdc_strlcpy(f->variant, vr->ctx.variant, sizeof(f->variant));
-	snprintf(f->operation, sizeof(f->operation), "%s %s result digest", vr->ctx.probe->name, vr->ctx.variant);
+	sdc_strlcpy(f->variant, vr->ctx.variant->name, sizeof(f->variant));
+	snprintf(f->operation, sizeof(f->operation), "%s %s result digest", vr->ctx.probe->name,
+		 vr->ctx.variant->name);
 	f->iteration = d->iteration;
 	f->time_to_failure = sdc_now() - vr->ctx.t_start;
 	f->row = f->col = -1;
@@ -374,10 +241,11 @@ static void *worker_main(void *arg)
 {
 	struct sdc_worker *w = arg;
 	struct variant_run *vr = (struct variant_run *)w->ctx; /* ctx is the first member */
-	int err = sdc_cpu_pin(w->dev->cpu);
+	char err[200];
+	const int bound = sdc_device_bind(w->dev, err, sizeof(err));
 	w->t_start = sdc_now();
-	if (err)
-		sdc_worker_error(w, "cannot pin a thread to CPU %d: %s", w->dev->cpu, strerror(err));
+	if (bound)
+		sdc_worker_error(w, "%s", err);
 	else
 		w->ctx->probe->run(w);
 	w->t_end = sdc_now();
@@ -386,19 +254,38 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static void add_plain_results(struct sdc_run *run, const struct sdc_probe *p, const char *variant,
-			      enum sdc_status st, const char *why)
+/* Whether device d runs variant v: its kind, and for a per-rank variant only the first such device. */
+static bool runs_on(const struct sdc_run *run, const struct sdc_probe *p, const struct sdc_variant *v, int d)
 {
+	if (!(v->devices & (1u << run->devices[d].kind)))
+		return false;
+	if (!v->per_rank && !(p->needs & SDC_NEED_MPI))
+		return true;
+	for (int i = 0; i < d; i++)
+		if (v->devices & (1u << run->devices[i].kind))
+			return false;
+	return true;
+}
+
+/* Results of a variant that did not run, one per device it would have run on; returns how many. */
+static int add_plain_results(struct sdc_run *run, const struct sdc_probe *p, const struct sdc_variant *v,
+			     enum sdc_status st, const char *why)
+{
+	int n = 0;
 	for (int d = 0; d < run->ndevices; d++) {
+		if (!runs_on(run, p, v, d))
+			continue;
 		struct sdc_result *r = sdc_run_add_result(run);
 		if (!r)
-			return;
+			return n;
 		sdc_strlcpy(r->probe, p->name, sizeof(r->probe));
-		sdc_strlcpy(r->variant, variant, sizeof(r->variant));
+		sdc_strlcpy(r->variant, v->name, sizeof(r->variant));
 		r->device = d;
 		r->status = st;
 		sdc_strlcpy(r->error, why, sizeof(r->error));
+		n++;
 	}
+	return n;
 }
 
 static uint64_t total_iterations(const struct sdc_probe_ctx *ctx)
@@ -418,11 +305,11 @@ static void sleep_seconds(double s)
 static void collect_results(struct variant_run *vr)
 {
 	struct sdc_probe_ctx *ctx = &vr->ctx;
-	const bool was_interrupted = atomic_load(&interrupted);
+	const bool was_interrupted = sdc_stop_interrupted();
 	struct sdc_total total;
 	memset(&total, 0, sizeof(total));
 	sdc_strlcpy(total.probe, ctx->probe->name, sizeof(total.probe));
-	sdc_strlcpy(total.variant, ctx->variant, sizeof(total.variant));
+	sdc_strlcpy(total.variant, ctx->variant->name, sizeof(total.variant));
 	sdc_strlcpy(total.rate_unit, ctx->rate_unit, sizeof(total.rate_unit));
 	for (int i = 0; i < ctx->nworkers; i++) {
 		struct sdc_worker *w = &ctx->workers[i];
@@ -430,7 +317,7 @@ static void collect_results(struct variant_run *vr)
 		if (!r)
 			return;
 		sdc_strlcpy(r->probe, ctx->probe->name, sizeof(r->probe));
-		sdc_strlcpy(r->variant, ctx->variant, sizeof(r->variant));
+		sdc_strlcpy(r->variant, ctx->variant->name, sizeof(r->variant));
 		r->device = w->device;
 		r->iterations = atomic_load(&w->iterations);
 		r->ops = w->ops;
@@ -463,13 +350,14 @@ static void collect_results(struct variant_run *vr)
 			memset(&f, 0, sizeof(f));
 			f.cls = SDC_FINDING_DEGRADED;
 			sdc_strlcpy(f.kind, "slow-device", sizeof(f.kind));
-			snprintf(f.operation, sizeof(f.operation), "%s %s throughput", ctx->probe->name, ctx->variant);
+			snprintf(f.operation, sizeof(f.operation), "%s %s throughput", ctx->probe->name,
+				 ctx->variant->name);
 			f.row = f.col = -1;
 			f.iteration = r->iterations;
 			snprintf(f.detail, sizeof(f.detail), "%.1f %s is below the profile's floor of %.1f %s",
 				 r->rate, ctx->rate_unit, ctx->floor, ctx->rate_unit);
 			sdc_strlcpy(f.probe, ctx->probe->name, sizeof(f.probe));
-			sdc_strlcpy(f.variant, ctx->variant, sizeof(f.variant));
+			sdc_strlcpy(f.variant, ctx->variant->name, sizeof(f.variant));
 			f.device = w->device;
 			sdc_run_add_finding(ctx->run, &f);
 		} else {
@@ -479,13 +367,13 @@ static void collect_results(struct variant_run *vr)
 	sdc_run_add_total(ctx->run, &total);
 }
 
-static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, const char *variant,
+static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, const struct sdc_variant *variant,
 		       double duration, struct sdc_output *out)
 {
 	struct variant_run *vr = calloc(1, sizeof(*vr));
-	/* A probe of the whole rank (allreduce) runs once per rank, on its first CPU. */
-	int nw = e->probe->needs & SDC_NEED_MPI || (e->probe->one_per_rank && e->probe->one_per_rank(variant))
-			 ? 1 : run->ndevices;
+	int nw = 0;
+	for (int d = 0; d < run->ndevices; d++)
+		nw += runs_on(run, e->probe, variant, d);
 	if (!vr)
 		return -1;
 	struct sdc_probe_ctx *ctx = &vr->ctx;
@@ -498,27 +386,31 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 	sdc_strlcpy(ctx->rate_unit, "GOP/s", sizeof(ctx->rate_unit));
 	sdc_strlcpy(ctx->iter_unit, "iterations", sizeof(ctx->iter_unit));
 	ctx->rate_scale = 1e9;
-	ctx->workers = calloc((size_t)nw, sizeof(*ctx->workers));
-	vr->dissents = calloc((size_t)nw, sizeof(uint64_t));
-	pthread_t *threads = calloc((size_t)nw, sizeof(pthread_t));
+	ctx->workers = calloc((size_t)nw + 1, sizeof(*ctx->workers));
+	vr->dissents = calloc((size_t)nw + 1, sizeof(uint64_t));
+	pthread_t *threads = calloc((size_t)nw + 1, sizeof(pthread_t));
+	const struct sdc_device **devs = calloc((size_t)nw + 1, sizeof(*devs));
 	ctx->vote = sdc_vote_new(nw);
 	ctx->nworkers = nw;
 	int first = run->nresults, started = 0;
-	if (!ctx->workers || !vr->dissents || !threads || !ctx->vote) {
+	if (!ctx->workers || !vr->dissents || !threads || !devs || !ctx->vote) {
 		add_plain_results(run, e->probe, variant, SDC_STATUS_ERROR, "out of memory");
 		goto out_free;
 	}
-	for (int i = 0; i < nw; i++) {
+	for (int d = 0, i = 0; d < run->ndevices; d++) {
+		if (!runs_on(run, e->probe, variant, d))
+			continue;
 		ctx->workers[i].ctx = ctx;
 		ctx->workers[i].index = i;
-		ctx->workers[i].device = i;
-		ctx->workers[i].dev = &run->devices[i];
+		ctx->workers[i].device = d;
+		ctx->workers[i].dev = devs[i] = &run->devices[d];
 		if (sdc_sha256_init(&ctx->workers[i].work)) {
 			add_plain_results(run, e->probe, variant, SDC_STATUS_ERROR, "cannot create a SHA-256 context");
 			goto out_free;
 		}
+		i++;
 	}
-	ctx->faults = plan_faults(ctx);
+	ctx->faults = sdc_fault_plan_new(run->inject, run->ninject, e->probe->name, variant->name, ctx->seed, devs, nw);
 	if (!ctx->faults) {
 		add_plain_results(run, e->probe, variant, SDC_STATUS_ERROR, "out of memory");
 		goto out_free;
@@ -529,7 +421,7 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 		goto out_output;
 	}
 
-	atomic_store(&sdc_stop_requested, atomic_load(&interrupted));
+	atomic_store(&sdc_stop_requested, sdc_stop_interrupted());
 	ctx->t_start = sdc_now();
 	for (; started < nw; started++) {
 		int err = pthread_create(&threads[started], NULL, worker_main, &ctx->workers[started]);
@@ -540,7 +432,7 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 		}
 	}
 	char label[64];
-	snprintf(label, sizeof(label), "%s/%s", e->probe->name, variant);
+	snprintf(label, sizeof(label), "%.23s/%.23s", e->probe->name, variant->name);
 	const double deadline = ctx->t_start + duration;
 	for (;;) {
 		double now = sdc_now();
@@ -569,8 +461,9 @@ out_free:
 	for (int i = 0; ctx->workers && i < nw; i++)
 		if (ctx->workers[i].work.ctx)
 			sdc_sha256_release(&ctx->workers[i].work);
-	free_faults(ctx->faults);
+	sdc_fault_plan_free(ctx->faults);
 	sdc_vote_free(ctx->vote);
+	free(devs);
 	free(threads);
 	free(vr->dissents);
 	free(ctx->workers);
@@ -580,26 +473,22 @@ out_free:
 
 int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct sdc_output *out)
 {
-	/* One worker per core: a BLAS that spins up its own threads would fight them. */
-	sdc_blas_single_thread();
-	/* Fast-class results depend on the library, its kernel and threads: every report says which. */
-	struct sdc_blas_info bi;
-	sdc_blas_info(&bi);
-	json_object_set_new(run->environment, "blas", json_pack("{s:s, s:s, s:s, s:i}", "library", bi.library,
-								 "version", bi.version, "core", bi.corename,
-								 "threads", bi.threads));
+	/* What every probe builds on goes into every report (the BLAS of the fast class, ...). */
+	for (int i = 0; sdc_probes[i]; i++)
+		if (sdc_probes[i]->environment)
+			sdc_probes[i]->environment(run->environment);
 	for (int i = 0; i < plan->n; i++) {
 		const struct sdc_plan_entry *e = &plan->entries[i];
-		const char *variants[16];
-		int nv = e->probe->variants ? e->probe->variants(e->opts, variants, 16) : 0;
+		struct sdc_variant variants[SDC_VARIANTS_MAX];
+		int nv = e->probe->variants ? e->probe->variants(e->opts, variants, SDC_VARIANTS_MAX) : 0;
 		if (nv <= 0) {
-			variants[0] = "default";
+			variants[0] = (struct sdc_variant){ .name = "default", .devices = SDC_ON_CPU };
 			nv = 1;
 		}
 		if (e->only_variant[0]) {
 			int keep = 0;
 			for (int v = 0; v < nv; v++)
-				if (!strcmp(variants[v], e->only_variant))
+				if (!strcmp(variants[v].name, e->only_variant))
 					variants[keep++] = variants[v];
 			nv = keep;
 		}
@@ -611,24 +500,35 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 			continue;
 		}
 		if (!sdc_probe_usable(e->probe, why, sizeof(why))) {
+			int added = 0;
 			for (int v = 0; v < nv; v++)
-				add_plain_results(run, e->probe, variants[v],
-						  e->common.optional ? SDC_STATUS_SKIPPED : SDC_STATUS_ERROR, why);
-			sdc_output_results(out, run, run->nresults - nv * run->ndevices, run->nresults);
+				added += add_plain_results(run, e->probe, &variants[v],
+							   e->common.optional ? SDC_STATUS_SKIPPED : SDC_STATUS_ERROR, why);
+			sdc_output_results(out, run, run->nresults - added, run->nresults);
 			continue;
 		}
+		/* A variant for a kind of device this run has none of (GPU variants on a host without
+		 * GPUs: the header said why) is not run; the others share the probe's time. */
+		int runnable = 0;
 		for (int v = 0; v < nv; v++) {
+			bool any = false;
+			for (int d = 0; d < run->ndevices && !any; d++)
+				any = runs_on(run, e->probe, &variants[v], d);
+			if (any)
+				variants[runnable++] = variants[v];
+		}
+		for (int v = 0; v < runnable; v++) {
 			poll_fleet_interrupt();
-			if (atomic_load(&interrupted)) {
-				add_plain_results(run, e->probe, variants[v], SDC_STATUS_NOT_RUN,
+			if (sdc_stop_interrupted()) {
+				add_plain_results(run, e->probe, &variants[v], SDC_STATUS_NOT_RUN,
 						  "the run was interrupted before this probe started");
 				continue;
 			}
-			if (run_variant(run, e, variants[v], e->common.duration / nv, out))
+			if (run_variant(run, e, &variants[v], e->common.duration / runnable, out))
 				return -1;
 		}
 	}
 	poll_fleet_interrupt();
-	run->interrupted = atomic_load(&interrupted);
+	run->interrupted = sdc_stop_interrupted();
 	return 0;
 }

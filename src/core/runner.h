@@ -11,9 +11,6 @@
 #include "core/plan.h"
 #include "run.h"
 
-/* SIGINT and SIGTERM stop the run; a second one kills the process the default way. */
-void sdc_runner_install_signals(void);
-
 /* Runs every plan entry. Returns 0, or -1 if the run could not start at all. */
 int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct sdc_output *out);
 

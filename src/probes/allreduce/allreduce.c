@@ -26,6 +26,7 @@
 #include "fleet.h"
 #include "kernels/crc32c.h"
 #include "kernels/ring_check.h"
+#include "command.h"
 #include "probe.h"
 #include "sdc_config.h"
 
@@ -107,13 +108,19 @@ static bool hop_tensor(const char *tn, int *phase, bool *header)
 	return false;
 }
 
-static int allreduce_variants(const void *opts, const char **names, int max)
+enum { VARIANT_RING, VARIANT_MPI };
+
+static int allreduce_variants(const void *opts, struct sdc_variant *out, int max)
 {
 	const struct allreduce_opts *o = opts;
 	int n = 0;
-	for (int i = 0; variant_names[i] && n < max; i++)
-		if (sdc_opt_set_has(o->variants, i))
-			names[n++] = variant_names[i];
+	for (int i = 0; variant_names[i] && n < max; i++) {
+		if (!sdc_opt_set_has(o->variants, i))
+			continue;
+		/* one worker a rank; exact data, so every rank's sums are the same whatever the world */
+		out[n] = (struct sdc_variant){ .devices = SDC_ON_CPU, .per_rank = true, .param = { i } };
+		sdc_strlcpy(out[n++].name, variant_names[i], SDC_NAME_MAX);
+	}
 	return n;
 }
 
@@ -150,7 +157,7 @@ static int allreduce_setup(struct sdc_probe_ctx *ctx)
 	sh->n = o->bytes / 4 / sdc_fleet.size * sdc_fleet.size;
 	sh->timeout = o->timeout;
 	sdc_fleet.timeout = o->timeout; /* the gather at the end waits no longer than the probe's waits */
-	snprintf(sh->operation, sizeof(sh->operation), "%s all-reduce of %" PRId64 " fp32 over %d ranks", ctx->variant,
+	snprintf(sh->operation, sizeof(sh->operation), "%s all-reduce of %" PRId64 " fp32 over %d ranks", ctx->variant->name,
 		 sh->n, sdc_fleet.size);
 	snprintf(ctx->rate_unit, sizeof(ctx->rate_unit), "GB/s busbw");
 	snprintf(ctx->iter_unit, sizeof(ctx->iter_unit), "reductions");
@@ -164,6 +171,20 @@ static void allreduce_teardown(struct sdc_probe_ctx *ctx)
 	free(ctx->shared);
 	ctx->shared = NULL;
 }
+
+/* sdcscan bench allreduce */
+struct bench_opts {
+	int64_t max_bytes, reps;
+};
+
+#define BOPT(f) offsetof(struct bench_opts, f)
+static const struct sdc_option bench_options[] = {
+	{ .name = "max-bytes", .metavar = "B", .type = SDC_OPT_INT, .offset = BOPT(max_bytes), .def = "268435456",
+	  .imin = 1 << 20, .imax = (int64_t)1 << 34, .help = "largest all-reduce, from 1 MiB up by factors of 4" },
+	{ .name = "reps", .metavar = "R", .type = SDC_OPT_INT, .offset = BOPT(reps), .def = "9", .imin = 1, .imax = 100,
+	  .help = "turns per size" },
+	SDC_OPT_END,
+};
 
 #if HAVE_MPI
 
@@ -528,35 +549,21 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-int sdc_bench_allreduce(int argc, char **argv)
+static int bench_main(struct sdc_cmd *cmd)
 {
-	int64_t max_bytes = 256 << 20;
-	int reps = 9;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc)
-			max_bytes = strtoll(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-			reps = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("Usage: mpirun -np N sdcscan bench allreduce [--max-bytes B] [--reps R]\n"
-			       "The checked ring all-reduce against MPI_Allreduce, busbw from 1 MiB to 256 MiB, in turns.\n");
-			return 0;
-		} else if (strcmp(argv[i], "allreduce")) {
-			fprintf(stderr, "sdcscan bench allreduce: unexpected argument '%s'\n", argv[i]);
-			return SDC_UNKNOWN;
-		}
-	}
-	if (!sdc_fleet.active || sdc_fleet.size < 2 || reps < 1 || reps > 100 || max_bytes < (1 << 20)) {
-		fprintf(stderr, "sdcscan bench allreduce: needs mpirun with 2 or more ranks, --reps 1..100, --max-bytes >= 1 MiB\n");
-		return SDC_UNKNOWN;
-	}
+	const struct bench_opts *o = cmd->opts;
+	const int64_t max_bytes = o->max_bytes;
+	const int reps = (int)o->reps;
+	if (!sdc_fleet.active || sdc_fleet.size < 2)
+		return sdc_cli_bad(&cmd->cli, "needs mpirun (or srun) with 2 or more ranks");
 	const int P = sdc_fleet.size;
 	MPI_Comm comm = *(MPI_Comm *)sdc_fleet_comm();
 	struct sdc_run run;
 	if (sdc_run_init(&run))
 		return SDC_UNKNOWN;
 	struct ar_shared sh = { .timeout = 120 };
-	struct sdc_probe_ctx ctx = { .shared = &sh, .run = &run, .variant = "ring" };
+	const struct sdc_variant ring_variant = { .name = "ring", .devices = SDC_ON_CPU, .per_rank = true };
+	struct sdc_probe_ctx ctx = { .shared = &sh, .run = &run, .variant = &ring_variant };
 	struct sdc_worker w = { .ctx = &ctx };
 	struct ring g = { .P = P, .order = malloc(sizeof(int) * P), .where = malloc(sizeof(int) * P) };
 	float *buf = malloc((size_t)max_bytes), *out = malloc((size_t)max_bytes);
@@ -629,8 +636,9 @@ int sdc_bench_allreduce(int argc, char **argv)
 
 static void allreduce_run(struct sdc_worker *w)
 {
-	snprintf(w->kernel, sizeof(w->kernel), "%s, rank %d of %d", w->ctx->variant, sdc_fleet.rank, sdc_fleet.size);
-	if (!strcmp(w->ctx->variant, "ring"))
+	snprintf(w->kernel, sizeof(w->kernel), "%s, rank %d of %d", w->ctx->variant->name, sdc_fleet.rank,
+		 sdc_fleet.size);
+	if (w->ctx->variant->param[0] == VARIANT_RING)
 		ring_run(w);
 	else
 		mpi_run(w);
@@ -643,14 +651,23 @@ static void allreduce_run(struct sdc_worker *w)
 	sdc_worker_error(w, "built without MPI");
 }
 
-int sdc_bench_allreduce(int argc, char **argv)
+static int bench_main(struct sdc_cmd *cmd)
 {
-	(void)argc, (void)argv;
-	fprintf(stderr, "sdcscan bench allreduce: this sdcscan was built without MPI\n");
-	return SDC_UNKNOWN;
+	return sdc_cli_bad(&cmd->cli, "this sdcscan was built without MPI");
 }
 
 #endif
+
+static const struct sdc_command allreduce_bench = {
+	.name = "allreduce",
+	.summary = "under mpirun: the checked ring all-reduce against MPI_Allreduce, busbw from 1 MiB to 256 MiB",
+	.options = bench_options,
+	.opts_size = sizeof(struct bench_opts),
+	.flags = SDC_CMD_JOINS_MPI,
+	.fn = bench_main,
+};
+
+static const struct sdc_command *const allreduce_benches[] = { &allreduce_bench, NULL };
 
 const struct sdc_probe sdc_probe_allreduce = {
 	.name = "allreduce",
@@ -667,4 +684,5 @@ const struct sdc_probe sdc_probe_allreduce = {
 	.setup = allreduce_setup,
 	.run = allreduce_run,
 	.teardown = allreduce_teardown,
+	.benches = allreduce_benches,
 };

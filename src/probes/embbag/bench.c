@@ -8,31 +8,17 @@
  * looks up fresh batches from a pool that touches more rows than the last-level cache holds, so
  * the rows come from memory as they do in a recommendation server.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
-#include "commands/cli.h"
+#include "command.h"
+#include "run.h"
+#include "probes/embbag/embbag.h"
 #include "probes/embbag/abft.h"
 #include "base/util.h"
-
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"Usage: sdcscan bench embbag [OPTIONS]\n"
-		"Plain against ABFT-checked EmbeddingBag on one pinned core, called in turns.\n\n"
-		"  -d, --dims LIST      embedding widths (default 32,64,128,256)\n"
-		"  -f, --formats LIST   8bit, 4bit (default both)\n"
-		"  -r, --rows N         table rows (default 4000000, as Li et al.)\n"
-		"  -p, --pooling N      mean rows per bag (default 100)\n"
-		"  -s, --sweep-rows N   rows re-verified per 32 batches in the +sweep column (default 512)\n"
-		"  -t, --seconds S      time per contender and case (default 3)\n"
-		"  -c, --cpus N         the CPU to pin to (default: the first allowed)\n"
-		"  -h, --help           this help\n");
-}
 
 /* Batches each call looks up; the pool they come from is POOL_BATCHES long. */
 #define CALL_BATCHES 32
@@ -129,18 +115,29 @@ static void quartiles(double *v, int n, double q[3])
 	q[2] = v[3 * n / 4];
 }
 
-static int parse_dims(const char *s, int *dims, int max)
+struct dim_list {
+	int v[8], n;
+};
+
+/* Up to 8 embedding widths, multiples of 16 up to SDC_EB_DMAX. */
+static int parse_dims(const char *value, void *field, char *err, size_t errlen)
 {
+	struct dim_list *l = field;
+	const char *s = value;
 	int n = 0;
 	while (*s) {
 		char *end;
 		const long v = strtol(s, &end, 10);
-		if (end == s || v < 16 || v > SDC_EB_DMAX || v % 16 || n == max || (*end && *end != ','))
+		if (end == s || v < 16 || v > SDC_EB_DMAX || v % 16 || n == 8 || (*end && *end != ',')) {
+			snprintf(err, errlen, "widths that are multiples of 16 from 16 to %d, comma-separated (at most 8)",
+				 SDC_EB_DMAX);
 			return -1;
-		dims[n++] = (int)v;
+		}
+		l->v[n++] = (int)v;
 		s = *end ? end + 1 : end;
 	}
-	return n;
+	l->n = n;
+	return n ? 0 : -1;
 }
 
 static int bench_case(enum sdc_eb_format fmt, int d, const struct sdc_eb_cfg *base, uint64_t sweep_rows,
@@ -235,68 +232,40 @@ out:
 	return rc;
 }
 
-int sdc_bench_embbag(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "dims", required_argument, NULL, 'd' },    { "formats", required_argument, NULL, 'f' },
-		{ "rows", required_argument, NULL, 'r' },    { "pooling", required_argument, NULL, 'p' },
-		{ "sweep-rows", required_argument, NULL, 's' }, { "seconds", required_argument, NULL, 't' },
-		{ "cpus", required_argument, NULL, 'c' },    { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct sdc_cli cli = { .command = "bench embbag" };
-	int dims[8] = { 32, 64, 128, 256 }, ndims = 4, c;
-	bool formats[2] = { true, true };
-	double seconds = 3;
-	uint64_t rows = 4000000, pooling = 100, sweep_rows = 512;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":d:f:r:p:s:t:c:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'd':
-			ndims = parse_dims(optarg, dims, 8);
-			if (ndims <= 0)
-				return sdc_cli_bad(&cli, "--dims '%s': expected widths that are multiples of 16 from 16 to %d, "
-							 "comma-separated (at most 8)",
-						   optarg, SDC_EB_DMAX);
-			break;
-		case 'f':
-			formats[0] = strstr(optarg, "8bit") != NULL;
-			formats[1] = strstr(optarg, "4bit") != NULL;
-			if ((!formats[0] && !formats[1]) || strspn(optarg, "84bit,") != strlen(optarg))
-				return sdc_cli_bad(&cli, "--formats '%s': expected 8bit, 4bit or both, comma-separated", optarg);
-			break;
-		case 'r':
-			if (sdc_cli_uint(&cli, "--rows", optarg, 1024, UINT32_MAX, &rows))
-				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-			break;
-		case 'p':
-			if (sdc_cli_uint(&cli, "--pooling", optarg, 1, SDC_EB_MAX_POOLING, &pooling))
-				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-			break;
-		case 's':
-			if (sdc_cli_uint(&cli, "--sweep-rows", optarg, 0, 1u << 24, &sweep_rows))
-				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-			break;
-		case 't':
-			if (sdc_cli_seconds(&cli, optarg, &seconds))
-				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-			break;
-		default:
-			if (sdc_cli_default(&cli, c, argv))
-				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-		}
-	}
-	for (int i = optind; i < argc; i++)
-		if (strcmp(argv[i], "embbag"))
-			return sdc_cli_bad(&cli, "unexpected argument '%s'", argv[i]);
+static const char *const format_names[] = { "8bit", "4bit", NULL };
 
+struct bench_opts {
+	struct dim_list dims;
+	uint32_t formats;
+	int64_t rows, pooling, sweep_rows;
+	double seconds;
+};
+
+#define OPT(f) offsetof(struct bench_opts, f)
+static const struct sdc_option bench_options[] = {
+	{ .name = "dims", .short_name = 'd', .metavar = "LIST", .type = SDC_OPT_CUSTOM, .offset = OPT(dims),
+	  .parse = parse_dims, .def = "32,64,128,256", .help = "embedding widths" },
+	{ .name = "formats", .short_name = 'f', .metavar = "LIST", .type = SDC_OPT_SET, .offset = OPT(formats),
+	  .choices = format_names, .def = "8bit,4bit", .help = "row formats" },
+	{ .name = "rows", .short_name = 'r', .metavar = "N", .type = SDC_OPT_INT, .offset = OPT(rows), .def = "4000000",
+	  .imin = 1024, .imax = UINT32_MAX, .help = "table rows (Li et al.'s size)" },
+	{ .name = "pooling", .short_name = 'p', .metavar = "N", .type = SDC_OPT_INT, .offset = OPT(pooling), .def = "100",
+	  .imin = 1, .imax = SDC_EB_MAX_POOLING, .help = "mean rows per bag" },
+	{ .name = "sweep-rows", .short_name = 's', .metavar = "N", .type = SDC_OPT_INT, .offset = OPT(sweep_rows),
+	  .def = "512", .imin = 0, .imax = 1 << 24, .help = "rows re-verified per 32 batches in the +sweep column" },
+	{ .name = "seconds", .short_name = 't', .metavar = "S", .type = SDC_OPT_CUSTOM, .offset = OPT(seconds),
+	  .parse = sdc_cli_opt_seconds, .def = "3", .help = "time per contender and case" },
+	SDC_OPT_END,
+};
+
+static int bench_main(struct sdc_cmd *cmd)
+{
+	const struct bench_opts *o = cmd->opts;
+	const uint64_t rows = (uint64_t)o->rows, pooling = (uint64_t)o->pooling, sweep_rows = (uint64_t)o->sweep_rows;
+	const double seconds = o->seconds;
 	struct sdc_run run;
-	if (sdc_cli_bench_start(&cli, &run, argc, argv))
-		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+	if (sdc_cli_bench_start(cmd, &run))
+		return sdc_cli_unknown(&cmd->cli);
 	const struct sdc_device *dev = &run.devices[0];
 	const struct sdc_eb_impl *impl = sdc_eb_find("auto");
 	const struct sdc_eb_cfg base = { .cls = SDC_EB_FAST, .rows = rows, .batch = 10, .pooling = (int)pooling,
@@ -314,8 +283,17 @@ int sdc_bench_embbag(int argc, char **argv)
 	printf("%-5s %4s %5s %5s  %8s %6s  %8s %6s  %8s\n", "", "", "", "", "Mlook/s", "", "Mlook/s", "", "Mlook/s");
 	int rc = 0;
 	for (int f = 0; f < 2 && !rc; f++)
-		for (int i = 0; i < ndims && !rc && formats[f]; i++)
-			rc = bench_case((enum sdc_eb_format)f, dims[i], &base, sweep_rows, seconds, impl);
+		for (int i = 0; i < o->dims.n && !rc && sdc_opt_set_has(o->formats, f); i++)
+			rc = bench_case((enum sdc_eb_format)f, o->dims.v[i], &base, sweep_rows, seconds, impl);
 	sdc_run_release(&run);
-	return rc ? sdc_exit_code(SDC_UNKNOWN, cli.exit_style) : 0;
+	return rc ? sdc_cli_unknown(&cmd->cli) : 0;
 }
+
+const struct sdc_command sdc_embbag_bench = {
+	.name = "embbag",
+	.summary = "plain against ABFT-checked EmbeddingBag on one pinned core, called in turns",
+	.options = bench_options,
+	.opts_size = sizeof(struct bench_opts),
+	.common = SDC_CF_CPUS,
+	.fn = bench_main,
+};

@@ -7,7 +7,6 @@
  * Algorithm 2 (fp32 sums, fixed relative bound 1e-5), so its figures are reproduced, not only
  * quoted. A per-bit table of output flips says which bits a threshold can see at all.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
@@ -15,36 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands/cli.h"
+#include "command.h"
+#include "probes/embbag/embbag.h"
 #include "parallel.h"
 #include "probe.h"
 #include "probes/embbag/abft.h"
-#include "core/runner.h"
 #include "base/util.h"
 
 #define MAX_WORKERS 1024
-
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"Usage: sdcscan campaign embbag [OPTIONS]\n"
-		"Inject single-bit flips into EmbeddingBag tables and outputs and print Li et al.'s Table III form.\n\n"
-		"  -f, --formats LIST     8bit, 4bit (default both)\n"
-		"  -k, --classes LIST     exact, fast (default both)\n"
-		"  -d, --dims LIST        embedding widths (default 32,64,128,256)\n"
-		"  -n, --trials N         trials per column: table high/low bits, output high/low bits, clean\n"
-		"                         (default 10000)\n"
-		"  -b, --bit-trials N     output flips per bit position for the per-bit table (default 200; 0: skip)\n"
-		"  -r, --rows N           table rows (default 100000: detection does not depend on the size)\n"
-		"  -p, --pooling N        mean rows per bag (default 100, as the paper)\n"
-		"  -C, --c-sigma X        fast-class threshold in standard deviations (default %g)\n"
-		"  -c, --cpus LIST        CPUs to use (default: all this process may use)\n"
-		"  -S, --seed N           seed for data and fault placement (default 1)\n"
-		"  -j, --json FILE|-      write every count as JSON\n"
-		"  -h, --help             this help\n\n"
-		"Exit status: 0 every target met, 2 a target missed, 3 could not run.\n",
-		SDC_EB_C_SIGMA);
-}
 
 /* The kinds of trial: Table III's columns, then one per output bit for the per-bit table. */
 enum trial { CLEAN, TABLE_HI, TABLE_LO, OUT_HI, OUT_LO, NKINDS };
@@ -369,99 +346,52 @@ static bool print_cell(const struct campaign *c, const char *name, const struct 
 	return all;
 }
 
-static int parse_dims(const char *s, uint32_t *mask)
-{
-	static const int dims[] = { 32, 64, 128, 256 };
-	*mask = 0;
-	while (*s) {
-		char *end;
-		const long v = strtol(s, &end, 10);
-		int i = 0;
-		while (i < 4 && dims[i] != v)
-			i++;
-		if (end == s || i == 4 || (*end && *end != ','))
-			return -1;
-		*mask |= 1u << i;
-		s = *end ? end + 1 : end;
-	}
-	return 0;
-}
+static const char *const format_names[] = { "8bit", "4bit", NULL };
+static const char *const class_names[] = { "exact", "fast", NULL };
+static const char *const dim_names[] = { "32", "64", "128", "256", NULL };
 
-int sdc_campaign_embbag(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "formats", required_argument, NULL, 'f' }, { "classes", required_argument, NULL, 'k' },
-		{ "dims", required_argument, NULL, 'd' },    { "trials", required_argument, NULL, 'n' },
-		{ "bit-trials", required_argument, NULL, 'b' }, { "rows", required_argument, NULL, 'r' },
-		{ "pooling", required_argument, NULL, 'p' }, { "c-sigma", required_argument, NULL, 'C' },
-		{ "cpus", required_argument, NULL, 'c' },    { "seed", required_argument, NULL, 'S' },
-		{ "json", required_argument, NULL, 'j' },    { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	static const char *const formats_names[] = { "8bit", "4bit", NULL };
-	static const char *const class_names[] = { "exact", "fast", NULL };
-	struct sdc_cli cli = { .command = "campaign embbag" };
-	uint32_t formats = 3, classes = 3, dims = 0xF;
-	uint64_t trials = 10000, bit_trials = 200, rows = 100000, pooling = 100;
-	double c_sigma = SDC_EB_C_SIGMA;
-	int c;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":f:k:d:n:b:r:p:C:c:S:j:h", longopts, NULL)) != -1) {
-		char err[512];
-		switch (c) {
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'f':
-		case 'k': {
-			const struct sdc_option opt = { .name = c == 'f' ? "formats" : "classes", .type = SDC_OPT_SET,
-							.choices = c == 'f' ? formats_names : class_names };
-			if (sdc_opt_parse(&opt, c == 'f' ? &formats : &classes, optarg, err, sizeof(err)))
-				return sdc_cli_bad(&cli, "--%s: %s", opt.name, err);
-			break;
-		}
-		case 'd':
-			if (parse_dims(optarg, &dims))
-				return sdc_cli_bad(&cli, "--dims '%s': expected widths from 32, 64, 128, 256, comma-separated",
-						   optarg);
-			break;
-		case 'n':
-			if (sdc_cli_uint(&cli, "--trials", optarg, 1, 100000000, &trials))
-				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-			break;
-		case 'b':
-			if (sdc_cli_uint(&cli, "--bit-trials", optarg, 0, 1000000, &bit_trials))
-				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-			break;
-		case 'r':
-			if (sdc_cli_uint(&cli, "--rows", optarg, 1024, 100000000, &rows))
-				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-			break;
-		case 'p':
-			if (sdc_cli_uint(&cli, "--pooling", optarg, 1, SDC_EB_MAX_POOLING, &pooling))
-				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-			break;
-		case 'C':
-			if (!sdc_parse_double(optarg, &c_sigma) || c_sigma < 1 || c_sigma > 50)
-				return sdc_cli_bad(&cli, "--c-sigma '%s': expected a number from 1 to 50", optarg);
-			break;
-		default:
-			if (sdc_cli_default(&cli, c, argv))
-				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-		}
-	}
-	for (int i = optind; i < argc; i++)
-		if (strcmp(argv[i], "embbag"))
-			return sdc_cli_bad(&cli, "unexpected argument '%s'", argv[i]);
+struct campaign_opts {
+	uint32_t formats, classes, dims;
+	int64_t trials, bit_trials, rows, pooling;
+	double c_sigma;
+};
 
+#define OPT(f) offsetof(struct campaign_opts, f)
+static const struct sdc_option campaign_options[] = {
+	{ .name = "formats", .short_name = 'f', .metavar = "LIST", .type = SDC_OPT_SET, .offset = OPT(formats),
+	  .choices = format_names, .def = "8bit,4bit", .help = "row formats" },
+	{ .name = "classes", .short_name = 'k', .metavar = "LIST", .type = SDC_OPT_SET, .offset = OPT(classes),
+	  .choices = class_names, .def = "exact,fast", .help = "numerics classes" },
+	{ .name = "dims", .short_name = 'd', .metavar = "LIST", .type = SDC_OPT_SET, .offset = OPT(dims),
+	  .choices = dim_names, .def = "32,64,128,256", .help = "embedding widths" },
+	{ .name = "trials", .short_name = 'n', .metavar = "N", .type = SDC_OPT_INT, .offset = OPT(trials), .def = "10000",
+	  .imin = 1, .imax = 100000000,
+	  .help = "trials per column: table high/low bits, output high/low bits, clean" },
+	{ .name = "bit-trials", .short_name = 'b', .metavar = "N", .type = SDC_OPT_INT, .offset = OPT(bit_trials),
+	  .def = "200", .imin = 0, .imax = 1000000, .help = "output flips per bit position for the per-bit table (0: skip)" },
+	{ .name = "rows", .short_name = 'r', .metavar = "N", .type = SDC_OPT_INT, .offset = OPT(rows), .def = "100000",
+	  .imin = 1024, .imax = 100000000, .help = "table rows (detection does not depend on the size)" },
+	{ .name = "pooling", .short_name = 'p', .metavar = "N", .type = SDC_OPT_INT, .offset = OPT(pooling), .def = "100",
+	  .imin = 1, .imax = SDC_EB_MAX_POOLING, .help = "mean rows per bag (the paper's)" },
+	{ .name = "c-sigma", .short_name = 'C', .metavar = "X", .type = SDC_OPT_DOUBLE, .offset = OPT(c_sigma),
+	  .def = SDC_XSTR(SDC_EB_C_SIGMA), .dmin = 1, .dmax = 50, .help = "fast-class threshold in standard deviations" },
+	SDC_OPT_END,
+};
+
+static int campaign_main(struct sdc_cmd *cmd)
+{
+	const struct campaign_opts *o = cmd->opts;
+	struct sdc_cli *cli = &cmd->cli;
+	const uint32_t formats = o->formats, classes = o->classes, dims = o->dims;
+	const uint64_t trials = (uint64_t)o->trials, bit_trials = (uint64_t)o->bit_trials, rows = (uint64_t)o->rows,
+		       pooling = (uint64_t)o->pooling;
+	const double c_sigma = o->c_sigma;
 	struct sdc_run run;
-	struct sdc_plan none = { .seed_mode = SDC_SEED_FIXED, .seed = 1 };
-	if (sdc_cli_prepare_run(&cli, &run, &none, argc, argv))
-		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+	if (sdc_cli_start_run(cmd, &run, cli->have_seed ? cli->seed : 1))
+		return sdc_cli_unknown(cli);
 	if (run.ndevices > MAX_WORKERS)
 		run.ndevices = MAX_WORKERS;
-	sdc_runner_install_signals();
+	sdc_stop_install_signals();
 	struct campaign cp = { .nworkers = run.ndevices, .trials = trials, .bit_trials = bit_trials,
 			       .impl = sdc_eb_find("auto") };
 	cp.ws = calloc((size_t)run.ndevices, sizeof(*cp.ws));
@@ -510,13 +440,23 @@ int sdc_campaign_embbag(int argc, char **argv)
 	if (!rc) {
 		json_object_set_new(out, "targets_met", json_boolean(targets_met));
 		printf("\n%s\n", targets_met ? "OK: every target met" : "CRITICAL: a target was missed (see above)");
-		if (cli.json && sdc_cli_write_json(cli.json, out, "campaign embbag"))
+		if (cli->json && sdc_cli_write_json(cli->json, out, "campaign embbag"))
 			rc = -1;
 	}
 	json_decref(out);
 	free(cp.ws);
 	sdc_run_release(&run);
 	if (rc)
-		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-	return sdc_exit_code(targets_met ? SDC_OK : SDC_CRITICAL, cli.exit_style);
+		return sdc_cli_unknown(cli);
+	return sdc_exit_code(targets_met ? SDC_OK : SDC_CRITICAL, cli->exit_style);
 }
+
+const struct sdc_command sdc_embbag_campaign = {
+	.name = "embbag",
+	.summary = "inject single-bit flips into EmbeddingBag tables and outputs and print Li et al.'s Table III "
+		   "form; exit 0 every target met, 2 a target missed",
+	.options = campaign_options,
+	.opts_size = sizeof(struct campaign_opts),
+	.common = SDC_CF_CPUS | SDC_CF_SEED | SDC_CF_JSON,
+	.fn = campaign_main,
+};

@@ -22,6 +22,7 @@
 #include "parallel.h"
 #include "probe.h"
 #include "probes/embbag/abft.h"
+#include "probes/embbag/embbag.h"
 
 static const char *const format_names[] = { "8bit", "4bit", NULL };
 static const char *const class_names[] = { "exact", "fast", NULL };
@@ -360,16 +361,8 @@ static void sweep(struct eb_worker *ew)
 
 /* ---- the probe ---- */
 
-struct variant_key {
-	enum sdc_eb_format fmt;
-	enum sdc_eb_class cls;
-	int d;
-};
-
-static int embbag_variants(const void *opts, const char **names, int max)
+static int embbag_variants(const void *opts, struct sdc_variant *out, int max)
 {
-	/* Every possible name, at a fixed place, so the pointers stay valid and mean one thing. */
-	static char all[2][2][4][SDC_NAME_MAX];
 	const struct embbag_opts *o = opts;
 	int n = 0;
 	for (int f = 0; format_names[f]; f++)
@@ -381,18 +374,12 @@ static int embbag_variants(const void *opts, const char **names, int max)
 				const struct sdc_eb_cfg cfg = { .fmt = (enum sdc_eb_format)f,
 								.cls = (enum sdc_eb_class)c,
 								.d = dim_values[d] };
-				sdc_eb_variant_name(&cfg, all[f][c][d], sizeof(all[f][c][d]));
-				names[n++] = all[f][c][d];
+				struct sdc_variant *v = &out[n++];
+				*v = (struct sdc_variant){ .devices = SDC_ON_CPU, .param = { f, c, dim_values[d] } };
+				v->numerics = cfg.cls == SDC_EB_FAST ? SDC_NUMERICS_FAST : SDC_NUMERICS_EXACT;
+				sdc_eb_variant_name(&cfg, v->name, sizeof(v->name));
 			}
 	return n;
-}
-
-static void parse_variant(const char *v, struct variant_key *k)
-{
-	k->fmt = !strncmp(v, "4bit", 4) ? SDC_EB_4BIT : SDC_EB_8BIT;
-	k->cls = strstr(v, "-fast") ? SDC_EB_FAST : SDC_EB_EXACT;
-	const char *d = strstr(v, "-d");
-	k->d = d ? atoi(d + 2) : 64;
 }
 
 struct fill_job {
@@ -430,8 +417,10 @@ static int embbag_setup(struct sdc_probe_ctx *ctx)
 	if (!sh)
 		return sdc_ctx_error(ctx, "out of memory");
 	ctx->shared = sh;
-	struct variant_key k;
-	parse_variant(ctx->variant, &k);
+	/* the variant's format, class and width (embbag_variants) */
+	const struct { enum sdc_eb_format fmt; enum sdc_eb_class cls; int d; } k = {
+		(enum sdc_eb_format)ctx->variant->param[0], (enum sdc_eb_class)ctx->variant->param[1],
+		ctx->variant->param[2] };
 	sh->cfg = (struct sdc_eb_cfg){ .fmt = k.fmt, .cls = k.cls, .d = k.d, .rows = (uint64_t)o->rows,
 				       .batch = (int)o->batch, .pooling = (int)o->pooling, .seed = ctx->seed,
 				       .c_sigma = o->c_sigma };
@@ -482,7 +471,7 @@ static int embbag_setup(struct sdc_probe_ctx *ctx)
 	struct sdc_eb_layout l;
 	sdc_eb_layout_init(&l, k.fmt, k.d, true);
 	snprintf(sh->operation, sizeof(sh->operation), "embbag %s %" PRId64 "x%d (%zu B rows), bags of %d x %d",
-		 ctx->variant, o->rows, k.d, l.stride, (int)o->batch, (int)o->pooling);
+		 ctx->variant->name, o->rows, k.d, l.stride, (int)o->batch, (int)o->pooling);
 
 	json_t *env = ctx->run->environment, *e = json_object_get(env, "embbag");
 	if (!e) {
@@ -494,7 +483,7 @@ static int embbag_setup(struct sdc_probe_ctx *ctx)
 			      (json_int_t)l.stride, "table_gib", gib(bytes));
 	if (k.cls == SDC_EB_FAST)
 		json_object_set_new(v, "c_sigma", json_real(o->c_sigma));
-	json_object_set_new(e, ctx->variant, v);
+	json_object_set_new(e, ctx->variant->name, v);
 	return 0;
 }
 
@@ -583,6 +572,8 @@ static void embbag_run(struct sdc_worker *w)
 	worker_release(&ew);
 }
 
+static const struct sdc_command *const embbag_benches[] = { &sdc_embbag_bench, NULL };
+
 const struct sdc_probe sdc_probe_embbag = {
 	.name = "embbag",
 	.summary = "ABFT-checked quantized EmbeddingBag (8/4-bit FBGEMM rows) on every core, table swept at rest",
@@ -595,4 +586,6 @@ const struct sdc_probe sdc_probe_embbag = {
 	.setup = embbag_setup,
 	.run = embbag_run,
 	.teardown = embbag_teardown,
+	.benches = embbag_benches,
+	.campaign = &sdc_embbag_campaign,
 };

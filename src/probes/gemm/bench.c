@@ -9,7 +9,6 @@
  *                   in the same call, thresholds, row checks) with the same kernel, per class.
  */
 #include <dlfcn.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +16,10 @@
 
 #include "probes/gemm/calibration.h"
 #include "bench.h"
-#include "commands/cli.h"
+#include "command.h"
+#include "run.h"
 #include "probes/gemm/dist.h"
+#include "probes/gemm/gemm.h"
 #include "kernels/gemm_float.h"
 #include "kernels/gemm_int8.h"
 #include "probes/gemm/abft.h"
@@ -26,24 +27,6 @@
 #include "base/util.h"
 
 #define bench_size sdc_size3
-
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"Usage: sdcscan bench [gemm|overhead|embbag|minitrain] [OPTIONS]\n"
-		"Measure on one pinned core, contenders interleaved, median of %d rounds.\n"
-		"  gemm       the GEMM kernels against each other and OpenBLAS/oneDNN (default)\n"
-		"  overhead   plain GEMM against the ABFT-checked GEMM, same kernel, per class\n"
-		"  embbag     plain against ABFT-checked EmbeddingBag (sdcscan bench embbag --help)\n"
-		"  minitrain  the exact GEMM against OpenBLAS, and training steps/s (sdcscan bench minitrain --help)\n"
-		"  allreduce  under mpirun: checked ring against MPI_Allreduce busbw, 1 MiB to 256 MiB\n\n"
-		"  -z, --sizes LIST     MxNxK or N (square) sizes; default 256x272x1024,1024 for gemm,\n"
-		"                       1024,2048,4096 for overhead\n"
-		"  -t, --seconds S      time per contender and size (default 1 for gemm, 3 for overhead)\n"
-		"  -c, --cpus N         the CPU to pin to (default: the first allowed)\n"
-		"  -h, --help           this help\n",
-		7);
-}
 
 /*
  * oneDNN's C API (oneapi/dnnl/dnnl.h, v2.x and v3.x): dnnl_status_t is an enum (0 = success),
@@ -76,52 +59,9 @@ static dnnl_gemm_u8s8s32_fn load_onednn(void)
 	return NULL;
 }
 
-/* ---- the race: bench.h ---- */
-
 #define ROUNDS SDC_BENCH_ROUNDS
 #define MAX_CONTENDERS SDC_BENCH_MAX_CONTENDERS
 #define contender sdc_contender
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-void sdc_bench_race(struct sdc_contender *c, int n, double ops, double seconds)
-{
-	double rates[MAX_CONTENDERS][ROUNDS];
-	for (int i = 0; i < n; i++)
-		c[i].call(c[i].arg); /* warm caches and lazy initialisation */
-	for (int round = 0; round < ROUNDS; round++) {
-		for (int i = 0; i < n; i++) {
-			double t0 = sdc_now(), t;
-			long reps = 0;
-			do {
-				c[i].call(c[i].arg);
-				reps++;
-				t = sdc_now() - t0;
-			} while (t < seconds / ROUNDS);
-			rates[i][round] = c[i].rounds[round] = ops * (double)reps / t / 1e9;
-		}
-	}
-	for (int i = 0; i < n; i++) {
-		qsort(rates[i], ROUNDS, sizeof(double), cmp_double);
-		c[i].rate = rates[i][ROUNDS / 2];
-	}
-}
-
-void sdc_bench_overhead(const struct sdc_contender *plain, const struct sdc_contender *checked, double q[3])
-{
-	double ratio[ROUNDS];
-	for (int r = 0; r < ROUNDS; r++)
-		ratio[r] = plain->rounds[r] / checked->rounds[r] - 1.0;
-	qsort(ratio, ROUNDS, sizeof(double), cmp_double);
-	q[0] = ratio[ROUNDS / 4];
-	q[1] = ratio[ROUNDS / 2];
-	q[2] = ratio[3 * ROUNDS / 4];
-}
-
 #define race sdc_bench_race
 
 /* ---- bench gemm: kernels ---- */
@@ -359,51 +299,27 @@ static int bench_overhead(enum sdc_gemm_class cls, int n, double seconds, const 
 	return 0;
 }
 
-int sdc_cmd_bench(int argc, char **argv)
+struct bench_opts {
+	struct sdc_size_list sizes;
+	double seconds;
+};
+
+#define OPT(f) offsetof(struct bench_opts, f)
+static const struct sdc_option bench_options[] = {
+	{ .name = "sizes", .short_name = 'z', .metavar = "LIST", .type = SDC_OPT_CUSTOM, .offset = OPT(sizes),
+	  .parse = sdc_cli_opt_sizes,
+	  .help = "MxNxK or N (square) sizes; default 256x272x1024,1024 for gemm, 1024,2048,4096 for overhead" },
+	{ .name = "seconds", .short_name = 't', .metavar = "S", .type = SDC_OPT_CUSTOM, .offset = OPT(seconds),
+	  .parse = sdc_cli_opt_seconds, .help = "time per contender and size (default 1 for gemm, 3 for overhead)" },
+	SDC_OPT_END,
+};
+
+static int bench_main(struct sdc_cmd *cmd, bool overhead)
 {
-	static const struct option longopts[] = {
-		{ "sizes", required_argument, NULL, 'z' }, { "seconds", required_argument, NULL, 't' },
-		{ "cpus", required_argument, NULL, 'c' },  { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "embbag"))
-			return sdc_bench_embbag(argc, argv);
-		else if (!strcmp(argv[i], "minitrain"))
-			return sdc_bench_minitrain(argc, argv);
-		else if (!strcmp(argv[i], "allreduce"))
-			return sdc_bench_allreduce(argc, argv);
-	struct sdc_cli cli = { .command = "bench" };
-	struct bench_size sizes[16];
-	int nsizes = 0, c;
-	double seconds = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":z:t:c:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'z':
-			nsizes = sdc_cli_parse_sizes(optarg, sizes, 16);
-			if (nsizes <= 0)
-				return sdc_cli_bad(&cli, "--sizes '%s': expected MxNxK or N, comma-separated (k >= 4, at most 16)",
-						   optarg);
-			break;
-		case 't':
-			if (sdc_cli_seconds(&cli, optarg, &seconds))
-				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-			break;
-		default:
-			if (sdc_cli_default(&cli, c, argv))
-				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-		}
-	}
-	const char *which = optind < argc ? argv[optind] : "gemm";
-	if (strcmp(which, "gemm") && strcmp(which, "overhead"))
-		return sdc_cli_bad(&cli, "unknown benchmark '%s' (expected gemm, overhead, embbag, minitrain or allreduce)", which);
-	if (optind + 1 < argc)
-		return sdc_cli_bad(&cli, "unexpected argument '%s'", argv[optind + 1]);
-	const bool overhead = !strcmp(which, "overhead");
+	struct bench_opts *o = cmd->opts;
+	struct bench_size *sizes = o->sizes.v;
+	int nsizes = o->sizes.n;
+	double seconds = o->seconds;
 	if (!nsizes) {
 		static const struct bench_size gemm_sizes[] = { { 256, 272, 1024 }, { 1024, 1024, 1024 } };
 		static const struct bench_size over_sizes[] = { { 1024, 1024, 1024 }, { 2048, 2048, 2048 }, { 4096, 4096, 4096 } };
@@ -414,8 +330,8 @@ int sdc_cmd_bench(int argc, char **argv)
 		seconds = overhead ? 3 : 1;
 
 	struct sdc_run run;
-	if (sdc_cli_bench_start(&cli, &run, argc, argv))
-		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+	if (sdc_cli_bench_start(cmd, &run))
+		return sdc_cli_unknown(&cmd->cli);
 	const struct sdc_device *dev = &run.devices[0];
 	int rc = 0;
 	sdc_blas_single_thread();
@@ -423,7 +339,7 @@ int sdc_cmd_bench(int argc, char **argv)
 	sdc_blas_info(&bi);
 	printf("sdcscan bench %s: one thread on %s (%s); contenders interleaved in %d rounds, median round, "
 	       "%.1f s per contender and size\n",
-	       which, dev->id, dev->model, ROUNDS, seconds);
+	       overhead ? "overhead" : "gemm", dev->id, dev->model, ROUNDS, seconds);
 	if (!overhead) {
 		dnnl_gemm_u8s8s32_fn dnnl = load_onednn();
 		printf("libraries: %s %s (core %s), oneDNN %s\n", bi.library, bi.version, bi.corename,
@@ -438,7 +354,7 @@ int sdc_cmd_bench(int argc, char **argv)
 		if (sdc_dist_pool_init(&pool, SDC_DIST_NORMAL, 1)) {
 			sdc_error("bench: out of memory");
 			sdc_run_release(&run);
-			return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+			return sdc_cli_unknown(&cmd->cli);
 		}
 		printf("libraries: %s %s (core %s); fast class on N(1e-6,1), built-in e_max\n", bi.library, bi.version,
 		       bi.corename);
@@ -458,5 +374,33 @@ int sdc_cmd_bench(int argc, char **argv)
 		sdc_dist_pool_release(&pool);
 	}
 	sdc_run_release(&run);
-	return rc ? sdc_exit_code(SDC_UNKNOWN, cli.exit_style) : 0;
+	return rc ? sdc_cli_unknown(&cmd->cli) : 0;
 }
+
+static int bench_gemm_main(struct sdc_cmd *cmd)
+{
+	return bench_main(cmd, false);
+}
+
+static int bench_overhead_main(struct sdc_cmd *cmd)
+{
+	return bench_main(cmd, true);
+}
+
+const struct sdc_command sdc_gemm_bench = {
+	.name = "gemm",
+	.summary = "the GEMM kernels against each other and OpenBLAS/oneDNN, one pinned core",
+	.options = bench_options,
+	.opts_size = sizeof(struct bench_opts),
+	.common = SDC_CF_CPUS,
+	.fn = bench_gemm_main,
+};
+
+const struct sdc_command sdc_gemm_bench_overhead = {
+	.name = "overhead",
+	.summary = "plain GEMM against the ABFT-checked GEMM, same kernel, per class",
+	.options = bench_options,
+	.opts_size = sizeof(struct bench_opts),
+	.common = SDC_CF_CPUS,
+	.fn = bench_overhead_main,
+};

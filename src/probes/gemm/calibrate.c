@@ -8,7 +8,6 @@
  * The per-size maxima are kept in the file too, so growth with K would show.
  * The file is keyed by CPU model, BLAS library, version and kernel; `run` refuses it elsewhere.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -17,35 +16,18 @@
 #include <string.h>
 
 #include "probes/gemm/calibration.h"
-#include "commands/cli.h"
+#include "command.h"
+#include "probes/gemm/gemm.h"
 #include "probes/gemm/dist.h"
 #include "parallel.h"
 #include "probe.h"
 #include "probes/gemm/abft.h"
-#include "core/runner.h"
+#include "run.h"
 #include "sdc_config.h"
 #include "base/util.h"
 
 #define MAX_SIZES 8
 #define MARGIN 0.2
-
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"Usage: sdcscan calibrate [OPTIONS]\n"
-		"Measure e_max for the fast class's V-ABFT thresholds on this host and write a calibration\n"
-		"file that sdcscan run then uses.\n\n"
-		"  -o, --output FILE       where to write (default: $SDCSCAN_CALIBRATION or %s)\n"
-		"  -n, --trials N          GEMMs per precision, spread over the sizes (default 10000)\n"
-		"  -z, --sizes LIST        square sizes, e.g. 128,256,512 (default)\n"
-		"  -p, --precisions LIST   fp32, fp64 or both (default both)\n"
-		"  -k, --kernel NAME       auto, openblas or portable (default auto, as the burn)\n"
-		"  -c, --cpus LIST         CPUs to use (default: all this process may use)\n"
-		"  -S, --seed N            data seed (default 1)\n"
-		"  -q, --quiet             print only the result line\n"
-		"  -h, --help              this help\n",
-		SDC_CALIBRATION_PATH);
-}
 
 struct precision_stats {
 	double max_rel[MAX_SIZES]; /* largest |E| / |checksum| per size */
@@ -112,74 +94,73 @@ static void calib_trial(void *arg, int worker, uint64_t trial)
 	w->st.gemms[s]++;
 }
 
-int sdc_cmd_calibrate(int argc, char **argv)
+static const char *const precision_names[] = { "fp32", "fp64", NULL };
+
+struct square_sizes {
+	int v[MAX_SIZES], n;
+};
+
+struct calibrate_opts {
+	const char *output;
+	int64_t trials;
+	struct square_sizes sizes;
+	uint32_t precisions;
+	const char *kernel;
+};
+
+/* Up to MAX_SIZES square sizes from 16 to 8192 (the protocol's representative K). */
+static int parse_square_sizes(const char *value, void *field, char *err, size_t errlen)
 {
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },     { "trials", required_argument, NULL, 'n' },
-		{ "sizes", required_argument, NULL, 'z' },      { "precisions", required_argument, NULL, 'p' },
-		{ "kernel", required_argument, NULL, 'k' },     { "cpus", required_argument, NULL, 'c' },
-		{ "seed", required_argument, NULL, 'S' },       { "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },             { NULL, 0, NULL, 0 },
-	};
-	struct sdc_cli cli = { .command = "calibrate" };
-	const char *output = sdc_calibration_default_path(), *kernel = "auto";
-	int sizes[MAX_SIZES] = { 128, 256, 512 }, nsizes = 3, c;
-	uint64_t trials = 10000;
-	bool want[2] = { true, true };
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:n:z:p:k:c:S:qh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'o':
-			output = optarg;
-			break;
-		case 'n':
-			if (sdc_cli_uint(&cli, "--trials", optarg, 1, 100000000, &trials))
-				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-			break;
-		case 'z': {
-			struct sdc_size3 z[MAX_SIZES];
-			nsizes = sdc_cli_parse_sizes(optarg, z, MAX_SIZES);
-			for (int i = 0; i < nsizes; i++) {
-				if (z[i].m != z[i].n || z[i].n != z[i].k || z[i].m < 16 || z[i].m > 8192)
-					nsizes = -1;
-				else
-					sizes[i] = z[i].m;
-			}
-			if (nsizes <= 0)
-				return sdc_cli_bad(&cli, "--sizes '%s': expected up to %d square sizes from 16 to 8192, comma-separated",
-						   optarg, MAX_SIZES);
-			break;
-		}
-		case 'p':
-			want[0] = strstr(optarg, "fp32") != NULL;
-			want[1] = strstr(optarg, "fp64") != NULL;
-			if ((!want[0] && !want[1]) || strspn(optarg, "fp3264,") != strlen(optarg))
-				return sdc_cli_bad(&cli, "--precisions '%s': expected fp32, fp64 or fp32,fp64", optarg);
-			break;
-		case 'k':
-			kernel = optarg;
-			if (!sdc_fgemm_find(kernel))
-				return sdc_cli_bad(&cli, "--kernel '%s': expected auto, portable%s", kernel,
-						   sdc_fgemm_find("openblas") ? " or openblas" : "");
-			break;
-		default:
-			if (sdc_cli_default(&cli, c, argv))
-				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-		}
+	struct square_sizes *out = field;
+	struct sdc_size3 z[MAX_SIZES];
+	const int n = sdc_cli_parse_sizes(value, z, MAX_SIZES);
+	int ok = n > 0;
+	for (int i = 0; i < n && ok; i++)
+		ok = z[i].m == z[i].n && z[i].n == z[i].k && z[i].m >= 16 && z[i].m <= 8192;
+	if (!ok) {
+		snprintf(err, errlen, "up to %d square sizes from 16 to 8192, comma-separated", MAX_SIZES);
+		return -1;
 	}
-	if (optind < argc)
-		return sdc_cli_bad(&cli, "unexpected argument '%s'", argv[optind]);
-	sdc_set_quiet(cli.quiet);
+	for (int i = 0; i < n; i++)
+		out->v[i] = z[i].m;
+	out->n = n;
+	return 0;
+}
+
+#define OPT(f) offsetof(struct calibrate_opts, f)
+static const struct sdc_option calibrate_options[] = {
+	{ .name = "output", .short_name = 'o', .metavar = "FILE", .type = SDC_OPT_ARG, .offset = OPT(output),
+	  .help = "where to write (default: $SDCSCAN_CALIBRATION or " SDC_CALIBRATION_PATH ")" },
+	{ .name = "trials", .short_name = 'n', .metavar = "N", .type = SDC_OPT_INT, .offset = OPT(trials),
+	  .def = "10000", .imin = 1, .imax = 100000000, .help = "GEMMs per precision, spread over the sizes" },
+	{ .name = "sizes", .short_name = 'z', .metavar = "LIST", .type = SDC_OPT_CUSTOM, .offset = OPT(sizes),
+	  .parse = parse_square_sizes, .def = "128,256,512", .help = "square sizes" },
+	{ .name = "precisions", .short_name = 'p', .metavar = "LIST", .type = SDC_OPT_SET, .offset = OPT(precisions),
+	  .choices = precision_names, .def = "fp32,fp64", .help = "fp32, fp64 or both" },
+	{ .name = "kernel", .short_name = 'k', .metavar = "NAME", .type = SDC_OPT_ARG, .offset = OPT(kernel),
+	  .def = "auto", .help = "auto, openblas or portable (auto, as the burn)" },
+	SDC_OPT_END,
+};
+
+static int calibrate_main(struct sdc_cmd *cmd)
+{
+	struct calibrate_opts *o = cmd->opts;
+	struct sdc_cli *cli = &cmd->cli;
+	const char *output = o->output ? o->output : sdc_calibration_default_path(), *kernel = o->kernel;
+	const uint64_t trials = (uint64_t)o->trials;
+	const int nsizes = o->sizes.n;
+	int sizes[MAX_SIZES];
+	memcpy(sizes, o->sizes.v, sizeof(sizes));
+	const bool want[2] = { sdc_opt_set_has(o->precisions, 0), sdc_opt_set_has(o->precisions, 1) };
+	if (!sdc_fgemm_find(kernel))
+		return sdc_cli_bad(cli, "--kernel '%s': expected auto, portable%s", kernel,
+				   sdc_fgemm_find("openblas") ? " or openblas" : "");
 
 	struct sdc_run run;
-	struct sdc_plan none = { .seed_mode = SDC_SEED_FIXED, .seed = 1 };
-	if (sdc_cli_prepare_run(&cli, &run, &none, argc, argv))
-		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+	if (sdc_cli_start_run(cmd, &run, cli->have_seed ? cli->seed : 1))
+		return sdc_cli_unknown(cli);
 	sdc_blas_single_thread();
-	sdc_runner_install_signals();
+	sdc_stop_install_signals();
 
 	const struct sdc_fgemm_impl *impl = sdc_fgemm_find(kernel);
 	struct sdc_calibration_key key;
@@ -188,11 +169,11 @@ int sdc_cmd_calibrate(int argc, char **argv)
 	if (sdc_dist_pool_init(&pool, SDC_DIST_ABSNORMAL1, run.seed)) {
 		sdc_error("calibrate: out of memory");
 		sdc_run_release(&run);
-		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+		return sdc_cli_unknown(cli);
 	}
 	json_t *precisions = json_object();
 	int rc = 0;
-	if (!cli.quiet)
+	if (!cli->quiet)
 		printf("sdcscan calibrate: %s %s (kernel %s) on %d CPU%s of %s; |N(1,1)| data, %" PRIu64
 		       " GEMMs per precision\n",
 		       key.library, key.library_version, key.kernel, run.ndevices, run.ndevices == 1 ? "" : "s",
@@ -236,12 +217,12 @@ int sdc_cmd_calibrate(int argc, char **argv)
 			json_array_append_new(per_size, json_pack("{s:i, s:I, s:I, s:f}", "k", sizes[s], "gemms",
 								  (json_int_t)st.gemms[s], "rows", (json_int_t)st.rows[s],
 								  "max_relative_error", st.max_rel[s]));
-			if (!cli.quiet)
+			if (!cli->quiet)
 				printf("  %s K=%-5d %7" PRIu64 " GEMMs %9" PRIu64 " rows  max |E|/|checksum| %.3g (%.1f u)\n", name,
 				       sizes[s], st.gemms[s], st.rows[s], st.max_rel[s], st.max_rel[s] / u);
 		}
 		emax *= 1.0 + MARGIN;
-		if (!cli.quiet)
+		if (!cli->quiet)
 			printf("  %s e_max = %.3g (%.1f u: the maximum plus %.0f%%), %.1f s\n", name, emax, emax / u, 100 * MARGIN,
 			       sdc_now() - t0);
 		json_object_set_new(precisions, name,
@@ -252,7 +233,7 @@ int sdc_cmd_calibrate(int argc, char **argv)
 	if (rc) {
 		json_decref(precisions);
 		sdc_run_release(&run);
-		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+		return sdc_cli_unknown(cli);
 	}
 	char created[32], seed[32], err[700];
 	sdc_format_utc(sdc_wall_now(), created, sizeof(created));
@@ -271,10 +252,20 @@ int sdc_cmd_calibrate(int argc, char **argv)
 		sdc_error("calibrate: %s", doc ? err : "out of memory");
 		json_decref(doc);
 		sdc_run_release(&run);
-		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+		return sdc_cli_unknown(cli);
 	}
 	json_decref(doc);
 	printf("OK: calibration written to %s\n", output);
 	sdc_run_release(&run);
 	return 0;
 }
+
+const struct sdc_command sdc_gemm_calibrate = {
+	.name = "gemm",
+	.summary = "measure e_max for the fast class's V-ABFT thresholds on this host and write the calibration "
+		   "file that sdcscan run then uses",
+	.options = calibrate_options,
+	.opts_size = sizeof(struct calibrate_opts),
+	.common = SDC_CF_CPUS | SDC_CF_SEED | SDC_CF_QUIET,
+	.fn = calibrate_main,
+};

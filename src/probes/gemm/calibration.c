@@ -10,7 +10,6 @@
 #include "cpu.h"
 #include "base/digest.h"
 #include "kernels/gemm_float.h"
-#include "core/report.h"
 #include "sdc_config.h"
 #include "base/util.h"
 

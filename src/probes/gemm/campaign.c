@@ -10,7 +10,6 @@
  * Every count is printed, and with --json written; the exit status says whether every target
  * was met (0) or not (2).
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,37 +17,17 @@
 #include <string.h>
 
 #include "probes/gemm/calibration.h"
-#include "commands/cli.h"
+#include "command.h"
+#include "probes/gemm/gemm.h"
 #include "probes/gemm/dist.h"
 #include "parallel.h"
 #include "probe.h"
 #include "probes/gemm/abft.h"
-#include "core/report.h"
-#include "core/runner.h"
+#include "run.h"
 #include "base/util.h"
 
 #define MAX_WORKERS 1024
 #define NBURN_DISTS 4
-
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"Usage: sdcscan campaign gemm [OPTIONS]   (sdcscan campaign embbag --help for EmbeddingBag)\n"
-		"Inject faults into the ABFT-checked GEMM and print detection tables in the seed papers' forms.\n\n"
-		"  -k, --classes LIST     int8, fp32, fp32-fast, fp64-fast (default: all four)\n"
-		"  -n, --trials N         trials per class for the Table II form (default 10000)\n"
-		"  -z, --size MxNxK       matrix size for the Table II form (default 128x128x256)\n"
-		"  -b, --bit-trials N     flips per bit and distribution for the per-bit tables (default 200)\n"
-		"  -Z, --bit-size MxNxK   size for the per-bit tables (default 128x256x1024, V-ABFT Table 8)\n"
-		"  -T, --tightness LIST   sizes for the tightness table (default 128,256,512,1024,2048; 0: skip)\n"
-		"      --tightness-trials N  GEMMs per size (default: 100 fp32, 20 fp64, as the paper)\n"
-		"  -C, --calibration FILE e_max calibration (default: as sdcscan run finds it)\n"
-		"  -c, --cpus LIST        CPUs to use (default: all this process may use)\n"
-		"  -S, --seed N           seed for data and fault placement (default 1)\n"
-		"  -j, --json FILE|-      write every count as JSON\n"
-		"  -h, --help             this help\n\n"
-		"Exit status: 0 every target met, 2 a target missed, 3 could not run.\n");
-}
 
 #define size3 sdc_size3
 
@@ -361,160 +340,104 @@ static double a_abft_threshold(int n, bool fp64)
 	return 3.0 * sqrt((nn * (nn + 1) * (nn + 0.5) + 2 * nn) / 24.0) * pow(2.0, -t) * 21.0;
 }
 
-int sdc_cmd_campaign(int argc, char **argv)
+struct tight_sizes {
+	int v[8], n;
+};
+
+struct campaign_opts {
+	uint32_t classes;
+	int64_t trials, bit_trials, tight_trials;
+	struct sdc_size3 size, bit_size;
+	struct tight_sizes tight;
+	const char *calibration;
+};
+
+/* Up to 8 square sizes up to 8192 for the tightness table, or 0 to skip it. */
+static int parse_tight_sizes(const char *value, void *field, char *err, size_t errlen)
 {
-	static const struct option longopts[] = {
-		{ "classes", required_argument, NULL, 'k' },    { "trials", required_argument, NULL, 'n' },
-		{ "size", required_argument, NULL, 'z' },       { "bit-trials", required_argument, NULL, 'b' },
-		{ "bit-size", required_argument, NULL, 'Z' },   { "tightness", required_argument, NULL, 'T' },
-		{ "tightness-trials", required_argument, NULL, 'R' },
-		{ "calibration", required_argument, NULL, 'C' }, { "cpus", required_argument, NULL, 'c' },
-		{ "seed", required_argument, NULL, 'S' },       { "json", required_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },             { NULL, 0, NULL, 0 },
-	};
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "embbag"))
-			return sdc_campaign_embbag(argc, argv);
-	struct sdc_cli cli = { .command = "campaign" };
-	uint32_t classes = 0xF;
-	uint64_t trials = 10000, bit_trials = 200, tight_trials = 0;
-	struct size3 size = { 128, 128, 256 }, bit_size = { 128, 256, 1024 };
-	int tight_sizes[8] = { 128, 256, 512, 1024, 2048 }, ntight = 5;
-	const char *calibration = "";
-	int c;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":k:n:z:b:Z:T:R:C:c:S:j:h", longopts, NULL)) != -1) {
-		char err[512];
-		switch (c) {
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'k': {
-			static const struct sdc_option opt = { .name = "classes", .type = SDC_OPT_SET, .offset = 0,
-							       .def = "int8", .choices = sdc_gemm_class_names };
-			if (sdc_opt_parse(&opt, &classes, optarg, err, sizeof(err)))
-				return sdc_cli_bad(&cli, "--classes: %s", err);
-			break;
-		}
-		case 'n':
-			if (sdc_cli_uint(&cli, "--trials", optarg, 1, 100000000, &trials))
-				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-			break;
-		case 'b':
-			if (sdc_cli_uint(&cli, "--bit-trials", optarg, 0, 1000000, &bit_trials))
-				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-			break;
-		case 'R':
-			if (sdc_cli_uint(&cli, "--tightness-trials", optarg, 1, 100000, &tight_trials))
-				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-			break;
-		case 'z':
-			if (sdc_cli_parse_sizes(optarg, &size, 1) != 1)
-				return sdc_cli_bad(&cli, "--size '%s': expected MxNxK", optarg);
-			break;
-		case 'Z':
-			if (sdc_cli_parse_sizes(optarg, &bit_size, 1) != 1)
-				return sdc_cli_bad(&cli, "--bit-size '%s': expected MxNxK", optarg);
-			break;
-		case 'T': {
-			struct sdc_size3 z[8];
-			ntight = strcmp(optarg, "0") ? sdc_cli_parse_sizes(optarg, z, 8) : 0;
-			for (int i = 0; i < ntight; i++) {
-				if (z[i].m != z[i].n || z[i].n != z[i].k || z[i].m > 8192)
-					ntight = -1;
-				else
-					tight_sizes[i] = z[i].m;
-			}
-			if (ntight < 0)
-				return sdc_cli_bad(&cli, "--tightness '%s': expected up to 8 square sizes up to 8192, or 0", optarg);
-			break;
-		}
-		case 'C':
-			calibration = optarg;
-			break;
-		default:
-			if (sdc_cli_default(&cli, c, argv))
-				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-		}
+	struct tight_sizes *t = field;
+	struct sdc_size3 z[8];
+	const int n = strcmp(value, "0") ? sdc_cli_parse_sizes(value, z, 8) : 0;
+	bool ok = n >= 0;
+	for (int i = 0; i < n && ok; i++)
+		ok = z[i].m == z[i].n && z[i].n == z[i].k && z[i].m <= 8192;
+	if (!ok) {
+		snprintf(err, errlen, "up to 8 square sizes up to 8192, or 0");
+		return -1;
 	}
-	if (optind >= argc || strcmp(argv[optind], "gemm"))
-		return sdc_cli_bad(&cli, "expected the probe to campaign on: gemm or embbag");
-	if (optind + 1 < argc)
-		return sdc_cli_bad(&cli, "unexpected argument '%s'", argv[optind + 1]);
+	for (int i = 0; i < n; i++)
+		t->v[i] = z[i].m;
+	t->n = n;
+	return 0;
+}
 
-	struct sdc_run run;
-	struct sdc_plan none = { .seed_mode = SDC_SEED_FIXED, .seed = 1 };
-	if (sdc_cli_prepare_run(&cli, &run, &none, argc, argv))
-		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-	if (run.ndevices > MAX_WORKERS)
-		run.ndevices = MAX_WORKERS;
-	sdc_blas_single_thread();
-	sdc_runner_install_signals();
+#define OPT(f) offsetof(struct campaign_opts, f)
+static const struct sdc_option campaign_options[] = {
+	{ .name = "classes", .short_name = 'k', .metavar = "LIST", .type = SDC_OPT_SET, .offset = OPT(classes),
+	  .choices = sdc_gemm_class_names, .def = "int8,fp32,fp32-fast,fp64-fast", .help = "the classes to campaign on" },
+	{ .name = "trials", .short_name = 'n', .metavar = "N", .type = SDC_OPT_INT, .offset = OPT(trials), .def = "10000",
+	  .imin = 1, .imax = 100000000, .help = "trials per class for the Table II form" },
+	{ .name = "size", .short_name = 'z', .metavar = "MxNxK", .type = SDC_OPT_CUSTOM, .offset = OPT(size),
+	  .parse = sdc_cli_opt_size, .def = "128x128x256", .help = "matrix size for the Table II form" },
+	{ .name = "bit-trials", .short_name = 'b', .metavar = "N", .type = SDC_OPT_INT, .offset = OPT(bit_trials),
+	  .def = "200", .imin = 0, .imax = 1000000, .help = "flips per bit and distribution for the per-bit tables" },
+	{ .name = "bit-size", .short_name = 'Z', .metavar = "MxNxK", .type = SDC_OPT_CUSTOM, .offset = OPT(bit_size),
+	  .parse = sdc_cli_opt_size, .def = "128x256x1024", .help = "size for the per-bit tables (V-ABFT Table 8's)" },
+	{ .name = "tightness", .short_name = 'T', .metavar = "LIST", .type = SDC_OPT_CUSTOM, .offset = OPT(tight),
+	  .parse = parse_tight_sizes, .def = "128,256,512,1024,2048", .help = "sizes for the tightness table (0: skip)" },
+	{ .name = "tightness-trials", .short_name = 'R', .metavar = "N", .type = SDC_OPT_INT, .offset = OPT(tight_trials),
+	  .def = "0", .imin = 0, .imax = 100000, .help = "GEMMs per size (0: 100 fp32, 20 fp64, as the paper)" },
+	{ .name = "calibration", .short_name = 'C', .metavar = "FILE", .type = SDC_OPT_ARG, .offset = OPT(calibration),
+	  .def = "", .help = "e_max calibration (empty: as sdcscan run finds it)" },
+	SDC_OPT_END,
+};
 
+/* What the tables share: the options, the run's devices and seed, the pools, e_max per precision. */
+struct campaign_ctx {
+	const struct campaign_opts *o;
+	const struct sdc_run *run;
+	struct campaign cp;
 	struct sdc_dist_pool pools[SDC_NDISTS];
-	int npools = 0, rc = 0;
-	bool targets_met = true;
-	for (; npools < NBURN_DISTS; npools++)
-		if (sdc_dist_pool_init(&pools[npools], (enum sdc_dist)npools, run.seed))
-			break;
-	struct campaign cp = { .seed = run.seed, .nworkers = run.ndevices };
-	cp.ws = calloc((size_t)run.ndevices, sizeof(*cp.ws));
-	json_t *out = json_object();
-	if (npools < NBURN_DISTS || !cp.ws) {
-		sdc_error("campaign: out of memory");
-		rc = -1;
-		goto out;
-	}
-
-	/* e_max, resolved the way the probe resolves it. */
 	double emax[2];
-	char source[2][512];
-	for (int p = 0; p < 2; p++) {
-		struct sdc_calibration_key key;
-		char err[700];
-		sdc_calibration_key_here(&key, sdc_fgemm_find("auto")->name);
-		if (sdc_calibration_emax(calibration, &key, p ? "fp64" : "fp32", &emax[p], source[p], sizeof(source[p]),
-					 err, sizeof(err))) {
-			sdc_error("campaign: %s", err);
-			rc = -1;
-			goto out;
-		}
-	}
-	printf("sdcscan campaign gemm: %d CPU%s, seed %" PRIu64 "\n", run.ndevices, run.ndevices == 1 ? "" : "s",
-	       run.seed);
-	printf("e_max fp32: %s\ne_max fp64: %s\n", source[0], source[1]);
+};
 
-	/* ---- 1. Table II form ---- */
+/* 1. Li et al. Table II form: per class, flips in B and C and clean trials. */
+static int table2(struct campaign_ctx *cx, json_t *out, bool *targets_met)
+{
+	const struct campaign_opts *o = cx->o;
+	struct campaign *cp = &cx->cp;
+	const struct sdc_run *run = cx->run;
 	printf("\nLi et al. Table II form: %" PRIu64 " trials per class at %dx%dx%d; each trial checks a clean GEMM,\n"
 	       "one random single-bit flip in C (before verification) and one in B (after encoding).\n",
-	       trials, size.m, size.n, size.k);
+	       o->trials, o->size.m, o->size.n, o->size.k);
 	printf("%-10s %-4s %8s %8s %8s %9s %8s %-20s %s\n", "class", "flip", "found", "not", "checks",
 	       "+digest", "located", "Li et al. (int8)", "target");
 	json_t *t2 = json_object();
+	int rc = 0;
 	for (int k = 0; k < SDC_GEMM_NCLASSES && !rc; k++) {
-		if (!sdc_opt_set_has(classes, k))
+		if (!sdc_opt_set_has(o->classes, k))
 			continue;
 		const enum sdc_gemm_class cls = (enum sdc_gemm_class)k;
 		const bool fast = sdc_gemm_is_fast(cls);
-		cp.cfg = (struct sdc_gemm_cfg){
-			.cls = cls, .m = size.m, .n = size.n, .k = size.k, .kernel = "auto", .seed = run.seed,
-			.emax = fast ? emax[cls == SDC_GEMM_FP64_FAST] : 1,
-			.c_sigma = SDC_C_SIGMA, .pools = pools, .npools = NBURN_DISTS,
+		cp->cfg = (struct sdc_gemm_cfg){
+			.cls = cls, .m = o->size.m, .n = o->size.n, .k = o->size.k, .kernel = "auto", .seed = run->seed,
+			.emax = fast ? cx->emax[cls == SDC_GEMM_FP64_FAST] : 1,
+			.c_sigma = SDC_C_SIGMA, .pools = cx->pools, .npools = NBURN_DISTS,
 		};
-		for (int i = 0; i < cp.nworkers; i++) {
-			memset(&cp.ws[i].n, 0, sizeof(cp.ws[i].n));
+		for (int i = 0; i < cp->nworkers; i++) {
+			memset(&cp->ws[i].n, 0, sizeof(cp->ws[i].n));
 			for (int d = 0; d < NBURN_DISTS; d++)
-				cp.ws[i].n.min_margin[d] = INFINITY;
+				cp->ws[i].n.min_margin[d] = INFINITY;
 		}
-		if (run_phase(&cp, &run, trials, table2_trial)) {
+		if (run_phase(cp, run, (uint64_t)o->trials, table2_trial)) {
 			rc = -1;
 			break;
 		}
 		struct counts n = { 0 };
 		for (int d = 0; d < NBURN_DISTS; d++)
 			n.min_margin[d] = INFINITY;
-		for (int i = 0; i < cp.nworkers; i++) {
-			const struct counts *x = &cp.ws[i].n;
+		for (int i = 0; i < cp->nworkers; i++) {
+			const struct counts *x = &cp->ws[i].n;
 			for (int d = 0; d < NBURN_DISTS; d++)
 				n.min_margin[d] = SDC_MIN(n.min_margin[d], x->min_margin[d]);
 			n.b_trials += x->b_trials;
@@ -543,7 +466,7 @@ int sdc_cmd_campaign(int argc, char **argv)
 		const bool b_ok = fast || pct(n.b_found, n.b_trials) >= 99.9;
 		const bool c_ok = fast || n.c_detected == n.c_trials;
 		const bool fp_ok = n.clean_fp_trials == 0;
-		targets_met &= b_ok && c_ok && fp_ok;
+		*targets_met &= b_ok && c_ok && fp_ok;
 		printf("%-10s %-4s %8" PRIu64 " %8" PRIu64 " %7.2f%%  %7.2f%%  %-8s %-20s %s %s\n", name, "B", n.b_detected,
 		       n.b_masked + n.b_missed, pct(n.b_detected, n.b_trials), pct(n.b_found, n.b_trials), "-",
 		       "2663/137 (95.11%)", fast ? "reported" : ">=99.9%", b_ok ? "met" : "MISSED");
@@ -584,36 +507,47 @@ int sdc_cmd_campaign(int argc, char **argv)
 					      "false_positive_rows", (json_int_t)n.clean_fp_rows));
 	}
 	json_object_set_new(out, "table2", t2);
+	return rc;
 
-	/* ---- 2. per-bit tables (fast classes) ---- */
+}
+
+/* 2. V-ABFT Tables 8-9 form, fast classes: detection per bit of a C element, per distribution. */
+static int bit_tables(struct campaign_ctx *cx, json_t *out, bool *targets_met)
+{
+	const struct campaign_opts *o = cx->o;
+	struct campaign *cp = &cx->cp;
+	const struct sdc_run *run = cx->run;
 	json_t *bt = json_object();
+	int rc = 0;
+	const uint64_t bit_trials = (uint64_t)o->bit_trials;
+	const struct sdc_size3 bit_size = o->bit_size;
 	for (int k = SDC_GEMM_FP32_FAST; k <= SDC_GEMM_FP64_FAST && !rc && bit_trials; k++) {
-		if (!sdc_opt_set_has(classes, k))
+		if (!sdc_opt_set_has(o->classes, k))
 			continue;
 		const bool fp64 = k == SDC_GEMM_FP64_FAST;
-		cp.cfg = (struct sdc_gemm_cfg){
+		cp->cfg = (struct sdc_gemm_cfg){
 			.cls = (enum sdc_gemm_class)k, .m = bit_size.m, .n = bit_size.n, .k = bit_size.k, .kernel = "auto",
-			.seed = run.seed, .emax = emax[fp64], .c_sigma = SDC_C_SIGMA,
-			.pools = pools, .npools = NBURN_DISTS,
+			.seed = run->seed, .emax = cx->emax[fp64], .c_sigma = SDC_C_SIGMA,
+			.pools = cx->pools, .npools = NBURN_DISTS,
 		};
-		cp.bit_width = fp64 ? 64 : 32;
-		cp.bit_trials = bit_trials;
+		cp->bit_width = fp64 ? 64 : 32;
+		cp->bit_trials = bit_trials;
 		struct bits total;
 		memset(&total, 0, sizeof(total));
-		for (int i = 0; i < cp.nworkers; i++)
-			cp.ws[i].bits = calloc(1, sizeof(struct bits));
+		for (int i = 0; i < cp->nworkers; i++)
+			cp->ws[i].bits = calloc(1, sizeof(struct bits));
 		const uint64_t sets_per_dist = (bit_trials + 7) / 8;
-		rc = run_phase(&cp, &run, sets_per_dist * NBURN_DISTS, bits_job);
-		for (int i = 0; i < cp.nworkers; i++) {
-			for (int d = 0; cp.ws[i].bits && d < NBURN_DISTS; d++)
+		rc = run_phase(cp, run, sets_per_dist * NBURN_DISTS, bits_job);
+		for (int i = 0; i < cp->nworkers; i++) {
+			for (int d = 0; cp->ws[i].bits && d < NBURN_DISTS; d++)
 				for (int b = 0; b < 64; b++) {
-					total.trials[d][b] += cp.ws[i].bits->trials[d][b];
-					total.detected[d][b] += cp.ws[i].bits->detected[d][b];
-					total.sig_trials[d][b] += cp.ws[i].bits->sig_trials[d][b];
-					total.sig_detected[d][b] += cp.ws[i].bits->sig_detected[d][b];
+					total.trials[d][b] += cp->ws[i].bits->trials[d][b];
+					total.detected[d][b] += cp->ws[i].bits->detected[d][b];
+					total.sig_trials[d][b] += cp->ws[i].bits->sig_trials[d][b];
+					total.sig_detected[d][b] += cp->ws[i].bits->sig_detected[d][b];
 				}
-			free(cp.ws[i].bits);
-			cp.ws[i].bits = NULL;
+			free(cp->ws[i].bits);
+			cp->ws[i].bits = NULL;
 		}
 		if (rc)
 			break;
@@ -658,7 +592,7 @@ int sdc_cmd_campaign(int argc, char **argv)
 				sig_found += total.sig_detected[d][b];
 			}
 		const bool top4 = found == all;
-		targets_met &= top4;
+		*targets_met &= top4;
 		printf("top four exponent bits (%d-%d): %" PRIu64 " of %" PRIu64 " flips found (%.3f%%); of the %" PRIu64
 		       " that moved a value by more than its row's threshold plus clean difference, %" PRIu64
 		       " found; the %" PRIu64 " others flipped elements already below that (no threshold can see them)\n",
@@ -667,15 +601,24 @@ int sdc_cmd_campaign(int argc, char **argv)
 		json_object_set_new(bt, sdc_gemm_class_names[k], rows);
 	}
 	json_object_set_new(out, "bits", bt);
+	return rc;
 
-	/* ---- 3. tightness ---- */
+}
+
+/* 3. V-ABFT Tables 4-5 form: threshold against the actual verification difference on U(-1,1). */
+static int tightness(struct campaign_ctx *cx, json_t *out, bool *targets_met)
+{
+	const struct campaign_opts *o = cx->o;
+	struct campaign *cp = &cx->cp;
+	const struct sdc_run *run = cx->run;
 	json_t *tj = json_object();
-	for (int p = 0; p < 2 && !rc && ntight; p++) {
+	int rc = 0;
+	for (int p = 0; p < 2 && !rc && o->tight.n; p++) {
 		const bool fp64 = p == 1;
 		const enum sdc_gemm_class cls = fp64 ? SDC_GEMM_FP64_FAST : SDC_GEMM_FP32_FAST;
-		if (!sdc_opt_set_has(classes, cls))
+		if (!sdc_opt_set_has(o->classes, cls))
 			continue;
-		const uint64_t reps = tight_trials ? tight_trials : fp64 ? 20 : 100;
+		const uint64_t reps = o->tight_trials ? (uint64_t)o->tight_trials : fp64 ? 20 : 100;
 		printf("\nV-ABFT Table %d form (%s, U(-1,1), n x n x n, %" PRIu64 " GEMMs per size): mean |E| against a "
 		       "higher-precision row sum,\nmean V-ABFT threshold, tightness = threshold / |E|; A-ABFT by its formula "
 		       "(3 sigma, y = 21)\n",
@@ -685,37 +628,37 @@ int sdc_cmd_campaign(int argc, char **argv)
 		       "min @H100", "A-ABFT T", "A-tight", "actual", "V-ABFT T", "A-tight", "V-tight");
 		json_t *rows = json_array();
 		int in_range = 0, sizes_done = 0;
-		for (int s = 0; s < ntight && !rc; s++) {
-			const int n = tight_sizes[s];
-			struct sdc_dist_pool *uniform = &pools[SDC_DIST_UNIFORM];
-			cp.cfg = (struct sdc_gemm_cfg){
-				.cls = cls, .m = n, .n = n, .k = n, .kernel = "auto", .seed = run.seed,
-				.emax = emax[fp64], .c_sigma = SDC_C_SIGMA, .pools = uniform,
+		for (int s = 0; s < o->tight.n && !rc; s++) {
+			const int n = o->tight.v[s];
+			const struct sdc_dist_pool *uniform = &cx->pools[SDC_DIST_UNIFORM];
+			cp->cfg = (struct sdc_gemm_cfg){
+				.cls = cls, .m = n, .n = n, .k = n, .kernel = "auto", .seed = run->seed,
+				.emax = cx->emax[fp64], .c_sigma = SDC_C_SIGMA, .pools = uniform,
 				.npools = 1,
 			};
-			for (int i = 0; i < cp.nworkers; i++) {
-				cp.ws[i].sum_e = cp.ws[i].max_e = cp.ws[i].sum_t = 0;
-				cp.ws[i].min_ratio = INFINITY;
-				cp.ws[i].rows = 0;
+			for (int i = 0; i < cp->nworkers; i++) {
+				cp->ws[i].sum_e = cp->ws[i].max_e = cp->ws[i].sum_t = 0;
+				cp->ws[i].min_ratio = INFINITY;
+				cp->ws[i].rows = 0;
 			}
-			if (run_phase(&cp, &run, reps, tight_job)) {
+			if (run_phase(cp, run, reps, tight_job)) {
 				rc = -1;
 				break;
 			}
 			double se = 0, me = 0, st = 0, mr = INFINITY;
 			uint64_t rows_n = 0;
-			for (int i = 0; i < cp.nworkers; i++) {
-				se += cp.ws[i].sum_e;
-				me = SDC_MAX(me, cp.ws[i].max_e);
-				st += cp.ws[i].sum_t;
-				mr = SDC_MIN(mr, cp.ws[i].min_ratio);
-				rows_n += cp.ws[i].rows;
+			for (int i = 0; i < cp->nworkers; i++) {
+				se += cp->ws[i].sum_e;
+				me = SDC_MAX(me, cp->ws[i].max_e);
+				st += cp->ws[i].sum_t;
+				mr = SDC_MIN(mr, cp->ws[i].min_ratio);
+				rows_n += cp->ws[i].rows;
 			}
 			const double ae = se / (double)rows_n, at = st / (double)rows_n, aa = a_abft_threshold(n, fp64);
 			/* The same thresholds with the paper's e_max (Table 7), CPU and H100: the formula itself. */
-			const double cpu_e = vabft_t7[fp64].cpu, h100_f = h100_emax(n, fp64) / cp.cfg.emax;
+			const double cpu_e = vabft_t7[fp64].cpu, h100_f = h100_emax(n, fp64) / cp->cfg.emax;
 			printf("%6d %10.3g %10.3g %10.3g %7.1fx %8.1fx %7.1fx %10.3g %7.1fx %8.2fx %10.3g %7.0fx |", n, ae, me,
-			       at, at / ae, mr, at * cpu_e / cp.cfg.emax / ae, at * h100_f, at * h100_f / ae, mr * h100_f, aa,
+			       at, at / ae, mr, at * cpu_e / cp->cfg.emax / ae, at * h100_f, at * h100_f / ae, mr * h100_f, aa,
 			       aa / ae);
 			const struct vabft_row *paper = fp64 ? vabft_t4 : vabft_t5;
 			bool found = false;
@@ -733,7 +676,7 @@ int sdc_cmd_campaign(int argc, char **argv)
 							      "mean_threshold", at, "tightness", at / ae,
 							      "a_abft_threshold", aa, "threshold_at_h100_emax", at * h100_f));
 			if (mr < 1)
-				targets_met = false; /* a threshold below an actual difference: a false positive */
+				*targets_met = false; /* a threshold below an actual difference: a false positive */
 			/* The paper's V-ABFT range: 7-20x for FP32 (Table 5), 7-15x for FP64 (Table 4). */
 			const double lo = 7, hi = fp64 ? 15 : 20, tight = at / ae;
 			in_range += tight >= lo && tight <= hi;
@@ -746,23 +689,84 @@ int sdc_cmd_campaign(int argc, char **argv)
 		printf("target: V-ABFT's range (%s) at every size: %d of %d sizes in range: %s\n",
 		       fp64 ? "7-15x, Table 4" : "7-20x, Table 5", in_range, sizes_done,
 		       in_range == sizes_done ? "met" : "MISSED");
-		targets_met &= in_range == sizes_done;
+		*targets_met &= in_range == sizes_done;
 		json_object_set_new(tj, fp64 ? "fp64" : "fp32", rows);
 	}
 	json_object_set_new(out, "tightness", tj);
+	return rc;
+}
+
+static int campaign_main(struct sdc_cmd *cmd)
+{
+	const struct campaign_opts *o = cmd->opts;
+	struct sdc_cli *cli = &cmd->cli;
+	struct sdc_run run;
+	if (sdc_cli_start_run(cmd, &run, cli->have_seed ? cli->seed : 1))
+		return sdc_cli_unknown(cli);
+	if (run.ndevices > MAX_WORKERS)
+		run.ndevices = MAX_WORKERS;
+	sdc_blas_single_thread();
+	sdc_stop_install_signals();
+
+	struct campaign_ctx cx = { .o = o, .run = &run };
+	int npools = 0, rc = 0;
+	bool targets_met = true;
+	for (; npools < NBURN_DISTS; npools++)
+		if (sdc_dist_pool_init(&cx.pools[npools], (enum sdc_dist)npools, run.seed))
+			break;
+	cx.cp = (struct campaign){ .seed = run.seed, .nworkers = run.ndevices };
+	cx.cp.ws = calloc((size_t)run.ndevices, sizeof(*cx.cp.ws));
+	json_t *out = json_object();
+	if (npools < NBURN_DISTS || !cx.cp.ws) {
+		sdc_error("campaign: out of memory");
+		rc = -1;
+		goto out;
+	}
+
+	/* e_max, resolved the way the probe resolves it. */
+	char source[2][512];
+	for (int p = 0; p < 2; p++) {
+		struct sdc_calibration_key key;
+		char err[700];
+		sdc_calibration_key_here(&key, sdc_fgemm_find("auto")->name);
+		if (sdc_calibration_emax(o->calibration, &key, p ? "fp64" : "fp32", &cx.emax[p], source[p],
+					 sizeof(source[p]), err, sizeof(err))) {
+			sdc_error("campaign: %s", err);
+			rc = -1;
+			goto out;
+		}
+	}
+	printf("sdcscan campaign gemm: %d CPU%s, seed %" PRIu64 "\n", run.ndevices, run.ndevices == 1 ? "" : "s",
+	       run.seed);
+	printf("e_max fp32: %s\ne_max fp64: %s\n", source[0], source[1]);
+	rc = table2(&cx, out, &targets_met);
+	if (!rc && o->bit_trials)
+		rc = bit_tables(&cx, out, &targets_met);
+	if (!rc)
+		rc = tightness(&cx, out, &targets_met);
 	if (!rc) {
 		json_object_set_new(out, "targets_met", json_boolean(targets_met));
 		printf("\n%s\n", targets_met ? "OK: every target met" : "CRITICAL: a target was missed (see above)");
 	}
-	if (!rc && cli.json && sdc_cli_write_json(cli.json, out, "campaign"))
+	if (!rc && cli->json && sdc_cli_write_json(cli->json, out, "campaign"))
 		rc = -1;
 out:
 	json_decref(out);
-	free(cp.ws);
+	free(cx.cp.ws);
 	for (int i = 0; i < npools; i++)
-		sdc_dist_pool_release(&pools[i]);
+		sdc_dist_pool_release(&cx.pools[i]);
 	sdc_run_release(&run);
 	if (rc)
-		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-	return sdc_exit_code(targets_met ? SDC_OK : SDC_CRITICAL, cli.exit_style);
+		return sdc_cli_unknown(cli);
+	return sdc_exit_code(targets_met ? SDC_OK : SDC_CRITICAL, cli->exit_style);
 }
+
+const struct sdc_command sdc_gemm_campaign = {
+	.name = "gemm",
+	.summary = "inject faults into the ABFT-checked GEMM and print detection tables in the seed papers' forms "
+		   "(Li et al. Table II, V-ABFT Tables 4-5 and 8-9); exit 0 every target met, 2 a target missed",
+	.options = campaign_options,
+	.opts_size = sizeof(struct campaign_opts),
+	.common = SDC_CF_CPUS | SDC_CF_SEED | SDC_CF_JSON,
+	.fn = campaign_main,
+};

@@ -22,6 +22,7 @@
 #include "base/digest.h"
 #include "probe.h"
 #include "probes/gemm/abft.h"
+#include "probes/gemm/gemm.h"
 
 static const char *const int8_kernels[] = { "auto", "portable", "avx2", "avx512bw", "avx512vnni", NULL };
 static const char *const float_kernels[] = { "auto", "portable", "openblas", NULL };
@@ -445,22 +446,39 @@ static void apply_faults(void *arg, int r0, int r1)
 
 /* ---- the probe ---- */
 
-static int gemm_variants(const void *opts, const char **names, int max)
+static int gemm_variants(const void *opts, struct sdc_variant *out, int max)
 {
 	const struct gemm_opts *o = opts;
 	int n = 0;
-	for (int i = 0; sdc_gemm_class_names[i] && n < max; i++)
-		if (sdc_opt_set_has(o->dtypes, i))
-			names[n++] = sdc_gemm_class_names[i];
+	for (int i = 0; sdc_gemm_class_names[i] && n < max; i++) {
+		if (!sdc_opt_set_has(o->dtypes, i))
+			continue;
+		struct sdc_variant *v = &out[n++];
+		*v = (struct sdc_variant){ .devices = SDC_ON_CPU, .param = { i } };
+		sdc_strlcpy(v->name, sdc_gemm_class_names[i], sizeof(v->name));
+		v->numerics = sdc_gemm_is_fast((enum sdc_gemm_class)i) ? SDC_NUMERICS_FAST : SDC_NUMERICS_EXACT;
+	}
 	return n;
 }
 
-static enum sdc_gemm_class class_of(const char *variant)
+/* Fast-class results depend on the BLAS, its kernel and threads. */
+static void gemm_library_id(const struct sdc_variant *v, char *buf, size_t len)
 {
-	for (int i = 0; sdc_gemm_class_names[i]; i++)
-		if (!strcmp(variant, sdc_gemm_class_names[i]))
-			return (enum sdc_gemm_class)i;
-	return SDC_GEMM_INT8;
+	(void)v;
+	struct sdc_blas_info bi;
+	sdc_blas_info(&bi);
+	snprintf(buf, len, "%s %s (%s)", bi.library, bi.version, bi.corename);
+}
+
+/* Every report says which BLAS the fast class ran on, its kernel and threads. */
+static void gemm_environment(void *env)
+{
+	/* One worker per core: a BLAS that spins up its own threads would fight them. */
+	sdc_blas_single_thread();
+	struct sdc_blas_info bi;
+	sdc_blas_info(&bi);
+	json_object_set_new(env, "blas", json_pack("{s:s, s:s, s:s, s:i}", "library", bi.library, "version", bi.version,
+						   "core", bi.corename, "threads", bi.threads));
 }
 
 static void record_environment(struct sdc_probe_ctx *ctx, const struct gemm_shared *sh, const char *kernel,
@@ -478,7 +496,7 @@ static void record_environment(struct sdc_probe_ctx *ctx, const struct gemm_shar
 		json_object_set_new(v, "emax_source", json_string(emax_source));
 		json_object_set_new(v, "c_sigma", json_real(sh->cfg.c_sigma));
 	}
-	json_object_set_new(g, ctx->variant, v);
+	json_object_set_new(g, ctx->variant->name, v);
 }
 
 static void gemm_teardown(struct sdc_probe_ctx *ctx)
@@ -500,7 +518,7 @@ static int gemm_setup(struct sdc_probe_ctx *ctx)
 		return sdc_ctx_error(ctx, "out of memory");
 	ctx->shared = sh;
 	struct sdc_gemm_cfg *cfg = &sh->cfg;
-	cfg->cls = class_of(ctx->variant);
+	cfg->cls = (enum sdc_gemm_class)ctx->variant->param[0];
 	cfg->m = (int)o->m;
 	cfg->n = (int)o->n;
 	cfg->k = (int)o->k;
@@ -548,7 +566,7 @@ static int gemm_setup(struct sdc_probe_ctx *ctx)
 		gemm_teardown(ctx);
 		return sdc_ctx_error(ctx, "%s", err);
 	}
-	snprintf(sh->operation, sizeof(sh->operation), "gemm %s %dx%dx%d (+%d checksum columns)", ctx->variant,
+	snprintf(sh->operation, sizeof(sh->operation), "gemm %s %dx%dx%d (+%d checksum columns)", ctx->variant->name,
 		 cfg->m, cfg->n, cfg->k, probe.n_ext - cfg->n);
 	record_environment(ctx, sh, probe.kernel_name, source);
 	sdc_gemm_release(&probe);
@@ -585,6 +603,8 @@ static void gemm_run(struct sdc_worker *w)
 	sdc_gemm_release(&g);
 }
 
+static const struct sdc_command *const gemm_benches[] = { &sdc_gemm_bench, &sdc_gemm_bench_overhead, NULL };
+
 const struct sdc_probe sdc_probe_gemm = {
 	.name = "gemm",
 	.summary = "ABFT-checked GEMM burn on every core: int8/fp32 exact, fp32/fp64 with V-ABFT thresholds",
@@ -597,4 +617,9 @@ const struct sdc_probe sdc_probe_gemm = {
 	.setup = gemm_setup,
 	.run = gemm_run,
 	.teardown = gemm_teardown,
+	.benches = gemm_benches,
+	.campaign = &sdc_gemm_campaign,
+	.calibrate = &sdc_gemm_calibrate,
+	.library_id = gemm_library_id,
+	.environment = gemm_environment,
 };

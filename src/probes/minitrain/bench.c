@@ -4,28 +4,18 @@
  * exact kernel gives up FMA (a fused product would change its bits) and blocking over k (its
  * order is fixed), so it cannot reach the library; the target is 30% of it.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
-#include "commands/cli.h"
+#include "command.h"
+#include "run.h"
+#include "probes/minitrain/minitrain.h"
 #include "kernels/exact_gemm.h"
 #include "kernels/gemm_float.h"
 #include "kernels/minitrain.h"
 #include "base/util.h"
-
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"Usage: sdcscan bench minitrain [OPTIONS]\n"
-		"The exact-class GEMM against OpenBLAS sgemm, and training steps per second, on one pinned core.\n\n"
-		"  -z, --sizes LIST     square GEMM sizes, comma-separated (default 128,256,512,1024)\n"
-		"  -t, --seconds S      time per contender and case (default 2)\n"
-		"  -c, --cpus N         the CPU to pin to (default: the first allowed)\n"
-		"  -h, --help           this help\n");
-}
 
 struct gemm_case {
 	sdc_sgemm_fn fn;
@@ -115,43 +105,27 @@ static int bench_steps(const struct sdc_mt_cfg *cfg, double seconds)
 	return 0;
 }
 
-int sdc_bench_minitrain(int argc, char **argv)
+struct bench_opts {
+	struct sdc_size_list sizes;
+	double seconds;
+};
+
+#define OPT(f) offsetof(struct bench_opts, f)
+static const struct sdc_option bench_options[] = {
+	{ .name = "sizes", .short_name = 'z', .metavar = "LIST", .type = SDC_OPT_CUSTOM, .offset = OPT(sizes),
+	  .parse = sdc_cli_opt_sizes, .def = "128,256,512,1024", .help = "square GEMM sizes n" },
+	{ .name = "seconds", .short_name = 't', .metavar = "S", .type = SDC_OPT_CUSTOM, .offset = OPT(seconds),
+	  .parse = sdc_cli_opt_seconds, .def = "2", .help = "time per contender and size" },
+	SDC_OPT_END,
+};
+
+static int bench_main(struct sdc_cmd *cmd)
 {
-	static const struct option longopts[] = {
-		{ "sizes", required_argument, NULL, 'z' }, { "seconds", required_argument, NULL, 't' },
-		{ "cpus", required_argument, NULL, 'c' },  { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct sdc_cli cli = { .command = "bench minitrain" };
-	double seconds = 2;
-	struct sdc_size3 sizes[16] = { { 128, 128, 128 }, { 256, 256, 256 }, { 512, 512, 512 }, { 1024, 1024, 1024 } };
-	int nsizes = 4, c;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":z:t:c:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'z':
-			nsizes = sdc_cli_parse_sizes(optarg, sizes, 16);
-			if (nsizes <= 0)
-				return sdc_cli_bad(&cli, "--sizes '%s': expected sizes N or MxNxK, comma-separated", optarg);
-			break;
-		case 't':
-			if (sdc_cli_seconds(&cli, optarg, &seconds))
-				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-			break;
-		default:
-			if (sdc_cli_default(&cli, c, argv))
-				return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
-		}
-	}
-	for (int i = optind; i < argc; i++)
-		if (strcmp(argv[i], "minitrain"))
-			return sdc_cli_bad(&cli, "unexpected argument '%s'", argv[i]);
+	const struct bench_opts *o = cmd->opts;
+	const double seconds = o->seconds;
 	struct sdc_run run;
-	if (sdc_cli_bench_start(&cli, &run, argc, argv))
-		return sdc_exit_code(SDC_UNKNOWN, cli.exit_style);
+	if (sdc_cli_bench_start(cmd, &run))
+		return sdc_cli_unknown(&cmd->cli);
 	const struct sdc_device *dev = &run.devices[0];
 	int rc = 0;
 	sdc_blas_single_thread();
@@ -159,8 +133,8 @@ int sdc_bench_minitrain(int argc, char **argv)
 	       "GEMM, GFLOP/s (square n; exact: fixed k order, no FMA; target: tiled >= 30%% of OpenBLAS)\n"
 	       "    n      tiled      plain   openblas   tiled/openblas\n",
 	       dev->id, dev->model, sdc_xgemm_kernel(), SDC_BENCH_ROUNDS);
-	for (int i = 0; i < nsizes && !rc; i++)
-		rc = bench_gemm(sizes[i].n, seconds);
+	for (int i = 0; i < o->sizes.n && !rc; i++)
+		rc = bench_gemm(o->sizes.v[i].n, seconds);
 	/* The quick profile's models. */
 	const struct sdc_mt_cfg dlrm = { .kind = SDC_MT_DLRM, .seed = 1, .batch = 128, .dense = 16, .bottom = 64,
 					 .emb_dim = 32, .tables = 4, .rows = 4096, .pooling = 8, .top = 64 };
@@ -171,5 +145,14 @@ int sdc_bench_minitrain(int argc, char **argv)
 	if (!rc)
 		rc = bench_steps(&dlrm, seconds) || bench_steps(&xfmr, seconds);
 	sdc_run_release(&run);
-	return rc ? sdc_exit_code(SDC_UNKNOWN, cli.exit_style) : 0;
+	return rc ? sdc_cli_unknown(&cmd->cli) : 0;
 }
+
+const struct sdc_command sdc_minitrain_bench = {
+	.name = "minitrain",
+	.summary = "the exact GEMM against OpenBLAS, and training steps/s, on one pinned core",
+	.options = bench_options,
+	.opts_size = sizeof(struct bench_opts),
+	.common = SDC_CF_CPUS,
+	.fn = bench_main,
+};

@@ -20,26 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/digest.h"
 #include "fleet.h"
-#include "golden.h"
-#include "kernels/minitrain.h"
-#include "probe.h"
+#include "probes/minitrain/minitrain.h"
 
 static const char *const model_names[] = { "dlrm", "xfmr", NULL };
 static const char *const kernel_names[] = { "tiled", "plain", NULL };
 static const char *const golden_modes[] = { "auto", "off", "require", NULL };
-enum { GOLDEN_AUTO, GOLDEN_OFF, GOLDEN_REQUIRE };
-
-struct minitrain_opts {
-	uint32_t models;
-	int64_t seed, steps, checkpoint;
-	int64_t dlrm_batch, dlrm_tables, dlrm_rows, dlrm_dim, dlrm_pooling;
-	int64_t xfmr_batch, xfmr_seq, xfmr_dim, xfmr_heads, xfmr_ff;
-	int kernel, golden;
-	bool data_parallel;
-	double floor;
-};
 
 #define OPT(f) offsetof(struct minitrain_opts, f)
 static const struct sdc_option minitrain_options[] = {
@@ -114,98 +100,49 @@ static const char *const minitrain_selftest_faults[] = {
 	NULL,
 };
 
-#define MAX_FAULTS 8
-#define ELEMENTS_DETAILED 4
-
-/* Where a step's check found the first difference from the golden. */
-enum point { POINT_ENTRY, POINT_GRADS, POINT_LOSS };
-
-struct mt_shared {
-	struct sdc_mt_cfg cfg;
-	int steps, every;
-	bool plain;
-	const struct sdc_golden_entry *golden;
-	const char *golden_origin;
-	char operation[96];
-};
-
-struct mt_worker {
-	struct sdc_worker *w;
-	const struct mt_shared *sh;
-	struct sdc_mt_model *m, *replay;
-	struct sdc_mt_tensor *traj, *grads;
-	int ntraj, ngrads;
-	struct sdc_sha256 sha;
-	uint64_t iter; /* global step */
-	int step;      /* within the run */
-	uint64_t *tensor_hash;
-	/* this step */
-	struct sdc_fault faults[MAX_FAULTS];
-	const char *fault_target[MAX_FAULTS];
-	int nfaults;
-	bool extreme; /* an attention check saw NaN, INF or near-INF */
-	uint64_t grad_hash;
-	bool grads_diverged;
-	float *saved_grads; /* the gradients of a step whose gradients diverged */
-	size_t grads_total;
-	/* replay capture */
-	float *capture;
-	bool diverged_this_run; /* and not repaired: no replay reproduced the golden */
-	bool diverged_this_step;
-	/* An attention check failed in this run: later failures are its consequences, not reported. */
-	int attn_step;
-	/* data parallel */
-	float *dp_local, *dp_all;
-	uint64_t *dp_hashes;
-	bool dp_failed;
-	bool dp_entry_golden; /* the state entering this step matched the golden */
-};
-
 /* ---- options and variants ---- */
 
-static int minitrain_variants(const void *opts, const char **names, int max)
+static int minitrain_variants(const void *opts, struct sdc_variant *out, int max)
 {
 	const struct minitrain_opts *o = opts;
 	int n = 0;
-	for (int i = 0; model_names[i] && n < max; i++)
-		if (sdc_opt_set_has(o->models, i))
-			names[n++] = model_names[i];
-	/* Under MPI the transformer also trains data-parallel across the ranks (Adept's job). */
-	if (sdc_fleet.active && sdc_fleet.size > 1 && o->data_parallel && sdc_opt_set_has(o->models, 1) && n < max)
-		names[n++] = "xfmr-dp";
+	for (int i = 0; model_names[i] && n < max; i++) {
+		if (!sdc_opt_set_has(o->models, i))
+			continue;
+		out[n] = (struct sdc_variant){ .devices = SDC_ON_CPU, .seed = (uint64_t)o->seed, .param = { i } };
+		sdc_strlcpy(out[n++].name, model_names[i], SDC_NAME_MAX);
+	}
+	/* Under MPI the transformer also trains data-parallel across the ranks (Adept's job): one
+	 * worker a rank, and a trajectory that depends on how many ranks share the batch. */
+	if (sdc_fleet.active && sdc_fleet.size > 1 && o->data_parallel && sdc_opt_set_has(o->models, MODEL_XFMR) &&
+	    n < max) {
+		out[n] = (struct sdc_variant){ .devices = SDC_ON_CPU, .per_rank = true, .world_dependent = true,
+					       .seed = (uint64_t)o->seed, .param = { MODEL_XFMR } };
+		sdc_strlcpy(out[n++].name, "xfmr-dp", SDC_NAME_MAX);
+	}
 	return n;
 }
 
-static bool minitrain_one_per_rank(const char *variant)
-{
-	return !strcmp(variant, "xfmr-dp");
-}
-
-static uint64_t minitrain_data_seed(const void *opts, uint64_t run_seed)
-{
-	const struct minitrain_opts *o = opts;
-	return o->seed ? (uint64_t)o->seed : run_seed;
-}
-
-static void cfg_from_opts(const struct minitrain_opts *o, const char *variant, uint64_t seed, struct sdc_mt_cfg *c)
+void mt_cfg_from_opts(const struct minitrain_opts *o, const struct sdc_variant *v, uint64_t seed,
+			  struct sdc_mt_cfg *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->seed = minitrain_data_seed(o, seed);
-	if (!strcmp(variant, "dlrm")) {
+	c->seed = sdc_variant_seed(v, seed);
+	if (v->param[0] == MODEL_DLRM) {
 		c->kind = SDC_MT_DLRM;
 		c->batch = (int)o->dlrm_batch, c->dense = 16, c->bottom = 64, c->emb_dim = (int)o->dlrm_dim;
 		c->tables = (int)o->dlrm_tables, c->rows = (int)o->dlrm_rows, c->pooling = (int)o->dlrm_pooling;
 		c->top = 64;
 	} else {
 		c->kind = SDC_MT_XFMR;
-		if (!strcmp(variant, "xfmr-dp"))
+		if (v->world_dependent)
 			c->shard = sdc_fleet.rank, c->nshards = sdc_fleet.size;
 		c->batch = (int)o->xfmr_batch, c->seq = (int)o->xfmr_seq, c->dmodel = (int)o->xfmr_dim;
 		c->heads = (int)o->xfmr_heads, c->dff = (int)o->xfmr_ff;
 	}
 }
 
-static int check_cfg(const struct sdc_mt_cfg *c, char *err, size_t len)
+int mt_check_cfg(const struct sdc_mt_cfg *c, char *err, size_t len)
 {
 	if (c->kind == SDC_MT_DLRM && (long)c->batch * (2 * c->pooling - 1) > 60000) {
 		snprintf(err, len, "dlrm_batch x (2 dlrm_pooling - 1) must be at most 60000 indices per table");
@@ -230,8 +167,7 @@ static uint64_t tensor_xxh(const struct sdc_mt_tensor *t)
 #endif
 }
 
-/* One hash over a list of tensors: XXH3 of their XXH3s, each kept in out (may be NULL). */
-static uint64_t tensors_hash(const struct sdc_mt_tensor *t, int n, uint64_t *out)
+uint64_t mt_tensors_hash(const struct sdc_mt_tensor *t, int n, uint64_t *out)
 {
 	uint64_t h[64];
 	for (int i = 0; i < n && i < 64; i++) {
@@ -242,149 +178,26 @@ static uint64_t tensors_hash(const struct sdc_mt_tensor *t, int n, uint64_t *out
 	return sdc_xxh64(h, sizeof(uint64_t) * (size_t)(n < 64 ? n : 64));
 }
 
-static void tensors_sha(struct sdc_sha256 *s, const struct sdc_mt_tensor *t, int n, uint8_t *out)
+void mt_tensors_to_flat(const struct sdc_mt_tensor *t, int n, float *flat)
+{
+	for (int i = 0; i < n; i++) {
+		memcpy(flat, t[i].data, sdc_mt_numel(&t[i]) * sizeof(float));
+		flat += sdc_mt_numel(&t[i]);
+	}
+}
+
+void mt_tensors_from_flat(struct sdc_mt_tensor *t, int n, const float *flat)
+{
+	for (int i = 0; i < n; i++) {
+		memcpy(t[i].data, flat, sdc_mt_numel(&t[i]) * sizeof(float));
+		flat += sdc_mt_numel(&t[i]);
+	}
+}
+
+void mt_tensors_sha(struct sdc_sha256 *s, const struct sdc_mt_tensor *t, int n, uint8_t *out)
 {
 	for (int i = 0; i < n; i++)
 		sdc_sha256_buf(s, t[i].data, sdc_mt_numel(&t[i]) * sizeof(float), out + (size_t)i * SDC_SHA256_LEN);
-}
-
-/* ---- data parallel: the gradient all-reduce ---- */
-
-/*
- * The global gradient: every rank's, summed in rank order (so every rank gets the same bits),
- * then averaged. local holds total floats, all size x total. -1 when a rank did not take part.
- */
-static int dp_reduce(struct sdc_mt_tensor *grads, int ngrads, size_t total, float *local, float *all)
-{
-	size_t off = 0;
-	for (int i = 0; i < ngrads; i++) {
-		memcpy(local + off, grads[i].data, sdc_mt_numel(&grads[i]) * sizeof(float));
-		off += sdc_mt_numel(&grads[i]);
-	}
-	if (sdc_fleet_allgather(local, (int)(total * sizeof(float)), all, sdc_fleet.timeout))
-		return -1;
-	const float inv = 1.0f / (float)sdc_fleet.size;
-	off = 0;
-	for (int i = 0; i < ngrads; i++) {
-		float *g = grads[i].data;
-		for (size_t e = 0; e < sdc_mt_numel(&grads[i]); e++) {
-			float acc = all[off + e];
-			for (int r = 1; r < sdc_fleet.size; r++)
-				acc = acc + all[(size_t)r * total + off + e];
-			g[e] = acc * inv;
-		}
-		off += sdc_mt_numel(&grads[i]);
-	}
-	return 0;
-}
-
-/* ---- the trajectory recorder (golden record), on the calling thread ---- */
-
-struct recorder {
-	struct sdc_mt_model *m;
-	struct sdc_mt_tensor *grads;
-	int ngrads;
-	uint64_t grad_hash;
-	size_t total;
-	float *local, *all;
-	uint64_t *hashes; /* [world]: one step's gradient hash of every rank */
-	bool failed;
-};
-
-static void record_reduce_hook(void *ctx, int step)
-{
-	(void)step;
-	struct recorder *r = ctx;
-	if (!r->failed && dp_reduce(r->grads, r->ngrads, r->total, r->local, r->all))
-		r->failed = true;
-}
-
-static void record_grads_hook(void *ctx, int step)
-{
-	(void)step;
-	struct recorder *r = ctx;
-	r->grad_hash = tensors_hash(r->grads, r->ngrads, NULL);
-}
-
-static void *minitrain_golden_record(const void *opts, const char *variant, uint64_t seed, char *err, size_t len)
-{
-	const struct minitrain_opts *o = opts;
-	struct sdc_mt_cfg cfg;
-	cfg_from_opts(o, variant, seed, &cfg);
-	if (check_cfg(&cfg, err, len))
-		return NULL;
-	/* The plain scalar kernel: the recording is made by the reference implementation. */
-	struct sdc_mt_model *m = sdc_mt_create(&cfg, sdc_xgemm_plain, err, len);
-	if (!m)
-		return NULL;
-	struct sdc_golden_traj t = { .steps = (int)o->steps, .every = (int)o->checkpoint };
-	struct sdc_mt_tensor *traj;
-	struct recorder rec = { .m = m };
-	const int ntraj = sdc_mt_tensors(m, &traj);
-	rec.ngrads = sdc_mt_grads(m, &rec.grads);
-	t.ntensors = ntraj;
-	t.ncheck = t.steps / t.every + (t.steps % t.every != 0);
-	t.loss = calloc((size_t)t.steps, 4);
-	t.entry = calloc((size_t)t.steps, 8);
-	t.grads = calloc((size_t)t.steps, 8);
-	t.check_step = calloc((size_t)t.ncheck, sizeof(int));
-	t.names = calloc((size_t)ntraj, sizeof(*t.names));
-	t.sha = calloc((size_t)t.ncheck * ntraj, SDC_SHA256_LEN);
-	struct sdc_sha256 sha = { 0 };
-	json_t *out = NULL;
-	if (!t.loss || !t.entry || !t.grads || !t.check_step || !t.names || !t.sha || sdc_sha256_init(&sha)) {
-		snprintf(err, len, "out of memory");
-		goto done;
-	}
-	for (int i = 0; i < ntraj; i++)
-		sdc_strlcpy(t.names[i], traj[i].name, sizeof(t.names[i]));
-	/* Data parallel (recorded under mpirun, every rank taking part): gradients all-reduced as in a run. */
-	const bool dp = cfg.nshards > 1;
-	if (dp) {
-		for (int i = 0; i < rec.ngrads; i++)
-			rec.total += sdc_mt_numel(&rec.grads[i]);
-		rec.local = malloc(sizeof(float) * rec.total);
-		rec.all = malloc(sizeof(float) * rec.total * (size_t)sdc_fleet.size);
-		t.nranks = sdc_fleet.size;
-		t.rank_grads = calloc((size_t)t.nranks * t.steps, sizeof(uint64_t));
-		rec.hashes = calloc((size_t)t.nranks, sizeof(uint64_t));
-		if (!rec.local || !rec.all || !t.rank_grads || !rec.hashes) {
-			snprintf(err, len, "out of memory");
-			goto done;
-		}
-	}
-	const struct sdc_mt_hooks hooks = { .ctx = &rec, .gradients = record_grads_hook,
-					    .reduce = dp ? record_reduce_hook : NULL };
-	int c = 0;
-	for (int s = 0; s <= t.steps; s++) {
-		if (s && (s % t.every == 0 || s == t.steps)) {
-			t.check_step[c] = s;
-			tensors_sha(&sha, traj, ntraj, t.sha + (size_t)c * ntraj * SDC_SHA256_LEN);
-			c++;
-		}
-		if (s == t.steps)
-			break;
-		t.entry[s] = tensors_hash(traj, ntraj, NULL);
-		const float loss = sdc_mt_step(m, s, &hooks);
-		memcpy(&t.loss[s], &loss, 4);
-		t.grads[s] = rec.grad_hash;
-		/* every rank's own gradients of this step, before the all-reduce */
-		if (dp && !rec.failed && sdc_fleet_allgather(&rec.grad_hash, 8, rec.hashes, sdc_fleet.timeout))
-			rec.failed = true;
-		for (int r = 0; dp && r < t.nranks; r++)
-			t.rank_grads[(size_t)r * t.steps + s] = rec.hashes[r];
-	}
-	if (rec.failed) {
-		snprintf(err, len, "a rank did not take part in a gradient all-reduce within %.0f s", sdc_fleet.timeout);
-		goto done;
-	}
-	out = sdc_golden_traj_json(&t);
-done:
-	sdc_sha256_release(&sha);
-	free(t.loss), free(t.entry), free(t.grads), free(t.rank_grads), free(t.check_step), free(t.names), free(t.sha);
-	free(rec.local), free(rec.all), free(rec.hashes);
-	sdc_mt_free(m);
-	return out;
 }
 
 /* ---- setup ---- */
@@ -407,9 +220,9 @@ static int minitrain_setup(struct sdc_probe_ctx *ctx)
 	if (!sh)
 		return sdc_ctx_error(ctx, "out of memory");
 	ctx->shared = sh;
-	cfg_from_opts(o, ctx->variant, ctx->seed, &sh->cfg);
+	mt_cfg_from_opts(o, ctx->variant, ctx->seed, &sh->cfg);
 	char err[256];
-	if (check_cfg(&sh->cfg, err, sizeof(err))) {
+	if (mt_check_cfg(&sh->cfg, err, sizeof(err))) {
 		minitrain_teardown(ctx); /* the runner calls teardown only after a setup that worked */
 		return sdc_ctx_error(ctx, "%s", err);
 	}
@@ -417,8 +230,7 @@ static int minitrain_setup(struct sdc_probe_ctx *ctx)
 	sh->every = (int)o->checkpoint;
 	sh->plain = o->kernel == 1;
 	if (o->golden != GOLDEN_OFF) {
-		json_t *key = sdc_golden_key(ctx->probe, o, ctx->variant, ctx->seed,
-					     ctx->run->ndevices ? ctx->run->devices[0].model : NULL);
+		json_t *key = sdc_golden_key(ctx->probe, o, ctx->variant, ctx->seed, sdc_run_cpu_model(ctx->run));
 		sh->golden = sdc_golden_find(key, &sh->golden_origin);
 		json_decref(key);
 		if (!sh->golden && o->golden == GOLDEN_REQUIRE) {
@@ -444,7 +256,7 @@ static int minitrain_setup(struct sdc_probe_ctx *ctx)
 
 /* ---- findings ---- */
 
-static void finding_init(struct sdc_finding *f, const struct mt_worker *mw, const char *kind, const char *target,
+void mt_finding_init(struct sdc_finding *f, const struct mt_worker *mw, const char *kind, const char *target,
 			 int64_t row, int64_t col)
 {
 	memset(f, 0, sizeof(*f));
@@ -529,8 +341,6 @@ static void hook_activation(void *ctx, int step, struct sdc_mt_tensor *t)
 	}
 }
 
-static void dp_gradient_diverged(struct mt_worker *mw);
-
 static void hook_gradients(void *ctx, int step)
 {
 	(void)step;
@@ -543,19 +353,15 @@ static void hook_gradients(void *ctx, int step)
 			apply_fault(mw, &mw->faults[i], "G", t);
 		mw->fault_target[i] = NULL;
 	}
-	mw->grad_hash = tensors_hash(mw->grads, mw->ngrads, NULL);
+	mw->grad_hash = mt_tensors_hash(mw->grads, mw->ngrads, NULL);
 	const struct sdc_golden_entry *g = mw->sh->golden;
 	if (g && mw->sh->cfg.nshards > 1 && mw->dp_entry_golden && g->traj.nranks == sdc_fleet.size &&
 	    mw->step < g->traj.steps &&
 	    mw->grad_hash != g->traj.rank_grads[(size_t)sdc_fleet.rank * g->traj.steps + mw->step])
-		dp_gradient_diverged(mw);
+		mt_dp_gradient_diverged(mw);
 	if (g && mw->sh->cfg.nshards <= 1 && !mw->diverged_this_run && !mw->diverged_this_step && mw->step < g->traj.steps && mw->grad_hash != g->traj.grads[mw->step]) {
 		/* Keep the gradients as they are now: the update is about to consume them. */
-		size_t off = 0;
-		for (int i = 0; i < mw->ngrads; i++) {
-			memcpy(mw->saved_grads + off, mw->grads[i].data, sdc_mt_numel(&mw->grads[i]) * sizeof(float));
-			off += sdc_mt_numel(&mw->grads[i]);
-		}
+		mt_tensors_to_flat(mw->grads, mw->ngrads, mw->saved_grads);
 		mw->grads_diverged = true;
 	}
 }
@@ -576,7 +382,7 @@ static void hook_attn(void *ctx, int step, const struct sdc_attn_event *e)
 		return;
 	mw->attn_step = mw->step;
 	struct sdc_finding f;
-	finding_init(&f, mw, "attention-checksum", "A", e->row, e->col);
+	mt_finding_init(&f, mw, "attention-checksum", "A", e->row, e->col);
 	sdc_finding_set_f32(&f, e->recomputed, e->actual);
 	f.threshold = e->bound;
 	f.margin = isfinite(e->d1) && e->bound > 0 ? fabs(e->d1) / e->bound : INFINITY;
@@ -589,321 +395,6 @@ static void hook_attn(void *ctx, int step, const struct sdc_attn_event *e)
 		 mw->step, e->gemm, where, e->col, sdc_attn_kind_name(e->kind), e->row, e->d1, e->bound, e->near_inf,
 		 e->kind == SDC_ATTN_VALUE ? "d2/d1" : e->kind == SDC_ATTN_NAN ? "searching for the NaN" : "the largest value");
 	sdc_worker_report(mw->w, &f);
-}
-
-/* ---- divergence from the golden: replay and compare ---- */
-
-struct replay_ctx {
-	struct mt_worker *mw;
-	int capture_step;
-	struct sdc_mt_tensor *grads;
-	int ngrads;
-};
-
-static void replay_grads(void *ctx, int step)
-{
-	struct replay_ctx *rc = ctx;
-	if (step != rc->capture_step)
-		return;
-	size_t off = 0;
-	for (int i = 0; i < rc->ngrads; i++) {
-		memcpy(rc->mw->capture + off, rc->grads[i].data, sdc_mt_numel(&rc->grads[i]) * sizeof(float));
-		off += sdc_mt_numel(&rc->grads[i]);
-	}
-}
-
-static bool has_nonfinite(const float *x, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!isfinite(x[i]))
-			return true;
-	return false;
-}
-
-static void diverged(struct mt_worker *mw, enum point at, float loss)
-{
-	const struct mt_shared *sh = mw->sh;
-	const struct sdc_golden_traj *g = &sh->golden->traj;
-	mw->diverged_this_step = true;
-	char err[256];
-	if (!mw->replay && !(mw->replay = sdc_mt_create(&sh->cfg, sh->plain ? sdc_xgemm_plain : sdc_xgemm, err,
-							  sizeof(err)))) {
-		sdc_worker_error(mw->w, "replay: %s", err);
-		return;
-	}
-	/* Replay from the seed to the point that differed; check the replay against the golden. */
-	struct sdc_mt_tensor *rt, *rg;
-	const int nrt = sdc_mt_tensors(mw->replay, &rt), nrg = sdc_mt_grads(mw->replay, &rg);
-	struct replay_ctx rc = { .mw = mw, .capture_step = at == POINT_ENTRY ? -1 : mw->step, .grads = rg,
-				 .ngrads = nrg };
-	const struct sdc_mt_hooks hooks = { .ctx = &rc, .gradients = replay_grads };
-	sdc_mt_reset(mw->replay);
-	int replay_bad = -1;
-	float replay_loss = 0;
-	for (int s = 0; s <= mw->step; s++) {
-		if (s < g->steps && tensors_hash(rt, nrt, NULL) != g->entry[s] && replay_bad < 0)
-			replay_bad = s;
-		if (s == mw->step && at == POINT_ENTRY)
-			break;
-		replay_loss = sdc_mt_step(mw->replay, s, &hooks);
-	}
-	/* The first differing element, and how many differ. */
-	const struct sdc_mt_tensor *ft = at == POINT_ENTRY ? mw->traj : mw->grads;
-	const int nt = at == POINT_ENTRY ? mw->ntraj : mw->ngrads;
-	int first_t = -1, tensors_differing = 0;
-	size_t first_i = 0, differing = 0, off = 0;
-	float exp_v = 0, act_v = 0;
-	bool nonfinite = false;
-	for (int i = 0; at != POINT_LOSS && i < nt; i++) {
-		const size_t n = sdc_mt_numel(&ft[i]);
-		const float *actual = at == POINT_ENTRY ? ft[i].data : mw->saved_grads + off;
-		const float *expect = at == POINT_ENTRY ? rt[i].data : mw->capture + off;
-		size_t here = 0;
-		for (size_t k = 0; k < n; k++) {
-			if (!memcmp(&actual[k], &expect[k], 4))
-				continue;
-			if (!here++ && first_t < 0)
-				first_t = i, first_i = k, exp_v = expect[k], act_v = actual[k];
-		}
-		differing += here;
-		tensors_differing += here > 0;
-		nonfinite |= here && has_nonfinite(actual, n);
-		off += n;
-	}
-	nonfinite |= mw->extreme || !isfinite(loss);
-	static const char *const point_names[] = { "the state entering the step", "the gradients before the update",
-						   "the loss" };
-	struct sdc_finding f;
-	const char *target = at == POINT_LOSS ? "A" : at == POINT_GRADS ? "G"
-			     : first_t >= 0 && ft[first_t].role == SDC_MT_STATE ? "O" : "W";
-	char trust[80];
-	if (replay_bad < 0)
-		snprintf(trust, sizeof(trust), "a replay from the seed here matches the golden");
-	else
-		snprintf(trust, sizeof(trust), "a replay here ALSO differs from step %d: persistent", replay_bad);
-	if (at != POINT_LOSS && first_t < 0) {
-		finding_init(&f, mw, "golden-divergence", target, -1, -1);
-		snprintf(f.detail, sizeof(f.detail),
-			 "step %d: %s did not match the golden but equals a replay from the seed on this core: this core "
-			 "computes the model differently every time (from step %d), or the golden came from a build that does",
-			 mw->step, point_names[at], replay_bad);
-	} else if (at == POINT_LOSS) {
-		finding_init(&f, mw, "golden-divergence", target, -1, -1);
-		sdc_finding_set_f32(&f, at == POINT_LOSS ? replay_loss : 0, at == POINT_LOSS ? loss : 0);
-		snprintf(f.detail, sizeof(f.detail),
-			 "step %d: %s did not match the golden while the state entering the step matched: the forward "
-			 "pass computed differently; began as %s; %s",
-			 mw->step, point_names[at], nonfinite ? "a NaN/INF event" : "a silent change of value",
-			 trust);
-	} else {
-		const struct sdc_mt_tensor *t = &ft[first_t];
-		finding_init(&f, mw, "golden-divergence", target, (int64_t)(first_i / (size_t)t->cols),
-			     (int64_t)(first_i % (size_t)t->cols));
-		sdc_finding_set_f32(&f, exp_v, act_v);
-		snprintf(f.detail, sizeof(f.detail),
-			 "step %d: %s did not match the golden: first %s[%zu][%zu], %zu element%s in %d tensor%s "
-			 "differ; began as %s; %s",
-			 mw->step, point_names[at], t->name, first_i / (size_t)t->cols,
-			 first_i % (size_t)t->cols, differing, differing == 1 ? "" : "s", tensors_differing,
-			 tensors_differing == 1 ? "" : "s", nonfinite ? "a NaN/INF event" : "a silent change of value", trust);
-		snprintf(f.operation, sizeof(f.operation), "%.60s: tensor %s", sh->operation, t->name);
-	}
-	sdc_worker_report(mw->w, &f);
-	/* Back onto the golden trajectory, as ATTNChecker corrects instead of restarting: the replay
-	 * holds the right state for the next step, so a later fault in this run is found on its own. */
-	if (replay_bad >= 0)
-		mw->diverged_this_run = true;
-	else {
-		for (int i = 0; i < mw->ntraj; i++)
-			memcpy(mw->traj[i].data, rt[i].data, sdc_mt_numel(&rt[i]) * sizeof(float));
-		mw->attn_step = -1;
-	}
-}
-
-/* ---- data parallel across ranks ---- */
-
-/*
- * Data parallel, this rank's own gradients differ from the golden's for this rank while the state
- * entering the step matched: a gradient gone wrong here would reach every rank through the
- * all-reduce and leave them all agreeing on a wrong state (Adept: "no way to detect this without
- * repeating the computation"). The golden is that repetition; to name the element, the step is
- * computed again from the same state on this core. The recomputed gradients replace the wrong ones
- * before the all-reduce, so the fleet stays on the golden trajectory.
- */
-static void dp_gradient_diverged(struct mt_worker *mw)
-{
-	const struct mt_shared *sh = mw->sh;
-	const struct sdc_golden_traj *g = &sh->golden->traj;
-	char err[256];
-	if (!mw->replay && !(mw->replay = sdc_mt_create(&sh->cfg, sh->plain ? sdc_xgemm_plain : sdc_xgemm, err,
-							  sizeof(err)))) {
-		sdc_worker_error(mw->w, "recompute: %s", err);
-		return;
-	}
-	struct sdc_mt_tensor *rt, *rg;
-	const int nrt = sdc_mt_tensors(mw->replay, &rt), nrg = sdc_mt_grads(mw->replay, &rg);
-	sdc_mt_reset(mw->replay);
-	for (int i = 0; i < nrt && i < mw->ntraj; i++)
-		memcpy(rt[i].data, mw->traj[i].data, sdc_mt_numel(&rt[i]) * sizeof(float));
-	struct replay_ctx rc = { .mw = mw, .capture_step = mw->step, .grads = rg, .ngrads = nrg };
-	const struct sdc_mt_hooks hooks = { .ctx = &rc, .gradients = replay_grads };
-	(void)sdc_mt_step(mw->replay, mw->step, &hooks);
-	const uint64_t again = tensors_hash(rg, nrg, NULL);
-	const bool transient = again == g->rank_grads[(size_t)sdc_fleet.rank * g->steps + mw->step];
-	int first_t = -1;
-	size_t first_i = 0, differing = 0, off = 0;
-	float exp_v = 0, act_v = 0;
-	for (int i = 0; i < mw->ngrads; i++) {
-		const size_t n = sdc_mt_numel(&mw->grads[i]);
-		for (size_t k = 0; k < n; k++) {
-			if (!memcmp(&mw->grads[i].data[k], &mw->capture[off + k], 4))
-				continue;
-			if (!differing++)
-				first_t = i, first_i = k, exp_v = mw->capture[off + k], act_v = mw->grads[i].data[k];
-		}
-		off += n;
-	}
-	struct sdc_finding f;
-	if (first_t < 0) {
-		finding_init(&f, mw, "rank-gradient", "G", -1, -1);
-		snprintf(f.detail, sizeof(f.detail),
-			 "step %d: the local gradients of rank %d (%s) differ from the golden's for this rank, and computing "
-			 "them again here gives the same bits: this core computes the model differently every time",
-			 mw->step, sdc_fleet.rank, sdc_fleet.host);
-		sdc_worker_report(mw->w, &f);
-		return;
-	}
-	const struct sdc_mt_tensor *t = &mw->grads[first_t];
-	finding_init(&f, mw, "rank-gradient", "G", (int64_t)(first_i / (size_t)t->cols), (int64_t)(first_i % (size_t)t->cols));
-	sdc_finding_set_f32(&f, exp_v, act_v);
-	snprintf(f.detail, sizeof(f.detail),
-		 "step %d: rank %d (%.40s) computed its local gradients wrong before the all-reduce: first %.24s[%zu][%zu], "
-		 "%zu element%s differ from the step computed again here, %s",
-		 mw->step, sdc_fleet.rank, sdc_fleet.host, t->name, first_i / (size_t)t->cols, first_i % (size_t)t->cols,
-		 differing, differing == 1 ? "" : "s",
-		 transient ? "which matches the golden and goes to the all-reduce instead" : "which ALSO differs from the golden");
-	snprintf(f.operation, sizeof(f.operation), "%.60s: tensor %s", sh->operation, t->name);
-	sdc_worker_report(mw->w, &f);
-	if (!transient)
-		return;
-	off = 0;
-	for (int i = 0; i < mw->ngrads; i++) {
-		memcpy(mw->grads[i].data, mw->capture + off, sdc_mt_numel(&mw->grads[i]) * sizeof(float));
-		off += sdc_mt_numel(&mw->grads[i]);
-	}
-	mw->grad_hash = again;
-}
-
-static void hook_reduce(void *ctx, int step)
-{
-	(void)step;
-	struct mt_worker *mw = ctx;
-	if (mw->dp_failed || !dp_reduce(mw->grads, mw->ngrads, mw->grads_total, mw->dp_local, mw->dp_all))
-		return;
-	mw->dp_failed = true;
-	sdc_worker_error(mw->w, "a rank did not take part in the gradient all-reduce of step %d within %.0f s",
-			 mw->step, sdc_fleet.timeout);
-}
-
-/*
- * Before each step: every rank's state hash and whether it wants to stop. All stop together; a
- * rank whose state differs from the majority names itself (Adept: the rank whose update diverged,
- * at the step it diverged). Returns true to go on.
- */
-static bool dp_step_check(struct mt_worker *mw, uint64_t *entry_io)
-{
-	const int P = sdc_fleet.size;
-	const uint64_t entry = *entry_io;
-	const uint64_t mine[2] = { entry, !sdc_worker_continue(mw->w) };
-	if (sdc_fleet_allgather(mine, sizeof(mine), mw->dp_hashes, sdc_fleet.timeout)) {
-		mw->dp_failed = true;
-		sdc_worker_error(mw->w, "a rank did not take part in the state check before step %d within %.0f s",
-				 mw->step, sdc_fleet.timeout);
-		return false;
-	}
-	bool stop = false;
-	int best = 0, lead = 0; /* the largest group's size, and its lowest rank */
-	for (int r = 0; r < P; r++) {
-		stop |= mw->dp_hashes[2 * r + 1] != 0;
-		int c = 0;
-		for (int q = 0; q < P; q++)
-			c += mw->dp_hashes[2 * q] == mw->dp_hashes[2 * r];
-		if (c > best)
-			best = c, lead = r;
-	}
-	const uint64_t agreed = mw->dp_hashes[2 * lead];
-	if (best == P)
-		return !stop;
-	/* Every rank outside the largest group gets that group's state from its lowest rank, to find
-	 * the first element that differs and to go on from the agreed state (so a later fault is found
-	 * on its own). Every rank sees the same hashes, so all agree on who sends to whom. */
-	size_t total = 0;
-	for (int i = 0; i < mw->ntraj; i++)
-		total += sdc_mt_numel(&mw->traj[i]);
-	float *state = malloc(total * sizeof(float));
-	if (!state) {
-		sdc_worker_error(mw->w, "out of memory");
-		mw->dp_failed = true;
-		return false;
-	}
-	size_t off = 0;
-	for (int i = 0; sdc_fleet.rank == lead && i < mw->ntraj; i++) {
-		memcpy(state + off, mw->traj[i].data, sdc_mt_numel(&mw->traj[i]) * sizeof(float));
-		off += sdc_mt_numel(&mw->traj[i]);
-	}
-	for (int r = 0; r < P; r++) {
-		if (mw->dp_hashes[2 * r] == agreed || (sdc_fleet.rank != lead && sdc_fleet.rank != r))
-			continue;
-		int late;
-		const bool send = sdc_fleet.rank == lead;
-		if (sdc_fleet_sendrecv(send ? state : NULL, send ? (int)(total * 4) : 0, r, send ? NULL : state,
-				       send ? 0 : (int)(total * 4), lead, 0x3d0, sdc_fleet.timeout, &late)) {
-			sdc_worker_error(mw->w, "rank %d did not take part in the state exchange of step %d within %.0f s",
-					 late, mw->step, sdc_fleet.timeout);
-			mw->dp_failed = true;
-			free(state);
-			return false;
-		}
-	}
-	if (entry != agreed) {
-		/* the first element of this rank's state that differs from the agreed one */
-		int first_t = -1;
-		size_t first_i = 0, differing = 0;
-		float exp_v = 0, act_v = 0;
-		off = 0;
-		for (int i = 0; i < mw->ntraj; i++) {
-			const size_t n = sdc_mt_numel(&mw->traj[i]);
-			for (size_t k = 0; k < n; k++)
-				if (memcmp(&mw->traj[i].data[k], &state[off + k], 4) && !differing++)
-					first_t = i, first_i = k, exp_v = state[off + k], act_v = mw->traj[i].data[k];
-			off += n;
-		}
-		struct sdc_finding f;
-		const struct sdc_mt_tensor *t = first_t >= 0 ? &mw->traj[first_t] : NULL;
-		finding_init(&f, mw, "rank-divergence", t && t->role == SDC_MT_STATE ? "O" : "W",
-			     t ? (int64_t)(first_i / (size_t)t->cols) : -1, t ? (int64_t)(first_i % (size_t)t->cols) : -1);
-		if (t) {
-			sdc_finding_set_f32(&f, exp_v, act_v);
-			snprintf(f.operation, sizeof(f.operation), "%.60s: tensor %s", mw->sh->operation, t->name);
-		}
-		snprintf(f.detail, sizeof(f.detail),
-			 "step %d: the state of rank %d (%.40s) entering the step differs from %s of %d ranks (%d agree) at "
-			 "%zu elements, first %.24s[%zu][%zu]; gradients are all-reduced, so it diverged here: in memory or "
-			 "in its own update",
-			 mw->step, sdc_fleet.rank, sdc_fleet.host, 2 * best > P ? "the majority" : "the largest group", P,
-			 best, differing, t ? t->name : "?", t ? first_i / (size_t)t->cols : 0,
-			 t ? first_i % (size_t)t->cols : 0);
-		sdc_worker_report(mw->w, &f);
-		/* back onto the agreed state */
-		off = 0;
-		for (int i = 0; i < mw->ntraj; i++) {
-			memcpy(mw->traj[i].data, state + off, sdc_mt_numel(&mw->traj[i]) * sizeof(float));
-			off += sdc_mt_numel(&mw->traj[i]);
-		}
-		*entry_io = agreed;
-	}
-	free(state);
-	return !stop;
 }
 
 /* ---- the burn ---- */
@@ -946,7 +437,7 @@ static void minitrain_run(struct sdc_worker *w)
 	snprintf(w->kernel, sizeof(w->kernel), "%s%s%s", sh->plain ? "plain" : sdc_xgemm_kernel(),
 		 golden ? ", golden: " : ", no golden", golden ? sh->golden_origin : "");
 	const struct sdc_mt_hooks hooks = { .ctx = &mw, .activation = hook_activation, .gradients = hook_gradients,
-					    .reduce = dp ? hook_reduce : NULL, .attn = hook_attn };
+					    .reduce = dp ? mt_hook_reduce : NULL, .attn = hook_attn };
 	sdc_worker_restart_clock(w);
 	while (dp ? !mw.dp_failed : sdc_worker_continue(w)) {
 		sdc_mt_reset(mw.m);
@@ -958,17 +449,17 @@ static void minitrain_run(struct sdc_worker *w)
 			const int s = mw.step;
 			mw.diverged_this_step = false;
 			rest_faults(&mw);
-			uint64_t entry = tensors_hash(mw.traj, mw.ntraj, NULL);
+			uint64_t entry = mt_tensors_hash(mw.traj, mw.ntraj, NULL);
 			/* what this rank held, for its work digest (the fleet vote), before any repair */
 			const uint64_t held = entry;
-			if (dp && !dp_step_check(&mw, &entry)) {
+			if (dp && !mt_dp_step_check(&mw, &entry)) {
 				stop = true;
 				break;
 			}
 			bool bad_entry = golden && entry != golden->traj.entry[s];
 			mw.dp_entry_golden = golden && !bad_entry && !mw.diverged_this_run;
 			if (golden && s && check < golden->traj.ncheck && golden->traj.check_step[check] == s) {
-				tensors_sha(&mw.sha, mw.traj, mw.ntraj, sha);
+				mt_tensors_sha(&mw.sha, mw.traj, mw.ntraj, sha);
 				bad_entry |= memcmp(sha, golden->traj.sha + (size_t)check * mw.ntraj * SDC_SHA256_LEN,
 						    (size_t)mw.ntraj * SDC_SHA256_LEN) != 0;
 				check++;
@@ -977,13 +468,13 @@ static void minitrain_run(struct sdc_worker *w)
 				/* No replay: the other ranks' shards are not here. The cross-rank check names the rank. */
 				mw.diverged_this_run = true;
 				struct sdc_finding f;
-				finding_init(&f, &mw, "golden-divergence", "W", sdc_fleet.rank, -1);
+				mt_finding_init(&f, &mw, "golden-divergence", "W", sdc_fleet.rank, -1);
 				snprintf(f.detail, sizeof(f.detail),
 					 "step %d: the state entering the step did not match the golden for %d ranks (%s)", s,
 					 sdc_fleet.size, sh->golden_origin);
 				sdc_worker_report(w, &f);
 			} else if (bad_entry && !mw.diverged_this_run) {
-				diverged(&mw, POINT_ENTRY, 0);
+				mt_diverged(&mw, POINT_ENTRY, 0);
 			}
 			/* The faults due inside this step wait in mw for the hooks. */
 			mw.nfaults = 0;
@@ -1004,9 +495,9 @@ static void minitrain_run(struct sdc_worker *w)
 			/* (data parallel: the loss and local gradients are this shard's, the golden has rank 0's) */
 			if (golden && !dp && !mw.diverged_this_run && !mw.diverged_this_step) {
 				if (lbits != golden->traj.loss[s])
-					diverged(&mw, POINT_LOSS, loss);
+					mt_diverged(&mw, POINT_LOSS, loss);
 				else if (mw.grads_diverged)
-					diverged(&mw, POINT_GRADS, loss);
+					mt_diverged(&mw, POINT_GRADS, loss);
 			}
 			/* Data-parallel ranks see different shards: only their common state compares. */
 			const uint64_t d[3] = { held, dp ? 0 : lbits, dp ? 0 : mw.grad_hash };
@@ -1017,11 +508,11 @@ static void minitrain_run(struct sdc_worker *w)
 			break;
 		/* The end of a full run: its final state against the last checkpoint. */
 		if (golden && !dp && mw.step == sh->steps && !mw.diverged_this_run && check < golden->traj.ncheck) {
-			tensors_sha(&mw.sha, mw.traj, mw.ntraj, sha);
+			mt_tensors_sha(&mw.sha, mw.traj, mw.ntraj, sha);
 			if (memcmp(sha, golden->traj.sha + (size_t)check * mw.ntraj * SDC_SHA256_LEN,
 				   (size_t)mw.ntraj * SDC_SHA256_LEN)) {
 				mw.iter--;
-				diverged(&mw, POINT_ENTRY, 0);
+				mt_diverged(&mw, POINT_ENTRY, 0);
 				mw.iter++;
 			}
 		}
@@ -1036,6 +527,8 @@ out:
 	sdc_mt_free(mw.m);
 }
 
+static const struct sdc_command *const minitrain_benches[] = { &sdc_minitrain_bench, NULL };
+
 const struct sdc_probe sdc_probe_minitrain = {
 	.name = "minitrain",
 	.summary = "deterministic mini-training (DLRM, transformer block) against golden trajectories and across "
@@ -1049,7 +542,7 @@ const struct sdc_probe sdc_probe_minitrain = {
 	.setup = minitrain_setup,
 	.run = minitrain_run,
 	.teardown = minitrain_teardown,
-	.golden_record = minitrain_golden_record,
-	.data_seed = minitrain_data_seed,
-	.one_per_rank = minitrain_one_per_rank,
+	.benches = minitrain_benches,
+	.golden_record = mt_golden_record,
 };
+

@@ -1,0 +1,165 @@
+/* The helpers commands share, probes' own commands included (command.h). */
+#include "command.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+#include "fleet.h"
+#include "run.h"
+
+int sdc_cli_bad(const struct sdc_cli *cli, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "sdcscan %s: %s (see 'sdcscan %s --help')\n", cli->command, msg, cli->command);
+	return sdc_exit_code(SDC_UNKNOWN, cli->exit_style);
+}
+
+int sdc_cli_unknown(const struct sdc_cli *cli)
+{
+	return sdc_exit_code(SDC_UNKNOWN, cli->exit_style);
+}
+
+int sdc_cli_start_run(struct sdc_cmd *c, struct sdc_run *run, uint64_t seed)
+{
+	struct sdc_cli *cli = &c->cli;
+	char err[512];
+	if (sdc_run_init(run)) {
+		sdc_error("out of memory");
+		return -1;
+	}
+	run->argc = c->argc;
+	run->argv = c->argv;
+	run->start_wall = sdc_wall_now();
+	run->start_mono = sdc_now();
+	run->seed = seed;
+	sdc_fleet_launch_check(run);
+	/* GPUs only for the commands that take --gpus: the others test CPUs alone, as they always did. */
+	const struct sdc_gpu_select none = { .none = true };
+	const struct sdc_gpu_select *gpus = (c->command->common & SDC_CF_GPUS) ? (cli->have_gpus ? &cli->gpus : NULL)
+									      : &none;
+	if (sdc_devices_discover(cli->have_cpus ? &cli->cpus : NULL, gpus, &run->devices, &run->ndevices,
+				 run->gpu_note, sizeof(run->gpu_note), err, sizeof(err))) {
+		sdc_cli_bad(cli, "%s", err);
+		goto out_release;
+	}
+	if (!run->ndevices) {
+		sdc_cli_bad(cli, "no CPUs selected");
+		goto out_release;
+	}
+	return 0;
+out_release:
+	sdc_run_release(run);
+	return -1;
+}
+
+int sdc_cli_bench_start(struct sdc_cmd *c, struct sdc_run *run)
+{
+	if (sdc_cli_start_run(c, run, c->cli.have_seed ? c->cli.seed : 1))
+		return -1;
+	char err[256];
+	if (sdc_device_bind(&run->devices[0], err, sizeof(err))) {
+		sdc_error("%s: %s", c->cli.command, err);
+		sdc_run_release(run);
+		return -1;
+	}
+	return 0;
+}
+
+int sdc_cli_write_json(const char *path, void *j, const char *who)
+{
+	char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	char err[600];
+	int rc = 0;
+	if (!text) {
+		sdc_error("%s: cannot format the JSON", who);
+		return -1;
+	}
+	const size_t len = strlen(text);
+	if (!strcmp(path, "-")) {
+		if (fwrite(text, 1, len, stdout) != len || fputc('\n', stdout) == EOF || fflush(stdout)) {
+			sdc_error("%s: cannot write to stdout", who);
+			rc = -1;
+		}
+	} else {
+		char *with_nl = malloc(len + 1);
+		if (!with_nl) {
+			sdc_error("%s: out of memory", who);
+			rc = -1;
+		} else {
+			memcpy(with_nl, text, len);
+			with_nl[len] = '\n';
+			if (sdc_write_atomic(path, with_nl, len + 1, err, sizeof(err))) {
+				sdc_error("%s: %s", who, err);
+				rc = -1;
+			}
+			free(with_nl);
+		}
+	}
+	free(text);
+	return rc;
+}
+
+int sdc_cli_parse_sizes(const char *s, struct sdc_size3 *out, int max)
+{
+	int n = 0;
+	while (*s) {
+		int m, nn, k, used;
+		if (n == max)
+			return -1;
+		if (sscanf(s, "%dx%dx%d%n", &m, &nn, &k, &used) == 3 && (s[used] == ',' || !s[used])) {
+			/* MxNxK */
+		} else if (sscanf(s, "%d%n", &m, &used) == 1 && (s[used] == ',' || !s[used])) {
+			nn = k = m;
+		} else {
+			return -1;
+		}
+		if (m < 1 || nn < 1 || k < 4 || m > 16384 || nn > 16384 || k > 65536)
+			return -1;
+		out[n++] = (struct sdc_size3){ m, nn, k };
+		s += used;
+		if (*s == ',')
+			s++;
+	}
+	return n;
+}
+
+int sdc_cli_opt_sizes(const char *value, void *field, char *err, size_t errlen)
+{
+	struct sdc_size_list *l = field;
+	const int n = sdc_cli_parse_sizes(value, l->v, SDC_CLI_SIZES_MAX);
+	if (n <= 0) {
+		snprintf(err, errlen, "MxNxK or N, comma-separated (k >= 4, at most %d)", SDC_CLI_SIZES_MAX);
+		return -1;
+	}
+	l->n = n;
+	return 0;
+}
+
+int sdc_cli_opt_size(const char *value, void *field, char *err, size_t errlen)
+{
+	if (sdc_cli_parse_sizes(value, field, 1) != 1) {
+		snprintf(err, errlen, "MxNxK");
+		return -1;
+	}
+	return 0;
+}
+
+int sdc_cli_opt_seconds(const char *value, void *field, char *err, size_t errlen)
+{
+	double v;
+	if (!sdc_parse_double(value, &v) || !(v > 0) || v > 600) {
+		snprintf(err, errlen, "a number of seconds in (0, 600]");
+		return -1;
+	}
+	memcpy(field, &v, sizeof(v));
+	return 0;
+}

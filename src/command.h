@@ -1,0 +1,132 @@
+/*
+ * Subcommands as data. Each command is one struct: its name, summary, options (the option-table
+ * form probes use, options.h, with a short letter and an argument name), which common flags it
+ * takes, whether it joins an MPI job, its positional arguments, its sub-verbs and its function.
+ * One driver (commands/driver.c) picks the command and sub-verb by position, joins MPI when the
+ * command says so, parses the common flags and the command's table with getopt, and generates
+ * --help from the same tables. A probe's own tools (its benchmarks, campaign, calibration) are
+ * commands in the probe's folder, reached through the registry (probe.h).
+ */
+#ifndef SDC_COMMAND_H
+#define SDC_COMMAND_H
+
+#include <sched.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/util.h"
+#include "base/verdict.h"
+#include "device.h"
+#include "options.h"
+
+struct sdc_run;
+
+/* The flags many commands share; a command lists the ones it takes. */
+enum sdc_common_flag {
+	SDC_CF_CPUS = 1u << 0,  /* -c, --cpus LIST */
+	SDC_CF_SEED = 1u << 1,  /* -S, --seed N */
+	SDC_CF_JSON = 1u << 2,  /* -j, --json FILE|- */
+	SDC_CF_EXIT = 1u << 3,  /* -e, --exit-codes nagios|npd */
+	SDC_CF_QUIET = 1u << 4, /* -q, --quiet */
+	SDC_CF_COLOR = 1u << 5, /* --no-color */
+	SDC_CF_GPUS = 1u << 6,  /* -g, --gpus LIST|all|none */
+	SDC_CF_REPORTING = SDC_CF_EXIT | SDC_CF_QUIET | SDC_CF_COLOR,
+};
+
+enum sdc_command_flag {
+	SDC_CMD_JOINS_MPI = 1u << 0, /* under mpirun or srun, every rank runs it and they talk (fleet.h) */
+	SDC_CMD_BURNS = 1u << 1,     /* it burns devices: documented as such in --help */
+};
+
+/* What the common flags said. */
+struct sdc_cli {
+	const char *command; /* "run", "bench embbag": names the command in messages */
+	enum sdc_exit_style exit_style;
+	bool have_cpus;
+	cpu_set_t cpus;
+	bool have_gpus;
+	struct sdc_gpu_select gpus;
+	bool have_seed;
+	uint64_t seed;
+	const char *json;
+	bool quiet, no_color;
+};
+
+struct sdc_cmd;
+
+struct sdc_command {
+	const char *name;
+	const char *summary;
+	const char *args;        /* positional arguments in usage lines ("FILE"); NULL: none */
+	int min_args, max_args;  /* how many positional arguments it takes */
+	const struct sdc_option *options; /* its own options (SDC_OPT_END-terminated); may be NULL */
+	size_t opts_size;                  /* the struct they fill (sdc_cmd.opts) */
+	unsigned common;                   /* enum sdc_common_flag */
+	unsigned flags;                    /* enum sdc_command_flag */
+	/* Sub-verbs, chosen by the first argument after the command: a table, or a look-up (bench
+	 * and campaign ask the registry). default_sub runs when the first argument is an option or
+	 * missing; without one a sub-verb is required. */
+	const struct sdc_command *const *subs;
+	const struct sdc_command *(*find_sub)(const char *name);
+	void (*list_subs)(FILE *out); /* --help's list of sub-verbs when they come from find_sub */
+	const char *default_sub;
+	/* More --help text after the options (NULL: none). */
+	void (*help)(FILE *out);
+	int (*fn)(struct sdc_cmd *c);
+};
+
+/* One invocation, as the driver hands it to a command's function. */
+struct sdc_cmd {
+	const struct sdc_command *command;
+	struct sdc_cli cli;
+	void *opts;         /* the command's options struct, defaults then the command line */
+	char **args;        /* positional arguments */
+	int nargs;
+	int argc;           /* the whole command line, for reports */
+	char **argv;
+};
+
+/* Prints "sdcscan CMD: message (see 'sdcscan CMD --help')" and returns the UNKNOWN exit code. */
+int sdc_cli_bad(const struct sdc_cli *cli, const char *fmt, ...) SDC_PRINTF(2, 3);
+/* The UNKNOWN exit code in the command's style (for "could not test" after a message). */
+int sdc_cli_unknown(const struct sdc_cli *cli);
+
+/*
+ * A run for a command that burns or measures: devices from --cpus (and --gpus), the seed, argv.
+ * -1 after printing why not (run is then released).
+ */
+int sdc_cli_start_run(struct sdc_cmd *c, struct sdc_run *run, uint64_t seed);
+/* A benchmark's start: the run, with this thread pinned to the first CPU. -1 after printing why not. */
+int sdc_cli_bench_start(struct sdc_cmd *c, struct sdc_run *run);
+
+/* Writes j (a json_t *) to path ("-": stdout) atomically, pretty-printed; -1 after printing why not. */
+int sdc_cli_write_json(const char *path, void *j, const char *who);
+
+/*
+ * Matrix sizes, comma-separated: "N" (N x N x N) or "MxNxK". Each dimension within [1, 16384]
+ * (k from 4 to 65536). Returns how many (at most max), or -1 when malformed.
+ */
+struct sdc_size3 {
+	int m, n, k;
+};
+int sdc_cli_parse_sizes(const char *s, struct sdc_size3 *out, int max);
+
+/* Option parsers for command tables (SDC_OPT_CUSTOM). */
+#define SDC_CLI_SIZES_MAX 16
+struct sdc_size_list {
+	struct sdc_size3 v[SDC_CLI_SIZES_MAX];
+	int n; /* 0: not given */
+};
+/* struct sdc_size_list from "MxNxK or N, comma-separated" */
+int sdc_cli_opt_sizes(const char *value, void *field, char *err, size_t errlen);
+/* one struct sdc_size3 */
+int sdc_cli_opt_size(const char *value, void *field, char *err, size_t errlen);
+/* double seconds in (0, 600]: a benchmark's --seconds */
+int sdc_cli_opt_seconds(const char *value, void *field, char *err, size_t errlen);
+
+/* The entry point: picks, parses and runs a command (commands/driver.c). */
+int sdc_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,16 @@
+/* The generic commands (one file each here); a probe's own tools are in its folder, reached through the registry. */
+#ifndef SDC_COMMANDS_H
+#define SDC_COMMANDS_H
+
+#include "command.h"
+
+extern const struct sdc_command sdc_command_run;
+extern const struct sdc_command sdc_command_list;
+extern const struct sdc_command sdc_command_selftest;
+extern const struct sdc_command sdc_command_golden;
+extern const struct sdc_command sdc_command_bench;
+extern const struct sdc_command sdc_command_calibrate;
+extern const struct sdc_command sdc_command_campaign;
+extern const struct sdc_command sdc_command_version;
+
+#endif

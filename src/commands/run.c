@@ -1,0 +1,204 @@
+/* sdcscan run: the probes of a profile on every selected device, one verdict. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "commands/commands.h"
+#include "core/fleet_vote.h"
+#include "core/output.h"
+#include "core/plan.h"
+#include "core/profile.h"
+#include "core/registry.h"
+#include "core/report.h"
+#include "core/runner.h"
+#include "fleet.h"
+
+struct run_opts {
+	const char *profile;
+	struct sdc_arglist probes, sets, inject;
+	double duration;
+};
+
+static int parse_duration(const char *value, void *field, char *err, size_t errlen)
+{
+	double v;
+	if (!sdc_parse_double(value, &v) || !(v > 0) || v > 7 * 86400) {
+		snprintf(err, errlen, "seconds, more than 0 and at most 604800");
+		return -1;
+	}
+	memcpy(field, &v, sizeof(v));
+	return 0;
+}
+
+#define OPT(f) offsetof(struct run_opts, f)
+static const struct sdc_option run_options[] = {
+	{ .name = "profile", .short_name = 'p', .metavar = "NAME|FILE", .type = SDC_OPT_ARG, .offset = OPT(profile),
+	  .def = SDC_DEFAULT_PROFILE, .help = "built-in profile name or YAML file" },
+	{ .name = "probe", .short_name = 'P', .metavar = "NAME", .type = SDC_OPT_LIST, .offset = OPT(probes),
+	  .help = "run only this probe (repeatable); options from the profile" },
+	{ .name = "set", .short_name = 's', .metavar = "PROBE.KEY=VAL", .type = SDC_OPT_LIST, .offset = OPT(sets),
+	  .help = "set a probe option (repeatable), e.g. --set gemm.m=512" },
+	{ .name = "duration", .short_name = 'd', .metavar = "SECONDS", .type = SDC_OPT_CUSTOM, .offset = OPT(duration),
+	  .parse = parse_duration, .help = "total run time, shared by the probes in the profile's ratio" },
+	{ .name = "inject", .short_name = 'i', .metavar = "SPEC", .type = SDC_OPT_LIST, .offset = OPT(inject),
+	  .help = "inject faults: PROBE[/VARIANT]:TARGET[:KEY=VAL,...] (repeatable)" },
+	SDC_OPT_END,
+};
+
+static void run_help(FILE *out)
+{
+	fprintf(out, "Probe options (also the keys of a profile's probe section):\n");
+	for (int i = 0; sdc_probes[i]; i++) {
+		fprintf(out, " %s:\n", sdc_probes[i]->name);
+		sdc_opt_print_help(sdc_common_options, "", out);
+		sdc_opt_print_help(sdc_probes[i]->options, "", out);
+	}
+	fprintf(out, "\nInject keys: device (a logical CPU: 3 or cpu3; a GPU: gpu0), iter, row, col, bit, count, every, "
+		     "rate, rank (under MPI), tensor (minitrain).\n");
+	for (int i = 0; sdc_probes[i]; i++)
+		for (int t = 0; sdc_probes[i]->inject_targets && sdc_probes[i]->inject_targets[t]; t++)
+			fprintf(out, "  %s target %s\n", sdc_probes[i]->name, sdc_probes[i]->inject_targets[t]);
+}
+
+/* Keeps only the probes named by --probe, taking each one's options from the profile. */
+static int select_probes(struct sdc_cli *cli, struct sdc_plan *plan, const struct sdc_arglist *names)
+{
+	struct sdc_plan sel = *plan;
+	bool from_profile[SDC_PLAN_MAX] = { false }, used[SDC_PLAN_MAX] = { false };
+	sel.n = 0;
+	for (int i = 0; i < names->n; i++) {
+		const struct sdc_probe *p = sdc_probe_find(names->v[i]);
+		char all[256];
+		if (!p) {
+			sdc_probe_names(all, sizeof(all));
+			sdc_cli_bad(cli, "--probe '%s': unknown probe (valid probes: %s)", names->v[i], all);
+			goto out_fail;
+		}
+		for (int k = 0; k < sel.n; k++) {
+			if (sel.entries[k].probe == p) {
+				sdc_cli_bad(cli, "--probe '%s' given twice", names->v[i]);
+				goto out_fail;
+			}
+		}
+		int found = -1;
+		for (int k = 0; k < plan->n; k++)
+			if (plan->entries[k].probe == p)
+				found = k;
+		if (found >= 0) {
+			from_profile[sel.n] = true;
+			sel.entries[sel.n++] = plan->entries[found];
+			used[found] = true;
+		} else if (!sdc_plan_add(&sel, p)) {
+			sdc_error("out of memory");
+			goto out_fail;
+		}
+	}
+	for (int k = 0; k < plan->n; k++)
+		if (!used[k])
+			free(plan->entries[k].opts);
+	*plan = sel;
+	return 0;
+out_fail:
+	for (int k = 0; k < sel.n; k++)
+		if (!from_profile[k])
+			free(sel.entries[k].opts);
+	return -1;
+}
+
+/* The report if asked, the verdict line, the exit code. Under MPI rank 0 gathers and votes, every
+ * rank takes the worst verdict of all, and rank 0 writes one report for the job. */
+static int finish(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_plan *plan, struct sdc_output *out)
+{
+	const int before = run->nfindings;
+	const enum sdc_verdict local = sdc_run_verdict(run);
+	const enum sdc_verdict v = sdc_fleet_finish(run, local, &run->fleet);
+	enum sdc_verdict final = v;
+	if (v > local)
+		fprintf(out->fp, "fleet: %s from another rank (rank 0 %s)\n", sdc_verdict_name(v),
+			cli->json ? "writes the job's report" : "prints the fleet's findings");
+	for (int i = before; i < run->nfindings; i++)
+		fprintf(out->fp, "fleet: %s: %s\n", run->findings[i].kind, run->findings[i].detail);
+	int code = sdc_exit_code(v, cli->exit_style);
+	if (cli->json && sdc_fleet.rank == 0) {
+		json_t *report = sdc_report_build(run, plan, v, code, NULL);
+		if (!report || sdc_report_write(report, cli->json)) {
+			final = sdc_verdict_worst(v, SDC_UNKNOWN);
+			code = sdc_exit_code(final, cli->exit_style);
+		}
+		json_decref(report);
+	}
+	sdc_output_verdict(out, run, final, cli->json && strcmp(cli->json, "-") ? cli->json : NULL);
+	return code;
+}
+
+static int run_main(struct sdc_cmd *c)
+{
+	struct run_opts *o = c->opts;
+	struct sdc_cli *cli = &c->cli;
+	struct sdc_plan plan = { 0 };
+	struct sdc_run run;
+	bool run_inited = false;
+	int rc = sdc_cli_unknown(cli);
+	struct sdc_inject_spec *inject = calloc((size_t)o->inject.n + 1, sizeof(*inject));
+	char err[1024];
+	if (!inject) {
+		sdc_error("out of memory");
+		return rc;
+	}
+	for (int i = 0; i < o->inject.n; i++) {
+		if (sdc_inject_parse(o->inject.v[i], &inject[i], err, sizeof(err))) {
+			rc = sdc_cli_bad(cli, "--inject: %s", err);
+			goto out;
+		}
+	}
+	if (sdc_profile_load(o->profile, &plan, err, sizeof(err))) {
+		fprintf(stderr, "sdcscan run: %s\n", err);
+		goto out;
+	}
+	if (o->probes.n && select_probes(cli, &plan, &o->probes))
+		goto out;
+	for (int i = 0; i < o->sets.n; i++)
+		if (sdc_plan_set(&plan, o->sets.v[i]))
+			goto out;
+	if (o->duration > 0)
+		sdc_plan_scale_duration(&plan, o->duration);
+
+	if (sdc_cli_start_run(c, &run, cli->have_seed ? cli->seed : sdc_plan_seed(&plan, sdc_wall_now())))
+		goto out;
+	run_inited = true;
+	sdc_strlcpy(run.profile, plan.name, sizeof(run.profile));
+	sdc_strlcpy(run.profile_source, plan.source, sizeof(run.profile_source));
+	run.inject = inject;
+	run.ninject = o->inject.n;
+	inject = NULL; /* owned by run now */
+	if (sdc_runner_check_injections(&run, &plan))
+		goto out;
+
+	struct sdc_output out;
+	sdc_output_init(&out, cli->json && !strcmp(cli->json, "-"), cli->quiet, cli->no_color, sdc_fleet.rank == 0);
+	sdc_output_header(&out, &run, &plan);
+	sdc_stop_install_signals();
+	if (sdc_runner_execute(&run, &plan, &out))
+		goto out;
+	run.end_mono = sdc_now();
+	rc = finish(cli, &run, &plan, &out);
+out:
+	if (run_inited)
+		sdc_run_release(&run);
+	sdc_plan_release(&plan);
+	free(inject);
+	return rc;
+}
+
+const struct sdc_command sdc_command_run = {
+	.name = "run",
+	.summary = "run the probes of a profile on every selected CPU and GPU and give a verdict",
+	.options = run_options,
+	.opts_size = sizeof(struct run_opts),
+	.common = SDC_CF_CPUS | SDC_CF_GPUS | SDC_CF_SEED | SDC_CF_JSON | SDC_CF_REPORTING,
+	.flags = SDC_CMD_JOINS_MPI | SDC_CMD_BURNS,
+	.help = run_help,
+	.fn = run_main,
+};

@@ -1,0 +1,78 @@
+/*
+ * sdcscan bench, campaign and calibrate: each verb is a probe's own tool, found in the registry
+ * (a probe's descriptor lists its benchmarks, campaign and calibration, probe.h).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands/commands.h"
+#include "core/registry.h"
+#include "probe.h"
+
+static const struct sdc_command *find_bench(const char *name)
+{
+	for (int i = 0; sdc_probes[i]; i++)
+		for (int b = 0; sdc_probes[i]->benches && sdc_probes[i]->benches[b]; b++)
+			if (!strcmp(sdc_probes[i]->benches[b]->name, name))
+				return sdc_probes[i]->benches[b];
+	return NULL;
+}
+
+static void list_benches(FILE *out)
+{
+	for (int i = 0; sdc_probes[i]; i++)
+		for (int b = 0; sdc_probes[i]->benches && sdc_probes[i]->benches[b]; b++)
+			fprintf(out, "  %-12s %s\n", sdc_probes[i]->benches[b]->name, sdc_probes[i]->benches[b]->summary);
+}
+
+static const struct sdc_command *find_campaign(const char *name)
+{
+	const struct sdc_probe *p = sdc_probe_find(name);
+	return p ? p->campaign : NULL;
+}
+
+static void list_campaigns(FILE *out)
+{
+	for (int i = 0; sdc_probes[i]; i++)
+		if (sdc_probes[i]->campaign)
+			fprintf(out, "  %-12s %s\n", sdc_probes[i]->name, sdc_probes[i]->campaign->summary);
+}
+
+static const struct sdc_command *find_calibration(const char *name)
+{
+	const struct sdc_probe *p = sdc_probe_find(name);
+	return p ? p->calibrate : NULL;
+}
+
+static void list_calibrations(FILE *out)
+{
+	for (int i = 0; sdc_probes[i]; i++)
+		if (sdc_probes[i]->calibrate)
+			fprintf(out, "  %-12s %s\n", sdc_probes[i]->name, sdc_probes[i]->calibrate->summary);
+}
+
+const struct sdc_command sdc_command_bench = {
+	.name = "bench",
+	.summary = "measure the kernels against each other and the libraries, and ABFT's overhead",
+	.args = "a benchmark",
+	.find_sub = find_bench,
+	.list_subs = list_benches,
+	.default_sub = "gemm",
+};
+
+const struct sdc_command sdc_command_campaign = {
+	.name = "campaign",
+	.summary = "fault-injection campaigns: detection and false-positive tables",
+	.args = "the probe to campaign on",
+	.find_sub = find_campaign,
+	.list_subs = list_campaigns,
+};
+
+const struct sdc_command sdc_command_calibrate = {
+	.name = "calibrate",
+	.summary = "measure e_max for the fast class's V-ABFT thresholds on this host",
+	.args = "the probe to calibrate",
+	.find_sub = find_calibration,
+	.list_subs = list_calibrations,
+	.default_sub = "gemm",
+};

@@ -1,0 +1,24 @@
+/*
+ * GPUs, through the GPU module: the CUDA code is a shared module that sdcscan loads at run time
+ * (dlopen), so the one binary starts on every host and says why no GPU can be tested where the
+ * module, the CUDA libraries or the driver are missing.
+ */
+#ifndef SDC_GPU_H
+#define SDC_GPU_H
+
+#include <stddef.h>
+
+#include "device.h"
+
+/*
+ * Appends the GPUs sel selects to *devs (realloc'd; *n updated). When none can be used, note
+ * says why (no module, no driver, no GPU) and 0 is returned; -1 with err for a selection that
+ * names a GPU that is not there.
+ */
+int sdc_gpu_discover(const struct sdc_gpu_select *sel, struct sdc_device **devs, int *n, char *note,
+		     size_t notelen, char *err, size_t errlen);
+
+/* Makes dev the calling thread's current GPU. 0, or -1 with err. */
+int sdc_gpu_bind(const struct sdc_device *dev, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,132 @@
+/* minitrain data parallel across MPI ranks: the gradient all-reduce in rank order, and the state check before each step. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fleet.h"
+#include "probes/minitrain/minitrain.h"
+
+/*
+ * The global gradient: every rank's, summed in rank order (so every rank gets the same bits),
+ * then averaged. local holds total floats, all size x total. -1 when a rank did not take part.
+ */
+int mt_dp_reduce(struct sdc_mt_tensor *grads, int ngrads, size_t total, float *local, float *all)
+{
+	mt_tensors_to_flat(grads, ngrads, local);
+	if (sdc_fleet_allgather(local, (int)(total * sizeof(float)), all, sdc_fleet.timeout))
+		return -1;
+	const float inv = 1.0f / (float)sdc_fleet.size;
+	size_t off = 0;
+	for (int i = 0; i < ngrads; i++) {
+		float *g = grads[i].data;
+		for (size_t e = 0; e < sdc_mt_numel(&grads[i]); e++) {
+			float acc = all[off + e];
+			for (int r = 1; r < sdc_fleet.size; r++)
+				acc = acc + all[(size_t)r * total + off + e];
+			g[e] = acc * inv;
+		}
+		off += sdc_mt_numel(&grads[i]);
+	}
+	return 0;
+}
+
+
+void mt_hook_reduce(void *ctx, int step)
+{
+	(void)step;
+	struct mt_worker *mw = ctx;
+	if (mw->dp_failed || !mt_dp_reduce(mw->grads, mw->ngrads, mw->grads_total, mw->dp_local, mw->dp_all))
+		return;
+	mw->dp_failed = true;
+	sdc_worker_error(mw->w, "a rank did not take part in the gradient all-reduce of step %d within %.0f s",
+			 mw->step, sdc_fleet.timeout);
+}
+
+/*
+ * Before each step: every rank's state hash and whether it wants to stop. All stop together; a
+ * rank whose state differs from the majority names itself (Adept: the rank whose update diverged,
+ * at the step it diverged). Returns true to go on.
+ */
+bool mt_dp_step_check(struct mt_worker *mw, uint64_t *entry_io)
+{
+	const int P = sdc_fleet.size;
+	const uint64_t entry = *entry_io;
+	const uint64_t mine[2] = { entry, !sdc_worker_continue(mw->w) };
+	if (sdc_fleet_allgather(mine, sizeof(mine), mw->dp_hashes, sdc_fleet.timeout)) {
+		mw->dp_failed = true;
+		sdc_worker_error(mw->w, "a rank did not take part in the state check before step %d within %.0f s",
+				 mw->step, sdc_fleet.timeout);
+		return false;
+	}
+	bool stop = false;
+	int best = 0, lead = 0; /* the largest group's size, and its lowest rank */
+	for (int r = 0; r < P; r++) {
+		stop |= mw->dp_hashes[2 * r + 1] != 0;
+		int c = 0;
+		for (int q = 0; q < P; q++)
+			c += mw->dp_hashes[2 * q] == mw->dp_hashes[2 * r];
+		if (c > best)
+			best = c, lead = r;
+	}
+	const uint64_t agreed = mw->dp_hashes[2 * lead];
+	if (best == P)
+		return !stop;
+	/* Every rank outside the largest group gets that group's state from its lowest rank, to find
+	 * the first element that differs and to go on from the agreed state (so a later fault is found
+	 * on its own). Every rank sees the same hashes, so all agree on who sends to whom. */
+	size_t total = 0;
+	for (int i = 0; i < mw->ntraj; i++)
+		total += sdc_mt_numel(&mw->traj[i]);
+	float *state = malloc(total * sizeof(float));
+	if (!state) {
+		sdc_worker_error(mw->w, "out of memory");
+		mw->dp_failed = true;
+		return false;
+	}
+	if (sdc_fleet.rank == lead)
+		mt_tensors_to_flat(mw->traj, mw->ntraj, state);
+	for (int r = 0; r < P; r++) {
+		if (mw->dp_hashes[2 * r] == agreed || (sdc_fleet.rank != lead && sdc_fleet.rank != r))
+			continue;
+		int late;
+		const bool send = sdc_fleet.rank == lead;
+		if (sdc_fleet_sendrecv(send ? state : NULL, send ? (int)(total * 4) : 0, r, send ? NULL : state,
+				       send ? 0 : (int)(total * 4), lead, 0x3d0, sdc_fleet.timeout, &late)) {
+			sdc_worker_error(mw->w, "rank %d did not take part in the state exchange of step %d within %.0f s",
+					 late, mw->step, sdc_fleet.timeout);
+			mw->dp_failed = true;
+			free(state);
+			return false;
+		}
+	}
+	if (entry != agreed) {
+		/* the first element of this rank's state that differs from the agreed one */
+		struct mt_difference d;
+		mt_first_difference(mw->traj, mw->ntraj, (struct mt_side){ .list = mw->traj },
+				    (struct mt_side){ .flat = state }, &d);
+		const int first_t = d.tensor;
+		const size_t first_i = d.index, differing = d.elements;
+		struct sdc_finding f;
+		const struct sdc_mt_tensor *t = first_t >= 0 ? &mw->traj[first_t] : NULL;
+		mt_finding_init(&f, mw, "rank-divergence", t && t->role == SDC_MT_STATE ? "O" : "W",
+			     t ? (int64_t)(first_i / (size_t)t->cols) : -1, t ? (int64_t)(first_i % (size_t)t->cols) : -1);
+		if (t) {
+			sdc_finding_set_f32(&f, d.expected, d.actual);
+			snprintf(f.operation, sizeof(f.operation), "%.60s: tensor %s", mw->sh->operation, t->name);
+		}
+		snprintf(f.detail, sizeof(f.detail),
+			 "step %d: the state of rank %d (%.40s) entering the step differs from %s of %d ranks (%d agree) at "
+			 "%zu elements, first %.24s[%zu][%zu]; gradients are all-reduced, so it diverged here: in memory or "
+			 "in its own update",
+			 mw->step, sdc_fleet.rank, sdc_fleet.host, 2 * best > P ? "the majority" : "the largest group", P,
+			 best, differing, t ? t->name : "?", t ? first_i / (size_t)t->cols : 0,
+			 t ? first_i % (size_t)t->cols : 0);
+		sdc_worker_report(mw->w, &f);
+		/* back onto the agreed state */
+		mt_tensors_from_flat(mw->traj, mw->ntraj, state);
+		*entry_io = agreed;
+	}
+	free(state);
+	return !stop;
+}
+

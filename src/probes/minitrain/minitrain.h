@@ -1,0 +1,134 @@
+/*
+ * The minitrain probe's own parts, shared by the files of its folder and by nothing outside it:
+ *   minitrain.c  the probe: options, variants, setup, fault injection, the burn loop
+ *   record.c     the golden recorder (sdcscan golden record): a trajectory on the reference kernel
+ *   replay.c     a divergence from the golden, replayed from the seed to name step, tensor, element
+ *   dp.c         data parallel across MPI ranks: the gradient all-reduce and the per-step state check
+ *   bench.c      sdcscan bench minitrain
+ */
+#ifndef SDC_PROBES_MINITRAIN_H
+#define SDC_PROBES_MINITRAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/digest.h"
+#include "command.h"
+#include "golden.h"
+#include "kernels/minitrain.h"
+#include "probe.h"
+
+enum { GOLDEN_AUTO, GOLDEN_OFF, GOLDEN_REQUIRE };
+enum { MODEL_DLRM, MODEL_XFMR };
+
+struct minitrain_opts {
+	uint32_t models;
+	int64_t seed, steps, checkpoint;
+	int64_t dlrm_batch, dlrm_tables, dlrm_rows, dlrm_dim, dlrm_pooling;
+	int64_t xfmr_batch, xfmr_seq, xfmr_dim, xfmr_heads, xfmr_ff;
+	int kernel, golden;
+	bool data_parallel;
+	double floor;
+};
+
+
+#define MAX_FAULTS 8
+#define ELEMENTS_DETAILED 4
+
+/* Where a step's check found the first difference from the golden. */
+enum point { POINT_ENTRY, POINT_GRADS, POINT_LOSS };
+
+struct mt_shared {
+	struct sdc_mt_cfg cfg;
+	int steps, every;
+	bool plain;
+	const struct sdc_golden_entry *golden;
+	const char *golden_origin;
+	char operation[96];
+};
+
+struct mt_worker {
+	struct sdc_worker *w;
+	const struct mt_shared *sh;
+	struct sdc_mt_model *m, *replay;
+	struct sdc_mt_tensor *traj, *grads;
+	int ntraj, ngrads;
+	struct sdc_sha256 sha;
+	uint64_t iter; /* global step */
+	int step;      /* within the run */
+	uint64_t *tensor_hash;
+	/* this step */
+	struct sdc_fault faults[MAX_FAULTS];
+	const char *fault_target[MAX_FAULTS];
+	int nfaults;
+	bool extreme; /* an attention check saw NaN, INF or near-INF */
+	uint64_t grad_hash;
+	bool grads_diverged;
+	float *saved_grads; /* the gradients of a step whose gradients diverged */
+	size_t grads_total;
+	/* replay capture */
+	float *capture;
+	bool diverged_this_run; /* and not repaired: no replay reproduced the golden */
+	bool diverged_this_step;
+	/* An attention check failed in this run: later failures are its consequences, not reported. */
+	int attn_step;
+	/* data parallel */
+	float *dp_local, *dp_all;
+	uint64_t *dp_hashes;
+	bool dp_failed;
+	bool dp_entry_golden; /* the state entering this step matched the golden */
+};
+
+
+/* minitrain.c */
+void mt_cfg_from_opts(const struct minitrain_opts *o, const struct sdc_variant *v, uint64_t seed,
+		      struct sdc_mt_cfg *c);
+int mt_check_cfg(const struct sdc_mt_cfg *c, char *err, size_t len);
+/* One hash over a list of tensors: XXH3 of their XXH3s, each kept in out (may be NULL). */
+uint64_t mt_tensors_hash(const struct sdc_mt_tensor *t, int n, uint64_t *out);
+/* The SHA-256 of each tensor into out[n][32]. */
+void mt_tensors_sha(struct sdc_sha256 *s, const struct sdc_mt_tensor *t, int n, uint8_t *out);
+/* The tensors laid end to end in flat, and back. */
+void mt_tensors_to_flat(const struct sdc_mt_tensor *t, int n, float *flat);
+void mt_tensors_from_flat(struct sdc_mt_tensor *t, int n, const float *flat);
+void mt_finding_init(struct sdc_finding *f, const struct mt_worker *mw, const char *kind, const char *target,
+		     int64_t row, int64_t col);
+
+/* record.c: the trajectory of one variant, on the calling thread (json_t *; the descriptor's golden_record). */
+void *mt_golden_record(const void *opts, const struct sdc_variant *variant, uint64_t seed, char *err, size_t len);
+
+/* replay.c */
+/* One side of a comparison: a list of tensors, or the same tensors end to end in one buffer. */
+struct mt_side {
+	const struct sdc_mt_tensor *list;
+	const float *flat;
+};
+/* Where two sides first differ (tensor -1: nowhere), how many elements and tensors differ, and
+ * whether a differing tensor holds a NaN or INF on the actual side. */
+struct mt_difference {
+	int tensor;
+	size_t index, elements;
+	int tensors;
+	float expected, actual;
+	bool nonfinite;
+};
+void mt_first_difference(const struct sdc_mt_tensor *shape, int n, struct mt_side actual, struct mt_side expected,
+			 struct mt_difference *d);
+/* The state (at POINT_ENTRY), gradients or loss of this step did not match the golden: replay and report. */
+void mt_diverged(struct mt_worker *mw, enum point at, float loss);
+/* Data parallel: this rank's own gradients differ from its golden ones: recompute and report. */
+void mt_dp_gradient_diverged(struct mt_worker *mw);
+
+/* dp.c */
+/* The global gradient: every rank's, summed in rank order, averaged. -1 when a rank did not take part. */
+int mt_dp_reduce(struct sdc_mt_tensor *grads, int ngrads, size_t total, float *local, float *all);
+/* The model's reduce hook in a data-parallel run. */
+void mt_hook_reduce(void *ctx, int step);
+/* Before each step: every rank's state compared, the odd one named; false to stop. */
+bool mt_dp_step_check(struct mt_worker *mw, uint64_t *entry_io);
+
+/* bench.c */
+extern const struct sdc_command sdc_minitrain_bench; /* sdcscan bench minitrain */
+
+#endif

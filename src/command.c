@@ -108,6 +108,15 @@ int sdc_cli_write_json(const char *path, void *j, const char *who)
 	return rc;
 }
 
+int sdc_cli_targets_end(const struct sdc_cli *cli, void *out, bool targets_met)
+{
+	json_object_set_new(out, "targets_met", json_boolean(targets_met));
+	printf("\n%s\n", targets_met ? "OK: every target met" : "CRITICAL: a target was missed (see above)");
+	if (cli->json && sdc_cli_write_json(cli->json, out, cli->command))
+		return sdc_cli_unknown(cli);
+	return sdc_exit_code(targets_met ? SDC_OK : SDC_CRITICAL, cli->exit_style);
+}
+
 int sdc_cli_parse_sizes(const char *s, struct sdc_size3 *out, int max)
 {
 	int n = 0;

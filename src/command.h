@@ -105,6 +105,13 @@ int sdc_cli_bench_start(struct sdc_cmd *c, struct sdc_run *run);
 int sdc_cli_write_json(const char *path, void *j, const char *who);
 
 /*
+ * The end of a campaign or benchmark that states targets: records targets_met in out (a json_t
+ * object), prints "OK: every target met" or "CRITICAL: a target was missed", writes out to
+ * --json if asked; returns the exit code (0, 2, or 3 when the JSON could not be written).
+ */
+int sdc_cli_targets_end(const struct sdc_cli *cli, void *out, bool targets_met);
+
+/*
  * Matrix sizes, comma-separated: "N" (N x N x N) or "MxNxK". Each dimension within [1, 16384]
  * (k from 4 to 65536). Returns how many (at most max), or -1 when malformed.
  */

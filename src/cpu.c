@@ -11,41 +11,25 @@
 
 int sdc_cpu_list_parse(const char *s, cpu_set_t *set, char *err, size_t errlen)
 {
+	uint64_t bits[CPU_SETSIZE / 64];
+	const char *bad;
 	CPU_ZERO(set);
 	if (!s || !*s) {
 		snprintf(err, errlen, "empty CPU list (expected a list like 0-3,8)");
 		return -1;
 	}
-	const char *p = s;
-	while (*p) {
-		char *end;
-		if (!isdigit((unsigned char)*p))
-			goto bad;
-		long lo = strtol(p, &end, 10), hi = lo;
-		p = end;
-		if (*p == '-') {
-			p++;
-			if (!isdigit((unsigned char)*p))
-				goto bad;
-			hi = strtol(p, &end, 10);
-			p = end;
-		}
-		if (lo > hi || hi >= CPU_SETSIZE) {
+	if (sdc_parse_ranges(s, CPU_SETSIZE, bits, &bad)) {
+		if (bad)
+			snprintf(err, errlen, "cannot parse CPU list '%s' at '%s' (expected a list like 0-3,8)", s, bad);
+		else
 			snprintf(err, errlen, "bad CPU range in '%s' (expected ascending CPU numbers below %d)", s,
 				 CPU_SETSIZE);
-			return -1;
-		}
-		for (long c = lo; c <= hi; c++)
-			CPU_SET((int)c, set);
-		if (*p == ',')
-			p++;
-		else if (*p)
-			goto bad;
+		return -1;
 	}
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (bits[c / 64] >> (c % 64) & 1)
+			CPU_SET(c, set);
 	return 0;
-bad:
-	snprintf(err, errlen, "cannot parse CPU list '%s' at '%s' (expected a list like 0-3,8)", s, p);
-	return -1;
 }
 
 static int read_int_file(const char *path, int fallback)

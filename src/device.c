@@ -1,10 +1,10 @@
 #include "device.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/util.h"
 #include "cpu.h"
 #include "gpu.h"
 
@@ -22,34 +22,13 @@ int sdc_gpu_select_parse(const char *s, struct sdc_gpu_select *sel, char *err, s
 		sel->none = true;
 		return 0;
 	}
-	const char *p = s;
-	while (*p) {
-		char *end;
-		if (!isdigit((unsigned char)*p))
-			goto bad;
-		long lo = strtol(p, &end, 10), hi = lo;
-		p = end;
-		if (*p == '-') {
-			p++;
-			if (!isdigit((unsigned char)*p))
-				goto bad;
-			hi = strtol(p, &end, 10);
-			p = end;
-		}
-		if (lo > hi || hi > 63)
-			goto bad;
-		for (long g = lo; g <= hi; g++)
-			sel->indices |= 1ull << g;
-		if (*p == ',')
-			p++;
-		else if (*p)
-			goto bad;
+	const char *bad;
+	if (!*s || sdc_parse_ranges(s, 64, &sel->indices, &bad)) {
+		snprintf(err, errlen, "'%s' is not a GPU list (expected all, none, or indices below 64 like 0,2-3)", s);
+		return -1;
 	}
 	sel->listed = true;
 	return 0;
-bad:
-	snprintf(err, errlen, "'%s' is not a GPU list (expected all, none, or indices below 64 like 0,2-3)", s);
-	return -1;
 }
 
 int sdc_devices_discover(const cpu_set_t *cpus, const struct sdc_gpu_select *gpus, struct sdc_device **out,

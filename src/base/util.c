@@ -1,5 +1,6 @@
 #include "base/util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -112,6 +113,39 @@ bool sdc_parse_bool(const char *s, bool *out)
 		}
 	}
 	return false;
+}
+
+int sdc_parse_ranges(const char *s, int limit, uint64_t *bits, const char **bad)
+{
+	memset(bits, 0, ((size_t)limit + 63) / 64 * 8);
+	const char *p = s;
+	*bad = NULL;
+	while (*p) {
+		char *end;
+		if (!isdigit((unsigned char)*p))
+			goto out_bad;
+		long lo = strtol(p, &end, 10), hi = lo;
+		p = end;
+		if (*p == '-') {
+			p++;
+			if (!isdigit((unsigned char)*p))
+				goto out_bad;
+			hi = strtol(p, &end, 10);
+			p = end;
+		}
+		if (lo > hi || hi >= limit)
+			return -1;
+		for (long v = lo; v <= hi; v++)
+			bits[v / 64] |= 1ull << (v % 64);
+		if (*p == ',')
+			p++;
+		else if (*p)
+			goto out_bad;
+	}
+	return 0;
+out_bad:
+	*bad = p;
+	return -1;
 }
 
 double sdc_now(void)

@@ -32,6 +32,13 @@ bool sdc_parse_u64(const char *s, uint64_t *out);
 bool sdc_parse_double(const char *s, double *out);
 bool sdc_parse_bool(const char *s, bool *out);
 
+/*
+ * Ranges of non-negative numbers below limit, "0-3,8,10-11", into bits (limit bits, cleared first).
+ * Returns 0; -1 with *bad at the character that did not parse, or *bad NULL for a range out of
+ * order or beyond the limit.
+ */
+int sdc_parse_ranges(const char *s, int limit, uint64_t *bits, const char **bad);
+
 /* Monotonic seconds, and wall-clock seconds since the epoch. */
 double sdc_now(void);
 double sdc_wall_now(void);

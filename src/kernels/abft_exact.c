@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/abft_sums.h"
 #include "kernels/clones.h"
 
 static int digits_for(int64_t maxabs, int base_log2)
@@ -73,124 +74,10 @@ static int64_t from_digits(const int64_t *d, int nd, int base_log2)
 	return v;
 }
 
-/*
- * Row sums without a 64-bit multiply: the columns are taken 16 at a time (lanes l), with
- * per-lane running sums P[l] = sum_b c[b][l] and Q[l] = sum of the P[l] seen so far. Then
- * sum_b b c[b][l] = nb P[l] - Q[l], and
- *   sum_j (j + 1) c[j] = sum_l (l + 1) P[l] + 16 sum_l (nb P[l] - Q[l])
- * over the nb whole blocks; the tail is added directly. Only int64 adds in the loop.
- */
-#define BLK 16
-
-static void combine_lanes(const int64_t *p, const int64_t *q, int nb, const int32_t *c, int n, int64_t *s1,
-			  int64_t *s2)
-{
-	int64_t a = 0, w = 0;
-	for (int l = 0; l < BLK; l++) {
-		a += p[l];
-		w += (int64_t)(l + 1) * p[l] + (int64_t)BLK * ((int64_t)nb * p[l] - q[l]);
-	}
-	for (int j = nb * BLK; j < n; j++) {
-		a += c[j];
-		w += (int64_t)(j + 1) * c[j];
-	}
-	*s1 = a;
-	*s2 = w;
-}
-
-static void sums_i32_portable(const int32_t *c, int n, int64_t *s1, int64_t *s2)
-{
-	int64_t p[BLK] = { 0 }, q[BLK] = { 0 };
-	const int nb = n / BLK;
-	for (int b = 0; b < nb; b++)
-		for (int l = 0; l < BLK; l++) {
-			p[l] += c[b * BLK + l];
-			q[l] += p[l];
-		}
-	combine_lanes(p, q, nb, c, n, s1, s2);
-}
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-
-__attribute__((target("avx512f"))) static void sums_i32_avx512(const int32_t *c, int n, int64_t *s1, int64_t *s2)
-{
-	__m512i p0 = _mm512_setzero_si512(), p1 = p0, q0 = p0, q1 = p0;
-	const int nb = n / BLK;
-	for (int b = 0; b < nb; b++) {
-		const __m512i v = _mm512_loadu_si512(c + b * BLK);
-		p0 = _mm512_add_epi64(p0, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(v)));
-		p1 = _mm512_add_epi64(p1, _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(v, 1)));
-		q0 = _mm512_add_epi64(q0, p0);
-		q1 = _mm512_add_epi64(q1, p1);
-	}
-	int64_t p[BLK], q[BLK];
-	_mm512_storeu_si512(p, p0);
-	_mm512_storeu_si512(p + 8, p1);
-	_mm512_storeu_si512(q, q0);
-	_mm512_storeu_si512(q + 8, q1);
-	combine_lanes(p, q, nb, c, n, s1, s2);
-}
-
-__attribute__((target("avx2"))) static void sums_i32_avx2(const int32_t *c, int n, int64_t *s1, int64_t *s2)
-{
-	__m256i p[4], q[4];
-	for (int r = 0; r < 4; r++)
-		p[r] = q[r] = _mm256_setzero_si256();
-	const int nb = n / BLK;
-	for (int b = 0; b < nb; b++) {
-		for (int r = 0; r < 4; r++) {
-			const __m128i v = _mm_loadu_si128((const __m128i *)(c + b * BLK + 4 * r));
-			p[r] = _mm256_add_epi64(p[r], _mm256_cvtepi32_epi64(v));
-			q[r] = _mm256_add_epi64(q[r], p[r]);
-		}
-	}
-	int64_t pl[BLK], ql[BLK];
-	for (int r = 0; r < 4; r++) {
-		_mm256_storeu_si256((__m256i *)(pl + 4 * r), p[r]);
-		_mm256_storeu_si256((__m256i *)(ql + 4 * r), q[r]);
-	}
-	combine_lanes(pl, ql, nb, c, n, s1, s2);
-}
-#endif
-
-int sdc_abft_sums_i32_path(int path, const int32_t *c, int n, int64_t *s1, int64_t *s2)
-{
-	switch (path) {
-	case 0:
-		sums_i32_portable(c, n, s1, s2);
-		return 0;
-#if defined(__x86_64__)
-	case 1:
-		if (!__builtin_cpu_supports("avx2"))
-			return -1;
-		sums_i32_avx2(c, n, s1, s2);
-		return 0;
-	case 2:
-		if (!__builtin_cpu_supports("avx512f"))
-			return -1;
-		sums_i32_avx512(c, n, s1, s2);
-		return 0;
-#endif
-	}
-	return -1;
-}
-
-static void sums_i32(const int32_t *c, int n, int64_t *s1, int64_t *s2)
-{
-#if defined(__x86_64__)
-	if (__builtin_cpu_supports("avx512f"))
-		return sums_i32_avx512(c, n, s1, s2);
-	if (__builtin_cpu_supports("avx2"))
-		return sums_i32_avx2(c, n, s1, s2);
-#endif
-	sums_i32_portable(c, n, s1, s2);
-}
-
 void sdc_abft_check_row_i32(const struct sdc_abft_layout *l, const int32_t *c, struct sdc_abft_row *r)
 {
 	int64_t d[64];
-	sums_i32(c, l->n, &r->s1, &r->s2);
+	sdc_abft_sums()->i32(c, l->n, &r->s1, &r->s2);
 	for (int t = 0; t < l->nd1 + l->nd2; t++)
 		d[t] = c[l->n + t];
 	r->e1 = from_digits(d, l->nd1, l->base_log2);

@@ -55,10 +55,5 @@ static inline bool sdc_abft_row_ok(const struct sdc_abft_row *r)
  */
 int sdc_abft_locate(const struct sdc_abft_layout *l, const struct sdc_abft_row *r);
 
-/*
- * The row sums by one code path (0 portable, 1 AVX2, 2 AVX-512), so tests can hold each SIMD
- * path to the portable one. Returns -1 if this CPU lacks the path.
- */
-int sdc_abft_sums_i32_path(int path, const int32_t *c, int n, int64_t *s1, int64_t *s2);
 
 #endif

@@ -196,6 +196,15 @@ void sdc_eb_out_sums_portable(const float *out, int d, struct sdc_eb_out_sums *o
 void sdc_eb_bag_portable(const struct sdc_eb_layout *l, const uint8_t *table, const struct sdc_eb_bag *bag,
 			 float *out, struct sdc_eb_expect *e, enum sdc_eb_sums sums);
 
+/*
+ * The same operator on a GPU (kernels/cuda/, in the GPU module, gpu.h): nbags bags given as CSR
+ * offsets into idx (and weights, or NULL), one output row of d floats and one expectation each,
+ * every pointer on the device, enqueued on a stream (a cudaStream_t). Returns 0 or a CUDA error.
+ */
+typedef int (*sdc_eb_bags_device_fn)(const struct sdc_eb_layout *l, const uint8_t *table, const uint32_t *idx,
+				     const int32_t *offsets, const float *w, int nbags, float *out,
+				     struct sdc_eb_expect *e, enum sdc_eb_sums sums, void *stream);
+
 /* Rows ahead of the current one that the kernels prefetch (FBGEMM's default distance). */
 #define SDC_EB_PREFETCH 16
 

@@ -24,6 +24,15 @@ void sdc_xgemm_plain(int m, int n, int k, const float *a, int lda, const float *
 /* Which kernel sdc_xgemm runs: "avx512", "avx2" or "baseline". */
 const char *sdc_xgemm_kernel(void);
 
+/*
+ * The same GEMM on a GPU: kernels/cuda/, built into the GPU module and reached through its table
+ * (gpu.h), on device pointers, enqueued on a stream (a cudaStream_t). Every element is summed in
+ * the same order with __fmul_rn/__fadd_rn, so its bits equal sdc_xgemm_plain's. Returns 0 or a
+ * CUDA error code.
+ */
+typedef int (*sdc_xgemm_device_fn)(int m, int n, int k, const float *a, int lda, const float *b, int ldb,
+				   float *c, int ldc, void *stream);
+
 /* out[j][i] = in[i][j] for an m x n matrix: a copy, exact by construction. */
 void sdc_xtranspose(int m, int n, const float *in, int ldin, float *out, int ldout);
 

@@ -70,6 +70,12 @@ struct sdc_mt_hooks {
 
 struct sdc_mt_model;
 
+/*
+ * The GPU form of these steps (kernels/cuda/, in the GPU module, gpu.h) keeps the model in device
+ * memory and runs every operation as a CUDA kernel that mirrors the CPU loop it names, so a step
+ * gives the same bits on a GPU as here; its GEMMs are sdc_xgemm_device_fn (exact_gemm.h).
+ */
+
 /* NULL with a message in err when the configuration is unusable. */
 struct sdc_mt_model *sdc_mt_create(const struct sdc_mt_cfg *cfg, sdc_xgemm_fn gemm, char *err, size_t errlen);
 void sdc_mt_free(struct sdc_mt_model *m);

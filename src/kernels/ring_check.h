@@ -37,4 +37,13 @@ int64_t sdc_ring_first_wrong(float *got, const int8_t *f, const int8_t *g, int64
 int64_t sdc_ring_check_add_crc(float *dst, const float *own, const uint32_t *got, const int8_t *f, const int8_t *g,
 			       int64_t n, int count, int rsum, uint32_t *crc);
 
+/*
+ * The hop checks on a GPU (kernels/cuda/, in the GPU module, gpu.h), for NCCL rings: the same
+ * arithmetic on device pointers, the count of wrong elements and the CRC32C of dst written to
+ * device memory (crc may be NULL), enqueued on a stream (a cudaStream_t). Returns 0 or a CUDA error.
+ */
+typedef int (*sdc_ring_check_add_device_fn)(float *dst, const float *own, const uint32_t *got, const int8_t *f,
+					    const int8_t *g, int64_t n, int count, int rsum, uint32_t *crc,
+					    unsigned long long *wrong, void *stream);
+
 #endif

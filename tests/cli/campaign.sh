@@ -44,6 +44,14 @@ PY
 bad_campaign() { expect_exit 3 "$1" "$SDCSCAN" campaign "$@"; }
 expect_exit 3 campaign_noprobe "$SDCSCAN" campaign
 expect_grep campaign_noprobe err "expected the probe to campaign on: gemm"
+# The verb is the word after the command, never one found further along: here "embbag" is the
+# name of the JSON file, and the gemm campaign runs (it once started the embbag campaign).
+abs=$(cd "$(dirname "$SDCSCAN")" && pwd)/$(basename "$SDCSCAN")
+(cd "$TMP" && "$abs" campaign gemm --classes int8 --trials 20 --bit-trials 0 --tightness 0 --size 16x16x16 \
+	--json embbag) >"$TMP/verb.out" 2>&1 || fail "campaign gemm --json embbag: exit $?"
+expect_grep verb out "Table II form"
+[ -s "$TMP/embbag" ] && [ "$(json_get "$TMP/embbag" "sorted(r['table2'])")" = "['int8']" ] ||
+	fail "campaign gemm --json embbag did not write the gemm campaign to ./embbag"
 expect_exit 3 campaign_badclass "$SDCSCAN" campaign gemm --classes int4
 expect_grep campaign_badclass err "'int4' is not a valid choice"
 

@@ -69,11 +69,19 @@ bad dup_profile "dup.yaml:4:5: duplicate key 'm'" run --profile "$TMP/dup.yaml"
 printf 'probes:\n  gemm:\n    dtypes: [int4]\n' >"$TMP/type.yaml"
 bad type_profile "type.yaml:3:14: gemm.dtypes: 'int4' is not a valid choice" run --profile "$TMP/type.yaml"
 
-# Help on every command, exit 0, on stdout.
-for cmd in run list selftest bench version; do
-	expect_exit 0 "help_$cmd" "$SDCSCAN" "$cmd" --help
-	expect_grep "help_$cmd" out "Usage: sdcscan $cmd"
+# Help on every command and verb, exit 0, on stdout, from the same tables the parser reads.
+for cmd in run list selftest golden "golden record" "golden verify" "golden show" bench "bench gemm" \
+	"bench overhead" "bench embbag" "bench minitrain" "bench allreduce" calibrate "calibrate gemm" campaign \
+	"campaign gemm" "campaign embbag" version; do
+	name=$(echo "help_$cmd" | tr ' ' _)
+	expect_exit 0 "$name" "$SDCSCAN" $cmd --help
+	expect_grep "$name" out "Usage: sdcscan $cmd"
 done
+# A verb is chosen by position; a bad one is named with the valid ones.
+bad bad_verb "unknown verb 'gem' (expected gemm, overhead, embbag, minitrain, allreduce)" bench gem
+bad no_verb "expected a golden command: record, verify, show" golden
+# --exit-codes npd holds whatever the order of the arguments: a bad flag before it is npd's unknown (2).
+expect_exit 2 npd_order "$SDCSCAN" run --bogus --exit-codes npd
 expect_exit 0 help_top "$SDCSCAN" --help
 expect_exit 3 no_command "$SDCSCAN"
 

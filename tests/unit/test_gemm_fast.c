@@ -13,6 +13,7 @@
 #include "probes/gemm/calibration.h"
 #include "check.h"
 #include "probes/gemm/abft.h"
+#include "kernels/abft_sums.h"
 
 static bool close_to(double a, double b)
 {
@@ -117,7 +118,7 @@ static void sums_paths(void)
 		v[j] = (j % 3 ? 1.0 : 0x1p53) * ((j * 37) % 11 - 5) + (j % 7);
 	for (int n = 0; n <= 301; n += 7) {
 		double w1, w2;
-		sdc_gemm_sums_f64_path(0, v, n, &w1, &w2);
+		sdc_abft_sums_isa(SDC_ISA_PORTABLE)->f64(v, n, &w1, &w2);
 		long double e1 = 0, e2 = 0;
 		for (int j = 0; j < n; j++) {
 			e1 += v[j];
@@ -125,12 +126,14 @@ static void sums_paths(void)
 		}
 		CHECK_MSG(w1 == (double)e1, "portable sum n %d: %.17g, exact %.17Lg", n, w1, e1);
 		CHECK_MSG(fabs(w2 - (double)e2) <= fabs((double)e2) * 0x1p-50, "portable weighted sum n %d", n);
-		for (int path = 1; path < 3; path++) {
+		for (int isa = 1; isa < SDC_ISA_COUNT; isa++) {
+			const struct sdc_abft_sums_fns *t = sdc_abft_sums_isa((enum sdc_isa)isa);
 			double s1, s2;
-			if (sdc_gemm_sums_f64_path(path, v, n, &s1, &s2))
+			if (!t)
 				continue;
-			CHECK_MSG(s1 == w1 && fabs(s2 - w2) <= fabs(w2) * 0x1p-48,
-				  "path %d n %d: %.17g %.17g vs %.17g %.17g", path, n, s1, s2, w1, w2);
+			t->f64(v, n, &s1, &s2);
+			CHECK_MSG(s1 == w1 && fabs(s2 - w2) <= fabs(w2) * 0x1p-48, "%s n %d: %.17g %.17g vs %.17g %.17g",
+				  sdc_isa_name((enum sdc_isa)isa), n, s1, s2, w1, w2);
 		}
 	}
 }

@@ -437,18 +437,11 @@ static int campaign_main(struct sdc_cmd *cmd)
 			}
 	for (int i = 0; cp.ws && i < cp.nworkers; i++)
 		release_state(&cp.ws[i]);
-	if (!rc) {
-		json_object_set_new(out, "targets_met", json_boolean(targets_met));
-		printf("\n%s\n", targets_met ? "OK: every target met" : "CRITICAL: a target was missed (see above)");
-		if (cli->json && sdc_cli_write_json(cli->json, out, "campaign embbag"))
-			rc = -1;
-	}
+	rc = rc ? sdc_cli_unknown(cli) : sdc_cli_targets_end(cli, out, targets_met);
 	json_decref(out);
 	free(cp.ws);
 	sdc_run_release(&run);
-	if (rc)
-		return sdc_cli_unknown(cli);
-	return sdc_exit_code(targets_met ? SDC_OK : SDC_CRITICAL, cli->exit_style);
+	return rc;
 }
 
 const struct sdc_command sdc_embbag_campaign = {

@@ -1,4 +1,5 @@
 #include "probes/gemm/abft.h"
+#include "kernels/abft_sums.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -138,12 +139,6 @@ static void truth_a_rows(const struct sdc_gemm *g, uint64_t set, int r0, int r1,
 }
 
 /* Neumaier's compensated sum: the rounding of each addition is kept and added back. */
-static inline void neumaier(double *s, double *c, double x)
-{
-	const double t = *s + x;
-	*c += fabs(*s) >= fabs(x) ? (*s - t) + x : (x - t) + *s;
-	*s = t;
-}
 
 /* Encodes row p of a fast-class B_ext (n data values, then r1 and r2) in higher precision. */
 static void encode_fast_row(const struct sdc_gemm *g, void *row)
@@ -162,8 +157,8 @@ static void encode_fast_row(const struct sdc_gemm *g, void *row)
 		double *b = row;
 		double s = 0, c = 0, s2 = 0, c2 = 0;
 		for (int j = 0; j < n; j++) {
-			neumaier(&s, &c, b[j]);
-			neumaier(&s2, &c2, (double)(j + 1) * b[j]);
+			sdc_neumaier(&s, &c, b[j]);
+			sdc_neumaier(&s2, &c2, (double)(j + 1) * b[j]);
 		}
 		b[n] = s + c;
 		b[n + 1] = s2 + c2;
@@ -517,110 +512,6 @@ static void sums_f32_in_f64(const float *c, int n, double *s1, double *s2)
 	*s2 = tw;
 }
 
-/*
- * fp64-fast row sums, compensated: per lane, Knuth's TwoSum keeps each addition's exact rounding
- * error (s = a + b, e = (a - (s - bb)) + (b - bb), bb = s - a), summed apart and added back at
- * the end. Eight lanes side by side; AVX-512 and AVX2 versions of the same arithmetic.
- */
-static void combine_dd(const double *s, const double *e, const double *w, const double *we, int lanes,
-		       const double *c, int j, int n, double *s1, double *s2)
-{
-	double ts = 0, tc = 0, tw = 0, twc = 0;
-	for (int l = 0; l < lanes; l++) {
-		neumaier(&ts, &tc, s[l]);
-		tc += e[l];
-		neumaier(&tw, &twc, w[l]);
-		twc += we[l];
-	}
-	for (; j < n; j++) {
-		neumaier(&ts, &tc, c[j]);
-		neumaier(&tw, &twc, (double)(j + 1) * c[j]);
-	}
-	*s1 = ts + tc;
-	*s2 = tw + twc;
-}
-
-/*
- * Written once with GCC vector types; each instance compiles to its instruction set's vectors.
- * U independent accumulators per sum, so the additions' latency overlaps instead of chaining.
- */
-typedef double v8d __attribute__((vector_size(64)));
-typedef double v4d __attribute__((vector_size(32)));
-#define U 4
-
-#define DEFINE_SUMS_F64(name, attr, V, W)                                                          \
-	attr static void name(const double *c, int n, double *s1, double *s2)                      \
-	{                                                                                          \
-		V s[U] = { { 0 } }, e[U] = { { 0 } }, w[U] = { { 0 } }, we[U] = { { 0 } }, idx[U], step; \
-		for (int l = 0; l < (W); l++) {                                                    \
-			for (int u = 0; u < U; u++)                                                \
-				idx[u][l] = u * (W) + l + 1;                                       \
-			step[l] = U * (W);                                                         \
-		}                                                                                  \
-		int j = 0;                                                                         \
-		for (; j + U * (W) <= n; j += U * (W)) {                                           \
-			_Pragma("GCC unroll 4")                                                    \
-			for (int u = 0; u < U; u++) {                                              \
-				V x;                                                               \
-				memcpy(&x, c + j + u * (W), sizeof(x));                            \
-				V t = s[u] + x, bb = t - s[u];                                     \
-				e[u] += (s[u] - (t - bb)) + (x - bb);                              \
-				s[u] = t;                                                          \
-				const V y = idx[u] * x;                                            \
-				t = w[u] + y;                                                      \
-				bb = t - w[u];                                                     \
-				we[u] += (w[u] - (t - bb)) + (y - bb);                             \
-				w[u] = t;                                                          \
-				idx[u] += step;                                                    \
-			}                                                                          \
-		}                                                                                  \
-		double sl[U * (W)], el[U * (W)], wl[U * (W)], wel[U * (W)];                        \
-		memcpy(sl, s, sizeof(sl));                                                         \
-		memcpy(el, e, sizeof(el));                                                         \
-		memcpy(wl, w, sizeof(wl));                                                         \
-		memcpy(wel, we, sizeof(wel));                                                      \
-		combine_dd(sl, el, wl, wel, U * (W), c, j, n, s1, s2);                             \
-	}
-
-DEFINE_SUMS_F64(sums_f64_portable, , v8d, 8)
-#if defined(__x86_64__)
-DEFINE_SUMS_F64(sums_f64_avx2, __attribute__((target("avx2"))), v4d, 4)
-DEFINE_SUMS_F64(sums_f64_avx512, __attribute__((target("avx512f"))), v8d, 8)
-#endif
-
-int sdc_gemm_sums_f64_path(int path, const double *c, int n, double *s1, double *s2)
-{
-	switch (path) {
-	case 0:
-		sums_f64_portable(c, n, s1, s2);
-		return 0;
-#if defined(__x86_64__)
-	case 1:
-		if (!__builtin_cpu_supports("avx2"))
-			return -1;
-		sums_f64_avx2(c, n, s1, s2);
-		return 0;
-	case 2:
-		if (!__builtin_cpu_supports("avx512f"))
-			return -1;
-		sums_f64_avx512(c, n, s1, s2);
-		return 0;
-#endif
-	}
-	return -1;
-}
-
-static void sums_f64_compensated(const double *c, int n, double *s1, double *s2)
-{
-#if defined(__x86_64__)
-	if (__builtin_cpu_supports("avx512f"))
-		return sums_f64_avx512(c, n, s1, s2);
-	if (__builtin_cpu_supports("avx2"))
-		return sums_f64_avx2(c, n, s1, s2);
-#endif
-	sums_f64_portable(c, n, s1, s2);
-}
-
 /* Row i's sums in higher precision (s1, s2) and its checksum columns (r1, r2). */
 static void fast_row_sums(struct sdc_gemm *g, int i, double *s1, double *s2, double *r1, double *r2)
 {
@@ -632,7 +523,7 @@ static void fast_row_sums(struct sdc_gemm *g, int i, double *s1, double *s2, dou
 		*r2 = c[n + 1];
 	} else {
 		const double *c = (const double *)g->c + (size_t)i * g->ldc;
-		sums_f64_compensated(c, n, s1, s2);
+		sdc_abft_sums()->f64(c, n, s1, s2);
 		*r1 = c[n];
 		*r2 = c[n + 1];
 	}

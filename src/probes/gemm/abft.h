@@ -163,8 +163,6 @@ uint64_t sdc_gemm_bits(struct sdc_gemm *g, char target, int64_t row, int64_t col
  */
 void sdc_gemm_reference_row(struct sdc_gemm *g, int i);
 
-/* fp64 compensated row sums by one path (0 portable, 1 AVX2, 2 AVX-512); -1 if unsupported. */
-int sdc_gemm_sums_f64_path(int path, const double *c, int n, double *s1, double *s2);
 
 /* Operations per multiply (2 m n k, the useful work). */
 double sdc_gemm_ops(const struct sdc_gemm *g);

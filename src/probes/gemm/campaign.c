@@ -744,21 +744,14 @@ static int campaign_main(struct sdc_cmd *cmd)
 		rc = bit_tables(&cx, out, &targets_met);
 	if (!rc)
 		rc = tightness(&cx, out, &targets_met);
-	if (!rc) {
-		json_object_set_new(out, "targets_met", json_boolean(targets_met));
-		printf("\n%s\n", targets_met ? "OK: every target met" : "CRITICAL: a target was missed (see above)");
-	}
-	if (!rc && cli->json && sdc_cli_write_json(cli->json, out, "campaign"))
-		rc = -1;
+	rc = rc ? sdc_cli_unknown(cli) : sdc_cli_targets_end(cli, out, targets_met);
 out:
 	json_decref(out);
 	free(cx.cp.ws);
 	for (int i = 0; i < npools; i++)
 		sdc_dist_pool_release(&cx.pools[i]);
 	sdc_run_release(&run);
-	if (rc)
-		return sdc_cli_unknown(cli);
-	return sdc_exit_code(targets_met ? SDC_OK : SDC_CRITICAL, cli->exit_style);
+	return rc < 0 ? sdc_cli_unknown(cli) : rc;
 }
 
 const struct sdc_command sdc_gemm_campaign = {

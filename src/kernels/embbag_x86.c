@@ -20,6 +20,44 @@
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 
+/*
+ * A bag kernel's entry: the row format, the sums asked for, weights or not and the width in
+ * chunks of W floats are all made constants of one inlined body (bag is a macro-like always-inline
+ * function), so the compiler keeps the pooled row in registers: 2 to 16 chunks get their own
+ * instance (more would not fit the registers), any other width the general one.
+ */
+#define BAG_NCH(bag_fn, W, four, sm, wt)                                                          \
+	switch (l->d / (W)) {                                                                     \
+	case 2: bag_fn(2, four, sm, wt, l, table, bag, out, e); return;                           \
+	case 4: bag_fn(4, four, sm, wt, l, table, bag, out, e); return;                           \
+	case 8: bag_fn(8, four, sm, wt, l, table, bag, out, e); return;                           \
+	case 16: bag_fn(16, four, sm, wt, l, table, bag, out, e); return;                         \
+	default: bag_fn(l->d / (W), four, sm, wt, l, table, bag, out, e); return;                 \
+	}
+#define BAG_WEIGHTED(bag_fn, W, four, sm)                                                         \
+	do {                                                                                      \
+		if (bag->w)                                                                       \
+			BAG_NCH(bag_fn, W, four, sm, true)                                        \
+		else                                                                              \
+			BAG_NCH(bag_fn, W, four, sm, false)                                       \
+	} while (0)
+#define BAG_SUMS(bag_fn, W, four)                                                                 \
+	do {                                                                                      \
+		if (sums == SDC_EB_NO_SUMS)                                                       \
+			BAG_WEIGHTED(bag_fn, W, four, SDC_EB_NO_SUMS);                            \
+		else if (sums == SDC_EB_SUMS)                                                     \
+			BAG_WEIGHTED(bag_fn, W, four, SDC_EB_SUMS);                               \
+		else                                                                              \
+			BAG_WEIGHTED(bag_fn, W, four, SDC_EB_SUMS_STATS);                         \
+	} while (0)
+#define BAG_DISPATCH(bag_fn, W)                                                                   \
+	do {                                                                                      \
+		if (l->fmt == SDC_EB_8BIT)                                                        \
+			BAG_SUMS(bag_fn, W, false);                                               \
+		else                                                                              \
+			BAG_SUMS(bag_fn, W, true);                                                \
+	} while (0)
+
 bool sdc_eb_have_avx2(void);
 bool sdc_eb_have_avx512(void);
 void sdc_eb_bag_avx2(const struct sdc_eb_layout *l, const uint8_t *table, const struct sdc_eb_bag *bag, float *out,
@@ -234,39 +272,11 @@ INLINE AVX512 void z_bag(const int nch, const bool four_bit, const enum sdc_eb_s
 	e->sq_t = sums == SDC_EB_SUMS_STATS ? z_hsum(sq_t) : 0.0;
 }
 
-/* Constant chunk counts let the compiler keep the pooled row in registers. */
-#define Z_NCH(four, sm, wt)                                                                       \
-	switch (l->d / 16) {                                                                      \
-	case 2: z_bag(2, four, sm, wt, l, table, bag, out, e); return;                            \
-	case 4: z_bag(4, four, sm, wt, l, table, bag, out, e); return;                            \
-	case 8: z_bag(8, four, sm, wt, l, table, bag, out, e); return;                            \
-	case 16: z_bag(16, four, sm, wt, l, table, bag, out, e); return;                          \
-	default: z_bag(l->d / 16, four, sm, wt, l, table, bag, out, e); return;                   \
-	}
-#define Z_WEIGHTED(four, sm)                                                                      \
-	do {                                                                                      \
-		if (bag->w)                                                                       \
-			Z_NCH(four, sm, true)                                                     \
-		else                                                                              \
-			Z_NCH(four, sm, false)                                                    \
-	} while (0)
-#define Z_SUMS(four)                                                                              \
-	do {                                                                                      \
-		if (sums == SDC_EB_NO_SUMS)                                                       \
-			Z_WEIGHTED(four, SDC_EB_NO_SUMS);                                         \
-		else if (sums == SDC_EB_SUMS)                                                     \
-			Z_WEIGHTED(four, SDC_EB_SUMS);                                            \
-		else                                                                              \
-			Z_WEIGHTED(four, SDC_EB_SUMS_STATS);                                      \
-	} while (0)
-
 AVX512 void sdc_eb_bag_avx512(const struct sdc_eb_layout *l, const uint8_t *table, const struct sdc_eb_bag *bag,
 			      float *out, struct sdc_eb_expect *e, enum sdc_eb_sums sums)
 {
-	if (l->fmt == SDC_EB_8BIT)
-		Z_SUMS(false);
-	else
-		Z_SUMS(true);
+	/* 16 floats a chunk */
+	BAG_DISPATCH(z_bag, 16);
 }
 
 /* The output's sums, 16 elements per step: two lanes of eight doubles each, plus a -0.0 mask. */
@@ -362,35 +372,9 @@ INLINE AVX2 void y_bag(const int nch, const bool four_bit, const enum sdc_eb_sum
 	*e = x;
 }
 
-#define Y_NCH(four, sm, wt)                                                                       \
-	switch (l->d / 8) {                                                                       \
-	case 4: y_bag(4, four, sm, wt, l, table, bag, out, e); return;                            \
-	case 8: y_bag(8, four, sm, wt, l, table, bag, out, e); return;                            \
-	case 16: y_bag(16, four, sm, wt, l, table, bag, out, e); return;                          \
-	default: y_bag(l->d / 8, four, sm, wt, l, table, bag, out, e); return;                    \
-	}
-#define Y_WEIGHTED(four, sm)                                                                      \
-	do {                                                                                      \
-		if (bag->w)                                                                       \
-			Y_NCH(four, sm, true)                                                     \
-		else                                                                              \
-			Y_NCH(four, sm, false)                                                    \
-	} while (0)
-#define Y_SUMS(four)                                                                              \
-	do {                                                                                      \
-		if (sums == SDC_EB_NO_SUMS)                                                       \
-			Y_WEIGHTED(four, SDC_EB_NO_SUMS);                                         \
-		else if (sums == SDC_EB_SUMS)                                                     \
-			Y_WEIGHTED(four, SDC_EB_SUMS);                                            \
-		else                                                                              \
-			Y_WEIGHTED(four, SDC_EB_SUMS_STATS);                                      \
-	} while (0)
-
 AVX2 void sdc_eb_bag_avx2(const struct sdc_eb_layout *l, const uint8_t *table, const struct sdc_eb_bag *bag,
 			  float *out, struct sdc_eb_expect *e, enum sdc_eb_sums sums)
 {
-	if (l->fmt == SDC_EB_8BIT)
-		Y_SUMS(false);
-	else
-		Y_SUMS(true);
+	/* 8 floats a chunk */
+	BAG_DISPATCH(y_bag, 8);
 }

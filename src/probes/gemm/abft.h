@@ -1,6 +1,8 @@
 /*
  * The ABFT-checked GEMM engine behind the gemm probe, `sdcscan campaign`, `sdcscan calibrate`
- * and `sdcscan bench`: one place that draws operands, encodes B, multiplies, and checks C.
+ * and `sdcscan bench`: one place that draws operands, encodes B, multiplies, and checks C
+ * (operands.c: data, truth and encoding; vabft.c: the fast class's thresholds; abft.c: the
+ * lifecycle, the multiply and the checks).
  *
  * Exact class (int8, fp32): small-integer operands, checksum digit columns, equality in int64
  * (kernels/abft_exact.h).
@@ -118,6 +120,8 @@ void sdc_gemm_reencode(struct sdc_gemm *g);
 void sdc_gemm_multiply(struct sdc_gemm *g);
 /* Fast class: recomputes the per-row thresholds from A's rows (B's part is taken at load). */
 void sdc_gemm_thresholds(struct sdc_gemm *g);
+/* Fast class: B's part of the thresholds, from B as it is in the buffer (vabft.c). */
+void sdc_gemm_b_statistics(struct sdc_gemm *g);
 /*
  * Multiplies and checks: int8 checks each block of rows as soon as the kernel has finished it,
  * while it is still in cache (a separate pass would stream C from memory again); the library

@@ -1,21 +1,186 @@
+/*
+ * The GPU module loader (gpu.h). The module is looked for, in order: $SDCSCAN_GPU_MODULE; next to
+ * the running binary (a build tree, or a bundle); the installed module directory. A module that
+ * cannot be loaded (no CUDA libraries), has another ABI, or finds no usable GPU (no driver, a
+ * driver too old for its runtime, no device) leaves its reason in the run's GPU note.
+ */
 #include "gpu.h"
 
+#include <dlfcn.h>
+#include <libgen.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/util.h"
+#include "nvml.h"
+#include "sdc_config.h"
+
+#define MODULE_FILE "sdcscan-gpu.so"
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static const struct sdc_gpu_module *module;
+static char module_path[PATH_MAX];
+static char load_note[512];
+
+static const struct sdc_gpu_module *try_load(const char *path, char *why, size_t len)
+{
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		const char *e = dlerror();
+		snprintf(why, len, "GPU module %s cannot be loaded: %s", path, e ? e : "unknown error");
+		return NULL;
+	}
+	sdc_gpu_module_fn fn = (sdc_gpu_module_fn)dlsym(h, SDC_GPU_MODULE_SYMBOL);
+	const struct sdc_gpu_module *m = fn ? fn() : NULL;
+	if (!m) {
+		snprintf(why, len, "%s is not an sdcscan GPU module (no %s)", path, SDC_GPU_MODULE_SYMBOL);
+		dlclose(h);
+		return NULL;
+	}
+	if (m->abi != SDC_GPU_MODULE_ABI) {
+		snprintf(why, len, "GPU module %s has interface %d, this sdcscan needs %d: install matching versions",
+			 path, m->abi, SDC_GPU_MODULE_ABI);
+		dlclose(h);
+		return NULL;
+	}
+	return m; /* kept loaded for the life of the process */
+}
+
+static void load(void)
+{
+	const char *env = getenv("SDCSCAN_GPU_MODULE");
+	if (env && *env) {
+		sdc_strlcpy(module_path, env, sizeof(module_path));
+		module = try_load(env, load_note, sizeof(load_note));
+		return;
+	}
+	char exe[PATH_MAX], cand[PATH_MAX + 64];
+	const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char first_why[512] = "";
+	if (n > 0) {
+		exe[n] = '\0';
+		snprintf(cand, sizeof(cand), "%s/%s", dirname(exe), MODULE_FILE);
+		if (access(cand, F_OK) == 0) {
+			sdc_strlcpy(module_path, cand, sizeof(module_path));
+			if ((module = try_load(cand, load_note, sizeof(load_note))))
+				return;
+			sdc_strlcpy(first_why, load_note, sizeof(first_why));
+		}
+	}
+	snprintf(cand, sizeof(cand), "%s/%s", SDC_GPU_MODULE_DIR, MODULE_FILE);
+	if (access(cand, F_OK) == 0) {
+		sdc_strlcpy(module_path, cand, sizeof(module_path));
+		module = try_load(cand, load_note, sizeof(load_note));
+		return;
+	}
+	if (first_why[0])
+		sdc_strlcpy(load_note, first_why, sizeof(load_note));
+	else if (HAVE_CUDA)
+		snprintf(load_note, sizeof(load_note), "the GPU module (%s) is not installed next to sdcscan or in %s",
+			 MODULE_FILE, SDC_GPU_MODULE_DIR);
+	else
+		snprintf(load_note, sizeof(load_note), "this sdcscan was built without CUDA (no GPU module)");
+}
+
+const struct sdc_gpu_module *sdc_gpu_ops(void)
+{
+	pthread_once(&once, load);
+	return module;
+}
+
+const char *sdc_gpu_module_path(void)
+{
+	pthread_once(&once, load);
+	return module ? module_path : NULL;
+}
+
+static void fill_device(struct sdc_device *d, int index, const struct sdc_gpu_props *p, const struct sdc_gpu_module *m)
+{
+	memset(d, 0, sizeof(*d));
+	d->kind = SDC_DEVICE_GPU;
+	snprintf(d->id, sizeof(d->id), "gpu%d", index);
+	sdc_strlcpy(d->model, p->name, sizeof(d->model));
+	struct sdc_gpu_identity *g = &d->gpu;
+	g->index = index;
+	sdc_strlcpy(g->uuid, p->uuid, sizeof(g->uuid));
+	sdc_strlcpy(g->pci_bus_id, p->pci_bus_id, sizeof(g->pci_bus_id));
+	g->cc_major = p->cc_major;
+	g->cc_minor = p->cc_minor;
+	g->sm_count = p->sm_count;
+	g->memory_bytes = p->memory_bytes;
+	/* The driver's own version from NVML when it answers, else the CUDA version the driver supports. */
+	if (sdc_nvml_driver_version(g->driver, sizeof(g->driver)))
+		snprintf(g->driver, sizeof(g->driver), "CUDA %d.%d", p->driver_version / 1000,
+			 p->driver_version % 1000 / 10);
+	sdc_strlcpy(g->runtime, m->cuda_runtime, sizeof(g->runtime));
+}
 
 int sdc_gpu_discover(const struct sdc_gpu_select *sel, struct sdc_device **devs, int *n, char *note,
 		     size_t notelen, char *err, size_t errlen)
 {
-	(void)devs, (void)n;
-	if (sel && sel->listed) {
-		snprintf(err, errlen, "--gpus: this sdcscan cannot test GPUs (no GPU module in this build)");
-		return -1;
+	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	if (!m) {
+		if (sel && sel->listed) {
+			snprintf(err, errlen, "--gpus: no GPU can be tested: %s", load_note);
+			return -1;
+		}
+		snprintf(note, notelen, "%s", load_note);
+		return 0;
 	}
-	snprintf(note, notelen, "this sdcscan has no GPU module");
+	char why[256] = "";
+	const int count = m->count(why, sizeof(why));
+	if (count <= 0) {
+		if (sel && sel->listed) {
+			snprintf(err, errlen, "--gpus: no GPU can be tested: %s", why);
+			return -1;
+		}
+		snprintf(note, notelen, "%s", why[0] ? why : "no GPU found");
+		return 0;
+	}
+	if (sel && sel->listed) {
+		for (int i = count; i < 64; i++) {
+			if (sel->indices >> i & 1) {
+				snprintf(err, errlen, "--gpus: GPU %d is not there (this host has %d GPU%s: 0-%d)", i,
+					 count, count == 1 ? "" : "s", count - 1);
+				return -1;
+			}
+		}
+	}
+	for (int i = 0; i < count; i++) {
+		if (sel && sel->listed && !(sel->indices >> i & 1))
+			continue;
+		struct sdc_gpu_props p;
+		char perr[256];
+		if (m->props(i, &p, perr, sizeof(perr))) {
+			snprintf(err, errlen, "GPU %d: %s", i, perr);
+			return -1;
+		}
+		struct sdc_device *grown = realloc(*devs, sizeof(**devs) * (size_t)(*n + 1));
+		if (!grown) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		*devs = grown;
+		fill_device(&grown[(*n)++], i, &p, m);
+	}
 	return 0;
 }
 
 int sdc_gpu_bind(const struct sdc_device *dev, char *err, size_t errlen)
 {
-	snprintf(err, errlen, "%s: no GPU module", dev->id);
-	return -1;
+	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	if (!m) {
+		snprintf(err, errlen, "%s: %s", dev->id, load_note);
+		return -1;
+	}
+	char why[256];
+	if (m->bind(dev->gpu.index, why, sizeof(why))) {
+		snprintf(err, errlen, "%s (%s): %s", dev->id, dev->gpu.pci_bus_id, why);
+		return -1;
+	}
+	return 0;
 }

@@ -1,7 +1,7 @@
 /*
- * GPUs, through the GPU module: the CUDA code is a shared module that sdcscan loads at run time
- * (dlopen), so the one binary starts on every host and says why no GPU can be tested where the
- * module, the CUDA libraries or the driver are missing.
+ * GPUs, through the GPU module (kernels/gpu_module.h): the CUDA code is a shared module that
+ * sdcscan loads at run time (dlopen), so the one binary starts on every host and says why no GPU
+ * can be tested where the module, the CUDA libraries or the driver are missing.
  */
 #ifndef SDC_GPU_H
 #define SDC_GPU_H
@@ -9,6 +9,12 @@
 #include <stddef.h>
 
 #include "device.h"
+#include "kernels/gpu_module.h"
+
+/* The loaded module's table, or NULL (sdc_gpu_discover's note says why). Loads it once. */
+const struct sdc_gpu_module *sdc_gpu_ops(void);
+/* Where the loaded module came from (NULL: none loaded). */
+const char *sdc_gpu_module_path(void);
 
 /*
  * Appends the GPUs sel selects to *devs (realloc'd; *n updated). When none can be used, note

@@ -92,6 +92,15 @@ struct sdc_probe {
 	void (*environment)(void *env);
 };
 
+/* Whether some device of the run is of a kind the variant runs on. */
+static inline bool sdc_variant_runnable(const struct sdc_variant *v, const struct sdc_run *run)
+{
+	for (int d = 0; d < run->ndevices; d++)
+		if (v->devices & (1u << run->devices[d].kind))
+			return true;
+	return false;
+}
+
 /* The seed a variant's data comes from. */
 static inline uint64_t sdc_variant_seed(const struct sdc_variant *v, uint64_t run_seed)
 {
@@ -134,6 +143,7 @@ struct sdc_worker {
 	double ops;
 	uint64_t corruptions;
 	char kernel[64];
+	bool no_floor; /* the variant's throughput floor does not apply to this lane (a GPU's vote lane) */
 	bool failed;
 	char error[256];
 

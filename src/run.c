@@ -205,6 +205,16 @@ bool sdc_finding_explained(const struct sdc_finding *f, const struct sdc_run *ru
 	return false;
 }
 
+void sdc_devices_text(int cpus, int gpus, char *buf, size_t len)
+{
+	if (!gpus)
+		snprintf(buf, len, "%d CPU%s", cpus, cpus == 1 ? "" : "s");
+	else if (!cpus)
+		snprintf(buf, len, "%d GPU%s", gpus, gpus == 1 ? "" : "s");
+	else
+		snprintf(buf, len, "%d CPU%s and %d GPU%s", cpus, cpus == 1 ? "" : "s", gpus, gpus == 1 ? "" : "s");
+}
+
 const char *sdc_run_cpu_model(const struct sdc_run *run)
 {
 	for (int i = 0; i < run->ndevices; i++)
@@ -254,7 +264,11 @@ void sdc_summary_line(const struct sdc_run *run, enum sdc_verdict v, char *buf, 
 		snprintf(buf, len, "UNKNOWN: %s", run->interrupted ? "interrupted" : "could not test");
 		return;
 	}
-	snprintf(buf, len, "OK: %d results clean on %d CPU%s", run->nresults, run->ndevices,
-		 run->ndevices == 1 ? "" : "s");
+	int gpus = 0;
+	for (int i = 0; i < run->ndevices; i++)
+		gpus += run->devices[i].kind == SDC_DEVICE_GPU;
+	char devs[64];
+	sdc_devices_text(run->ndevices - gpus, gpus, devs, sizeof(devs));
+	snprintf(buf, len, "OK: %d results clean on %s", run->nresults, devs);
 }
 

@@ -48,6 +48,8 @@ struct sdc_finding {
 	char expected[40], actual[40], xor_mask[40]; /* bit patterns, hex */
 	char expected_value[48], actual_value[48];   /* the same as numbers */
 	double threshold, margin; /* fast class: the check's threshold and |difference| / threshold */
+	bool sm_known;           /* GPU: the streaming multiprocessor that computed it wrong */
+	int sm;
 	char detail[320];
 };
 
@@ -72,7 +74,7 @@ struct sdc_result {
 /* A variant's throughput summed over its devices. */
 struct sdc_total {
 	char probe[SDC_NAME_MAX], variant[SDC_NAME_MAX];
-	int devices;
+	int devices, gpus; /* devices counted, and how many of them are GPUs */
 	double rate;
 	char rate_unit[16];
 };
@@ -137,6 +139,9 @@ enum sdc_verdict sdc_run_verdict(const struct sdc_run *run);
 
 /* The one-line summary: "CRITICAL: cpu1 gemm int8: 3 corrupt results". */
 void sdc_summary_line(const struct sdc_run *run, enum sdc_verdict v, char *buf, size_t len);
+
+/* "2 CPUs", "2 CPUs and 1 GPU": what cpus CPUs and gpus GPUs are called in lines. */
+void sdc_devices_text(int cpus, int gpus, char *buf, size_t len);
 
 /* The model of the run's CPUs ("unknown" without one): the host's, in reports and golden keys. */
 const char *sdc_run_cpu_model(const struct sdc_run *run);

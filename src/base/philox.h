@@ -8,11 +8,7 @@
 
 #include <stdint.h>
 
-#if defined(__CUDACC__)
-#define SDC_HD __host__ __device__ __forceinline__
-#else
-#define SDC_HD static inline
-#endif
+#include "base/hd.h"
 
 #define SDC_PHILOX_M0 0xD2511F53u
 #define SDC_PHILOX_M1 0xCD9E8D57u

@@ -3,23 +3,6 @@
 #include <stdbool.h>
 #include <string.h>
 
-struct sdc_rng sdc_rng_make(uint64_t seed, unsigned probe, unsigned rank, unsigned device,
-			    uint32_t purpose)
-{
-	struct sdc_rng r;
-	r.key.v[0] = (uint32_t)seed;
-	r.key.v[1] = (uint32_t)(seed >> 32);
-	r.stream = (rank & 0xFFFFu) << 16 | (device & 0xFFFFu);
-	r.purpose = (probe & 0xFFu) << 24 | (purpose & 0xFFFFFFu);
-	return r;
-}
-
-struct sdc_philox_ctr sdc_rng_block(const struct sdc_rng *r, uint64_t index)
-{
-	struct sdc_philox_ctr c = { { (uint32_t)index, (uint32_t)(index >> 32), r->stream, r->purpose } };
-	return sdc_philox4x32_10(c, r->key);
-}
-
 /* Portable fill: one block at a time (the reference the vector paths are tested against). */
 static void fill_scalar(const struct sdc_rng *r, uint64_t first, uint32_t *out, size_t nblocks)
 {

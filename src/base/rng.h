@@ -28,11 +28,23 @@ struct sdc_rng {
 	uint32_t purpose; /* probe << 24 | purpose */
 };
 
-struct sdc_rng sdc_rng_make(uint64_t seed, unsigned probe, unsigned rank, unsigned device,
-			    uint32_t purpose);
+/* Inline and __host__ __device__ (SDC_HD, philox.h): the CUDA kernels draw the same streams. */
+SDC_HD struct sdc_rng sdc_rng_make(uint64_t seed, unsigned probe, unsigned rank, unsigned device, uint32_t purpose)
+{
+	struct sdc_rng r;
+	r.key.v[0] = (uint32_t)seed;
+	r.key.v[1] = (uint32_t)(seed >> 32);
+	r.stream = (rank & 0xFFFFu) << 16 | (device & 0xFFFFu);
+	r.purpose = (probe & 0xFFu) << 24 | (purpose & 0xFFFFFFu);
+	return r;
+}
 
 /* The four words of block `index`. */
-struct sdc_philox_ctr sdc_rng_block(const struct sdc_rng *r, uint64_t index);
+SDC_HD struct sdc_philox_ctr sdc_rng_block(const struct sdc_rng *r, uint64_t index)
+{
+	struct sdc_philox_ctr c = { { (uint32_t)index, (uint32_t)(index >> 32), r->stream, r->purpose } };
+	return sdc_philox4x32_10(c, r->key);
+}
 
 /* Fills out[0..n) with the words of blocks first_block, first_block+1, ... in order. */
 void sdc_rng_fill_u32(const struct sdc_rng *r, uint64_t first_block, uint32_t *out, size_t n);

@@ -114,8 +114,13 @@ static int record_main(struct sdc_cmd *c)
 	struct sdc_run run;
 	if (sdc_cli_start_run(c, &run, cli->have_seed ? cli->seed : sdc_plan_seed(&plan, sdc_wall_now())))
 		goto out_plan;
-	/* One device: a golden is what one healthy device computes. */
+	/* One device: a golden is what one healthy device computes (a CPU: it comes first). */
 	run.ndevices = 1;
+	int runnable = 0;
+	for (int v = 0; v < nv; v++)
+		if (sdc_variant_runnable(&variants[v], &run))
+			variants[runnable++] = variants[v];
+	nv = runnable;
 	if (o->variant) {
 		int keep = 0;
 		for (int v = 0; v < nv; v++)

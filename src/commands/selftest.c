@@ -97,9 +97,10 @@ static int build_plan(struct sdc_plan *plan, struct sdc_run *run, int *expected)
 				sdc_error("internal: selftest fault of %s: %s", p->name, err);
 				return -1;
 			}
-			/* a fault for a variant not run here (xfmr-dp outside MPI) is not asked for */
+			/* a fault for a variant not run here (xfmr-dp outside MPI, GPU variants without a GPU)
+			 * is not asked for */
 			struct sdc_variant v;
-			if (*s->variant && !find_variant(p, e->opts, s->variant, &v))
+			if (*s->variant && (!find_variant(p, e->opts, s->variant, &v) || !sdc_variant_runnable(&v, run)))
 				continue;
 			run->ninject++;
 			/* fleet-wide faults happen once in the job; the others on every rank */

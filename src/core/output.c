@@ -49,9 +49,21 @@ void sdc_output_header(struct sdc_output *o, const struct sdc_run *run, const st
 	double total = 0;
 	for (int i = 0; i < plan->n; i++)
 		total += plan->entries[i].common.duration;
-	fprintf(o->fp, "sdcscan %s: profile %s, seed %" PRIu64 ", %d CPU%s (%s), about %.0f s\n", SDC_VERSION,
-		plan->name, run->seed, run->ndevices, run->ndevices == 1 ? "" : "s",
-		run->ndevices ? run->devices[0].model : "none", total);
+	int cpus = 0, gpus = 0;
+	const char *gpu_model = NULL;
+	for (int i = 0; i < run->ndevices; i++) {
+		if (run->devices[i].kind == SDC_DEVICE_GPU) {
+			gpus++;
+			gpu_model = run->devices[i].model;
+		} else {
+			cpus++;
+		}
+	}
+	char gpu_text[192] = "";
+	if (gpus)
+		snprintf(gpu_text, sizeof(gpu_text), ", %d GPU%s (%s)", gpus, gpus == 1 ? "" : "s", gpu_model);
+	fprintf(o->fp, "sdcscan %s: profile %s, seed %" PRIu64 ", %d CPU%s (%s)%s, about %.0f s\n", SDC_VERSION,
+		plan->name, run->seed, cpus, cpus == 1 ? "" : "s", sdc_run_cpu_model(run), gpu_text, total);
 	fflush(o->fp);
 }
 
@@ -146,9 +158,12 @@ void sdc_output_results(struct sdc_output *o, const struct sdc_run *run, int fro
 	for (int t = 0; t < run->ntotals; t++) {
 		const struct sdc_total *tot = &run->totals[t];
 		if (to > from && !strcmp(tot->probe, run->results[from].probe) &&
-		    !strcmp(tot->variant, run->results[from].variant) && tot->devices > 1)
-			fprintf(o->fp, "%-21s %-7s %-8s %8s %-6s %8.1f %-7s on %d CPUs\n", "", "total", "", "", "",
-				tot->rate, tot->rate_unit, tot->devices);
+		    !strcmp(tot->variant, run->results[from].variant) && tot->devices > 1) {
+			char devs[64];
+			sdc_devices_text(tot->devices - tot->gpus, tot->gpus, devs, sizeof(devs));
+			fprintf(o->fp, "%-21s %-7s %-8s %8s %-6s %8.1f %-7s on %s\n", "", "total", "", "", "", tot->rate,
+				tot->rate_unit, devs);
+		}
 	}
 	/* Findings about the host as a whole (devices that disagree with no majority). */
 	for (int k = 0; k < run->nfindings; k++) {

@@ -194,6 +194,8 @@ static json_t *findings_json(const struct sdc_run *run)
 			/* A NaN or infinite difference has no finite margin. */
 			json_object_set_new(o, "margin", isfinite(f->margin) ? json_real(f->margin) : json_null());
 		}
+		if (f->sm_known)
+			json_object_set_new(o, "sm", json_integer(f->sm));
 		json_array_append_new(arr, o);
 	}
 	return arr;

@@ -333,6 +333,7 @@ static void collect_results(struct variant_run *vr)
 		if (!w->failed && r->iterations) {
 			total.rate += r->rate;
 			total.devices++;
+			total.gpus += w->dev->kind == SDC_DEVICE_GPU;
 		}
 		if (r->corruptions) {
 			r->status = SDC_STATUS_CORRUPT;
@@ -344,7 +345,7 @@ static void collect_results(struct variant_run *vr)
 			sdc_strlcpy(r->error, was_interrupted ? "interrupted before the first iteration finished"
 							      : "no iteration finished before the deadline",
 				    sizeof(r->error));
-		} else if (ctx->floor > 0 && r->rate < ctx->floor && !was_interrupted) {
+		} else if (ctx->floor > 0 && !w->no_floor && r->rate < ctx->floor && !was_interrupted) {
 			r->status = SDC_STATUS_DEGRADED;
 			struct sdc_finding f;
 			memset(&f, 0, sizeof(f));

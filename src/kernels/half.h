@@ -1,7 +1,8 @@
 /*
- * IEEE-754 binary16 <-> binary32, in portable C. FBGEMM's 4-bit fused rows store their scale and
- * bias as fp16; the x86 kernels convert with F16C (vcvtph2ps) and must agree with this bit for bit
- * (tests/unit/test_embbag.c checks all 65536 values against the hardware where it has F16C).
+ * IEEE-754 binary16 <-> binary32, in portable C (and CUDA: SDC_HD). FBGEMM's 4-bit fused rows store
+ * their scale and bias as fp16; the x86 kernels convert with F16C (vcvtph2ps) and must agree with
+ * this bit for bit (tests/unit/test_embbag.c checks all 65536 values against the hardware where it
+ * has F16C). bfloat16 is the top half of a binary32, rounded to nearest even.
  */
 #ifndef SDC_HALF_H
 #define SDC_HALF_H
@@ -9,8 +10,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/hd.h"
+
 /* Exact: every binary16 value (subnormals, INF, NaN payloads) is a binary32 value. */
-static inline float sdc_half_to_float(uint16_t h)
+SDC_HD float sdc_half_to_float(uint16_t h)
 {
 	const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
 	uint32_t exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu, bits;
@@ -36,7 +39,7 @@ static inline float sdc_half_to_float(uint16_t h)
 }
 
 /* Round to nearest, ties to even, as vcvtps2ph with rounding mode 0. */
-static inline uint16_t sdc_float_to_half(float f)
+SDC_HD uint16_t sdc_float_to_half(float f)
 {
 	uint32_t x;
 	memcpy(&x, &f, 4);
@@ -63,6 +66,25 @@ static inline uint16_t sdc_float_to_half(float f)
 	if (rem > 0x1000u || (rem == 0x1000u && (r & 1)))
 		r++; /* may carry into the exponent: still right */
 	return sign | (uint16_t)r;
+}
+
+/* binary32 -> bfloat16, round to nearest, ties to even; a NaN stays a (quiet) NaN. */
+SDC_HD uint16_t sdc_float_to_bf16(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	if ((x & 0x7FFFFFFFu) > 0x7F800000u)
+		return (uint16_t)((x >> 16) | 0x40u);
+	return (uint16_t)((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+
+/* bfloat16 -> binary32: exact. */
+SDC_HD float sdc_bf16_to_float(uint16_t h)
+{
+	const uint32_t x = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &x, 4);
+	return f;
 }
 
 #endif

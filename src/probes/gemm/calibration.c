@@ -36,6 +36,42 @@ void sdc_calibration_key_here(struct sdc_calibration_key *k, const char *impl)
 	}
 }
 
+void sdc_calibration_key_gpu(struct sdc_calibration_key *k, const char *model, const char *library)
+{
+	memset(k, 0, sizeof(*k));
+	sdc_strlcpy(k->cpu_model, model, sizeof(k->cpu_model));
+	sdc_strlcpy(k->library, library, sizeof(k->library));
+	sdc_strlcpy(k->kernel, "gpu", sizeof(k->kernel));
+}
+
+int sdc_calibration_find(const char *path, const struct sdc_calibration_key *key, const char *precision, double *emax,
+			 char *source, size_t srclen, char *err, size_t errlen)
+{
+	const bool named = path && *path;
+	const char *file = named ? path : sdc_calibration_default_path();
+	source[0] = '\0';
+	if (!named && access(file, F_OK) && errno == ENOENT)
+		return 0;
+	json_t *doc = sdc_calibration_read(file, err, errlen);
+	if (!doc)
+		return -1;
+	char name[200];
+	snprintf(name, sizeof(name), "%s, %s", key->cpu_model, key->library);
+	json_t *e = json_object_get(json_object_get(json_object_get(json_object_get(json_object_get(doc, "gpus"), name),
+								   "precisions"), precision), "emax");
+	int rc = 0;
+	if (e && (!json_is_real(e) || json_real_value(e) <= 0 || json_real_value(e) >= 1)) {
+		snprintf(err, errlen, "calibration file %s: gpus.\"%s\".precisions.%s.emax is not a number in (0, 1)", file,
+			 name, precision);
+		rc = -1;
+	} else if (e) {
+		*emax = json_real_value(e);
+		snprintf(source, srclen, "calibrated: %g for %s from %s", *emax, name, file);
+	}
+	json_decref(doc);
+	return rc;
+}
+
 const char *sdc_calibration_default_path(void)
 {
 	const char *env = getenv("SDCSCAN_CALIBRATION");

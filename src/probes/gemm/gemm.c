@@ -23,22 +23,13 @@
 #include "probe.h"
 #include "probes/gemm/abft.h"
 #include "probes/gemm/gemm.h"
+#include "gpu.h"
 
 static const char *const int8_kernels[] = { "auto", "portable", "avx2", "avx512bw", "avx512vnni", NULL };
 static const char *const float_kernels[] = { "auto", "portable", "openblas", NULL };
 /* The burn's distributions: sdc_dist_names without the calibration-only |N(1,1)|. */
 static const char *const burn_dists[] = { "normal", "normal1", "uniform", "truncnormal", NULL };
 
-struct gemm_opts {
-	uint32_t dtypes;
-	int64_t m, n, k;
-	int64_t refresh;
-	int int8_kernel, float_kernel;
-	uint32_t distributions;
-	double c_sigma;
-	char calibration[SDC_OPT_STR_MAX];
-	double int8_floor, fp32_floor, fp32_fast_floor, fp64_fast_floor;
-};
 
 #define OPT(f) offsetof(struct gemm_opts, f)
 static const struct sdc_option gemm_options[] = {
@@ -77,36 +68,69 @@ static const struct sdc_option gemm_options[] = {
 	  .help = "per-core fp32-fast floor (0: none)", .dmin = 0, .dmax = 1e6, .unit = "GFLOP/s" },
 	{ .name = "fp64_fast_floor", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(fp64_fast_floor), .def = "0",
 	  .help = "per-core fp64-fast floor (0: none)", .dmin = 0, .dmax = 1e6, .unit = "GFLOP/s" },
+	/* The GPU burn's options are left out of golden keys (neutral): goldens are recorded on a CPU, and
+	 * a CPU variant's results do not depend on them. */
+	{ .name = "gpu_dtypes", .neutral = true, .type = SDC_OPT_SET, .offset = OPT(gpu_dtypes),
+	  .def = "int8,bf16,fp16,fp32-fast,tf32-fast,bf16-fast",
+	  .help = "GPU burn variants (gpu-NAME): int8, fp32, bf16, fp16 exact on small integers; fp32-fast, "
+		  "tf32-fast, bf16-fast with V-ABFT thresholds. On a host without GPUs they do not run",
+	  .choices = sdc_gemm_gpu_type_names },
+	{ .name = "gpu_m", .neutral = true, .type = SDC_OPT_INT, .offset = OPT(gpu_m), .def = "4096", .help = "GPU burn: rows of A and C",
+	  .imin = 16, .imax = 32768 },
+	{ .name = "gpu_n", .neutral = true, .type = SDC_OPT_INT, .offset = OPT(gpu_n), .def = "4096", .help = "GPU burn: columns of B and C",
+	  .imin = 16, .imax = 32768 },
+	{ .name = "gpu_k", .neutral = true, .type = SDC_OPT_INT, .offset = OPT(gpu_k), .def = "4096",
+	  .help = "GPU burn: inner dimension (exact bf16/fp16 data shrink to keep every sum below 2^22)", .imin = 16,
+	  .imax = 32768 },
+	{ .name = "gpu_refresh", .neutral = true, .type = SDC_OPT_INT, .offset = OPT(gpu_refresh), .def = "64",
+	  .help = "GPU burn: iterations that reuse one operand set", .imin = 1, .imax = 1 << 20 },
+	{ .name = "gpu_timeout", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(gpu_timeout), .def = "30",
+	  .help = "seconds one GPU wait may take before the GPU is declared hung (UNKNOWN)", .dmin = 0.1, .dmax = 3600,
+	  .unit = "s" },
+	{ .name = "gpu_int8_floor", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(gpu_floor[0]), .def = "0",
+	  .help = "per-GPU gpu-int8 floor (0: none)", .dmin = 0, .dmax = 1e6, .unit = "TOP/s" },
+	{ .name = "gpu_fp32_floor", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(gpu_floor[1]), .def = "0",
+	  .help = "per-GPU gpu-fp32 floor (0: none)", .dmin = 0, .dmax = 1e6, .unit = "TFLOP/s" },
+	{ .name = "gpu_bf16_floor", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(gpu_floor[2]), .def = "0",
+	  .help = "per-GPU gpu-bf16 floor (0: none)", .dmin = 0, .dmax = 1e6, .unit = "TFLOP/s" },
+	{ .name = "gpu_fp16_floor", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(gpu_floor[3]), .def = "0",
+	  .help = "per-GPU gpu-fp16 floor (0: none)", .dmin = 0, .dmax = 1e6, .unit = "TFLOP/s" },
+	{ .name = "gpu_fp32_fast_floor", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(gpu_floor[4]), .def = "0",
+	  .help = "per-GPU gpu-fp32-fast floor (0: none)", .dmin = 0, .dmax = 1e6, .unit = "TFLOP/s" },
+	{ .name = "gpu_tf32_fast_floor", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(gpu_floor[5]), .def = "0",
+	  .help = "per-GPU gpu-tf32-fast floor (0: none)", .dmin = 0, .dmax = 1e6, .unit = "TFLOP/s" },
+	{ .name = "gpu_bf16_fast_floor", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(gpu_floor[6]), .def = "0",
+	  .help = "per-GPU gpu-bf16-fast floor (0: none)", .dmin = 0, .dmax = 1e6, .unit = "TFLOP/s" },
 	SDC_OPT_END,
 };
 
 static const char *const gemm_targets[] = {
 	"A: an element of operand A at rest, before the GEMM",
 	"B: an element of operand B (checksum columns included) after encoding, before the GEMM",
-	"C: an element of the output after the GEMM, before verification",
+	"C: an element of the output after the GEMM, before verification (on GPUs in GPU memory: device=gpuN)",
 	NULL,
 };
 
 /* A short run that must find and locate a fault in every target of every variant. */
-static const char *const gemm_selftest_options[] = { "m=64", "n=80", "k=96", "refresh=4", NULL };
+static const char *const gemm_selftest_options[] = { "m=64",     "n=80",     "k=96",         "refresh=4",
+						      "gpu_m=128", "gpu_n=96", "gpu_k=256",    "gpu_refresh=4",
+						      "gpu_dtypes=int8,fp32,bf16,fp16,fp32-fast,tf32-fast,bf16-fast", NULL };
 static const char *const gemm_selftest_faults[] = {
 	"gemm/int8:C:count=2,every=3",  "gemm/int8:B",      "gemm/int8:A",
 	"gemm/fp32:C:count=2,every=3",  "gemm/fp32:B",      "gemm/fp32:A",
 	"gemm/fp32-fast:C:bit=29",      "gemm/fp32-fast:A", "gemm/fp32-fast:B:bit=30",
 	"gemm/fp64-fast:C:bit=61",      "gemm/fp64-fast:A", "gemm/fp64-fast:B:bit=62",
+	/* GPU memory, when the host has GPUs (selftest leaves them out otherwise) */
+	"gemm/gpu-int8:C:count=2,every=3", "gemm/gpu-int8:B", "gemm/gpu-int8:A",
+	"gemm/gpu-fp32:C",                 "gemm/gpu-fp32:B", "gemm/gpu-fp32:A",
+	"gemm/gpu-bf16:C:count=2,every=3", "gemm/gpu-bf16:B", "gemm/gpu-bf16:A",
+	"gemm/gpu-fp16:C",                 "gemm/gpu-fp16:B", "gemm/gpu-fp16:A",
+	"gemm/gpu-fp32-fast:C:bit=29",     "gemm/gpu-fp32-fast:A", "gemm/gpu-fp32-fast:B:bit=30",
+	"gemm/gpu-tf32-fast:C:bit=29",     "gemm/gpu-tf32-fast:A",
+	"gemm/gpu-bf16-fast:C:bit=30",     "gemm/gpu-bf16-fast:A", "gemm/gpu-bf16-fast:B:bit=14",
 	NULL,
 };
 
-/* Rows reported in detail per iteration; a corrupted B column fails every row. */
-#define ROWS_DETAILED 4
-
-struct gemm_shared {
-	struct sdc_gemm_cfg cfg;
-	struct sdc_dist_pool pools[SDC_NDISTS];
-	int npools;
-	uint64_t refresh;
-	char operation[96];
-};
 
 /* ---- findings ---- */
 
@@ -446,6 +470,10 @@ static void apply_faults(void *arg, int r0, int r1)
 
 /* ---- the probe ---- */
 
+/*
+ * param[0]: the CPU class (enum sdc_gemm_class) or the GPU type (enum sdc_gpu_type); param[1]: 1
+ * for a GPU burn variant. The exact CPU classes run on GPUs too, as lanes of the same vote.
+ */
 static int gemm_variants(const void *opts, struct sdc_variant *out, int max)
 {
 	const struct gemm_opts *o = opts;
@@ -453,10 +481,19 @@ static int gemm_variants(const void *opts, struct sdc_variant *out, int max)
 	for (int i = 0; sdc_gemm_class_names[i] && n < max; i++) {
 		if (!sdc_opt_set_has(o->dtypes, i))
 			continue;
+		const bool fast = sdc_gemm_is_fast((enum sdc_gemm_class)i);
 		struct sdc_variant *v = &out[n++];
-		*v = (struct sdc_variant){ .devices = SDC_ON_CPU, .param = { i } };
+		*v = (struct sdc_variant){ .devices = fast ? SDC_ON_CPU : SDC_ON_CPU | SDC_ON_GPU, .param = { i, 0 } };
 		sdc_strlcpy(v->name, sdc_gemm_class_names[i], sizeof(v->name));
-		v->numerics = sdc_gemm_is_fast((enum sdc_gemm_class)i) ? SDC_NUMERICS_FAST : SDC_NUMERICS_EXACT;
+		v->numerics = fast ? SDC_NUMERICS_FAST : SDC_NUMERICS_EXACT;
+	}
+	for (int t = 0; t < SDC_GPU_NTYPES && n < max; t++) {
+		if (!sdc_opt_set_has(o->gpu_dtypes, t))
+			continue;
+		struct sdc_variant *v = &out[n++];
+		*v = (struct sdc_variant){ .devices = SDC_ON_GPU, .param = { t, 1 } };
+		sdc_strlcpy(v->name, sdc_gemm_gpu_variant_names[t], sizeof(v->name));
+		v->numerics = sdc_gpu_type_exact((enum sdc_gpu_type)t) ? SDC_NUMERICS_EXACT : SDC_NUMERICS_FAST;
 	}
 	return n;
 }
@@ -464,7 +501,11 @@ static int gemm_variants(const void *opts, struct sdc_variant *out, int max)
 /* Fast-class results depend on the BLAS, its kernel and threads. */
 static void gemm_library_id(const struct sdc_variant *v, char *buf, size_t len)
 {
-	(void)v;
+	if (v->param[1]) {
+		const struct sdc_gpu_module *m = sdc_gpu_ops();
+		snprintf(buf, len, "%s", m ? m->blas : "no GPU module");
+		return;
+	}
 	struct sdc_blas_info bi;
 	sdc_blas_info(&bi);
 	snprintf(buf, len, "%s %s (%s)", bi.library, bi.version, bi.corename);
@@ -481,6 +522,7 @@ static void gemm_environment(void *env)
 						   "core", bi.corename, "threads", bi.threads));
 }
 
+
 static void record_environment(struct sdc_probe_ctx *ctx, const struct gemm_shared *sh, const char *kernel,
 			       const char *emax_source)
 {
@@ -491,7 +533,11 @@ static void record_environment(struct sdc_probe_ctx *ctx, const struct gemm_shar
 		json_object_set_new(env, "gemm", g);
 	}
 	json_t *v = json_pack("{s:s}", "kernel", kernel);
-	if (sdc_gemm_is_fast(sh->cfg.cls)) {
+	if (sh->gpu_burn && !sdc_gpu_type_exact(sh->gcfg.type)) {
+		json_object_set_new(v, "emax", json_real(sh->gcfg.emax));
+		json_object_set_new(v, "emax_source", json_string(emax_source));
+		json_object_set_new(v, "c_sigma", json_real(sh->gcfg.c_sigma));
+	} else if (!sh->gpu_burn && sdc_gemm_is_fast(sh->cfg.cls)) {
 		json_object_set_new(v, "emax", json_real(sh->cfg.emax));
 		json_object_set_new(v, "emax_source", json_string(emax_source));
 		json_object_set_new(v, "c_sigma", json_real(sh->cfg.c_sigma));
@@ -510,6 +556,15 @@ static void gemm_teardown(struct sdc_probe_ctx *ctx)
 	ctx->shared = NULL;
 }
 
+/* Whether the run has a device of this kind. */
+static bool run_has(const struct sdc_run *run, enum sdc_device_kind kind)
+{
+	for (int d = 0; d < run->ndevices; d++)
+		if (run->devices[d].kind == kind)
+			return true;
+	return false;
+}
+
 static int gemm_setup(struct sdc_probe_ctx *ctx)
 {
 	const struct gemm_opts *o = ctx->opts;
@@ -517,6 +572,16 @@ static int gemm_setup(struct sdc_probe_ctx *ctx)
 	if (!sh)
 		return sdc_ctx_error(ctx, "out of memory");
 	ctx->shared = sh;
+	if (ctx->variant->param[1]) {
+		sh->gpu_burn = true;
+		sh->refresh = (uint64_t)o->gpu_refresh;
+		if (sdc_gemm_gpu_setup(ctx, sh, o)) {
+			gemm_teardown(ctx);
+			return -1;
+		}
+		record_environment(ctx, sh, "cuBLASLt", sh->emax_source);
+		return 0;
+	}
 	struct sdc_gemm_cfg *cfg = &sh->cfg;
 	cfg->cls = (enum sdc_gemm_class)ctx->variant->param[0];
 	cfg->m = (int)o->m;
@@ -570,12 +635,28 @@ static int gemm_setup(struct sdc_probe_ctx *ctx)
 		 cfg->m, cfg->n, cfg->k, probe.n_ext - cfg->n);
 	record_environment(ctx, sh, probe.kernel_name, source);
 	sdc_gemm_release(&probe);
+	/* The exact classes' lanes on GPUs: a setup that fails there fails those lanes (UNKNOWN), not the cores'. */
+	if ((ctx->variant->devices & SDC_ON_GPU) && run_has(ctx->run, SDC_DEVICE_GPU) && sdc_gemm_gpu_setup(ctx, sh, o)) {
+		sh->gpu = false;
+		sdc_strlcpy(sh->gpu_error, ctx->error, sizeof(sh->gpu_error));
+		ctx->error[0] = '\0';
+	}
 	return 0;
 }
 
 static void gemm_run(struct sdc_worker *w)
 {
 	const struct gemm_shared *sh = w->ctx->shared;
+	if (w->dev->kind == SDC_DEVICE_GPU) {
+		if (!sh->gpu) {
+			sdc_worker_error(w, "%s: %s", w->dev->id, sh->gpu_error[0] ? sh->gpu_error : "no GPU lanes set up");
+			return;
+		}
+		/* A CPU variant's lane on a GPU: checked and voted on, but not held to the cores' floor. */
+		w->no_floor = !sh->gpu_burn;
+		sdc_gemm_gpu_run(w);
+		return;
+	}
 	struct sdc_gemm g;
 	char err[256];
 	if (sdc_gemm_init(&g, &sh->cfg, err, sizeof(err))) {

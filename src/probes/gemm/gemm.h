@@ -1,9 +1,82 @@
-/* The gemm probe's own tools, listed in its descriptor (gemm.c). */
+/* The gemm probe's own parts, shared by the files of its folder (and by nothing outside it). */
 #ifndef SDC_PROBES_GEMM_H
 #define SDC_PROBES_GEMM_H
 
 #include "command.h"
+#include "kernels/gpu_module.h"
+#include "probe.h"
+#include "probes/gemm/abft.h"
+#include "probes/gemm/dist.h"
 
+struct gemm_opts {
+	uint32_t dtypes;
+	int64_t m, n, k;
+	int64_t refresh;
+	int int8_kernel, float_kernel;
+	uint32_t distributions;
+	double c_sigma;
+	char calibration[SDC_OPT_STR_MAX];
+	double int8_floor, fp32_floor, fp32_fast_floor, fp64_fast_floor;
+	/* GPUs */
+	uint32_t gpu_dtypes;
+	int64_t gpu_m, gpu_n, gpu_k, gpu_refresh;
+	double gpu_timeout;
+	double gpu_floor[SDC_GPU_NTYPES];
+};
+
+/* Rows reported in detail per iteration; a corrupted B column fails every row. */
+#define ROWS_DETAILED 4
+/* Rows of a column pattern re-examined per iteration for errors the pattern would hide. */
+#define ROWS_RECHECKED 64
+
+struct gemm_shared {
+	struct sdc_gemm_cfg cfg;
+	struct sdc_dist_pool pools[SDC_NDISTS];
+	int npools;
+	uint64_t refresh;
+	char operation[96];
+	/* GPU lanes: of a burn variant (gpu-*), or a CPU variant's lanes on GPUs (int8, fp32), whose
+	 * results are bit-identical to the CPU's and go into the same vote */
+	bool gpu;
+	bool gpu_burn;
+	struct sdc_gpu_gemm_cfg gcfg;
+	uint64_t gpu_refresh;
+	char gpu_operation[96];
+	char emax_source[512];
+	char gpu_error[256]; /* why the GPU lanes of a CPU variant cannot run */
+};
+
+/* The variants' GPU burn types as options name them ("int8", "bf16", ..., "bf16-fast"); NULL-terminated. */
+extern const char *const sdc_gemm_gpu_type_names[];
+/* The GPU variants' names ("gpu-int8", ...), in enum sdc_gpu_type order. */
+extern const char *const sdc_gemm_gpu_variant_names[];
+
+/* gpu.c: the GPU lanes of the probe */
+int sdc_gemm_gpu_setup(struct sdc_probe_ctx *ctx, struct gemm_shared *sh, const struct gemm_opts *o);
+void sdc_gemm_gpu_run(struct sdc_worker *w);
+
+/* gpu_truth.c: the GPU engine's operands and products regenerated on the host (gemm_data.h). */
+struct sdc_gpu_truth {
+	struct sdc_gpu_gemm_cfg cfg;
+	int kp;            /* k rounded up as the device lays A and B out */
+	uint64_t set;
+	const double *pool;
+	void *b_ext;       /* k x n_ext, the element type's bits (esz bytes each); NULL until needed */
+	bool valid;
+};
+int sdc_gpu_truth_init(struct sdc_gpu_truth *t, const struct sdc_gpu_gemm_cfg *cfg);
+void sdc_gpu_truth_release(struct sdc_gpu_truth *t);
+/* Regenerates B_ext of operand set `set` (the fast class from pool). -1 when out of memory. */
+int sdc_gpu_truth_load(struct sdc_gpu_truth *t, uint64_t set, const double *pool);
+/* Raw bits of A[i][p] and of B_ext[p][j] (load first for B). */
+uint64_t sdc_gpu_truth_a(const struct sdc_gpu_truth *t, int i, int p);
+uint64_t sdc_gpu_truth_b(const struct sdc_gpu_truth *t, int p, int j);
+/* Row i of C_ext computed on the host: exact in int64 (ref_i64), fast in double (ref_f64). */
+void sdc_gpu_truth_c_row(const struct sdc_gpu_truth *t, int i, int64_t *ref_i64, double *ref_f64);
+/* The value of an element's raw bits, for reports: an integer or a float of the element type. */
+double sdc_gpu_value(enum sdc_gpu_type type, int c_elem, uint64_t bits);
+
+/* Tools, listed in the descriptor (gemm.c). */
 extern const struct sdc_command sdc_gemm_bench;          /* bench.c: sdcscan bench gemm */
 extern const struct sdc_command sdc_gemm_bench_overhead; /* bench.c: sdcscan bench overhead */
 extern const struct sdc_command sdc_gemm_campaign;       /* campaign.c: sdcscan campaign gemm */

@@ -13,15 +13,16 @@
 #include "base/rng.h"
 #include "base/util.h"
 #include "kernels/abft_sums.h"
+#include "kernels/gemm_data.h"
 #include "probes/gemm/abft.h"
 
-/* RNG purposes: which matrix of which class. */
-enum { MAT_A = 1, MAT_B = 2, MAT_WINDOW = 3 };
+/* The streams of kernels/gemm_data.h, which define every element; the bulk fills below are a
+ * second, vectorised path to the same bytes (tests/unit/test_gemm_data.c holds them equal). */
+enum { MAT_A = SDC_GD_A, MAT_B = SDC_GD_B, MAT_WINDOW = SDC_GD_WINDOW };
 
 static struct sdc_rng gemm_rng(const struct sdc_gemm *g, int mat)
 {
-	return sdc_rng_make(g->cfg.seed, SDC_RNG_PROBE_GEMM, SDC_RNG_SHARED, SDC_RNG_SHARED,
-			    (uint32_t)g->cfg.cls << 8 | (uint32_t)mat);
+	return sdc_gd_rng(g->cfg.seed, (int)g->cfg.cls, mat);
 }
 
 /* ---- exact class data: the same stream on every core, regenerable element by element ---- */
@@ -87,15 +88,10 @@ struct window {
 
 static struct window window_of(const struct sdc_gemm *g, uint64_t set)
 {
-	struct window w;
 	struct sdc_rng r = gemm_rng(g, MAT_WINDOW);
-	struct sdc_philox_ctr c = sdc_rng_block(&r, set);
-	w.pool = g->cfg.pools[set % (uint64_t)g->cfg.npools].v;
-	/* An odd stride visits every pool entry before repeating one. */
-	w.a0 = c.v[0] % SDC_DIST_POOL;
-	w.as = (c.v[1] % SDC_DIST_POOL) | 1;
-	w.b0 = c.v[2] % SDC_DIST_POOL;
-	w.bs = (c.v[3] % SDC_DIST_POOL) | 1;
+	const struct sdc_gd_window gw = sdc_gd_window_of(&r, set, SDC_DIST_POOL);
+	struct window w = { .pool = g->cfg.pools[set % (uint64_t)g->cfg.npools].v, .a0 = gw.a0, .as = gw.as,
+			    .b0 = gw.b0, .bs = gw.bs };
 	return w;
 }
 

@@ -4,6 +4,7 @@
  */
 #include <math.h>
 
+#include "kernels/abft_ref.h"
 #include "kernels/clones.h"
 #include "probes/gemm/abft.h"
 
@@ -38,9 +39,7 @@
 			mn = lo[l] < mn ? lo[l] : mn;                                              \
 			mx = hi[l] > mx ? hi[l] : mx;                                              \
 		}                                                                                  \
-		*mean = sum / n;                                                                   \
-		const double b = (mx - *mean) * (*mean - mn);                                      \
-		*var = b > 0 ? b : 0;                                                              \
+		sdc_ref_row_stats(sum, mn, mx, n, mean, var);                                      \
 	}
 
 DEFINE_STATS(stats_f32, float)
@@ -72,23 +71,11 @@ void sdc_gemm_b_statistics(struct sdc_gemm *g)
 
 void sdc_gemm_thresholds(struct sdc_gemm *g)
 {
-	const int k = g->cfg.k;
-	const double N = g->cfg.n, cs = g->cfg.c_sigma;
-	const double s_absmu = g->b_absmu, s_mu2 = g->b_mu2, s_sig2 = g->b_sig2;
-	/* The weighted checksum's weights j + 1: W1 = sum w, W2 = sum w^2. */
-	const double w1 = N * (N + 1) / 2, w2 = N * (N + 1) * (2 * N + 1) / 6;
+	const struct sdc_ref_bstats b = { .absmu = g->b_absmu, .mu2 = g->b_mu2, .sig2 = g->b_sig2 };
 	for (int i = 0; i < g->cfg.m; i++) {
 		double mu, var;
-		row_stats(g, (const char *)g->a + (size_t)i * g->lda * g->esz, k, &mu, &var);
-		const double sa = sqrt(var);
-		const double t_det = N * fabs(mu) * s_absmu;
-		const double t_var23 = cs * sqrt(N * mu * mu * s_sig2 + N * N * var * s_mu2);
-		const double t_var4 = cs * sqrt(N) * sa * sqrt(s_sig2);
-		g->thr[i] = g->cfg.emax * (t_det + t_var23 + t_var4);
-		const double w_det = w1 * fabs(mu) * s_absmu;
-		const double w_var23 = cs * sqrt(w2 * mu * mu * s_sig2 + w1 * w1 * var * s_mu2);
-		const double w_var4 = cs * sqrt(w2) * sa * sqrt(s_sig2);
-		g->thr2[i] = g->cfg.emax * (w_det + w_var23 + w_var4);
+		row_stats(g, (const char *)g->a + (size_t)i * g->lda * g->esz, g->cfg.k, &mu, &var);
+		sdc_ref_vabft(g->cfg.emax, g->cfg.c_sigma, g->cfg.n, mu, var, &b, &g->thr[i], &g->thr2[i]);
 	}
 }
 

@@ -1,0 +1,144 @@
+/*
+ * The GPU module's interface: the CUDA code (kernels/cuda/) is built into a shared module that
+ * sdcscan loads at run time (gpu.c, dlopen), so the one binary starts on hosts without the CUDA
+ * libraries or driver and says why no GPU can be tested there. The module exports one symbol,
+ * sdc_gpu_module, returning this table; a module whose abi differs is refused.
+ *
+ * Every call takes the calling thread's current GPU (bind), reports failure as a non-zero return
+ * with err naming what failed (a CUDA or cuBLASLt error, or a deadline), and never blocks past
+ * the engine's deadline: waits poll the stream (cudaEventQuery) until it passes.
+ *
+ * tests/gpu/fake_module.c implements the same table on the CPU, from the same reference
+ * arithmetic (abft_ref.h, gemm_data.h), so CI tests the host side of every GPU path.
+ */
+#ifndef SDC_GPU_MODULE_H
+#define SDC_GPU_MODULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SDC_GPU_MODULE_ABI 1
+#define SDC_GPU_MODULE_SYMBOL "sdc_gpu_module"
+
+/* What the CUDA runtime says of one GPU. */
+struct sdc_gpu_props {
+	char name[96];
+	char uuid[48];       /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
+	char pci_bus_id[24]; /* "0000:3b:00.0" */
+	int cc_major, cc_minor;
+	int sm_count;
+	uint64_t memory_bytes;
+	int ecc_enabled;
+	int driver_version;  /* cudaDriverGetVersion: 13000 for CUDA 13.0 */
+};
+
+/* The GEMM types the engine runs (kernels/cuda/gemm.cu). */
+enum sdc_gpu_type {
+	SDC_GPU_INT8,      /* exact: s8 x s8 -> s32, cuBLASLt IMMA (CUBLAS_COMPUTE_32I) */
+	SDC_GPU_FP32,      /* exact: small integers in fp32, CUBLAS_COMPUTE_32F (no TF32) */
+	SDC_GPU_BF16,      /* exact: small integers in bf16, tensor cores, fp32 out */
+	SDC_GPU_FP16,      /* exact: small integers in fp16, tensor cores, fp32 out */
+	SDC_GPU_FP32_FAST, /* fast: full-mantissa fp32, CUBLAS_COMPUTE_32F */
+	SDC_GPU_TF32_FAST, /* fast: fp32 data, CUBLAS_COMPUTE_32F_FAST_TF32 */
+	SDC_GPU_BF16_FAST, /* fast: full-mantissa bf16, fp32 accumulate and out */
+	SDC_GPU_NTYPES,
+};
+
+static inline int sdc_gpu_type_exact(enum sdc_gpu_type t)
+{
+	return t <= SDC_GPU_FP16;
+}
+
+/* Bytes of an A/B element and of a C element. */
+static inline int sdc_gpu_type_esz(enum sdc_gpu_type t)
+{
+	return t == SDC_GPU_INT8 ? 1 : t == SDC_GPU_BF16 || t == SDC_GPU_FP16 || t == SDC_GPU_BF16_FAST ? 2 : 4;
+}
+
+struct sdc_gpu_gemm_cfg {
+	enum sdc_gpu_type type;
+	int m, n, k;          /* the product; B has n data columns */
+	int n_ext;            /* n plus the checksum columns */
+	int ldc;              /* C's row length in elements (>= n_ext; padding columns are zero) */
+	uint64_t seed;
+	int cls;              /* the class the RNG purposes are keyed by (gemm_data.h) */
+	/* exact: the digit layout of B's checksum columns (abft_exact.h) and the data bounds */
+	int base_log2, nd1, nd2;
+	int64_t amax, bmax;
+	/* fast: the size of the distribution pools (doubles, a power of 2), e_max, c_sigma */
+	uint64_t pool_size;
+	double emax, c_sigma;
+	double timeout;       /* seconds any one wait may take before the GPU is declared hung */
+};
+
+/* A row of C that failed its check, as the device saw it. */
+struct sdc_gpu_bad_row {
+	int row;
+	int64_t s1, s2, e1, e2; /* exact: the sums over the data columns and what the digit columns spell */
+	int nbad, first_bad;    /* exact: values that are not exact integers */
+	double d1, d2, t1, t2;  /* fast: the two verification differences and their thresholds */
+};
+
+#define SDC_GPU_BAD_ROWS 64
+
+struct sdc_gpu_check {
+	int nbad;                                    /* rows that failed, all of them */
+	struct sdc_gpu_bad_row bad[SDC_GPU_BAD_ROWS]; /* the first ones, in no particular order */
+};
+
+/* The SM replay of one output tile: the engine's own exact GEMM kernel, one block per SM, each
+ * computing the same tile of rows [row0, row0 + rows) and columns [col0, col0 + cols). */
+#define SDC_GPU_TILE 16
+#define SDC_GPU_MAX_SMS 256
+
+struct sdc_gpu_sm_replay {
+	int row0, col0, rows, cols;
+	int blocks;                     /* blocks that ran (one per SM asked) */
+	int smid[SDC_GPU_MAX_SMS];      /* the SM each block ran on (-1: moved while it ran) */
+	/* each block's tile, row-major rows x cols, as raw element bits (int32 or fp32) */
+	uint32_t *tiles;                /* host memory: blocks * rows * cols, given by the caller */
+};
+
+struct sdc_gpu_gemm;
+
+struct sdc_gpu_module {
+	int abi;
+	const char *cuda_runtime; /* "13.0" */
+	const char *blas;         /* "cuBLASLt 13.1.0" */
+
+	/* How many GPUs; 0 with why (no driver, driver too old, no device). */
+	int (*count)(char *why, size_t len);
+	int (*props)(int index, struct sdc_gpu_props *p, char *err, size_t errlen);
+	/* Makes index the calling thread's GPU. */
+	int (*bind)(int index, char *err, size_t errlen);
+
+	/* ---- the checked GEMM engine, on the calling thread's GPU ---- */
+	struct sdc_gpu_gemm *(*gemm_create)(const struct sdc_gpu_gemm_cfg *cfg, char *err, size_t errlen);
+	void (*gemm_destroy)(struct sdc_gpu_gemm *g);
+	/* Operand set `set`: A and B drawn on the device (the fast class from pool, pool_size doubles in
+	 * host memory, kept on the device while it is the same pointer), B's checksum columns encoded
+	 * there, the operands' fingerprints taken, and for the fast class the per-row thresholds. */
+	int (*gemm_load)(struct sdc_gpu_gemm *g, uint64_t set, const double *pool, char *err, size_t errlen);
+	/* Whether A and B still have the fingerprints taken at load (1 each, 0: changed at rest). */
+	int (*gemm_operands_intact)(struct sdc_gpu_gemm *g, int *a_ok, int *b_ok, char *err, size_t errlen);
+	/* C = A B_ext (checked: with the checksum columns), or the plain product A B without them. */
+	int (*gemm_multiply)(struct sdc_gpu_gemm *g, int checked, char *err, size_t errlen);
+	/* Checks every row of C on the device; sums (host, m x 2 words) gets each row's two sums as
+	 * raw bits (int64, or double for the fast class), the vote's input; NULL: not wanted. */
+	int (*gemm_check)(struct sdc_gpu_gemm *g, uint64_t *sums, struct sdc_gpu_check *out, char *err, size_t errlen);
+	/* Copies count elements of matrix 'A', 'B' (as B_ext, row p, columns col..) or 'C' starting at
+	 * (row, col) to host memory, raw bits, esz or csz bytes each. */
+	int (*gemm_read)(struct sdc_gpu_gemm *g, char matrix, int row, int col, int count, void *out, char *err,
+			 size_t errlen);
+	/* Flips one bit of one element in device memory; before and after get its raw bits. */
+	int (*gemm_flip)(struct sdc_gpu_gemm *g, char matrix, int row, int col, int bit, uint64_t *before,
+			 uint64_t *after, char *err, size_t errlen);
+	/* The SM replay (see above); r->row0, col0, rows, cols and tiles set by the caller. */
+	int (*gemm_sm_replay)(struct sdc_gpu_gemm *g, struct sdc_gpu_sm_replay *r, char *err, size_t errlen);
+	/* What ran: "cuBLASLt algo 23, tile 128x256, ..." */
+	const char *(*gemm_kernel)(struct sdc_gpu_gemm *g);
+};
+
+typedef const struct sdc_gpu_module *(*sdc_gpu_module_fn)(void);
+
+#endif

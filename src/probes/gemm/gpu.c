@@ -1,0 +1,618 @@
+/*
+ * The gemm probe on GPUs, through the GPU module (kernels/gpu_module.h): one host thread and one
+ * stream per GPU, the data drawn and B encoded on the device, cuBLASLt multiplying, every row of C
+ * checked on the device, so the host only reads the verdicts.
+ *
+ * Two kinds of GPU lane:
+ *   - the burn variants gpu-int8, gpu-bf16, gpu-fp16 (exact) and gpu-fp32-fast, gpu-tf32-fast,
+ *     gpu-bf16-fast (V-ABFT thresholds), at sizes that keep a GPU busy; each iteration's vote
+ *     digest is the hash of every row's two sums, the same on every healthy GPU of a model;
+ *   - the exact CPU variants int8 and fp32 on GPUs too, at the CPU's sizes and with the CPU's
+ *     data: their C is bit-identical to the CPU kernels', so its hash goes into the same vote as
+ *     the cores' and one host's CPUs check its GPUs, and the reverse.
+ *
+ * A failing row is read back and recomputed on the host from regenerated operands (gpu_truth.c),
+ * so a finding names row, column, expected, actual and XOR; the failing tile is then recomputed
+ * by the module's own exact kernel on every SM, which tells a persistent fault (the same SM gets
+ * it wrong again) from a transient one, and names the SM.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/digest.h"
+#include "gpu.h"
+#include "kernels/abft_ref.h"
+#include "probes/gemm/calibration.h"
+#include "probes/gemm/gemm.h"
+
+const char *const sdc_gemm_gpu_type_names[] = { "int8", "fp32", "bf16", "fp16", "fp32-fast", "tf32-fast", "bf16-fast", NULL };
+const char *const sdc_gemm_gpu_variant_names[] = { "gpu-int8",      "gpu-fp32",      "gpu-bf16",      "gpu-fp16",
+						   "gpu-fp32-fast", "gpu-tf32-fast", "gpu-bf16-fast", NULL };
+
+/* ---- configuration ---- */
+
+/*
+ * Exact small-integer data in bf16/fp16 on tensor cores. The products are exact in fp32 (|a b| <=
+ * 127 * 127), and every partial sum is an integer of magnitude <= k amax max(bmax, 2^(base-1))
+ * (the digit columns' products too). NVIDIA's tensor cores add products aligned to the largest
+ * exponent of a block and keep at least 24 bits below its leading bit, truncating the rest (Fasi
+ * et al., "Numerical behavior of NVIDIA tensor cores", PeerJ CS 2021): an integer addend loses no
+ * bit while every magnitude stays below 2^24. The bound here is 2^22, a margin of four; the gpu
+ * suite checks the worst case (every |a| = amax, |b| = bmax, signs alike) against the CPU's exact
+ * product on the GPU itself.
+ */
+#define TC_BOUND (1 << 22)
+#define TC_BASE_LOG2 8
+
+static int exact_bounds(enum sdc_gpu_type type, int k, struct sdc_gpu_gemm_cfg *c, char *err, size_t errlen)
+{
+	const int64_t digit = (int64_t)1 << (TC_BASE_LOG2 - 1);
+	int64_t amax = TC_BOUND / ((int64_t)k * digit);
+	if (amax > 127)
+		amax = 127;
+	if (amax < 1) {
+		snprintf(err, errlen, "gpu_k=%d is too deep for exact %s data (at most %d)", k, sdc_gemm_gpu_type_names[type],
+			 (int)(TC_BOUND / digit));
+		return -1;
+	}
+	int64_t bmax = TC_BOUND / ((int64_t)k * amax);
+	if (bmax > 127)
+		bmax = 127;
+	c->amax = amax;
+	c->bmax = bmax;
+	c->base_log2 = TC_BASE_LOG2;
+	return 0;
+}
+
+/* The GPU lane's engine configuration for a variant; err when it cannot run. */
+static int lane_cfg(const struct gemm_shared *sh, const struct gemm_opts *o, const struct sdc_variant *v,
+		    uint64_t seed, struct sdc_gpu_gemm_cfg *c, char *err, size_t errlen)
+{
+	memset(c, 0, sizeof(*c));
+	c->seed = seed;
+	c->timeout = o->gpu_timeout;
+	c->pool_size = SDC_DIST_POOL;
+	c->c_sigma = o->c_sigma;
+	if (!sh->gpu_burn) {
+		/* A CPU variant's lane: its sizes, data and layout, bit for bit (abft.c). */
+		struct sdc_gemm g;
+		if (sdc_gemm_init(&g, &sh->cfg, err, errlen))
+			return -1;
+		c->type = sh->cfg.cls == SDC_GEMM_INT8 ? SDC_GPU_INT8 : SDC_GPU_FP32;
+		c->cls = (int)sh->cfg.cls;
+		c->m = sh->cfg.m, c->n = sh->cfg.n, c->k = sh->cfg.k;
+		c->n_ext = g.n_ext;
+		c->ldc = g.ldc;
+		c->base_log2 = g.layout.base_log2;
+		c->nd1 = g.layout.nd1;
+		c->nd2 = g.layout.nd2;
+		c->amax = g.amax;
+		c->bmax = g.cfg.cls == SDC_GEMM_INT8 ? 128 : g.bmax;
+		sdc_gemm_release(&g);
+		return 0;
+	}
+	c->type = (enum sdc_gpu_type)v->param[0];
+	/* Streams of their own, apart from the CPU classes' (gemm_data.h keys them by class). */
+	c->cls = 16 + (int)c->type;
+	c->m = (int)o->gpu_m, c->n = (int)o->gpu_n, c->k = (int)o->gpu_k;
+	if (sdc_gpu_type_exact(c->type)) {
+		struct sdc_abft_layout l;
+		if (c->type == SDC_GPU_INT8) {
+			c->amax = 127;
+			c->bmax = 128;
+			c->base_log2 = 7;
+		} else if (exact_bounds(c->type, c->k, c, err, errlen)) {
+			return -1;
+		}
+		sdc_abft_layout_init(&l, c->n, c->bmax, c->base_log2);
+		c->n_ext = l.n_ext;
+		c->nd1 = l.nd1;
+		c->nd2 = l.nd2;
+	} else {
+		c->n_ext = c->n + 2;
+	}
+	c->ldc = (c->n_ext + 15) / 16 * 16;
+	return 0;
+}
+
+/* V-ABFT Table 7 (H100) e_max per type, as a function of the inner dimension; TF32 has no row:
+ * it keeps FP16's 10-bit significand with FP32 accumulation, so FP16's 1e-3 (about 2u). */
+static double table7_emax(enum sdc_gpu_type type, int k)
+{
+	switch (type) {
+	case SDC_GPU_FP32_FAST:
+		return 5.0e-9 * sqrt((double)k) + 1.2e-7;
+	case SDC_GPU_TF32_FAST:
+		return 1e-3;
+	default:
+		return 8e-3; /* BF16 */
+	}
+}
+
+int sdc_gemm_gpu_setup(struct sdc_probe_ctx *ctx, struct gemm_shared *sh, const struct gemm_opts *o)
+{
+	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	char err[256];
+	if (!m)
+		return sdc_ctx_error(ctx, "no GPU module");
+	if (lane_cfg(sh, o, ctx->variant, ctx->seed, &sh->gcfg, err, sizeof(err)))
+		return sdc_ctx_error(ctx, "%s", err);
+	struct sdc_gpu_gemm_cfg *c = &sh->gcfg;
+	sh->gpu = true;
+	sh->gpu_refresh = sh->gpu_burn ? (uint64_t)o->gpu_refresh : sh->refresh;
+	if (!sdc_gpu_type_exact(c->type)) {
+		/* e_max: a calibration for this GPU model, else V-ABFT's Table 7 (the report says which). */
+		const struct sdc_device *gpu = NULL;
+		for (int d = 0; d < ctx->run->ndevices && !gpu; d++)
+			if (ctx->run->devices[d].kind == SDC_DEVICE_GPU)
+				gpu = &ctx->run->devices[d];
+		struct sdc_calibration_key key;
+		char source[512], cerr[700];
+		sdc_calibration_key_gpu(&key, gpu ? gpu->model : "unknown GPU", m->blas);
+		const char *prec = sdc_gemm_gpu_type_names[c->type];
+		if (sdc_calibration_find(o->calibration, &key, prec, &c->emax, source, sizeof(source), cerr, sizeof(cerr)) < 0)
+			return sdc_ctx_error(ctx, "%s", cerr);
+		if (!source[0]) {
+			c->emax = table7_emax(c->type, c->k);
+			snprintf(source, sizeof(source), "V-ABFT Table 7 (H100) for %s at K=%d: no calibration for %s", prec,
+				 c->k, key.cpu_model);
+		}
+		sdc_strlcpy(sh->emax_source, source, sizeof(sh->emax_source));
+		if (!sh->npools) {
+			for (int d = 0; d < 4; d++) {
+				if (!sdc_opt_set_has(o->distributions, d))
+					continue;
+				if (sdc_dist_pool_init(&sh->pools[sh->npools], (enum sdc_dist)d, ctx->seed))
+					return sdc_ctx_error(ctx, "out of memory for the distribution pools");
+				sh->npools++;
+			}
+		}
+	}
+	snprintf(sh->gpu_operation, sizeof(sh->gpu_operation), "gemm %s %dx%dx%d (+%d checksum columns) on GPU",
+		 ctx->variant->name, c->m, c->n, c->k, c->n_ext - c->n);
+	if (sh->gpu_burn) {
+		sdc_strlcpy(ctx->iter_unit, "GEMMs", sizeof(ctx->iter_unit));
+		sdc_strlcpy(ctx->rate_unit, c->type == SDC_GPU_INT8 ? "TOP/s" : "TFLOP/s", sizeof(ctx->rate_unit));
+		ctx->rate_scale = 1e12;
+		ctx->floor = o->gpu_floor[c->type];
+	}
+	return 0;
+}
+
+/* ---- one GPU lane ---- */
+
+struct lane {
+	struct sdc_worker *w;
+	const struct gemm_shared *sh;
+	const struct sdc_gpu_module *m;
+	struct sdc_gpu_gemm *g;
+	struct sdc_gpu_truth truth;
+	uint64_t set, iter;
+	const double *pool;
+	int esz, csz;
+	uint64_t *sums;   /* m x 2 */
+	void *c_host;     /* vote lanes: C as the CPU lays it out */
+	uint32_t *tiles;  /* SM replay */
+	void *row;        /* one row of C, n_ext elements */
+	int64_t *ref_i64;
+	double *ref_f64;
+	char err[256];
+};
+
+static const char *lane_op(const struct lane *l)
+{
+	return l->sh->gpu_operation;
+}
+
+static void finding_init(struct sdc_finding *f, const struct lane *l, const char *kind, const char *target, int64_t row,
+			 int64_t col)
+{
+	memset(f, 0, sizeof(*f));
+	f->cls = SDC_FINDING_CORRUPTION;
+	sdc_strlcpy(f->kind, kind, sizeof(f->kind));
+	snprintf(f->operation, sizeof(f->operation), "%.78s %.15s", lane_op(l), l->w->dev->id);
+	sdc_strlcpy(f->target, target, sizeof(f->target));
+	f->iteration = l->iter;
+	f->row = row;
+	f->col = col;
+}
+
+/* A platform failure: the GPU could not be tested (UNKNOWN), named with its bus id. */
+static void lane_error(struct lane *l, const char *what)
+{
+	sdc_worker_error(l->w, "%s (%s): %s: %s", l->w->dev->id, l->w->dev->gpu.pci_bus_id, what, l->err);
+}
+
+static int load_set(struct lane *l, uint64_t set)
+{
+	l->set = set;
+	l->pool = sdc_gpu_type_exact(l->sh->gcfg.type) ? NULL : l->sh->pools[set % (uint64_t)l->sh->npools].v;
+	l->truth.valid = false;
+	return l->m->gemm_load(l->g, set, l->pool, l->err, sizeof(l->err));
+}
+
+static int ensure_truth(struct lane *l)
+{
+	if (l->truth.valid && l->truth.set == l->set)
+		return 0;
+	if (sdc_gpu_truth_load(&l->truth, l->set, l->pool)) {
+		snprintf(l->err, sizeof(l->err), "out of memory for the host's copy of B");
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the SM replay ---- */
+
+/*
+ * Recomputes the tile around (row, col) on every SM with the module's own exact kernel and
+ * writes what it shows into why: which SMs compute it wrong again (a persistent fault: the
+ * finding names the first), or that none does (transient). Returns that SM, or -1.
+ */
+static int sm_replay(struct lane *l, int row, int col, char *why, size_t len)
+{
+	const struct sdc_gpu_gemm_cfg *c = &l->sh->gcfg;
+	why[0] = '\0';
+	if (!sdc_gpu_type_exact(c->type) || !l->tiles || ensure_truth(l))
+		return -1;
+	struct sdc_gpu_sm_replay r = { .row0 = row / SDC_GPU_TILE * SDC_GPU_TILE, .col0 = col / SDC_GPU_TILE * SDC_GPU_TILE,
+				       .tiles = l->tiles };
+	r.rows = c->m - r.row0 < SDC_GPU_TILE ? c->m - r.row0 : SDC_GPU_TILE;
+	r.cols = c->n_ext - r.col0 < SDC_GPU_TILE ? c->n_ext - r.col0 : SDC_GPU_TILE;
+	char err[256];
+	if (l->m->gemm_sm_replay(l->g, &r, err, sizeof(err))) {
+		snprintf(why, len, "; the SM replay could not run: %s", err);
+		return -1;
+	}
+	int64_t expect[SDC_GPU_TILE][SDC_GPU_TILE];
+	for (int i = 0; i < r.rows; i++) {
+		sdc_gpu_truth_c_row(&l->truth, r.row0 + i, l->ref_i64, l->ref_f64);
+		for (int j = 0; j < r.cols; j++)
+			expect[i][j] = l->ref_i64[r.col0 + j];
+	}
+	int wrong = 0, first_sm = -1, wrong_at_element = 0;
+	for (int b = 0; b < r.blocks; b++) {
+		bool bad = false;
+		for (int i = 0; i < r.rows; i++)
+			for (int j = 0; j < r.cols; j++) {
+				const uint32_t bits = r.tiles[((size_t)b * r.rows + i) * r.cols + j];
+				const int64_t v = c->type == SDC_GPU_INT8 ? (int32_t)bits
+									: (int64_t)sdc_gpu_value(c->type, 1, bits);
+				if (v != expect[i][j]) {
+					bad = true;
+					wrong_at_element += (r.row0 + i == row && r.col0 + j == col);
+				}
+			}
+		if (bad && !wrong++)
+			first_sm = r.smid[b];
+	}
+	if (!wrong)
+		snprintf(why, len, "; tile (%d, %d) recomputed on each of %d SMs by sdcscan's exact kernel: all right, so "
+			 "the fault did not repeat (transient, or in cuBLASLt's path)", r.row0, r.col0, r.blocks);
+	else
+		snprintf(why, len, "; tile (%d, %d) recomputed on each of %d SMs: %d SM%s computed it wrong again "
+			 "(persistent), first SM %d%s", r.row0, r.col0, r.blocks, wrong, wrong == 1 ? "" : "s", first_sm,
+			 wrong_at_element ? ", at this element" : "");
+	return wrong ? first_sm : -1;
+}
+
+/* ---- reporting ---- */
+
+static void set_c_values(struct sdc_finding *f, const struct lane *l, int j, uint64_t actual_bits)
+{
+	const struct sdc_gpu_gemm_cfg *c = &l->sh->gcfg;
+	const bool exact = sdc_gpu_type_exact(c->type);
+	if (c->type == SDC_GPU_INT8) {
+		const int32_t e = (int32_t)l->ref_i64[j], a = (int32_t)(uint32_t)actual_bits;
+		sdc_finding_set_bits(f, (uint32_t)e, (uint32_t)a, 32);
+		snprintf(f->expected_value, sizeof(f->expected_value), "%" PRId32, e);
+		snprintf(f->actual_value, sizeof(f->actual_value), "%" PRId32, a);
+		return;
+	}
+	/* C is fp32 for every other type. */
+	float a;
+	uint32_t u = (uint32_t)actual_bits;
+	memcpy(&a, &u, 4);
+	sdc_finding_set_f32(f, exact ? (float)l->ref_i64[j] : (float)l->ref_f64[j], a);
+}
+
+/* |C[i][j] - reference| (INF when not finite; exact: 0 or 1, by bits). */
+static double deviation(const struct lane *l, int j, uint64_t bits)
+{
+	const struct sdc_gpu_gemm_cfg *c = &l->sh->gcfg;
+	if (c->type == SDC_GPU_INT8)
+		return (int32_t)(uint32_t)bits != (int32_t)l->ref_i64[j];
+	float v;
+	uint32_t u = (uint32_t)bits;
+	memcpy(&v, &u, 4);
+	if (sdc_gpu_type_exact(c->type)) {
+		const float e = (float)l->ref_i64[j];
+		uint32_t eb;
+		memcpy(&eb, &e, 4);
+		return u != eb;
+	}
+	return isfinite(v) ? fabs((double)v - l->ref_f64[j]) : INFINITY;
+}
+
+/* Reads a failing row back, recomputes it, and files every element that is off. Returns how many. */
+static int report_row(struct lane *l, const struct sdc_gpu_bad_row *bad, bool operand_fault, int skip, bool replay)
+{
+	const struct sdc_gpu_gemm_cfg *c = &l->sh->gcfg;
+	const bool exact = sdc_gpu_type_exact(c->type);
+	if (ensure_truth(l) || l->m->gemm_read(l->g, 'C', bad->row, 0, c->n_ext, l->row, l->err, sizeof(l->err))) {
+		lane_error(l, "reading a failing row back");
+		return 0;
+	}
+	sdc_gpu_truth_c_row(&l->truth, bad->row, l->ref_i64, l->ref_f64);
+	const int located = exact ? sdc_ref_locate(c->n, bad->s1, bad->s2, bad->e1, bad->e2, bad->nbad, bad->first_bad)
+				  : -1;
+	const char *why = operand_fault ? "; an operand was found corrupted in this iteration" : "";
+	int off = 0, reported = 0;
+	for (int j = 0; j < c->n_ext; j++) {
+		uint64_t bits = 0;
+		memcpy(&bits, (const char *)l->row + (size_t)j * 4, 4);
+		const double tol = exact ? 0 : j == c->n + 1 ? bad->t1 * c->n : bad->t1;
+		if (!(deviation(l, j, bits) > tol) || j == skip)
+			continue;
+		off++;
+		if (reported++ >= 8) {
+			l->w->corruptions++;
+			continue;
+		}
+		struct sdc_finding f;
+		finding_init(&f, l, j < c->n ? "checksum-mismatch" : "checksum-column-corrupt", "C", bad->row, j);
+		set_c_values(&f, l, j, bits);
+		char sm[300] = "";
+		if (replay && reported == 1) {
+			f.sm = sm_replay(l, bad->row, j, sm, sizeof(sm));
+			f.sm_known = f.sm >= 0;
+		}
+		if (!exact) {
+			f.threshold = bad->t1;
+			f.margin = fabs(bad->d1) / bad->t1;
+			snprintf(f.detail, sizeof(f.detail), "row verification difference %.3g against its V-ABFT threshold %.3g; "
+				 "found by recomputing the row on the host%s%s", bad->d1, bad->t1, why, sm);
+		} else if (j == located) {
+			snprintf(f.detail, sizeof(f.detail), "row checksum off by %" PRId64 ", weighted checksum locates "
+				 "column %d (checked on %s); confirmed by recomputing the row on the host%s%s",
+				 bad->s1 - bad->e1, j, l->w->dev->id, why, sm);
+		} else {
+			snprintf(f.detail, sizeof(f.detail), "found by recomputing the row on the host; the checksums point at "
+				 "%s%s%s", located >= 0 ? "another column" : "no single column (several errors)", why, sm);
+		}
+		sdc_worker_report(l->w, &f);
+	}
+	if (!off && skip < 0) {
+		struct sdc_finding f;
+		finding_init(&f, l, exact ? "verification-glitch" : "threshold-breach", "C", bad->row, -1);
+		if (exact)
+			snprintf(f.detail, sizeof(f.detail), "the device's row check failed but the row read back recomputes "
+				 "correctly: the check itself, or the read, glitched");
+		else
+			snprintf(f.detail, sizeof(f.detail), "row difference %.3g > V-ABFT threshold %.3g though no element "
+				 "is off by that much: small errors adding up, or e_max too tight here%s", bad->d1, bad->t1, why);
+		sdc_worker_report(l->w, &f);
+		return exact ? 0 : 1;
+	}
+	return off;
+}
+
+/* Compares an operand read back from the device with its regenerated truth; files what differs. */
+static void report_operand(struct lane *l, char target, int *reported)
+{
+	const struct sdc_gpu_gemm_cfg *c = &l->sh->gcfg;
+	const int rows = target == 'A' ? c->m : c->k, cols = target == 'A' ? c->k : c->n_ext;
+	uint8_t *buf = malloc((size_t)cols * (size_t)l->esz);
+	if (!buf || ensure_truth(l)) {
+		free(buf);
+		return;
+	}
+	const char name[2] = { target, 0 };
+	for (int r = 0; r < rows; r++) {
+		if (l->m->gemm_read(l->g, target, r, 0, cols, buf, l->err, sizeof(l->err))) {
+			lane_error(l, "reading an operand back");
+			break;
+		}
+		for (int col = 0; col < cols; col++) {
+			uint64_t a = 0;
+			memcpy(&a, buf + (size_t)col * l->esz, (size_t)l->esz);
+			const uint64_t e = target == 'A' ? sdc_gpu_truth_a(&l->truth, r, col) : sdc_gpu_truth_b(&l->truth, r, col);
+			if (a == e)
+				continue;
+			if ((*reported)++ >= 8) {
+				l->w->corruptions++;
+				continue;
+			}
+			struct sdc_finding f;
+			finding_init(&f, l, "operand-corrupt", name, r, col);
+			sdc_finding_set_bits(&f, e, a, 8 * l->esz);
+			snprintf(f.detail, sizeof(f.detail), "operand %s%s changed in GPU memory after %s", name,
+				 target == 'B' && col >= c->n ? " (checksum column)" : "",
+				 target == 'A' ? "its fingerprint was taken" : "encoding");
+			sdc_worker_report(l->w, &f);
+		}
+	}
+	free(buf);
+}
+
+/* Operands at rest, by their fingerprints; a changed one is located, named and reloaded. */
+static bool verify_operands(struct lane *l)
+{
+	int a_ok = 1, b_ok = 1;
+	if (l->m->gemm_operands_intact(l->g, &a_ok, &b_ok, l->err, sizeof(l->err))) {
+		lane_error(l, "checking the operands' fingerprints");
+		return false;
+	}
+	if (a_ok && b_ok)
+		return false;
+	int reported = 0;
+	if (!a_ok)
+		report_operand(l, 'A', &reported);
+	if (!b_ok)
+		report_operand(l, 'B', &reported);
+	if (!reported) {
+		struct sdc_finding f;
+		finding_init(&f, l, "verification-glitch", a_ok ? "B" : "A", -1, -1);
+		snprintf(f.detail, sizeof(f.detail), "operand fingerprint changed but every element matches");
+		sdc_worker_report(l->w, &f);
+	}
+	if (load_set(l, l->set)) /* repair, so the next iteration starts clean */
+		lane_error(l, "reloading the operands");
+	return true;
+}
+
+static void report_rows(struct lane *l, const struct sdc_gpu_check *chk, bool operand_fault)
+{
+	const int listed = chk->nbad < SDC_GPU_BAD_ROWS ? chk->nbad : SDC_GPU_BAD_ROWS;
+	/* The column most failing rows point at: a corrupted column of B fails every row there. */
+	int common = -1, votes = 0;
+	int *cols = malloc(sizeof(int) * (size_t)(listed + 1));
+	for (int r = 0; cols && r < listed; r++) {
+		const struct sdc_gpu_bad_row *b = &chk->bad[r];
+		cols[r] = sdc_gpu_type_exact(l->sh->gcfg.type)
+				  ? sdc_ref_locate(l->sh->gcfg.n, b->s1, b->s2, b->e1, b->e2, b->nbad, b->first_bad)
+				  : -1;
+		if (!votes)
+			common = cols[r];
+		votes += cols[r] == common ? 1 : -1;
+	}
+	int detailed = 0, rechecked = 0;
+	for (int r = 0; r < listed && !l->w->failed; r++) {
+		const bool odd = !cols || common < 0 || cols[r] != common;
+		if (r < ROWS_DETAILED || (odd && detailed < 4 * ROWS_DETAILED)) {
+			report_row(l, &chk->bad[r], operand_fault, -1, detailed == 0);
+			detailed++;
+		} else {
+			l->w->corruptions++;
+			if (rechecked++ < ROWS_RECHECKED / 8)
+				report_row(l, &chk->bad[r], operand_fault, common, false);
+		}
+	}
+	free(cols);
+	if (chk->nbad > detailed) {
+		l->w->corruptions += (uint64_t)(chk->nbad - listed);
+		struct sdc_finding f;
+		finding_init(&f, l, "checksum-mismatch-rows", "C", -1, common);
+		snprintf(f.detail, sizeof(f.detail), "%d of %d rows fail their checks on %s; %d more rows%s not listed: the "
+			 "pattern of a corrupted column of B or of its products", chk->nbad, l->sh->gcfg.m, l->w->dev->id,
+			 chk->nbad - detailed, common >= 0 ? " at the same column" : "");
+		sdc_worker_report(l->w, &f);
+	}
+}
+
+/* ---- fault injection ---- */
+
+static void inject(struct lane *l, char target)
+{
+	const struct sdc_gpu_gemm_cfg *c = &l->sh->gcfg;
+	const char name[2] = { target, 0 };
+	struct sdc_fault faults[8];
+	const int nf = sdc_worker_faults(l->w, name, l->iter, faults, 8);
+	for (int i = 0; i < nf; i++) {
+		const struct sdc_fault *f = &faults[i];
+		const int rows = target == 'A' ? c->m : target == 'B' ? c->k : c->m;
+		const int cols = target == 'A' ? c->k : c->n_ext, data_cols = target == 'A' ? c->k : c->n;
+		const int bits = 8 * (target == 'C' ? l->csz : l->esz);
+		/* Drawn coordinates stay in the data columns; explicit ones may name a checksum column. */
+		const int64_t row = f->row >= 0 ? f->row : sdc_fault_draw(f, 0, rows);
+		const int64_t col = f->col >= 0 ? f->col : sdc_fault_draw(f, 1, data_cols);
+		const int bit = f->bit >= 0 ? f->bit : (int)sdc_fault_draw(f, 2, bits);
+		if (row >= rows || col >= cols || bit >= bits) {
+			sdc_worker_error(l->w, "--inject %s: row %" PRId64 ", col %" PRId64 ", bit %d outside %s (%d x %d, %d bits)",
+					 l->w->ctx->run->inject[f->spec].text, row, col, bit, name, rows, cols, bits);
+			continue;
+		}
+		uint64_t before, after;
+		if (l->m->gemm_flip(l->g, target, (int)row, (int)col, bit, &before, &after, l->err, sizeof(l->err))) {
+			lane_error(l, "injecting a fault");
+			return;
+		}
+		char hb[24], ha[24];
+		sdc_hex_bits(hb, sizeof(hb), before, bits);
+		sdc_hex_bits(ha, sizeof(ha), after, bits);
+		sdc_worker_fault_applied(l->w, f, name, l->iter, row, col, bit, hb, ha);
+	}
+}
+
+/* ---- the lane ---- */
+
+static void lane_release(struct lane *l)
+{
+	if (l->g)
+		l->m->gemm_destroy(l->g);
+	sdc_gpu_truth_release(&l->truth);
+	free(l->sums), free(l->c_host), free(l->tiles), free(l->row), free(l->ref_i64), free(l->ref_f64);
+}
+
+void sdc_gemm_gpu_run(struct sdc_worker *w)
+{
+	const struct gemm_shared *sh = w->ctx->shared;
+	const struct sdc_gpu_gemm_cfg *c = &sh->gcfg;
+	struct lane l = { .w = w, .sh = sh, .m = sdc_gpu_ops() };
+	if (!l.m || !sh->gpu) {
+		sdc_worker_error(w, "%s: no GPU module", w->dev->id);
+		return;
+	}
+	l.esz = sdc_gpu_type_esz(c->type);
+	l.csz = 4;
+	sdc_gpu_truth_init(&l.truth, c);
+	l.sums = malloc(sizeof(uint64_t) * 2 * (size_t)c->m);
+	l.row = malloc((size_t)c->n_ext * 4);
+	l.ref_i64 = malloc(sizeof(int64_t) * (size_t)c->n_ext);
+	l.ref_f64 = malloc(sizeof(double) * (size_t)c->n_ext);
+	if (sdc_gpu_type_exact(c->type))
+		l.tiles = malloc(sizeof(uint32_t) * SDC_GPU_MAX_SMS * SDC_GPU_TILE * SDC_GPU_TILE);
+	if (!sh->gpu_burn)
+		l.c_host = malloc((size_t)c->m * (size_t)c->ldc * 4);
+	if (!l.sums || !l.row || !l.ref_i64 || !l.ref_f64 || (sdc_gpu_type_exact(c->type) && !l.tiles) ||
+	    (!sh->gpu_burn && !l.c_host)) {
+		sdc_worker_error(w, "%s: out of host memory", w->dev->id);
+		goto out;
+	}
+	if (!(l.g = l.m->gemm_create(c, l.err, sizeof(l.err)))) {
+		lane_error(&l, "setting up the GEMM");
+		goto out;
+	}
+	snprintf(w->kernel, sizeof(w->kernel), "%s", l.m->gemm_kernel(l.g));
+	const double ops = 2.0 * c->m * c->n * c->k;
+	for (l.iter = 0; sdc_worker_continue(w) && !w->failed; l.iter++) {
+		if (l.iter % sh->gpu_refresh == 0 && load_set(&l, l.iter / sh->gpu_refresh)) {
+			lane_error(&l, "drawing the operands");
+			break;
+		}
+		inject(&l, 'A');
+		inject(&l, 'B');
+		if (l.m->gemm_multiply(l.g, 1, l.err, sizeof(l.err))) {
+			lane_error(&l, "multiplying");
+			break;
+		}
+		inject(&l, 'C');
+		struct sdc_gpu_check chk;
+		if (l.m->gemm_check(l.g, l.sums, &chk, l.err, sizeof(l.err))) {
+			lane_error(&l, "checking");
+			break;
+		}
+		/* Operands first: a changed input explains the rows that fail after it. */
+		const bool operand_fault = verify_operands(&l);
+		if (chk.nbad)
+			report_rows(&l, &chk, operand_fault);
+		uint64_t digest;
+		if (sh->gpu_burn) {
+			digest = sdc_xxh64(l.sums, sizeof(uint64_t) * 2 * (size_t)c->m);
+		} else {
+			/* The CPU's digest of the same work: C as it lies in memory, padding columns included. */
+			if (l.m->gemm_read(l.g, 'C', 0, 0, c->m * c->ldc, l.c_host, l.err, sizeof(l.err))) {
+				lane_error(&l, "reading C back");
+				break;
+			}
+			digest = sdc_xxh64(l.c_host, (size_t)c->m * (size_t)c->ldc * 4);
+		}
+		sdc_worker_digest(w, l.iter, digest);
+		sdc_worker_account(w, ops);
+	}
+out:
+	lane_release(&l);
+}

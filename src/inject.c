@@ -49,6 +49,10 @@ static int parse_key(struct sdc_inject_spec *spec, const char *key, const char *
 		spec->rate = r;
 		return 0;
 	}
+	if (!strcmp(key, "bit") && !strcmp(val, "grow")) {
+		spec->bit = SDC_FAULT_BIT_GROW;
+		return 0;
+	}
 	if (!sdc_parse_i64(val, &v) || v < 0) {
 		snprintf(err, errlen, "%s=%s: expected a non-negative integer", key, val);
 		return -1;
@@ -277,4 +281,19 @@ int sdc_fault_plan_due(const struct sdc_fault_plan *fp, int worker, const struct
 			make_fault(fp, fp->rate_specs[i], dev, iter, &out[n++]);
 	}
 	return n;
+}
+
+int sdc_fault_bit(const struct sdc_fault *f, uint64_t value, int bits, bool is_float)
+{
+	if (f->bit >= 0)
+		return f->bit;
+	if (f->bit != SDC_FAULT_BIT_GROW)
+		return (int)sdc_fault_draw(f, 2, bits);
+	if (!is_float || (bits != 32 && bits != 64))
+		return bits - 2; /* an integer: the bit below the sign */
+	const int hi = bits == 32 ? 30 : 62, lo = bits == 32 ? 23 : 52;
+	for (int b = hi; b >= lo; b--)
+		if (!(value >> b & 1))
+			return b;
+	return hi; /* INF or NaN already: any exponent bit */
 }

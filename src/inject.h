@@ -1,6 +1,6 @@
 /*
  * Fault injection specs: --inject PROBE[/VARIANT]:TARGET[:KEY=VALUE,...]
- * Keys: device (a logical CPU: 3 or cpu3; a GPU: gpu0), iter, row, col, bit, count, every, rate, rank (under
+ * Keys: device (a logical CPU: 3 or cpu3; a GPU: gpu0), iter, row, col, bit (or bit=grow), count, every, rate, rank (under
  * MPI), tensor (a probe's named tensor, e.g. minitrain's attn.Wq). Anything left out is drawn from
  * the run's seed, so an injected run replays exactly.
  *
@@ -44,6 +44,14 @@ struct sdc_fault {
 	struct sdc_rng rng;
 	uint64_t base; /* first RNG block of this fault's draws */
 };
+
+/* bit=grow: the highest clear exponent bit of a float (fp32 30..23, fp64 62..52), the bit below the sign
+ * of an integer: a change far beyond any rounding threshold, for selftests that must not miss. */
+#define SDC_FAULT_BIT_GROW (-2)
+
+/* The bit a fault flips in an element of `bits` bits holding `value`: the spec's, drawn from the
+ * seed, or for bit=grow as above (is_float: a binary32 or binary64 element). */
+int sdc_fault_bit(const struct sdc_fault *f, uint64_t value, int bits, bool is_float);
 
 /* Draws a value in [0, bound) for a fault's unspecified coordinate number `which`. */
 int64_t sdc_fault_draw(const struct sdc_fault *f, unsigned which, int64_t bound);

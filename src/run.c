@@ -60,6 +60,7 @@ void sdc_run_release(struct sdc_run *run)
 	free(run->totals);
 	free(run->devices);
 	free(run->inject);
+	free(run->health);
 	json_decref(run->environment);
 	json_decref(run->fleet);
 	memset(run, 0, sizeof(*run));
@@ -252,11 +253,16 @@ void sdc_summary_line(const struct sdc_run *run, enum sdc_verdict v, char *buf, 
 			return;
 		}
 	}
-	for (int k = 0; k < run->nfindings && v == SDC_CRITICAL; k++) {
+	/* Else the first finding at that level (the fleet's, GPU memory errors, a missing GPU). */
+	static const enum sdc_verdict level[] = { [SDC_FINDING_CORRUPTION] = SDC_CRITICAL,
+						  [SDC_FINDING_DEGRADED] = SDC_WARNING,
+						  [SDC_FINDING_ERROR] = SDC_UNKNOWN };
+	for (int k = 0; k < run->nfindings && v != SDC_OK; k++) {
 		const struct sdc_finding *f = &run->findings[k];
-		if (f->cls == SDC_FINDING_CORRUPTION) {
-			snprintf(buf, len, "CRITICAL: %s %s %s: %s", f->device >= 0 ? run->devices[f->device].id : "host",
-				 f->probe, f->variant, f->detail);
+		if (level[f->cls] == v) {
+			snprintf(buf, len, "%s: %s %s%s%s: %s", sdc_verdict_name(v),
+				 f->device >= 0 ? run->devices[f->device].id : "host", f->probe, f->variant[0] ? " " : "",
+				 f->variant, f->detail);
 			return;
 		}
 	}

@@ -13,6 +13,7 @@
 
 #include "device.h"
 #include "inject.h"
+#include "nvml.h"
 #include "base/verdict.h"
 
 #define SDC_NAME_MAX 24
@@ -98,6 +99,7 @@ struct sdc_run {
 	struct sdc_device *devices; /* CPUs first, then GPUs */
 	int ndevices;
 	char gpu_note[160];         /* why no GPU is among them, when none is */
+	struct sdc_gpu_health *health; /* [ndevices][2]: each GPU's health before and after the run */
 	struct sdc_inject_spec *inject;
 	int ninject;
 	int argc;

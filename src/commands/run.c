@@ -19,6 +19,7 @@ struct run_opts {
 	const char *profile;
 	struct sdc_arglist probes, sets, inject;
 	double duration;
+	int64_t expect_gpus;
 };
 
 static int parse_duration(const char *value, void *field, char *err, size_t errlen)
@@ -44,6 +45,8 @@ static const struct sdc_option run_options[] = {
 	  .parse = parse_duration, .help = "total run time, shared by the probes in the profile's ratio" },
 	{ .name = "inject", .short_name = 'i', .metavar = "SPEC", .type = SDC_OPT_LIST, .offset = OPT(inject),
 	  .help = "inject faults: PROBE[/VARIANT]:TARGET[:KEY=VAL,...] (repeatable)" },
+	{ .name = "expect-gpus", .metavar = "N", .type = SDC_OPT_INT, .offset = OPT(expect_gpus), .def = "-1", .imin = -1,
+	  .imax = 64, .help = "GPUs this host should have; fewer found is WARNING (-1: the profile's expect_gpus)" },
 	SDC_OPT_END,
 };
 
@@ -105,6 +108,26 @@ out_fail:
 		if (!from_profile[k])
 			free(sel.entries[k].opts);
 	return -1;
+}
+
+/* Fewer GPUs than the host should have (a GPU fallen off the bus, a driver that lost one) is WARNING. */
+static void check_gpu_count(struct sdc_run *run, int expected)
+{
+	int found = 0;
+	for (int d = 0; d < run->ndevices; d++)
+		found += run->devices[d].kind == SDC_DEVICE_GPU;
+	if (found >= expected)
+		return;
+	struct sdc_finding f = { .cls = SDC_FINDING_DEGRADED, .device = -1, .row = -1, .col = -1 };
+	sdc_strlcpy(f.probe, "health", sizeof(f.probe));
+	sdc_strlcpy(f.kind, "gpu-missing", sizeof(f.kind));
+	sdc_strlcpy(f.operation, "GPU count", sizeof(f.operation));
+	snprintf(f.detail, sizeof(f.detail), "%d GPU%s missing: expected %d, found %d%s%s", expected - found,
+		 expected - found == 1 ? " is" : "s are", expected, found, run->gpu_note[0] ? " (" : "",
+		 run->gpu_note[0] ? run->gpu_note : "");
+	if (run->gpu_note[0])
+		sdc_strlcpy(f.detail + strlen(f.detail), ")", sizeof(f.detail) - strlen(f.detail));
+	sdc_run_add_finding(run, &f);
 }
 
 /* The report if asked, the verdict line, the exit code. Under MPI rank 0 gathers and votes, every
@@ -175,6 +198,7 @@ static int run_main(struct sdc_cmd *c)
 	inject = NULL; /* owned by run now */
 	if (sdc_runner_check_injections(&run, &plan))
 		goto out;
+	check_gpu_count(&run, o->expect_gpus >= 0 ? (int)o->expect_gpus : plan.expect_gpus);
 
 	struct sdc_output out;
 	sdc_output_init(&out, cli->json && !strcmp(cli->json, "-"), cli->quiet, cli->no_color, sdc_fleet.rank == 0);

@@ -401,7 +401,7 @@ const struct sdc_command sdc_command_selftest = {
 	.name = "selftest",
 	.summary = "inject faults into every probe and check that each is found and located; exit 0 every fault "
 		   "found and located, 2 a fault missed or mislocated or a false alarm, 3 could not run",
-	.common = SDC_CF_CPUS | SDC_CF_SEED | SDC_CF_JSON | SDC_CF_REPORTING,
+	.common = SDC_CF_CPUS | SDC_CF_GPUS | SDC_CF_SEED | SDC_CF_JSON | SDC_CF_REPORTING,
 	.flags = SDC_CMD_JOINS_MPI | SDC_CMD_BURNS,
 	.fn = selftest_main,
 };

@@ -108,6 +108,8 @@ static void print_finding(struct sdc_output *o, const struct sdc_run *run, const
 		fprintf(o->fp, " at %s[%" PRId64 "][%" PRId64 "]", f->target, f->row, f->col);
 	else if (f->target[0] && f->row >= 0)
 		fprintf(o->fp, " in %s row %" PRId64, f->target, f->row);
+	if (f->sm_known)
+		fprintf(o->fp, " (SM %d)", f->sm);
 	if (f->expected[0])
 		fprintf(o->fp, ": expected %s%s%s%s, actual %s%s%s%s, xor %s", f->expected,
 			f->expected_value[0] ? " (" : "", f->expected_value, f->expected_value[0] ? ")" : "",
@@ -178,6 +180,14 @@ void sdc_output_results(struct sdc_output *o, const struct sdc_run *run, int fro
 			}
 		}
 	}
+	fflush(o->fp);
+}
+
+void sdc_output_host_findings(struct sdc_output *o, const struct sdc_run *run, const char *probe)
+{
+	for (int k = 0; k < run->nfindings; k++)
+		if (!strcmp(run->findings[k].probe, probe))
+			print_finding(o, run, &run->findings[k]);
 	fflush(o->fp);
 }
 

@@ -30,6 +30,8 @@ void sdc_output_progress(struct sdc_output *o, const char *label, double elapsed
 void sdc_output_clear_progress(struct sdc_output *o);
 /* Lines for results [from, to) and the findings that belong to them. */
 void sdc_output_results(struct sdc_output *o, const struct sdc_run *run, int from, int to);
+/* Lines for the findings that belong to no probe's result (probe "health": GPU memory errors, missing GPUs). */
+void sdc_output_host_findings(struct sdc_output *o, const struct sdc_run *run, const char *probe);
 void sdc_output_verdict(struct sdc_output *o, const struct sdc_run *run, enum sdc_verdict v,
 			const char *report_path);
 

@@ -41,6 +41,7 @@ struct sdc_plan {
 	char description[256];
 	enum sdc_seed_mode seed_mode;
 	uint64_t seed;
+	int expect_gpus; /* GPUs the host should have; fewer is WARNING (0: no expectation) */
 	struct sdc_plan_entry entries[SDC_PLAN_MAX];
 	int n;
 };

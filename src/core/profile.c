@@ -322,6 +322,13 @@ int sdc_profile_parse(const char *file, const char *text, size_t len, struct sdc
 		} else if (!strcmp(k->value, "seed")) {
 			if (load_seed(&ps, plan, v))
 				goto out;
+		} else if (!strcmp(k->value, "expect_gpus")) {
+			int64_t g;
+			if (v->type != NODE_SCALAR || !sdc_parse_i64(v->value, &g) || g < 0 || g > 64) {
+				fail(&ps, v->line, v->col, "expect_gpus: expected a number of GPUs from 0 to 64");
+				goto out;
+			}
+			plan->expect_gpus = (int)g;
 		} else if (!strcmp(k->value, "probes")) {
 			probes = v;
 			if (v->type != NODE_MAP || !v->n) {
@@ -329,7 +336,7 @@ int sdc_profile_parse(const char *file, const char *text, size_t len, struct sdc
 				goto out;
 			}
 		} else {
-			fail(&ps, k->line, k->col, "unknown key '%s' (valid keys: description, seed, probes)",
+			fail(&ps, k->line, k->col, "unknown key '%s' (valid keys: description, seed, expect_gpus, probes)",
 			     k->value);
 			goto out;
 		}

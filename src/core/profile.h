@@ -3,6 +3,7 @@
  *
  *   description: "what this profile is for"
  *   seed: 1 | daily | random          # optional, default daily
+ *   expect_gpus: 8                    # optional: fewer GPUs found is WARNING
  *   probes:
  *     gemm:
  *       duration: 20                  # common keys: duration, iterations, optional

@@ -61,6 +61,36 @@ static json_t *host_json(const struct sdc_run *run)
 	return h;
 }
 
+static json_t *count_json(int64_t v)
+{
+	return v < 0 ? json_null() : json_integer(v);
+}
+
+/* One NVML reading of a GPU (nvml.h); null fields where NVML did not say. */
+static json_t *health_json(const struct sdc_gpu_health *h)
+{
+	if (!h->valid)
+		return json_pack("{s:s}", "unavailable", h->why[0] ? h->why : "not read");
+	char throttle[160];
+	sdc_nvml_throttle_text(h->throttle_reasons, throttle, sizeof(throttle));
+	json_t *o = json_object();
+	json_object_set_new(o, "ecc_enabled", h->ecc_mode < 0 ? json_null() : json_boolean(h->ecc_mode));
+	json_object_set_new(o, "ecc_corrected_volatile", count_json(h->ecc_corrected));
+	json_object_set_new(o, "ecc_uncorrected_volatile", count_json(h->ecc_uncorrected));
+	json_object_set_new(o, "retired_pages_sbe", count_json(h->retired_sbe));
+	json_object_set_new(o, "retired_pages_dbe", count_json(h->retired_dbe));
+	json_object_set_new(o, "remapped_rows_correctable", count_json(h->remapped_corr));
+	json_object_set_new(o, "remapped_rows_uncorrectable", count_json(h->remapped_unc));
+	json_object_set_new(o, "remap_pending", h->remap_pending < 0 ? json_null() : json_boolean(h->remap_pending));
+	json_object_set_new(o, "remap_failure", h->remap_failure < 0 ? json_null() : json_boolean(h->remap_failure));
+	json_object_set_new(o, "sm_clock_mhz", count_json(h->sm_clock_mhz));
+	json_object_set_new(o, "memory_clock_mhz", count_json(h->mem_clock_mhz));
+	json_object_set_new(o, "temperature_c", count_json(h->temperature_c));
+	json_object_set_new(o, "power_w", isfinite(h->power_w) ? json_real(h->power_w) : json_null());
+	json_object_set_new(o, "throttle_reasons", json_string(throttle));
+	return o;
+}
+
 static json_t *devices_json(const struct sdc_run *run)
 {
 	json_t *arr = json_array();
@@ -76,6 +106,10 @@ static json_t *devices_json(const struct sdc_run *run)
 							     "compute_capability", cc, "sm_count", g->sm_count,
 							     "memory_bytes", (json_int_t)g->memory_bytes, "driver",
 							     g->driver, "cuda_runtime", g->runtime));
+			if (run->health)
+				json_object_set_new(json_array_get(arr, json_array_size(arr) - 1), "health",
+						    json_pack("{s:o, s:o}", "before", health_json(&run->health[2 * i]),
+							      "after", health_json(&run->health[2 * i + 1])));
 			continue;
 		}
 		json_array_append_new(arr, json_pack("{s:s, s:s, s:i, s:o, s:o, s:s, s:s}", "id", d->id, "type",

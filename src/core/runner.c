@@ -472,8 +472,58 @@ out_free:
 	return 0;
 }
 
+/* Each GPU's health from NVML, before (slot 0) or after (slot 1) the run. */
+static void gpu_health(struct sdc_run *run, int slot)
+{
+	if (!run->health)
+		run->health = calloc((size_t)run->ndevices * 2, sizeof(*run->health));
+	for (int d = 0; run->health && d < run->ndevices; d++)
+		if (run->devices[d].kind == SDC_DEVICE_GPU)
+			sdc_nvml_health(run->devices[d].gpu.pci_bus_id, &run->health[2 * d + slot]);
+}
+
+static void health_finding(struct sdc_run *run, int d, const char *fmt, ...) SDC_PRINTF(3, 4);
+static void health_finding(struct sdc_run *run, int d, const char *fmt, ...)
+{
+	struct sdc_finding f = { .cls = SDC_FINDING_CORRUPTION, .device = d, .row = -1, .col = -1 };
+	sdc_strlcpy(f.probe, "health", sizeof(f.probe));
+	sdc_strlcpy(f.kind, "ecc-uncorrectable", sizeof(f.kind));
+	snprintf(f.operation, sizeof(f.operation), "NVML memory error counters of %s (%s)", run->devices[d].id,
+		 run->devices[d].gpu.pci_bus_id);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(f.detail, sizeof(f.detail), fmt, ap);
+	va_end(ap);
+	sdc_run_add_finding(run, &f);
+}
+
+/* An uncorrectable memory error that appeared during the run is corruption: the GPU's memory
+ * lost data its ECC could not restore, whatever the probes saw. */
+static void health_compare(struct sdc_run *run)
+{
+	for (int d = 0; run->health && d < run->ndevices; d++) {
+		const struct sdc_gpu_health *b = &run->health[2 * d], *a = &run->health[2 * d + 1];
+		if (run->devices[d].kind != SDC_DEVICE_GPU || !b->valid || !a->valid)
+			continue;
+		if (b->ecc_uncorrected >= 0 && a->ecc_uncorrected > b->ecc_uncorrected)
+			health_finding(run, d, "%" PRId64 " new uncorrectable ECC error%s during the run (volatile count %" PRId64
+				       " -> %" PRId64 ")", a->ecc_uncorrected - b->ecc_uncorrected,
+				       a->ecc_uncorrected - b->ecc_uncorrected == 1 ? "" : "s", b->ecc_uncorrected,
+				       a->ecc_uncorrected);
+		if (b->remapped_unc >= 0 && a->remapped_unc > b->remapped_unc)
+			health_finding(run, d, "%" PRId64 " row%s remapped for uncorrectable errors during the run",
+				       a->remapped_unc - b->remapped_unc, a->remapped_unc - b->remapped_unc == 1 ? "" : "s");
+		if (b->retired_dbe >= 0 && a->retired_dbe > b->retired_dbe)
+			health_finding(run, d, "%" PRId64 " page%s retired for double-bit errors during the run",
+				       a->retired_dbe - b->retired_dbe, a->retired_dbe - b->retired_dbe == 1 ? "" : "s");
+		if (b->remap_failure == 0 && a->remap_failure == 1)
+			health_finding(run, d, "a row remapping failed during the run");
+	}
+}
+
 int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct sdc_output *out)
 {
+	gpu_health(run, 0);
 	/* What every probe builds on goes into every report (the BLAS of the fast class, ...). */
 	for (int i = 0; sdc_probes[i]; i++)
 		if (sdc_probes[i]->environment)
@@ -531,5 +581,8 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 	}
 	poll_fleet_interrupt();
 	run->interrupted = sdc_stop_interrupted();
+	gpu_health(run, 1);
+	health_compare(run);
+	sdc_output_host_findings(out, run, "health");
 	return 0;
 }

@@ -79,11 +79,10 @@ struct sdc_gpu_bad_row {
 	double d1, d2, t1, t2;  /* fast: the two verification differences and their thresholds */
 };
 
-#define SDC_GPU_BAD_ROWS 64
-
+/* What a check found: every row that failed, in increasing row order. */
 struct sdc_gpu_check {
-	int nbad;                                    /* rows that failed, all of them */
-	struct sdc_gpu_bad_row bad[SDC_GPU_BAD_ROWS]; /* the first ones, in no particular order */
+	int nbad;
+	struct sdc_gpu_bad_row *bad; /* the caller's array of m entries */
 };
 
 /* The SM replay of one output tile: the engine's own exact GEMM kernel, one block per SM, each
@@ -124,7 +123,8 @@ struct sdc_gpu_module {
 	/* C = A B_ext (checked: with the checksum columns), or the plain product A B without them. */
 	int (*gemm_multiply)(struct sdc_gpu_gemm *g, int checked, char *err, size_t errlen);
 	/* Checks every row of C on the device; sums (host, m x 2 words) gets each row's two sums as
-	 * raw bits (int64, or double for the fast class), the vote's input; NULL: not wanted. */
+	 * raw bits (int64, or double for the fast class), the vote's input; NULL: not wanted. The
+	 * failing rows are copied back only when there are some. */
 	int (*gemm_check)(struct sdc_gpu_gemm *g, uint64_t *sums, struct sdc_gpu_check *out, char *err, size_t errlen);
 	/* Copies count elements of matrix 'A', 'B' (as B_ext, row p, columns col..) or 'C' starting at
 	 * (row, col) to host memory, raw bits, esz or csz bytes each. */

@@ -125,9 +125,10 @@ static const char *const gemm_selftest_faults[] = {
 	"gemm/gpu-fp32:C",                 "gemm/gpu-fp32:B", "gemm/gpu-fp32:A",
 	"gemm/gpu-bf16:C:count=2,every=3", "gemm/gpu-bf16:B", "gemm/gpu-bf16:A",
 	"gemm/gpu-fp16:C",                 "gemm/gpu-fp16:B", "gemm/gpu-fp16:A",
-	"gemm/gpu-fp32-fast:C:bit=29",     "gemm/gpu-fp32-fast:A", "gemm/gpu-fp32-fast:B:bit=30",
-	"gemm/gpu-tf32-fast:C:bit=29",     "gemm/gpu-tf32-fast:A",
-	"gemm/gpu-bf16-fast:C:bit=30",     "gemm/gpu-bf16-fast:A", "gemm/gpu-bf16-fast:B:bit=14",
+	/* the fast classes see a change only beyond their thresholds: bit=grow makes it so */
+	"gemm/gpu-fp32-fast:C:bit=grow",   "gemm/gpu-fp32-fast:A", "gemm/gpu-fp32-fast:B:bit=30",
+	"gemm/gpu-tf32-fast:C:bit=grow",   "gemm/gpu-tf32-fast:A",
+	"gemm/gpu-bf16-fast:C:bit=grow",   "gemm/gpu-bf16-fast:A", "gemm/gpu-bf16-fast:B:bit=14",
 	NULL,
 };
 
@@ -432,7 +433,11 @@ static void draw_faults(struct fault_batch *fb, struct sdc_worker *w, struct sdc
 		const int64_t row = f->row >= 0 ? f->row : sdc_fault_draw(f, 0, rows);
 		const int64_t col = f->col >= 0 ? f->col : sdc_fault_draw(f, 1, data_cols);
 		const uint8_t *elem = sdc_gemm_element(g, target, row, col, &bits);
-		const int bit = f->bit >= 0 ? f->bit : (int)sdc_fault_draw(f, 2, bits);
+		uint64_t now = 0;
+		if (elem)
+			memcpy(&now, elem, (size_t)bits / 8);
+		const bool is_float = bits >= 32 && !(target == 'C' && g->cfg.cls == SDC_GEMM_INT8);
+		const int bit = sdc_fault_bit(f, now, bits, is_float);
 		if (!elem || bit >= bits) {
 			sdc_worker_error(w, "--inject %s: row %" PRId64 ", col %" PRId64 ", bit %d outside %s (%" PRId64
 					    " x %" PRId64 ", %d bits)",

@@ -194,6 +194,7 @@ struct lane {
 	const double *pool;
 	int esz, csz;
 	uint64_t *sums;   /* m x 2 */
+	struct sdc_gpu_bad_row *bad; /* m */
 	void *c_host;     /* vote lanes: C as the CPU lays it out */
 	uint32_t *tiles;  /* SM replay */
 	void *row;        /* one row of C, n_ext elements */
@@ -267,21 +268,30 @@ static int sm_replay(struct lane *l, int row, int col, char *why, size_t len)
 		snprintf(why, len, "; the SM replay could not run: %s", err);
 		return -1;
 	}
-	int64_t expect[SDC_GPU_TILE][SDC_GPU_TILE];
-	for (int i = 0; i < r.rows; i++) {
-		sdc_gpu_truth_c_row(&l->truth, r.row0 + i, l->ref_i64, l->ref_f64);
-		for (int j = 0; j < r.cols; j++)
-			expect[i][j] = l->ref_i64[r.col0 + j];
+	/* The tile's right bits (C is int32 for int8, fp32 holding an integer for the other exact types). */
+	uint32_t expect[SDC_GPU_TILE][SDC_GPU_TILE];
+	int64_t *ref = malloc(sizeof(int64_t) * (size_t)c->n_ext);
+	if (!ref) {
+		snprintf(why, len, "; the SM replay could not run: out of memory");
+		return -1;
 	}
+	for (int i = 0; i < r.rows; i++) {
+		sdc_gpu_truth_c_row(&l->truth, r.row0 + i, ref, NULL);
+		for (int j = 0; j < r.cols; j++) {
+			const float f = (float)ref[r.col0 + j];
+			if (c->type == SDC_GPU_INT8)
+				expect[i][j] = (uint32_t)(int32_t)ref[r.col0 + j];
+			else
+				memcpy(&expect[i][j], &f, 4);
+		}
+	}
+	free(ref);
 	int wrong = 0, first_sm = -1, wrong_at_element = 0;
 	for (int b = 0; b < r.blocks; b++) {
 		bool bad = false;
 		for (int i = 0; i < r.rows; i++)
 			for (int j = 0; j < r.cols; j++) {
-				const uint32_t bits = r.tiles[((size_t)b * r.rows + i) * r.cols + j];
-				const int64_t v = c->type == SDC_GPU_INT8 ? (int32_t)bits
-									: (int64_t)sdc_gpu_value(c->type, 1, bits);
-				if (v != expect[i][j]) {
+				if (r.tiles[((size_t)b * r.rows + i) * r.cols + j] != expect[i][j]) {
 					bad = true;
 					wrong_at_element += (r.row0 + i == row && r.col0 + j == col);
 				}
@@ -466,7 +476,7 @@ static bool verify_operands(struct lane *l)
 
 static void report_rows(struct lane *l, const struct sdc_gpu_check *chk, bool operand_fault)
 {
-	const int listed = chk->nbad < SDC_GPU_BAD_ROWS ? chk->nbad : SDC_GPU_BAD_ROWS;
+	const int listed = chk->nbad;
 	/* The column most failing rows point at: a corrupted column of B fails every row there. */
 	int common = -1, votes = 0;
 	int *cols = malloc(sizeof(int) * (size_t)(listed + 1));
@@ -487,13 +497,12 @@ static void report_rows(struct lane *l, const struct sdc_gpu_check *chk, bool op
 			detailed++;
 		} else {
 			l->w->corruptions++;
-			if (rechecked++ < ROWS_RECHECKED / 8)
+			if (rechecked++ < ROWS_RECHECKED)
 				report_row(l, &chk->bad[r], operand_fault, common, false);
 		}
 	}
 	free(cols);
 	if (chk->nbad > detailed) {
-		l->w->corruptions += (uint64_t)(chk->nbad - listed);
 		struct sdc_finding f;
 		finding_init(&f, l, "checksum-mismatch-rows", "C", -1, common);
 		snprintf(f.detail, sizeof(f.detail), "%d of %d rows fail their checks on %s; %d more rows%s not listed: the "
@@ -519,7 +528,14 @@ static void inject(struct lane *l, char target)
 		/* Drawn coordinates stay in the data columns; explicit ones may name a checksum column. */
 		const int64_t row = f->row >= 0 ? f->row : sdc_fault_draw(f, 0, rows);
 		const int64_t col = f->col >= 0 ? f->col : sdc_fault_draw(f, 1, data_cols);
-		const int bit = f->bit >= 0 ? f->bit : (int)sdc_fault_draw(f, 2, bits);
+		uint64_t now = 0;
+		if (row < rows && col < cols &&
+		    l->m->gemm_read(l->g, target, (int)row, (int)col, 1, &now, l->err, sizeof(l->err))) {
+			lane_error(l, "reading an element to inject into");
+			return;
+		}
+		const bool is_float = bits == 32 && !(target == 'C' && c->type == SDC_GPU_INT8);
+		const int bit = sdc_fault_bit(f, now, bits, is_float);
 		if (row >= rows || col >= cols || bit >= bits) {
 			sdc_worker_error(l->w, "--inject %s: row %" PRId64 ", col %" PRId64 ", bit %d outside %s (%d x %d, %d bits)",
 					 l->w->ctx->run->inject[f->spec].text, row, col, bit, name, rows, cols, bits);
@@ -544,7 +560,7 @@ static void lane_release(struct lane *l)
 	if (l->g)
 		l->m->gemm_destroy(l->g);
 	sdc_gpu_truth_release(&l->truth);
-	free(l->sums), free(l->c_host), free(l->tiles), free(l->row), free(l->ref_i64), free(l->ref_f64);
+	free(l->sums), free(l->bad), free(l->c_host), free(l->tiles), free(l->row), free(l->ref_i64), free(l->ref_f64);
 }
 
 void sdc_gemm_gpu_run(struct sdc_worker *w)
@@ -560,6 +576,7 @@ void sdc_gemm_gpu_run(struct sdc_worker *w)
 	l.csz = 4;
 	sdc_gpu_truth_init(&l.truth, c);
 	l.sums = malloc(sizeof(uint64_t) * 2 * (size_t)c->m);
+	l.bad = malloc(sizeof(*l.bad) * (size_t)c->m);
 	l.row = malloc((size_t)c->n_ext * 4);
 	l.ref_i64 = malloc(sizeof(int64_t) * (size_t)c->n_ext);
 	l.ref_f64 = malloc(sizeof(double) * (size_t)c->n_ext);
@@ -567,7 +584,7 @@ void sdc_gemm_gpu_run(struct sdc_worker *w)
 		l.tiles = malloc(sizeof(uint32_t) * SDC_GPU_MAX_SMS * SDC_GPU_TILE * SDC_GPU_TILE);
 	if (!sh->gpu_burn)
 		l.c_host = malloc((size_t)c->m * (size_t)c->ldc * 4);
-	if (!l.sums || !l.row || !l.ref_i64 || !l.ref_f64 || (sdc_gpu_type_exact(c->type) && !l.tiles) ||
+	if (!l.sums || !l.bad || !l.row || !l.ref_i64 || !l.ref_f64 || (sdc_gpu_type_exact(c->type) && !l.tiles) ||
 	    (!sh->gpu_burn && !l.c_host)) {
 		sdc_worker_error(w, "%s: out of host memory", w->dev->id);
 		goto out;
@@ -590,7 +607,7 @@ void sdc_gemm_gpu_run(struct sdc_worker *w)
 			break;
 		}
 		inject(&l, 'C');
-		struct sdc_gpu_check chk;
+		struct sdc_gpu_check chk = { .bad = l.bad };
 		if (l.m->gemm_check(l.g, l.sums, &chk, l.err, sizeof(l.err))) {
 			lane_error(&l, "checking");
 			break;

@@ -1,0 +1,107 @@
+#!/bin/sh
+# The host side of every GPU path, on a machine without a GPU: sdcscan loads a GPU module that runs
+# on the CPU (tests/gpu/fake_module.c, the same element definitions and check arithmetic as the
+# CUDA kernels) and an NVML stand-in (tests/gpu/fake_nvml.c). Checked: GPU devices and their
+# identity in the report, the GPU lanes of int8/fp32 voting with the cores (bit-identical results),
+# every GPU fault kind found and located (selftest), a persistent SM fault named with its SM, a new
+# uncorrectable ECC error, a sticky CUDA error (UNKNOWN naming the GPU), a missing GPU (WARNING),
+# --gpus, and a host without a module (the CPU scan goes on, the report says why).
+# usage: gpu_host.sh SDCSCAN FAKE_GPU_MODULE FAKE_NVML
+. "$(dirname "$0")/lib.sh"
+FAKE_GPU=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+FAKE_NVML=$(cd "$(dirname "$3")" && pwd)/$(basename "$3")
+export SDCSCAN_GPU_MODULE="$FAKE_GPU" SDCSCAN_NVML_LIBRARY="$FAKE_NVML"
+unset FAKE_GPU_COUNT FAKE_GPU_BAD_SM FAKE_GPU_FAIL FAKE_NVML_NEW_UNC
+GPU="--probe gemm --set gemm.m=48 --set gemm.n=40 --set gemm.k=64 --set gemm.refresh=2 --set gemm.gpu_m=48 \
+--set gemm.gpu_n=40 --set gemm.gpu_k=64 --set gemm.gpu_refresh=2 --set gemm.iterations=16 --cpus 0"
+
+# A clean run: every GPU variant and the GPU lanes of int8 and fp32, with the GPU's identity.
+expect_exit 0 clean "$SDCSCAN" run $GPU --set gemm.gpu_dtypes=int8,fp32,bf16,fp16,fp32-fast,tf32-fast,bf16-fast \
+	--json "$TMP/clean.json"
+expect_grep clean out "1 GPU (sdcscan fake GPU"
+for v in gpu-int8 gpu-fp32 gpu-bf16 gpu-fp16 gpu-fp32-fast gpu-tf32-fast gpu-bf16-fast; do
+	expect_grep clean out "^gemm/$v  *gpu0  *OK"
+done
+expect_grep clean out "^gemm/int8  *gpu0  *OK"
+expect_grep clean out "on 1 CPU and 1 GPU"
+check=$(python3 - "$TMP/clean.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+bad = []
+gpu = [d for d in r["devices"] if d["type"] == "gpu"]
+if len(gpu) != 1:
+    bad.append("devices: %d GPUs" % len(gpu))
+else:
+    g = gpu[0]
+    for k, want in [("index", 0), ("uuid", "GPU-00000000-0000-0000-0000-000000000000"), ("pci_bus_id", "0000:f0:00.0"),
+                    ("compute_capability", "9.0"), ("sm_count", 8), ("driver", "580.00.fake"), ("cuda_runtime", "fake")]:
+        if g.get(k) != want:
+            bad.append("gpu %s: %r, want %r" % (k, g.get(k), want))
+    h = g.get("health", {})
+    if h.get("before", {}).get("ecc_uncorrected_volatile") != 0 or h.get("after", {}).get("throttle_reasons") != "sw-power-cap":
+        bad.append("health: %r" % h)
+# int8 and fp32 on the CPU and the GPU computed the same work digest: bit-identical results.
+for v in ("int8", "fp32"):
+    d = {x["device"]: x["work_digest"]["sha256"] if x["work_digest"] else None for x in r["results"] if x["variant"] == v}
+    if set(d) != {"cpu0", "gpu0"} or d["cpu0"] is None or d["cpu0"] != d["gpu0"]:
+        bad.append("%s digests: %r" % (v, d))
+if r["findings"]:
+    bad.append("findings in a clean run: %r" % r["findings"][0])
+print(" ".join(bad) or "ok")
+PY
+)
+[ "$check" = ok ] || fail "clean GPU run: $check"
+
+# selftest: every GPU fault kind (A, B, C of every GPU variant) found and located.
+expect_exit 0 selftest "$SDCSCAN" selftest --cpus 0 --json "$TMP/st.json"
+expect_grep selftest out "^OK: selftest passed"
+[ "$(json_get "$TMP/st.json" "len([i for i in r['injections'] if i['device'] == 'gpu0'])")" -ge 20 ] ||
+	fail "selftest injected fewer than 20 faults into the GPU"
+[ "$(located "$TMP/st.json" same-step)" = ok ] || fail "selftest: $(located "$TMP/st.json" same-step)"
+
+# A persistent fault on one SM: found, and the SM replay names SM 3.
+FAKE_GPU_BAD_SM=3 expect_exit 2 badsm "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=bf16 \
+	--json "$TMP/badsm.json"
+expect_grep badsm out "^gemm/gpu-bf16  *gpu0  *CRITICAL"
+expect_grep badsm out "checksum-mismatch at C\[0\]\[0\] (SM 3)"
+expect_grep badsm out "persistent), first SM 3, at this element"
+[ "$(json_get "$TMP/badsm.json" "sorted(set(f.get('sm', -1) for f in r['findings'] if f['kind'] == 'checksum-mismatch'))")" = "[3]" ] ||
+	fail "badsm: findings do not carry sm 3"
+# The same product on the CPU is right: the CPU lane of int8 stays OK while the GPU's disagrees.
+expect_grep badsm out "^gemm/int8  *cpu0  *OK"
+
+# A fault injected into C: located at its element and tile, and the replay finds it transient.
+expect_exit 2 tileC "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=int8 \
+	--inject gemm/gpu-int8:C:iter=1,row=21,col=35,bit=12
+expect_grep tileC out "checksum-mismatch at C\[21\]\[35\]: expected .* xor 0x00001000"
+expect_grep tileC out "tile (16, 32) recomputed on each of 8 SMs by sdcscan's exact kernel: all right"
+
+# A new uncorrectable ECC error during the run: CRITICAL, named.
+FAKE_NVML_NEW_UNC=1 expect_exit 2 ecc "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=int8
+expect_grep ecc out "^CRITICAL: gpu0 health: 1 new uncorrectable ECC error during the run"
+
+# A sticky CUDA error: UNKNOWN naming the GPU and its bus, never OK, never CRITICAL.
+FAKE_GPU_FAIL=multiply expect_exit 3 sticky "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=int8
+expect_grep sticky out "gpu0 (0000:f0:00.0): multiplying: cudaErrorIllegalAddress"
+if grep -q "CRITICAL" "$TMP/sticky.out"; then fail "sticky: a platform failure reported as corruption"; fi
+
+# Fewer GPUs than expected: WARNING naming how many are missing.
+expect_exit 1 missing "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=int8 --expect-gpus 3
+expect_grep missing out "^WARNING: host health: 2 GPUs are missing: expected 3, found 1"
+
+# --gpus: none leaves the GPUs out; an index that is not there is refused.
+expect_exit 0 nogpus "$SDCSCAN" run $GPU --set gemm.gpu_dtypes=int8 --gpus none
+if grep -q "gpu0" "$TMP/nogpus.out"; then fail "--gpus none: a GPU ran"; fi
+expect_exit 3 badgpu "$SDCSCAN" run $GPU --gpus 4
+expect_grep badgpu err "GPU 4 is not there (this host has 1 GPU: 0-0)"
+
+# No module: the CPUs are scanned as always, and the report says why no GPU was tested.
+SDCSCAN_GPU_MODULE="$TMP/none.so" expect_exit 0 nomodule "$SDCSCAN" run $GPU --json "$TMP/nomodule.json"
+case "$(json_get "$TMP/nomodule.json" "r['host'].get('gpu_note', '')")" in
+*"none.so cannot be loaded"*) ;;
+*) fail "no module: the report does not say why no GPU was tested" ;;
+esac
+FAKE_GPU_COUNT=0 expect_exit 0 nodevice "$SDCSCAN" run $GPU --json "$TMP/nodevice.json"
+[ "$(json_get "$TMP/nodevice.json" "r['host'].get('gpu_note', '')")" = "no CUDA-capable device is detected (fake module)" ] ||
+	fail "no device: gpu_note"
+finish

@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/hd.h"
+
 #define SDC_GPU_MODULE_ABI 1
 #define SDC_GPU_MODULE_SYMBOL "sdc_gpu_module"
 
@@ -44,13 +46,13 @@ enum sdc_gpu_type {
 	SDC_GPU_NTYPES,
 };
 
-static inline int sdc_gpu_type_exact(enum sdc_gpu_type t)
+SDC_HD int sdc_gpu_type_exact(enum sdc_gpu_type t)
 {
 	return t <= SDC_GPU_FP16;
 }
 
 /* Bytes of an A/B element and of a C element. */
-static inline int sdc_gpu_type_esz(enum sdc_gpu_type t)
+SDC_HD int sdc_gpu_type_esz(enum sdc_gpu_type t)
 {
 	return t == SDC_GPU_INT8 ? 1 : t == SDC_GPU_BF16 || t == SDC_GPU_FP16 || t == SDC_GPU_BF16_FAST ? 2 : 4;
 }

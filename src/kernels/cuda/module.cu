@@ -1,0 +1,95 @@
+/*
+ * The GPU module's entry point (kernels/gpu_module.h): devices as the CUDA runtime sees them, and
+ * the table sdcscan loads with dlopen. The checked GEMM engine is gemm.cu.
+ */
+#include <cuda_runtime.h>
+#include <cublasLt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/cuda/cuda_util.h"
+#include "kernels/gpu_module.h"
+
+static int m_count(char *why, size_t len)
+{
+	int n = 0;
+	const cudaError_t e = cudaGetDeviceCount(&n);
+	if (e == cudaErrorInsufficientDriver) {
+		int drv = 0;
+		cudaDriverGetVersion(&drv);
+		if (!drv) {
+			snprintf(why, len, "no NVIDIA driver on this host (libcuda.so.1 not found): cudaErrorInsufficientDriver");
+			return 0;
+		}
+		snprintf(why, len, "the NVIDIA driver supports CUDA %d.%d, this GPU module needs %d.%d (a driver >= 580): "
+			 "cudaErrorInsufficientDriver", drv / 1000, drv % 1000 / 10, CUDART_VERSION / 1000,
+			 CUDART_VERSION % 1000 / 10);
+		return 0;
+	}
+	if (e != cudaSuccess) {
+		snprintf(why, len, "no usable GPU: %s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
+		return 0;
+	}
+	if (!n)
+		snprintf(why, len, "no CUDA device on this host");
+	return n;
+}
+
+static int m_props(int index, struct sdc_gpu_props *p, char *err, size_t errlen)
+{
+	cudaDeviceProp prop;
+	memset(p, 0, sizeof(*p));
+	cudaError_t e = cudaGetDeviceProperties(&prop, index);
+	if (e != cudaSuccess) {
+		sdc_cuda_error(err, errlen, "cudaGetDeviceProperties", e);
+		return -1;
+	}
+	snprintf(p->name, sizeof(p->name), "%.95s", prop.name);
+	const unsigned char *u = (const unsigned char *)prop.uuid.bytes;
+	/* The form nvidia-smi and dcgm-exporter print. */
+	snprintf(p->uuid, sizeof(p->uuid), "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+		 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+	e = cudaDeviceGetPCIBusId(p->pci_bus_id, (int)sizeof(p->pci_bus_id), index);
+	if (e != cudaSuccess) {
+		sdc_cuda_error(err, errlen, "cudaDeviceGetPCIBusId", e);
+		return -1;
+	}
+	p->cc_major = prop.major;
+	p->cc_minor = prop.minor;
+	p->sm_count = prop.multiProcessorCount;
+	p->memory_bytes = prop.totalGlobalMem;
+	p->ecc_enabled = prop.ECCEnabled;
+	cudaDriverGetVersion(&p->driver_version);
+	return 0;
+}
+
+static int m_bind(int index, char *err, size_t errlen)
+{
+	const cudaError_t e = cudaSetDevice(index);
+	if (e != cudaSuccess) {
+		sdc_cuda_error(err, errlen, "cudaSetDevice", e);
+		return -1;
+	}
+	return 0;
+}
+
+static char runtime_text[16], blas_text[48];
+
+extern "C" const struct sdc_gpu_module *sdc_gpu_module(void);
+extern "C" const struct sdc_gpu_module *sdc_gpu_module(void)
+{
+	static struct sdc_gpu_module m;
+	if (!m.abi) {
+		snprintf(runtime_text, sizeof(runtime_text), "%d.%d", CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10);
+		const size_t v = cublasLtGetVersion();
+		snprintf(blas_text, sizeof(blas_text), "cuBLASLt %zu.%zu.%zu", v / 10000, v / 100 % 100, v % 100);
+		m.cuda_runtime = runtime_text;
+		m.blas = blas_text;
+		m.count = m_count;
+		m.props = m_props;
+		m.bind = m_bind;
+		sdc_cuda_gemm_ops(&m);
+		m.abi = SDC_GPU_MODULE_ABI;
+	}
+	return &m;
+}

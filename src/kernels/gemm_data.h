@@ -78,6 +78,17 @@ SDC_HD int64_t sdc_gd_small_b(const struct sdc_rng *r, uint64_t set, int n, int 
 	return sdc_gd_int(r, set, (uint64_t)p * (uint64_t)n + (uint64_t)j, bmax);
 }
 
+/* The exact class's extreme data (every element at its bound): the largest sums its bounds allow. */
+SDC_HD int64_t sdc_gd_extreme_a(int is_int8, int64_t amax)
+{
+	return is_int8 ? 127 : amax;
+}
+
+SDC_HD int64_t sdc_gd_extreme_b(int is_int8, int64_t bmax)
+{
+	return is_int8 ? 127 : bmax;
+}
+
 /*
  * Fast-class operands are windows into a pool of 2^k values of one distribution: element idx of
  * a matrix is pool[(start + idx * stride) mod size], stride odd, so a window visits every entry

@@ -67,6 +67,7 @@ struct sdc_gpu_gemm_cfg {
 	/* exact: the digit layout of B's checksum columns (abft_exact.h) and the data bounds */
 	int base_log2, nd1, nd2;
 	int64_t amax, bmax;
+	int extreme;          /* exact: every element of A at amax (int8: 127) and of B at bmax (int8: 127) */
 	/* fast: the size of the distribution pools (doubles, a power of 2), e_max, c_sigma */
 	uint64_t pool_size;
 	double emax, c_sigma;

@@ -4,7 +4,7 @@
 # CUDA kernels) and an NVML stand-in (tests/gpu/fake_nvml.c). Checked: GPU devices and their
 # identity in the report, the GPU lanes of int8/fp32 voting with the cores (bit-identical results),
 # every GPU fault kind found and located (selftest), a persistent SM fault named with its SM, a new
-# uncorrectable ECC error, a sticky CUDA error (UNKNOWN naming the GPU), a missing GPU (WARNING),
+# uncorrectable ECC error, extreme data against its closed form (and a narrow accumulator), a sticky CUDA error (UNKNOWN naming the GPU), a missing GPU (WARNING),
 # --gpus, and a host without a module (the CPU scan goes on, the report says why).
 # usage: gpu_host.sh SDCSCAN FAKE_GPU_MODULE FAKE_NVML
 . "$(dirname "$0")/lib.sh"
@@ -75,6 +75,18 @@ expect_exit 2 tileC "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dt
 	--inject gemm/gpu-int8:C:iter=1,row=21,col=35,bit=12
 expect_grep tileC out "checksum-mismatch at C\[21\]\[35\]: expected .* xor 0x00001000"
 expect_grep tileC out "tile (16, 32) recomputed on each of 8 SMs by sdcscan's exact kernel: all right"
+
+# Extreme data (every element at its bound): each row's sums have a closed form, and hold it.
+expect_exit 0 extreme "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=int8,bf16,fp16 \
+	--set gemm.gpu_data=extreme
+for v in gpu-int8 gpu-bf16 gpu-fp16; do
+	expect_grep extreme out "^gemm/$v  *gpu0  *OK"
+done
+# A tensor core whose accumulator is narrower than the bound assumes: the closed form says so.
+FAKE_GPU_ACC_BITS=12 expect_exit 2 narrow "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=bf16 \
+	--set gemm.gpu_data=extreme
+expect_grep narrow out "inexact-accumulation in C row 0: .*extreme data (every a = 127, b = 127, k = 64): row 0 sums to .*the closed form says 41290240 and 846449920"
+# (n k a b = 40 * 64 * 127^2 and n(n+1)/2 k a b = 820 * 64 * 127^2)
 
 # A new uncorrectable ECC error during the run: CRITICAL, named.
 FAKE_NVML_NEW_UNC=1 expect_exit 2 ecc "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=int8

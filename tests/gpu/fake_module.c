@@ -10,6 +10,8 @@
  *   FAKE_GPU_COUNT=N      GPUs (default 1); 0: "no GPU found"
  *   FAKE_GPU_BAD_SM=S     SM S computes C[0][0] wrong (bit 3) in every product and in the replay
  *   FAKE_GPU_FAIL=STEP    create, load, multiply or check fails as a sticky CUDA error would
+ *   FAKE_GPU_ACC_BITS=B   the bf16/fp16 accumulator keeps B significant bits (a tensor core whose
+ *                         accumulator is narrower than the exactness bound assumes)
  */
 #include <math.h>
 #include <stdbool.h>
@@ -193,14 +195,16 @@ static int fake_load(struct sdc_gpu_gemm *g, uint64_t set, const double *pool, c
 		for (int i = 0; i < c->m; i++)
 			for (int p = 0; p < c->k; p++)
 				put(g->a, g->esz, (size_t)i * g->kp + p,
-				    t == SDC_GPU_INT8 ? (uint64_t)sdc_gd_int8_a(&ra, set, c->k, i, p)
-						      : bits_of(t, (double)sdc_gd_small_a(&ra, set, c->k, i, p, c->amax)));
+				    c->extreme ? bits_of(t, (double)sdc_gd_extreme_a(t == SDC_GPU_INT8, c->amax))
+				    : t == SDC_GPU_INT8 ? (uint64_t)sdc_gd_int8_a(&ra, set, c->k, i, p)
+							: bits_of(t, (double)sdc_gd_small_a(&ra, set, c->k, i, p, c->amax)));
 		int64_t row[64];
 		for (int p = 0; p < c->k; p++) {
 			int64_t s1 = 0, s2 = 0;
 			for (int j = 0; j < n; j++) {
-				const int64_t v = t == SDC_GPU_INT8 ? sdc_gd_int8_b(&rb, set, n, p, j)
-								    : sdc_gd_small_b(&rb, set, n, p, j, c->bmax);
+				const int64_t v = c->extreme ? sdc_gd_extreme_b(t == SDC_GPU_INT8, c->bmax)
+						  : t == SDC_GPU_INT8 ? sdc_gd_int8_b(&rb, set, n, p, j)
+								      : sdc_gd_small_b(&rb, set, n, p, j, c->bmax);
 				put(g->bt, g->esz, (size_t)j * g->kp + p, bits_of(t, (double)v));
 				s1 += v;
 				s2 += (int64_t)(j + 1) * v;
@@ -264,15 +268,32 @@ static int fake_intact(struct sdc_gpu_gemm *g, int *a_ok, int *b_ok, char *err, 
 	return 0;
 }
 
+/* s with only its top `bits` significant bits kept, toward zero. */
+static int64_t truncate_bits(int64_t s, int bits)
+{
+	const uint64_t mag = s < 0 ? (uint64_t)-s : (uint64_t)s;
+	int width = 0;
+	while (width < 64 && (mag >> width))
+		width++;
+	if (width <= bits)
+		return s;
+	const uint64_t kept = mag >> (width - bits) << (width - bits);
+	return s < 0 ? -(int64_t)kept : (int64_t)kept;
+}
+
 /* C[i][j] for i in rows, j in cols: exact in int64, fast in double rounded to fp32. */
 static uint32_t product(const struct sdc_gpu_gemm *g, int i, int j, int ncols_data)
 {
 	const struct sdc_gpu_gemm_cfg *c = &g->c;
 	if (sdc_gpu_type_exact(c->type)) {
+		const int acc_bits = c->type == SDC_GPU_INT8 ? -1 : env_int("FAKE_GPU_ACC_BITS", -1);
 		int64_t s = 0;
-		for (int p = 0; p < c->k; p++)
+		for (int p = 0; p < c->k; p++) {
 			s += (int64_t)value_of(c->type, get(g->a, g->esz, (size_t)i * g->kp + p)) *
 			     (int64_t)value_of(c->type, get(g->bt, g->esz, (size_t)j * g->kp + p));
+			if (acc_bits > 0)
+				s = truncate_bits(s, acc_bits);
+		}
 		if (c->type == SDC_GPU_INT8)
 			return (uint32_t)(int32_t)s;
 		const float f = (float)s;

@@ -181,7 +181,11 @@ __global__ void k_gen_exact(struct sdc_gpu_gemm_cfg c, uint64_t set, int matrix,
 		if (e >= total)
 			break;
 		uint64_t bits;
-		if (c.type == SDC_GPU_INT8) {
+		if (c.extreme) {
+			const int64_t v = matrix == SDC_GD_A ? sdc_gd_extreme_a(c.type == SDC_GPU_INT8, c.amax)
+							    : sdc_gd_extreme_b(c.type == SDC_GPU_INT8, c.bmax);
+			bits = dev_bits_of(c.type, (double)v);
+		} else if (c.type == SDC_GPU_INT8) {
 			const uint8_t byte = (uint8_t)(w.v[q / 4] >> (8 * (q % 4)));
 			bits = matrix == SDC_GD_A ? (uint64_t)(byte & 0x7F) : (uint64_t)byte;
 		} else {

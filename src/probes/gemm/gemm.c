@@ -27,6 +27,7 @@
 
 static const char *const int8_kernels[] = { "auto", "portable", "avx2", "avx512bw", "avx512vnni", NULL };
 static const char *const float_kernels[] = { "auto", "portable", "openblas", NULL };
+static const char *const gpu_data_names[] = { "random", "extreme", NULL };
 /* The burn's distributions: sdc_dist_names without the calibration-only |N(1,1)|. */
 static const char *const burn_dists[] = { "normal", "normal1", "uniform", "truncnormal", NULL };
 
@@ -84,6 +85,9 @@ static const struct sdc_option gemm_options[] = {
 	  .imax = 32768 },
 	{ .name = "gpu_refresh", .neutral = true, .type = SDC_OPT_INT, .offset = OPT(gpu_refresh), .def = "64",
 	  .help = "GPU burn: iterations that reuse one operand set", .imin = 1, .imax = 1 << 20 },
+	{ .name = "gpu_data", .type = SDC_OPT_ENUM, .offset = OPT(gpu_data), .def = "random", .choices = gpu_data_names,
+	  .help = "GPU exact burn data: random, or extreme (every element at its bound: the largest sums the "
+		  "exactness bound allows, checked against their closed form)" },
 	{ .name = "gpu_timeout", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(gpu_timeout), .def = "30",
 	  .help = "seconds one GPU wait may take before the GPU is declared hung (UNKNOWN)", .dmin = 0.1, .dmax = 3600,
 	  .unit = "s" },

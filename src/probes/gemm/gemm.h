@@ -21,6 +21,7 @@ struct gemm_opts {
 	uint32_t gpu_dtypes;
 	int64_t gpu_m, gpu_n, gpu_k, gpu_refresh;
 	double gpu_timeout;
+	int gpu_data;
 	double gpu_floor[SDC_GPU_NTYPES];
 };
 

@@ -25,6 +25,7 @@
 #include "base/digest.h"
 #include "gpu.h"
 #include "kernels/abft_ref.h"
+#include "kernels/gemm_data.h"
 #include "probes/gemm/calibration.h"
 #include "probes/gemm/gemm.h"
 
@@ -95,6 +96,7 @@ static int lane_cfg(const struct gemm_shared *sh, const struct gemm_opts *o, con
 		return 0;
 	}
 	c->type = (enum sdc_gpu_type)v->param[0];
+	c->extreme = o->gpu_data == 1;
 	/* Streams of their own, apart from the CPU classes' (gemm_data.h keys them by class). */
 	c->cls = 16 + (int)c->type;
 	c->m = (int)o->gpu_m, c->n = (int)o->gpu_n, c->k = (int)o->gpu_k;
@@ -512,6 +514,35 @@ static void report_rows(struct lane *l, const struct sdc_gpu_check *chk, bool op
 	}
 }
 
+/*
+ * Extreme data: every A element a, every B element b, so each row's sums have a closed form,
+ * s1 = n k a b and s2 = n(n+1)/2 k a b, an expectation computed without the GPU. A row whose
+ * sums differ lost bits in the accumulator (or elsewhere): its exactness bound does not hold here.
+ */
+static void check_closed_form(struct lane *l)
+{
+	const struct sdc_gpu_gemm_cfg *c = &l->sh->gcfg;
+	const int64_t a = sdc_gd_extreme_a(c->type == SDC_GPU_INT8, c->amax), b = sdc_gd_extreme_b(c->type == SDC_GPU_INT8, c->bmax);
+	const int64_t e1 = (int64_t)c->n * c->k * a * b, e2 = (int64_t)c->n * (c->n + 1) / 2 * c->k * a * b;
+	int reported = 0;
+	for (int i = 0; i < c->m; i++) {
+		const int64_t s1 = (int64_t)l->sums[2 * i], s2 = (int64_t)l->sums[2 * i + 1];
+		if (s1 == e1 && s2 == e2)
+			continue;
+		if (reported++ >= 4) {
+			l->w->corruptions++;
+			continue;
+		}
+		struct sdc_finding f;
+		finding_init(&f, l, "inexact-accumulation", "C", i, -1);
+		sdc_finding_set_bits(&f, (uint64_t)e1, (uint64_t)s1, 64);
+		snprintf(f.detail, sizeof(f.detail), "extreme data (every a = %" PRId64 ", b = %" PRId64 ", k = %d): row %d sums "
+			 "to %" PRId64 " and %" PRId64 ", the closed form says %" PRId64 " and %" PRId64, a, b, c->k, i, s1,
+			 s2, e1, e2);
+		sdc_worker_report(l->w, &f);
+	}
+}
+
 /* ---- fault injection ---- */
 
 static void inject(struct lane *l, char target)
@@ -614,6 +645,8 @@ void sdc_gemm_gpu_run(struct sdc_worker *w)
 		}
 		/* Operands first: a changed input explains the rows that fail after it. */
 		const bool operand_fault = verify_operands(&l);
+		if (c->extreme && sdc_gpu_type_exact(c->type))
+			check_closed_form(&l);
 		if (chk.nbad)
 			report_rows(&l, &chk, operand_fault);
 		uint64_t digest;

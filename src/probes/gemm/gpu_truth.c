@@ -89,6 +89,8 @@ uint64_t sdc_gpu_truth_a(const struct sdc_gpu_truth *t, int i, int p)
 		return 0; /* padding */
 	if (sdc_gpu_type_exact(c->type)) {
 		const struct sdc_rng r = sdc_gd_rng(c->seed, c->cls, SDC_GD_A);
+		if (c->extreme)
+			return bits_of(c->type, (double)sdc_gd_extreme_a(c->type == SDC_GPU_INT8, c->amax));
 		if (c->type == SDC_GPU_INT8)
 			return (uint64_t)sdc_gd_int8_a(&r, t->set, c->k, i, p);
 		return bits_of(c->type, (double)sdc_gd_small_a(&r, t->set, c->k, i, p, c->amax));
@@ -115,8 +117,9 @@ int sdc_gpu_truth_load(struct sdc_gpu_truth *t, uint64_t set, const double *pool
 		for (int p = 0; p < c->k; p++) {
 			int64_t s1 = 0, s2 = 0;
 			for (int j = 0; j < n; j++) {
-				row[j] = c->type == SDC_GPU_INT8 ? sdc_gd_int8_b(&r, set, n, p, j)
-								 : sdc_gd_small_b(&r, set, n, p, j, c->bmax);
+				row[j] = c->extreme ? sdc_gd_extreme_b(c->type == SDC_GPU_INT8, c->bmax)
+					 : c->type == SDC_GPU_INT8 ? sdc_gd_int8_b(&r, set, n, p, j)
+								   : sdc_gd_small_b(&r, set, n, p, j, c->bmax);
 				s1 += row[j];
 				s2 += (int64_t)(j + 1) * row[j];
 			}

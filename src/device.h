@@ -46,6 +46,9 @@ struct sdc_device {
 	char model[128];   /* CPU model name or GPU name */
 	struct sdc_cpu_identity cpu; /* kind CPU */
 	struct sdc_gpu_identity gpu; /* kind GPU */
+	/* A device that failed as a platform (a sticky CUDA error, a hang): why. No more work goes to
+	 * it in this run, since any call might fail the same way or block. */
+	char lost[256];
 };
 
 /* "cpu", "gpu" */

@@ -143,8 +143,13 @@ struct sdc_worker {
 	double ops;
 	uint64_t corruptions;
 	char kernel[64];
+	/* A reference throughput for this device measured by the probe (operations per second): the
+	 * burn's rate as a share of it says how busy the device was kept. 0: none. */
+	double ref_rate;
+	char ref_name[48]; /* "plain cuBLASLt back to back" */
 	bool no_floor; /* the variant's throughput floor does not apply to this lane (a GPU's vote lane) */
 	bool failed;
+	bool device_lost; /* sdc_worker_device_lost */
 	char error[256];
 
 	/* framework */
@@ -188,6 +193,9 @@ static inline void sdc_worker_restart_clock(struct sdc_worker *w)
 int sdc_ctx_error(struct sdc_probe_ctx *ctx, const char *fmt, ...) SDC_PRINTF(2, 3);
 /* A platform failure on this device (allocation, affinity): UNKNOWN, never corruption. */
 void sdc_worker_error(struct sdc_worker *w, const char *fmt, ...) SDC_PRINTF(2, 3);
+/* The same, for a failure that leaves the device unusable (a sticky CUDA error, a hung GPU): the
+ * rest of the run gives it no more work and says why. */
+void sdc_worker_device_lost(struct sdc_worker *w, const char *fmt, ...) SDC_PRINTF(2, 3);
 
 /* Files a finding; the framework fills probe, variant, device and time to failure. */
 void sdc_worker_report(struct sdc_worker *w, struct sdc_finding *f);

@@ -63,6 +63,8 @@ struct sdc_result {
 	char rate_unit[16], iter_unit[16];
 	uint64_t corruptions; /* detections, including those beyond the findings kept */
 	char kernel[64];
+	double ref_rate;   /* the probe's reference throughput on this device, in rate units (0: none) */
+	char ref_name[48];
 	char error[256];
 	bool interrupted;
 	/* SHA-256 of the first SDC_WORK_DIGEST_ITERATIONS per-iteration result digests: the same

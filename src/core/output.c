@@ -137,6 +137,8 @@ void sdc_output_results(struct sdc_output *o, const struct sdc_run *run, int fro
 			continue;
 		}
 		fprintf(o->fp, " %8" PRIu64 " %-6s %8.1f %-7s", r->iterations, r->iter_unit, r->rate, r->rate_unit);
+		if (r->ref_rate > 0)
+			fprintf(o->fp, " (%.0f%% of %s)", 100.0 * r->rate / r->ref_rate, r->ref_name);
 		if (r->kernel[0])
 			fprintf(o->fp, " %skernel %s%s", o->color ? DIM : "", r->kernel, o->color ? RESET : "");
 		if (r->corruptions)

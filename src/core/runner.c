@@ -134,6 +134,16 @@ void sdc_worker_error(struct sdc_worker *w, const char *fmt, ...)
 	w->failed = true;
 }
 
+void sdc_worker_device_lost(struct sdc_worker *w, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(w->error, sizeof(w->error), fmt, ap);
+	va_end(ap);
+	w->failed = true;
+	w->device_lost = true;
+}
+
 static void file_finding(struct sdc_worker *w, struct sdc_finding *f)
 {
 	sdc_strlcpy(f->probe, w->ctx->probe->name, sizeof(f->probe));
@@ -273,7 +283,7 @@ static int add_plain_results(struct sdc_run *run, const struct sdc_probe *p, con
 {
 	int n = 0;
 	for (int d = 0; d < run->ndevices; d++) {
-		if (!runs_on(run, p, v, d))
+		if (!runs_on(run, p, v, d) || run->devices[d].lost[0])
 			continue;
 		struct sdc_result *r = sdc_run_add_result(run);
 		if (!r)
@@ -326,6 +336,8 @@ static void collect_results(struct variant_run *vr)
 		sdc_strlcpy(r->rate_unit, ctx->rate_unit, sizeof(r->rate_unit));
 		sdc_strlcpy(r->iter_unit, ctx->iter_unit, sizeof(r->iter_unit));
 		sdc_strlcpy(r->kernel, w->kernel, sizeof(r->kernel));
+		r->ref_rate = w->ref_rate / ctx->rate_scale;
+		sdc_strlcpy(r->ref_name, w->ref_name, sizeof(r->ref_name));
 		r->corruptions = w->corruptions + vr->dissents[i];
 		r->interrupted = was_interrupted;
 		if (w->work_done)
@@ -340,6 +352,8 @@ static void collect_results(struct variant_run *vr)
 		} else if (w->failed) {
 			r->status = SDC_STATUS_ERROR;
 			sdc_strlcpy(r->error, w->error, sizeof(r->error));
+			if (w->device_lost)
+				sdc_strlcpy(ctx->run->devices[w->device].lost, w->error, sizeof(ctx->run->devices[w->device].lost));
 		} else if (!r->iterations) {
 			r->status = SDC_STATUS_ERROR;
 			sdc_strlcpy(r->error, was_interrupted ? "interrupted before the first iteration finished"
@@ -372,9 +386,24 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 		       double duration, struct sdc_output *out)
 {
 	struct variant_run *vr = calloc(1, sizeof(*vr));
-	int nw = 0;
-	for (int d = 0; d < run->ndevices; d++)
-		nw += runs_on(run, e->probe, variant, d);
+	int nw = 0, first = run->nresults, started = 0;
+	for (int d = 0; d < run->ndevices; d++) {
+		if (!runs_on(run, e->probe, variant, d))
+			continue;
+		if (!run->devices[d].lost[0]) {
+			nw++;
+			continue;
+		}
+		/* A device lost earlier in the run: said, not tried again. */
+		struct sdc_result *r = sdc_run_add_result(run);
+		if (r) {
+			sdc_strlcpy(r->probe, e->probe->name, sizeof(r->probe));
+			sdc_strlcpy(r->variant, variant->name, sizeof(r->variant));
+			r->device = d;
+			r->status = SDC_STATUS_ERROR;
+			snprintf(r->error, sizeof(r->error), "not run: %.200s failed earlier in this run", run->devices[d].id);
+		}
+	}
 	if (!vr)
 		return -1;
 	struct sdc_probe_ctx *ctx = &vr->ctx;
@@ -393,13 +422,14 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 	const struct sdc_device **devs = calloc((size_t)nw + 1, sizeof(*devs));
 	ctx->vote = sdc_vote_new(nw);
 	ctx->nworkers = nw;
-	int first = run->nresults, started = 0;
 	if (!ctx->workers || !vr->dissents || !threads || !devs || !ctx->vote) {
 		add_plain_results(run, e->probe, variant, SDC_STATUS_ERROR, "out of memory");
 		goto out_free;
 	}
+	if (!nw)
+		goto out_output; /* every device it runs on was lost earlier */
 	for (int d = 0, i = 0; d < run->ndevices; d++) {
-		if (!runs_on(run, e->probe, variant, d))
+		if (!runs_on(run, e->probe, variant, d) || run->devices[d].lost[0])
 			continue;
 		ctx->workers[i].ctx = ctx;
 		ctx->workers[i].index = i;

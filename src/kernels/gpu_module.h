@@ -19,7 +19,7 @@
 
 #include "base/hd.h"
 
-#define SDC_GPU_MODULE_ABI 1
+#define SDC_GPU_MODULE_ABI 2
 #define SDC_GPU_MODULE_SYMBOL "sdc_gpu_module"
 
 /* What the CUDA runtime says of one GPU. */
@@ -82,11 +82,24 @@ struct sdc_gpu_bad_row {
 	double d1, d2, t1, t2;  /* fast: the two verification differences and their thresholds */
 };
 
-/* What a check found: every row that failed, in increasing row order. */
+/* What a check found: every row that failed, in increasing row order, and whether the operands
+ * still had the fingerprints taken at load when the GEMM had run (1 each; 1 when not asked). */
 struct sdc_gpu_check {
 	int nbad;
 	struct sdc_gpu_bad_row *bad; /* the caller's array of m entries */
+	int a_intact, b_intact;
 };
+
+/*
+ * Work is submitted into one of SDC_GPU_SLOTS slots, each with its own C and results, and
+ * collected later: while the host looks at one slot's results the GPU computes the other's, so
+ * the GPU never waits for the host. What a submission does (flags):
+ */
+#define SDC_GPU_SLOTS 2
+#define SDC_GPU_MULTIPLY 1    /* C = A B_ext: the data and the checksum columns in one cuBLASLt call */
+#define SDC_GPU_PLAIN 2       /* C = A B: the data columns only (the benchmark's reference) */
+#define SDC_GPU_CHECK 4       /* every row of C checked on the device, its two sums kept */
+#define SDC_GPU_FINGERPRINT 8 /* A's and B's fingerprints taken again, to compare with the load's */
 
 /* The SM replay of one output tile: the engine's own exact GEMM kernel, one block per SM, each
  * computing the same tile of rows [row0, row0 + rows) and columns [col0, col0 + cols). */
@@ -121,20 +134,23 @@ struct sdc_gpu_module {
 	 * host memory, kept on the device while it is the same pointer), B's checksum columns encoded
 	 * there, the operands' fingerprints taken, and for the fast class the per-row thresholds. */
 	int (*gemm_load)(struct sdc_gpu_gemm *g, uint64_t set, const double *pool, char *err, size_t errlen);
-	/* Whether A and B still have the fingerprints taken at load (1 each, 0: changed at rest). */
-	int (*gemm_operands_intact)(struct sdc_gpu_gemm *g, int *a_ok, int *b_ok, char *err, size_t errlen);
-	/* C = A B_ext (checked: with the checksum columns), or the plain product A B without them. */
-	int (*gemm_multiply)(struct sdc_gpu_gemm *g, int checked, char *err, size_t errlen);
-	/* Checks every row of C on the device; sums (host, m x 2 words) gets each row's two sums as
-	 * raw bits (int64, or double for the fast class), the vote's input; NULL: not wanted. The
-	 * failing rows are copied back only when there are some. */
-	int (*gemm_check)(struct sdc_gpu_gemm *g, uint64_t *sums, struct sdc_gpu_check *out, char *err, size_t errlen);
-	/* Copies count elements of matrix 'A', 'B' (as B_ext, row p, columns col..) or 'C' starting at
-	 * (row, col) to host memory, raw bits, esz or csz bytes each. */
-	int (*gemm_read)(struct sdc_gpu_gemm *g, char matrix, int row, int col, int count, void *out, char *err,
-			 size_t errlen);
-	/* Flips one bit of one element in device memory; before and after get its raw bits. */
-	int (*gemm_flip)(struct sdc_gpu_gemm *g, char matrix, int row, int col, int bit, uint64_t *before,
+	/* Enqueues `what` (SDC_GPU_* flags, in the order listed) on slot's C; returns without waiting.
+	 * A slot's C and results stay as they are until the slot is submitted again. */
+	int (*gemm_submit)(struct sdc_gpu_gemm *g, int slot, int what, char *err, size_t errlen);
+	/* Waits for slot's submission (within the deadline) and gives what it found: out (nbad 0 when
+	 * not checked; the failing rows copied back only when there are some), and in sums (host,
+	 * m x 2 words; NULL: not wanted) each row's two sums as raw bits (int64, or double for the
+	 * fast class), the vote's input. */
+	int (*gemm_collect)(struct sdc_gpu_gemm *g, int slot, uint64_t *sums, struct sdc_gpu_check *out, char *err,
+			    size_t errlen);
+	/* Waits for everything submitted. */
+	int (*gemm_sync)(struct sdc_gpu_gemm *g, char *err, size_t errlen);
+	/* Copies count elements of matrix 'A', 'B' (as B_ext, row p, columns col..) or 'C' (slot's)
+	 * starting at (row, col) to host memory, raw bits, esz or csz bytes each. */
+	int (*gemm_read)(struct sdc_gpu_gemm *g, int slot, char matrix, int row, int col, int count, void *out,
+			 char *err, size_t errlen);
+	/* Flips one bit of one element in device memory (C: slot's); before and after get its raw bits. */
+	int (*gemm_flip)(struct sdc_gpu_gemm *g, int slot, char matrix, int row, int col, int bit, uint64_t *before,
 			 uint64_t *after, char *err, size_t errlen);
 	/* The SM replay (see above); r->row0, col0, rows, cols and tiles set by the caller. */
 	int (*gemm_sm_replay)(struct sdc_gpu_gemm *g, struct sdc_gpu_sm_replay *r, char *err, size_t errlen);

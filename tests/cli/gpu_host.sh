@@ -47,10 +47,41 @@ for v in ("int8", "fp32"):
         bad.append("%s digests: %r" % (v, d))
 if r["findings"]:
     bad.append("findings in a clean run: %r" % r["findings"][0])
+# Each burn lane measured plain cuBLASLt on its GPU and says how busy it kept it.
+for x in r["results"]:
+    if x["variant"].startswith("gpu-"):
+        ref = x.get("reference")
+        if not ref or not ref["rate"] > 0 or abs(ref["share"] - x["rate"] / ref["rate"]) > 1e-6 * ref["share"]:
+            bad.append("%s reference: %r" % (x["variant"], ref))
 print(" ".join(bad) or "ok")
 PY
 )
 [ "$check" = ok ] || fail "clean GPU run: $check"
+expect_grep clean out "^gemm/gpu-bf16  *gpu0  *OK .*TFLOP/s ([0-9]*% of plain fake cuBLASLt)"
+
+# Operands changed at rest, while the next iteration is already in flight (two slots): found at
+# their own iteration only (the one in flight ran on them, is thrown away and runs again), and
+# every iteration is counted once.
+expect_exit 2 atrest "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=bf16 --set gemm.gpu_refresh=4 \
+	--inject gemm/gpu-bf16:A:iter=2,row=5,col=7,bit=3 --inject gemm/gpu-bf16:B:iter=5,row=6,col=9,bit=12 \
+	--json "$TMP/atrest.json"
+check=$(python3 - "$TMP/atrest.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+bad = []
+its = [x["iterations"] for x in r["results"] if x["variant"] == "gpu-bf16"]
+if its != [16]:
+    bad.append("iterations %r, want [16]" % its)
+ops = sorted((f["iteration"], f["target"], f["row"], f["col"]) for f in r["findings"] if f["kind"] == "operand-corrupt")
+if ops != [(2, "A", 5, 7), (5, "B", 6, 9)]:
+    bad.append("operand findings %r" % ops)
+other = sorted(set(f["iteration"] for f in r["findings"]) - {2, 5})
+if other:
+    bad.append("findings at iterations %r too" % other)
+print(" ".join(bad) or "ok")
+PY
+)
+[ "$check" = ok ] || fail "operands at rest: $check"
 
 # selftest: every GPU fault kind (A, B, C of every GPU variant) found and located.
 expect_exit 0 selftest "$SDCSCAN" selftest --cpus 0 --json "$TMP/st.json"
@@ -87,6 +118,15 @@ FAKE_GPU_ACC_BITS=12 expect_exit 2 narrow "$SDCSCAN" run $GPU --set gemm.dtypes=
 	--set gemm.gpu_data=extreme
 expect_grep narrow out "inexact-accumulation in C row 0: .*extreme data (every a = 127, b = 127, k = 64): row 0 sums to .*the closed form says 41290240 and 846449920"
 # (n k a b = 40 * 64 * 127^2 and n(n+1)/2 k a b = 820 * 64 * 127^2)
+
+# A hung GPU: UNKNOWN within the deadline, and the GPU gets no more work in this run.
+start=$(date +%s)
+FAKE_GPU_HANG=1 expect_exit 3 hang "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=int8,bf16 \
+	--set gemm.gpu_timeout=0.5
+[ $(($(date +%s) - start)) -lt 15 ] || fail "hang: the run took more than 15 s with a 0.5 s GPU deadline"
+expect_grep hang out "^gemm/int8  *gpu0  *UNKNOWN  gpu0 (0000:f0:00.0): .*did not finish within 0.5 s: the GPU is hung"
+expect_grep hang out "^gemm/gpu-bf16  *gpu0  *UNKNOWN  not run: gpu0 failed earlier in this run"
+expect_grep hang out "^gemm/int8  *cpu0  *OK"
 
 # A new uncorrectable ECC error during the run: CRITICAL, named.
 FAKE_NVML_NEW_UNC=1 expect_exit 2 ecc "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=int8

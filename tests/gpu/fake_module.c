@@ -10,11 +10,14 @@
  *   FAKE_GPU_COUNT=N      GPUs (default 1); 0: "no GPU found"
  *   FAKE_GPU_BAD_SM=S     SM S computes C[0][0] wrong (bit 3) in every product and in the replay
  *   FAKE_GPU_FAIL=STEP    create, load, multiply or check fails as a sticky CUDA error would
+ *   FAKE_GPU_HANG=1       the first collect waits out the deadline and reports a hung GPU, as the
+ *                         CUDA module does; every later wait is refused
  *   FAKE_GPU_ACC_BITS=B   the bf16/fp16 accumulator keeps B significant bits (a tensor core whose
  *                         accumulator is narrower than the exactness bound assumes)
  */
 #include <math.h>
 #include <stdbool.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,9 +36,17 @@ struct sdc_gpu_gemm {
 	const double *pool;
 	uint8_t *a;   /* m x kp element bits */
 	uint8_t *bt;  /* ldc x kp: B_ext transposed, as the device keeps it */
-	uint32_t *cm; /* m x ldc */
+	struct fake_slot {
+		uint32_t *cm; /* m x ldc */
+		uint64_t *sums;
+		struct sdc_gpu_bad_row *bad;
+		int nbad, what;
+		uint64_t fp[2];
+		bool failed; /* FAKE_GPU_FAIL=check */
+	} slot[SDC_GPU_SLOTS];
 	double *thr, *thr2;
 	uint64_t fp_a, fp_b;
+	bool hung;
 	char kernel[96];
 };
 
@@ -148,7 +159,9 @@ static void fake_destroy(struct sdc_gpu_gemm *g)
 {
 	if (!g)
 		return;
-	free(g->a), free(g->bt), free(g->cm), free(g->thr), free(g->thr2);
+	free(g->a), free(g->bt), free(g->thr), free(g->thr2);
+	for (int i = 0; i < SDC_GPU_SLOTS; i++)
+		free(g->slot[i].cm), free(g->slot[i].sums), free(g->slot[i].bad);
 	free(g);
 }
 
@@ -168,11 +181,18 @@ static struct sdc_gpu_gemm *fake_create(const struct sdc_gpu_gemm_cfg *cfg, char
 	g->esz = sdc_gpu_type_esz(cfg->type);
 	g->a = calloc((size_t)cfg->m * g->kp, (size_t)g->esz);
 	g->bt = calloc((size_t)cfg->ldc * g->kp, (size_t)g->esz);
-	g->cm = calloc((size_t)cfg->m * cfg->ldc, 4);
 	g->thr = calloc((size_t)cfg->m, sizeof(double));
 	g->thr2 = calloc((size_t)cfg->m, sizeof(double));
-	if (!g->a || !g->bt || !g->cm || !g->thr || !g->thr2)
+	if (!g->a || !g->bt || !g->thr || !g->thr2)
 		goto out_nomem;
+	for (int i = 0; i < SDC_GPU_SLOTS; i++) {
+		struct fake_slot *sl = &g->slot[i];
+		sl->cm = calloc((size_t)cfg->m * cfg->ldc, 4);
+		sl->sums = calloc((size_t)cfg->m * 2, sizeof(uint64_t));
+		sl->bad = calloc((size_t)cfg->m, sizeof(*sl->bad));
+		if (!sl->cm || !sl->sums || !sl->bad)
+			goto out_nomem;
+	}
 	snprintf(g->kernel, sizeof(g->kernel), "fake GPU (CPU emulation), type %d", (int)cfg->type);
 	return g;
 out_nomem:
@@ -260,14 +280,6 @@ static int fake_load(struct sdc_gpu_gemm *g, uint64_t set, const double *pool, c
 	return 0;
 }
 
-static int fake_intact(struct sdc_gpu_gemm *g, int *a_ok, int *b_ok, char *err, size_t errlen)
-{
-	(void)err, (void)errlen;
-	*a_ok = fingerprint(g->a, (size_t)g->c.m * g->kp * g->esz) == g->fp_a;
-	*b_ok = fingerprint(g->bt, (size_t)g->c.ldc * g->kp * g->esz) == g->fp_b;
-	return 0;
-}
-
 /* s with only its top `bits` significant bits kept, toward zero. */
 static int64_t truncate_bits(int64_t s, int bits)
 {
@@ -312,27 +324,25 @@ static uint32_t product(const struct sdc_gpu_gemm *g, int i, int j, int ncols_da
 	return u;
 }
 
-static int fake_multiply(struct sdc_gpu_gemm *g, int checked, char *err, size_t errlen)
+/* C of slot = A B_ext (checked) or A B (plain: the data columns only). */
+static void fake_multiply(struct sdc_gpu_gemm *g, struct fake_slot *sl, bool checked)
 {
-	if (fail("multiply", err, errlen))
-		return -1;
 	const int cols = checked ? g->c.ldc : g->c.n;
 	for (int i = 0; i < g->c.m; i++)
 		for (int j = 0; j < cols; j++)
-			g->cm[(size_t)i * g->c.ldc + j] = j < g->c.n_ext ? product(g, i, j, g->c.n) : 0;
+			sl->cm[(size_t)i * g->c.ldc + j] = j < g->c.n_ext ? product(g, i, j, g->c.n) : 0;
 	if (env_int("FAKE_GPU_BAD_SM", -1) >= 0)
-		g->cm[0] ^= 1u << 3; /* the tile at (0, 0) ran on the bad SM */
-	return 0;
+		sl->cm[0] ^= 1u << 3; /* the tile at (0, 0) ran on the bad SM */
 }
 
-static int fake_check(struct sdc_gpu_gemm *g, uint64_t *sums, struct sdc_gpu_check *out, char *err, size_t errlen)
+/* Every row of slot's C checked, as the device's check kernels do. */
+static void fake_check(struct sdc_gpu_gemm *g, struct fake_slot *sl)
 {
-	if (fail("check", err, errlen))
-		return -1;
 	const struct sdc_gpu_gemm_cfg *c = &g->c;
-	out->nbad = 0;
+	uint64_t *sums = sl->sums;
+	sl->nbad = 0;
 	for (int i = 0; i < c->m; i++) {
-		const uint32_t *row = g->cm + (size_t)i * c->ldc;
+		const uint32_t *row = sl->cm + (size_t)i * c->ldc;
 		struct sdc_gpu_bad_row b = { .row = i, .first_bad = -1 };
 		bool bad;
 		if (sdc_gpu_type_exact(c->type)) {
@@ -362,10 +372,8 @@ static int fake_check(struct sdc_gpu_gemm *g, uint64_t *sums, struct sdc_gpu_che
 			b.e1 = sdc_ref_from_digits(d, c->nd1, c->base_log2);
 			b.e2 = sdc_ref_from_digits(d + c->nd1, c->nd2, c->base_log2);
 			bad = b.nbad || b.s1 != b.e1 || b.s2 != b.e2;
-			if (sums) {
-				sums[2 * i] = (uint64_t)b.s1;
-				sums[2 * i + 1] = (uint64_t)b.s2;
-			}
+			sums[2 * i] = (uint64_t)b.s1;
+			sums[2 * i + 1] = (uint64_t)b.s2;
 		} else {
 			double s1 = 0, s2 = 0;
 			for (int j = 0; j < c->n; j++) {
@@ -382,18 +390,93 @@ static int fake_check(struct sdc_gpu_gemm *g, uint64_t *sums, struct sdc_gpu_che
 			b.t1 = g->thr[i];
 			b.t2 = g->thr2[i];
 			bad = !(fabs(b.d1) <= b.t1) || !(fabs(b.d2) <= b.t2);
-			if (sums) {
-				memcpy(&sums[2 * i], &s1, 8);
-				memcpy(&sums[2 * i + 1], &s2, 8);
-			}
+			memcpy(&sums[2 * i], &s1, 8);
+			memcpy(&sums[2 * i + 1], &s2, 8);
 		}
 		if (bad)
-			out->bad[out->nbad++] = b;
+			sl->bad[sl->nbad++] = b;
+	}
+}
+
+/* The work is done here, at once; collect hands over what it found. */
+static int fake_submit(struct sdc_gpu_gemm *g, int slot, int what, char *err, size_t errlen)
+{
+	if (slot < 0 || slot >= SDC_GPU_SLOTS || !what || ((what & SDC_GPU_MULTIPLY) && (what & SDC_GPU_PLAIN))) {
+		snprintf(err, errlen, "gemm_submit: slot %d, what %#x: not a submission", slot, what);
+		return -1;
+	}
+	if (g->hung) {
+		snprintf(err, errlen, "the GPU hung earlier in this run (fake)");
+		return -1;
+	}
+	struct fake_slot *sl = &g->slot[slot];
+	sl->what = 0;
+	if (what & (SDC_GPU_MULTIPLY | SDC_GPU_PLAIN)) {
+		if (fail("multiply", err, errlen))
+			return -1;
+		fake_multiply(g, sl, what & SDC_GPU_MULTIPLY);
+	}
+	if (what & SDC_GPU_CHECK) {
+		sl->failed = fail("check", err, errlen);
+		fake_check(g, sl);
+	}
+	if (what & SDC_GPU_FINGERPRINT) {
+		sl->fp[0] = fingerprint(g->a, (size_t)g->c.m * g->kp * g->esz);
+		sl->fp[1] = fingerprint(g->bt, (size_t)g->c.ldc * g->kp * g->esz);
+	}
+	sl->what = what;
+	return 0;
+}
+
+static int fake_collect(struct sdc_gpu_gemm *g, int slot, uint64_t *sums, struct sdc_gpu_check *out, char *err,
+			size_t errlen)
+{
+	out->nbad = 0;
+	out->a_intact = out->b_intact = 1;
+	if (slot < 0 || slot >= SDC_GPU_SLOTS || !g->slot[slot].what) {
+		snprintf(err, errlen, "gemm_collect: nothing was submitted to slot %d", slot);
+		return -1;
+	}
+	if (g->hung) {
+		snprintf(err, errlen, "the GPU hung earlier in this run (fake)");
+		return -1;
+	}
+	if (env_int("FAKE_GPU_HANG", 0)) {
+		const double t = g->c.timeout;
+		const struct timespec ts = { (time_t)t, (long)((t - (double)(time_t)t) * 1e9) };
+		nanosleep(&ts, NULL);
+		g->hung = true;
+		snprintf(err, errlen, "the GEMM and its row checks did not finish within %.1f s: the GPU is hung (fake)", t);
+		return -1;
+	}
+	const struct fake_slot *sl = &g->slot[slot];
+	if (sl->what & SDC_GPU_FINGERPRINT) {
+		out->a_intact = sl->fp[0] == g->fp_a;
+		out->b_intact = sl->fp[1] == g->fp_b;
+	}
+	if (!(sl->what & SDC_GPU_CHECK))
+		return 0;
+	if (sl->failed) {
+		snprintf(err, errlen, "cudaErrorIllegalAddress: an illegal memory access was encountered (fake, at check)");
+		return -1;
+	}
+	out->nbad = sl->nbad;
+	memcpy(out->bad, sl->bad, sizeof(*sl->bad) * (size_t)sl->nbad);
+	if (sums)
+		memcpy(sums, sl->sums, sizeof(uint64_t) * 2 * (size_t)g->c.m);
+	return 0;
+}
+
+static int fake_sync(struct sdc_gpu_gemm *g, char *err, size_t errlen)
+{
+	if (g->hung) {
+		snprintf(err, errlen, "the GPU hung earlier in this run (fake)");
+		return -1;
 	}
 	return 0;
 }
 
-static int fake_read(struct sdc_gpu_gemm *g, char matrix, int row, int col, int count, void *out, char *err,
+static int fake_read(struct sdc_gpu_gemm *g, int slot, char matrix, int row, int col, int count, void *out, char *err,
 		     size_t errlen)
 {
 	const struct sdc_gpu_gemm_cfg *c = &g->c;
@@ -403,8 +486,8 @@ static int fake_read(struct sdc_gpu_gemm *g, char matrix, int row, int col, int 
 			v = get(g->a, g->esz, (size_t)row * g->kp + col + k);
 		else if (matrix == 'B')
 			v = get(g->bt, g->esz, (size_t)(col + k) * g->kp + row);
-		else if (matrix == 'C')
-			v = g->cm[(size_t)row * c->ldc + col + k];
+		else if (matrix == 'C' && slot >= 0 && slot < SDC_GPU_SLOTS)
+			v = g->slot[slot].cm[(size_t)row * c->ldc + col + k];
 		else {
 			snprintf(err, errlen, "no matrix '%c'", matrix);
 			return -1;
@@ -414,7 +497,7 @@ static int fake_read(struct sdc_gpu_gemm *g, char matrix, int row, int col, int 
 	return 0;
 }
 
-static int fake_flip(struct sdc_gpu_gemm *g, char matrix, int row, int col, int bit, uint64_t *before,
+static int fake_flip(struct sdc_gpu_gemm *g, int slot, char matrix, int row, int col, int bit, uint64_t *before,
 		     uint64_t *after, char *err, size_t errlen)
 {
 	uint8_t *buf;
@@ -424,8 +507,8 @@ static int fake_flip(struct sdc_gpu_gemm *g, char matrix, int row, int col, int 
 		buf = g->a, idx = (size_t)row * g->kp + col;
 	else if (matrix == 'B')
 		buf = g->bt, idx = (size_t)col * g->kp + row;
-	else if (matrix == 'C')
-		buf = (uint8_t *)g->cm, idx = (size_t)row * g->c.ldc + col, esz = 4;
+	else if (matrix == 'C' && slot >= 0 && slot < SDC_GPU_SLOTS)
+		buf = (uint8_t *)g->slot[slot].cm, idx = (size_t)row * g->c.ldc + col, esz = 4;
 	else {
 		snprintf(err, errlen, "no matrix '%c'", matrix);
 		return -1;
@@ -469,9 +552,9 @@ static const struct sdc_gpu_module fake = {
 	.gemm_create = fake_create,
 	.gemm_destroy = fake_destroy,
 	.gemm_load = fake_load,
-	.gemm_operands_intact = fake_intact,
-	.gemm_multiply = fake_multiply,
-	.gemm_check = fake_check,
+	.gemm_submit = fake_submit,
+	.gemm_collect = fake_collect,
+	.gemm_sync = fake_sync,
 	.gemm_read = fake_read,
 	.gemm_flip = fake_flip,
 	.gemm_sm_replay = fake_sm_replay,

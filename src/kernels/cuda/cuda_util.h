@@ -11,10 +11,13 @@
 void sdc_cuda_error(char *err, size_t errlen, const char *what, cudaError_t e);
 
 /*
- * Waits for everything queued on stream s, polling an event (never a blocking synchronize), up to
- * timeout seconds. 0; or -1 with err naming what did not finish: a deadline passed (a hung GPU,
- * an Xid) or the stream failed (a sticky error).
+ * Waits for the recorded event ev, polling it (never a blocking synchronize), up to timeout
+ * seconds. 0; -1 with err naming what failed (a sticky error); 1 with err saying what did not
+ * finish in time (a hung GPU, an Xid): nothing may wait on that GPU again.
  */
+int sdc_cuda_poll(cudaEvent_t ev, double timeout, const char *what, char *err, size_t errlen);
+
+/* Waits for everything queued on stream s so far: records ev there and polls it. */
 int sdc_cuda_wait(cudaStream_t s, cudaEvent_t ev, double timeout, const char *what, char *err, size_t errlen);
 
 /* Fills the engine's entries of the module table (gemm.cu). */

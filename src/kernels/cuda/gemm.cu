@@ -52,16 +52,11 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-int sdc_cuda_wait(cudaStream_t s, cudaEvent_t ev, double timeout, const char *what, char *err, size_t errlen)
+int sdc_cuda_poll(cudaEvent_t ev, double timeout, const char *what, char *err, size_t errlen)
 {
-	cudaError_t e = cudaEventRecord(ev, s);
-	if (e != cudaSuccess) {
-		sdc_cuda_error(err, errlen, what, e);
-		return -1;
-	}
 	const double end = now() + timeout;
 	for (;;) {
-		e = cudaEventQuery(ev);
+		const cudaError_t e = cudaEventQuery(ev);
 		if (e == cudaSuccess)
 			return 0;
 		if (e != cudaErrorNotReady) {
@@ -71,33 +66,59 @@ int sdc_cuda_wait(cudaStream_t s, cudaEvent_t ev, double timeout, const char *wh
 		if (now() > end) {
 			snprintf(err, errlen, "%s did not finish within %.0f s: the GPU is hung (see the kernel log for an Xid)",
 				 what, timeout);
-			return -1;
+			return 1;
 		}
-		/* A short sleep: the host threads of other devices burn on the CPUs meanwhile. */
+		/* A short sleep: the host threads of other devices burn on the CPUs meanwhile, and the
+		 * GPU has the next submission queued (gemm_submit), so it does not wait for this one. */
 		const struct timespec ts = { 0, 20000 };
 		nanosleep(&ts, NULL);
 	}
 }
 
+int sdc_cuda_wait(cudaStream_t s, cudaEvent_t ev, double timeout, const char *what, char *err, size_t errlen)
+{
+	const cudaError_t e = cudaEventRecord(ev, s);
+	if (e != cudaSuccess) {
+		sdc_cuda_error(err, errlen, what, e);
+		return -1;
+	}
+	return sdc_cuda_poll(ev, timeout, what, err, errlen);
+}
+
 /* ---- the engine's state ---- */
+
+/*
+ * One slot (gpu_module.h): its C, and its results in one device block copied back in one piece:
+ * the failing-row count, the operands' fingerprints, the rows' sums.
+ */
+#define RES_NBAD 0
+#define RES_FP 8
+#define RES_SUMS 24
+
+struct slot {
+	uint32_t *cm;              /* m x ldc, int32 or fp32 bits */
+	uint8_t *res;              /* device: RES_SUMS + 16 m bytes */
+	uint8_t *res_host;         /* pinned: the same, filled by the submission's copy */
+	struct sdc_gpu_bad_row *bad;
+	cudaEvent_t done;          /* recorded after the submission's copy */
+	int what;                  /* what the last submission did (0: none yet) */
+};
 
 struct sdc_gpu_gemm {
 	struct sdc_gpu_gemm_cfg c;
 	int kp, esz;
 	cudaStream_t s;
 	cudaEvent_t ev;
+	bool hung;                 /* a wait passed its deadline: nothing may wait on this GPU again */
 	uint8_t *a, *bt;           /* element bits */
-	uint32_t *cm;              /* m x ldc, int32 or fp32 bits */
+	struct slot slot[SDC_GPU_SLOTS];
 	double *pool;              /* the current distribution pool (fast class) */
 	const double *pool_host;
 	double *thr, *thr2;        /* m each */
 	double *brow;              /* k x 2: each B row's mean and variance bound */
 	double *bstats;            /* 3: sum |mean|, sum mean^2, sum variance bound */
-	unsigned long long *fp;    /* 4: fingerprints of A and B at load, then now */
+	unsigned long long *fp;    /* 2: fingerprints of A and B, taken at load */
 	unsigned long long fp_load[2];
-	uint64_t *sums;            /* m x 2 */
-	struct sdc_gpu_bad_row *bad;
-	int *nbad;
 	uint32_t *tiles;           /* SM replay: sms x TILE x TILE */
 	int *smid;
 	int sms, replay_smem;
@@ -546,15 +567,39 @@ __global__ void k_sm_replay(struct sdc_gpu_gemm_cfg c, int kp, const uint8_t *a,
 		}                                                                                 \
 	} while (0)
 
+static int wait(struct sdc_gpu_gemm *g, const char *what, char *err, size_t errlen)
+{
+	if (g->hung) {
+		snprintf(err, errlen, "%s: the GPU hung earlier in this run", what);
+		return -1;
+	}
+	const int r = sdc_cuda_wait(g->s, g->ev, g->c.timeout, what, err, errlen);
+	g->hung = r > 0;
+	return r ? -1 : 0;
+}
+
 static void g_destroy(struct sdc_gpu_gemm *g)
 {
 	if (!g)
 		return;
-	if (g->s)
-		cudaStreamSynchronize(g->s); /* nothing of ours may still run on what is freed (best effort) */
-	cudaFree(g->a), cudaFree(g->bt), cudaFree(g->cm), cudaFree(g->pool), cudaFree(g->thr), cudaFree(g->thr2);
-	cudaFree(g->brow), cudaFree(g->bstats), cudaFree(g->fp), cudaFree(g->sums), cudaFree(g->bad), cudaFree(g->nbad);
-	cudaFree(g->tiles), cudaFree(g->smid), cudaFree(g->ws);
+	char err[256];
+	/*
+	 * Nothing of ours may still run on what is freed; cudaFree would wait for it without a
+	 * deadline. A hung GPU keeps its memory: the process ends soon, and that frees it.
+	 */
+	if (g->hung || (g->s && wait(g, "the last work", err, sizeof(err)))) {
+		free(g);
+		return;
+	}
+	cudaFree(g->a), cudaFree(g->bt), cudaFree(g->pool), cudaFree(g->thr), cudaFree(g->thr2);
+	cudaFree(g->brow), cudaFree(g->bstats), cudaFree(g->fp), cudaFree(g->tiles), cudaFree(g->smid), cudaFree(g->ws);
+	for (int i = 0; i < SDC_GPU_SLOTS; i++) {
+		struct slot *sl = &g->slot[i];
+		cudaFree(sl->cm), cudaFree(sl->res), cudaFree(sl->bad);
+		cudaFreeHost(sl->res_host);
+		if (sl->done)
+			cudaEventDestroy(sl->done);
+	}
 	cudaFreeHost(g->stage);
 	if (g->la)
 		cublasLtMatrixLayoutDestroy(g->la);
@@ -575,11 +620,6 @@ static void g_destroy(struct sdc_gpu_gemm *g)
 	if (g->s)
 		cudaStreamDestroy(g->s);
 	free(g);
-}
-
-static int wait(struct sdc_gpu_gemm *g, const char *what, char *err, size_t errlen)
-{
-	return sdc_cuda_wait(g->s, g->ev, g->c.timeout, what, err, errlen);
 }
 
 /* The cuBLASLt types of an engine type: A/B, C, compute, scale. */
@@ -643,28 +683,34 @@ static int g_init(struct sdc_gpu_gemm *g, char *err, size_t errlen)
 {
 	const struct sdc_gpu_gemm_cfg *c = &g->c;
 	const size_t a_bytes = (size_t)c->m * g->kp * g->esz, b_bytes = (size_t)c->ldc * g->kp * g->esz;
+	const size_t res_bytes = RES_SUMS + sizeof(uint64_t) * 2 * c->m;
 	CUDA_TRY(cudaStreamCreateWithFlags(&g->s, cudaStreamNonBlocking), "cudaStreamCreate");
 	CUDA_TRY(cudaEventCreateWithFlags(&g->ev, cudaEventDisableTiming), "cudaEventCreate");
 	CUDA_TRY(cudaMalloc(&g->a, a_bytes), "cudaMalloc A");
 	CUDA_TRY(cudaMalloc(&g->bt, b_bytes), "cudaMalloc B");
-	CUDA_TRY(cudaMalloc(&g->cm, (size_t)c->m * c->ldc * 4), "cudaMalloc C");
+	for (int i = 0; i < SDC_GPU_SLOTS; i++) {
+		struct slot *sl = &g->slot[i];
+		CUDA_TRY(cudaMalloc(&sl->cm, (size_t)c->m * c->ldc * 4), "cudaMalloc C");
+		CUDA_TRY(cudaMalloc(&sl->res, res_bytes), "cudaMalloc");
+		CUDA_TRY(cudaMalloc(&sl->bad, sizeof(struct sdc_gpu_bad_row) * c->m), "cudaMalloc");
+		CUDA_TRY(cudaMallocHost(&sl->res_host, res_bytes), "cudaMallocHost");
+		CUDA_TRY(cudaEventCreateWithFlags(&sl->done, cudaEventDisableTiming), "cudaEventCreate");
+	}
 	CUDA_TRY(cudaMalloc(&g->thr, sizeof(double) * c->m), "cudaMalloc");
 	CUDA_TRY(cudaMalloc(&g->thr2, sizeof(double) * c->m), "cudaMalloc");
 	CUDA_TRY(cudaMalloc(&g->brow, sizeof(double) * 2 * c->k), "cudaMalloc");
 	CUDA_TRY(cudaMalloc(&g->bstats, sizeof(double) * 3), "cudaMalloc");
-	CUDA_TRY(cudaMalloc(&g->fp, sizeof(unsigned long long) * 4), "cudaMalloc");
-	CUDA_TRY(cudaMalloc(&g->sums, sizeof(uint64_t) * 2 * c->m), "cudaMalloc");
-	CUDA_TRY(cudaMalloc(&g->bad, sizeof(struct sdc_gpu_bad_row) * c->m), "cudaMalloc");
-	CUDA_TRY(cudaMalloc(&g->nbad, sizeof(int)), "cudaMalloc");
+	CUDA_TRY(cudaMalloc(&g->fp, sizeof(unsigned long long) * 2), "cudaMalloc");
 	CUDA_TRY(cudaMalloc(&g->ws, WORKSPACE), "cudaMalloc workspace");
 	/* zero padding (k up to kp, B's rows n_ext up to ldc) stays zero: nothing writes there */
 	CUDA_TRY(cudaMemsetAsync(g->a, 0, a_bytes, g->s), "cudaMemset");
 	CUDA_TRY(cudaMemsetAsync(g->bt, 0, b_bytes, g->s), "cudaMemset");
-	size_t stage = (size_t)c->m * c->ldc * 4;
-	const size_t need = sizeof(uint64_t) * 2 * c->m + sizeof(struct sdc_gpu_bad_row) * c->m;
-	stage = stage > need ? stage : need;
+	/* Staging for reads (in pieces of its size), the failing rows and the SM replay. */
+	size_t stage = (size_t)4 << 20;
+	const size_t bad_b = sizeof(struct sdc_gpu_bad_row) * c->m;
 	const size_t row_b = (size_t)(c->ldc > g->kp ? c->ldc : g->kp) * 8;
 	const size_t replay = sizeof(uint32_t) * SDC_GPU_MAX_SMS * SDC_GPU_TILE * SDC_GPU_TILE + sizeof(int) * SDC_GPU_MAX_SMS;
+	stage = stage > bad_b ? stage : bad_b;
 	stage = stage > row_b ? stage : row_b;
 	g->stage_bytes = stage > replay ? stage : replay;
 	CUDA_TRY(cudaMallocHost(&g->stage, g->stage_bytes), "cudaMallocHost");
@@ -733,18 +779,14 @@ static unsigned blocks_for(uint64_t n, unsigned threads)
 	return (unsigned)((n + threads - 1) / threads);
 }
 
-static int fingerprints(struct sdc_gpu_gemm *g, unsigned long long *out, char *err, size_t errlen)
+/* Enqueues A's and B's fingerprints into out[0] and out[1] (device memory). */
+static int enqueue_fingerprints(struct sdc_gpu_gemm *g, unsigned long long *out, char *err, size_t errlen)
 {
 	const struct sdc_gpu_gemm_cfg *c = &g->c;
-	CUDA_TRY(cudaMemsetAsync(g->fp + 2, 0, 2 * sizeof(unsigned long long), g->s), "cudaMemset");
-	k_fingerprint<<<256, THREADS, 0, g->s>>>((const uint32_t *)g->a, (size_t)c->m * g->kp * g->esz / 4, g->fp + 2);
-	k_fingerprint<<<256, THREADS, 0, g->s>>>((const uint32_t *)g->bt, (size_t)c->ldc * g->kp * g->esz / 4, g->fp + 3);
+	CUDA_TRY(cudaMemsetAsync(out, 0, 2 * sizeof(unsigned long long), g->s), "cudaMemset");
+	k_fingerprint<<<256, THREADS, 0, g->s>>>((const uint32_t *)g->a, (size_t)c->m * g->kp * g->esz / 4, out);
+	k_fingerprint<<<256, THREADS, 0, g->s>>>((const uint32_t *)g->bt, (size_t)c->ldc * g->kp * g->esz / 4, out + 1);
 	CUDA_TRY(cudaGetLastError(), "fingerprint kernel");
-	CUDA_TRY(cudaMemcpyAsync(g->stage, g->fp + 2, 2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, g->s),
-		 "cudaMemcpy");
-	if (wait(g, "the operands' fingerprints", err, errlen))
-		return -1;
-	memcpy(out, g->stage, 2 * sizeof(unsigned long long));
 	return 0;
 }
 
@@ -778,31 +820,63 @@ static int g_load(struct sdc_gpu_gemm *g, uint64_t set, const double *pool, char
 		k_thresholds<<<c.m, THREADS, 0, g->s>>>(c, g->kp, g->a, g->bstats, g->thr, g->thr2);
 	}
 	CUDA_TRY(cudaGetLastError(), "operand kernels");
-	return fingerprints(g, g->fp_load, err, errlen);
-}
-
-static int g_intact(struct sdc_gpu_gemm *g, int *a_ok, int *b_ok, char *err, size_t errlen)
-{
-	unsigned long long f[2];
-	if (fingerprints(g, f, err, errlen))
+	if (enqueue_fingerprints(g, g->fp, err, errlen))
 		return -1;
-	*a_ok = f[0] == g->fp_load[0];
-	*b_ok = f[1] == g->fp_load[1];
+	CUDA_TRY(cudaMemcpyAsync(g->stage, g->fp, 2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, g->s),
+		 "cudaMemcpy");
+	if (wait(g, "drawing the operands", err, errlen))
+		return -1;
+	memcpy(g->fp_load, g->stage, sizeof(g->fp_load));
 	return 0;
 }
 
-static int g_multiply(struct sdc_gpu_gemm *g, int checked, char *err, size_t errlen)
+static int g_submit(struct sdc_gpu_gemm *g, int slot, int what, char *err, size_t errlen)
 {
-	const int32_t one_i = 1, zero_i = 0;
-	const float one_f = 1, zero_f = 0;
-	const bool i8 = g->c.type == SDC_GPU_INT8;
-	const void *alpha = i8 ? (const void *)&one_i : (const void *)&one_f;
-	const void *beta = i8 ? (const void *)&zero_i : (const void *)&zero_f;
-	BLAS_TRY(cublasLtMatmul(g->lt, g->op, alpha, g->bt, checked ? g->la : g->la_plain, g->a, g->lb, beta, g->cm,
-				checked ? g->lc : g->lc_plain, g->cm, checked ? g->lc : g->lc_plain,
-				checked ? &g->algo : &g->algo_plain, g->ws, WORKSPACE, g->s),
-		 "cublasLtMatmul");
-	return wait(g, "the GEMM", err, errlen);
+	const struct sdc_gpu_gemm_cfg c = g->c;
+	if (slot < 0 || slot >= SDC_GPU_SLOTS || !what || (what & SDC_GPU_MULTIPLY && what & SDC_GPU_PLAIN)) {
+		snprintf(err, errlen, "gemm_submit: slot %d, what %#x: not a submission", slot, what);
+		return -1;
+	}
+	if (g->hung) {
+		snprintf(err, errlen, "the GPU hung earlier in this run");
+		return -1;
+	}
+	struct slot *sl = &g->slot[slot];
+	sl->what = 0;
+	if (what & (SDC_GPU_MULTIPLY | SDC_GPU_PLAIN)) {
+		const bool checked = what & SDC_GPU_MULTIPLY;
+		const int32_t one_i = 1, zero_i = 0;
+		const float one_f = 1, zero_f = 0;
+		const bool i8 = c.type == SDC_GPU_INT8;
+		const void *alpha = i8 ? (const void *)&one_i : (const void *)&one_f;
+		const void *beta = i8 ? (const void *)&zero_i : (const void *)&zero_f;
+		BLAS_TRY(cublasLtMatmul(g->lt, g->op, alpha, g->bt, checked ? g->la : g->la_plain, g->a, g->lb, beta, sl->cm,
+					checked ? g->lc : g->lc_plain, sl->cm, checked ? g->lc : g->lc_plain,
+					checked ? &g->algo : &g->algo_plain, g->ws, WORKSPACE, g->s),
+			 "cublasLtMatmul");
+	}
+	size_t copy = 0;
+	if (what & SDC_GPU_CHECK) {
+		int *nbad = (int *)(sl->res + RES_NBAD);
+		uint64_t *sums = (uint64_t *)(sl->res + RES_SUMS);
+		CUDA_TRY(cudaMemsetAsync(nbad, 0, sizeof(int), g->s), "cudaMemset");
+		if (sdc_gpu_type_exact(c.type))
+			k_check_exact<<<c.m, THREADS, 0, g->s>>>(c, sl->cm, sums, sl->bad, nbad);
+		else
+			k_check_fast<<<c.m, THREADS, 0, g->s>>>(c, sl->cm, g->thr, g->thr2, sums, sl->bad, nbad);
+		CUDA_TRY(cudaGetLastError(), "check kernel");
+		copy = RES_SUMS + sizeof(uint64_t) * 2 * c.m;
+	}
+	if (what & SDC_GPU_FINGERPRINT) {
+		if (enqueue_fingerprints(g, (unsigned long long *)(sl->res + RES_FP), err, errlen))
+			return -1;
+		copy = copy > RES_SUMS ? copy : RES_SUMS;
+	}
+	if (copy)
+		CUDA_TRY(cudaMemcpyAsync(sl->res_host, sl->res, copy, cudaMemcpyDeviceToHost, g->s), "cudaMemcpy");
+	CUDA_TRY(cudaEventRecord(sl->done, g->s), "cudaEventRecord");
+	sl->what = what;
+	return 0;
 }
 
 /* Rows in increasing order (the device appends them as blocks finish). */
@@ -812,32 +886,46 @@ static int by_row(const void *x, const void *y)
 	return (a > b) - (a < b);
 }
 
-static int g_check(struct sdc_gpu_gemm *g, uint64_t *sums, struct sdc_gpu_check *out, char *err, size_t errlen)
+static int g_collect(struct sdc_gpu_gemm *g, int slot, uint64_t *sums, struct sdc_gpu_check *out, char *err,
+		     size_t errlen)
 {
-	const struct sdc_gpu_gemm_cfg c = g->c;
-	CUDA_TRY(cudaMemsetAsync(g->nbad, 0, sizeof(int), g->s), "cudaMemset");
-	if (sdc_gpu_type_exact(c.type))
-		k_check_exact<<<c.m, THREADS, 0, g->s>>>(c, g->cm, g->sums, g->bad, g->nbad);
-	else
-		k_check_fast<<<c.m, THREADS, 0, g->s>>>(c, g->cm, g->thr, g->thr2, g->sums, g->bad, g->nbad);
-	CUDA_TRY(cudaGetLastError(), "check kernel");
-	CUDA_TRY(cudaMemcpyAsync(g->stage, g->nbad, sizeof(int), cudaMemcpyDeviceToHost, g->s), "cudaMemcpy");
-	if (sums)
-		CUDA_TRY(cudaMemcpyAsync(g->stage + 8, g->sums, sizeof(uint64_t) * 2 * c.m, cudaMemcpyDeviceToHost, g->s),
-			 "cudaMemcpy");
-	if (wait(g, "the row checks", err, errlen))
+	const struct sdc_gpu_gemm_cfg *c = &g->c;
+	out->nbad = 0;
+	out->a_intact = out->b_intact = 1;
+	if (slot < 0 || slot >= SDC_GPU_SLOTS || !g->slot[slot].what) {
+		snprintf(err, errlen, "gemm_collect: nothing was submitted to slot %d", slot);
 		return -1;
-	memcpy(&out->nbad, g->stage, sizeof(int));
+	}
+	if (g->hung) {
+		snprintf(err, errlen, "the GPU hung earlier in this run");
+		return -1;
+	}
+	struct slot *sl = &g->slot[slot];
+	const int r = sdc_cuda_poll(sl->done, c->timeout,
+				    sl->what & SDC_GPU_CHECK ? "the GEMM and its row checks" : "the GEMM", err, errlen);
+	g->hung = r > 0;
+	if (r)
+		return -1;
+	if (sl->what & SDC_GPU_FINGERPRINT) {
+		unsigned long long f[2];
+		memcpy(f, sl->res_host + RES_FP, sizeof(f));
+		out->a_intact = f[0] == g->fp_load[0];
+		out->b_intact = f[1] == g->fp_load[1];
+	}
+	if (!(sl->what & SDC_GPU_CHECK))
+		return 0;
+	memcpy(&out->nbad, sl->res_host + RES_NBAD, sizeof(int));
 	if (sums)
-		memcpy(sums, g->stage + 8, sizeof(uint64_t) * 2 * c.m);
-	if (out->nbad < 0 || out->nbad > c.m) {
-		snprintf(err, errlen, "the row check reported %d failing rows of %d: its own memory is corrupt", out->nbad, c.m);
+		memcpy(sums, sl->res_host + RES_SUMS, sizeof(uint64_t) * 2 * c->m);
+	if (out->nbad < 0 || out->nbad > c->m) {
+		snprintf(err, errlen, "the row check reported %d failing rows of %d: its own memory is corrupt", out->nbad, c->m);
 		return -1;
 	}
 	if (!out->nbad)
 		return 0;
+	/* Behind whatever was submitted since: a failure path, it may wait. */
 	const size_t bytes = sizeof(struct sdc_gpu_bad_row) * out->nbad;
-	CUDA_TRY(cudaMemcpyAsync(g->stage, g->bad, bytes, cudaMemcpyDeviceToHost, g->s), "cudaMemcpy");
+	CUDA_TRY(cudaMemcpyAsync(g->stage, sl->bad, bytes, cudaMemcpyDeviceToHost, g->s), "cudaMemcpy");
 	if (wait(g, "reading the failing rows", err, errlen))
 		return -1;
 	memcpy(out->bad, g->stage, bytes);
@@ -845,12 +933,21 @@ static int g_check(struct sdc_gpu_gemm *g, uint64_t *sums, struct sdc_gpu_check 
 	return 0;
 }
 
-static int g_read(struct sdc_gpu_gemm *g, char matrix, int row, int col, int count, void *out, char *err,
+static int g_sync(struct sdc_gpu_gemm *g, char *err, size_t errlen)
+{
+	return wait(g, "the GEMMs", err, errlen);
+}
+
+static int g_read(struct sdc_gpu_gemm *g, int slot, char matrix, int row, int col, int count, void *out, char *err,
 		  size_t errlen)
 {
 	const struct sdc_gpu_gemm_cfg *c = &g->c;
 	const int esz = matrix == 'C' ? 4 : g->esz;
 	uint8_t *dst = (uint8_t *)out;
+	if (matrix == 'C' && (slot < 0 || slot >= SDC_GPU_SLOTS)) {
+		snprintf(err, errlen, "no slot %d", slot);
+		return -1;
+	}
 	/* in pieces as large as the staging buffer */
 	for (int done = 0; done < count;) {
 		const int n = count - done < (int)(g->stage_bytes / esz) ? count - done : (int)(g->stage_bytes / esz);
@@ -862,7 +959,7 @@ static int g_read(struct sdc_gpu_gemm *g, char matrix, int row, int col, int cou
 			CUDA_TRY(cudaMemcpy2DAsync(g->stage, esz, g->bt + ((size_t)(col + done) * g->kp + row) * esz,
 						   (size_t)g->kp * esz, esz, n, cudaMemcpyDeviceToHost, g->s), "cudaMemcpy B");
 		} else if (matrix == 'C') {
-			CUDA_TRY(cudaMemcpyAsync(g->stage, (uint8_t *)g->cm + ((size_t)row * c->ldc + col + done) * 4,
+			CUDA_TRY(cudaMemcpyAsync(g->stage, (uint8_t *)g->slot[slot].cm + ((size_t)row * c->ldc + col + done) * 4,
 						 (size_t)n * 4, cudaMemcpyDeviceToHost, g->s), "cudaMemcpy C");
 		} else {
 			snprintf(err, errlen, "no matrix '%c'", matrix);
@@ -876,8 +973,8 @@ static int g_read(struct sdc_gpu_gemm *g, char matrix, int row, int col, int cou
 	return 0;
 }
 
-static int g_flip(struct sdc_gpu_gemm *g, char matrix, int row, int col, int bit, uint64_t *before, uint64_t *after,
-		  char *err, size_t errlen)
+static int g_flip(struct sdc_gpu_gemm *g, int slot, char matrix, int row, int col, int bit, uint64_t *before,
+		  uint64_t *after, char *err, size_t errlen)
 {
 	const int esz = matrix == 'C' ? 4 : g->esz;
 	uint8_t *p;
@@ -885,10 +982,10 @@ static int g_flip(struct sdc_gpu_gemm *g, char matrix, int row, int col, int bit
 		p = g->a + ((size_t)row * g->kp + col) * esz;
 	else if (matrix == 'B')
 		p = g->bt + ((size_t)col * g->kp + row) * esz;
-	else if (matrix == 'C')
-		p = (uint8_t *)g->cm + ((size_t)row * g->c.ldc + col) * 4;
+	else if (matrix == 'C' && slot >= 0 && slot < SDC_GPU_SLOTS)
+		p = (uint8_t *)g->slot[slot].cm + ((size_t)row * g->c.ldc + col) * 4;
 	else {
-		snprintf(err, errlen, "no matrix '%c'", matrix);
+		snprintf(err, errlen, "no matrix '%c' (slot %d)", matrix, slot);
 		return -1;
 	}
 	CUDA_TRY(cudaMemcpyAsync(g->stage, p, esz, cudaMemcpyDeviceToHost, g->s), "cudaMemcpy");
@@ -934,9 +1031,9 @@ void sdc_cuda_gemm_ops(struct sdc_gpu_module *m)
 	m->gemm_create = g_create;
 	m->gemm_destroy = g_destroy;
 	m->gemm_load = g_load;
-	m->gemm_operands_intact = g_intact;
-	m->gemm_multiply = g_multiply;
-	m->gemm_check = g_check;
+	m->gemm_submit = g_submit;
+	m->gemm_collect = g_collect;
+	m->gemm_sync = g_sync;
 	m->gemm_read = g_read;
 	m->gemm_flip = g_flip;
 	m->gemm_sm_replay = g_sm_replay;

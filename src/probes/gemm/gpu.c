@@ -192,7 +192,10 @@ struct lane {
 	const struct sdc_gpu_module *m;
 	struct sdc_gpu_gemm *g;
 	struct sdc_gpu_truth truth;
-	uint64_t set, iter;
+	uint64_t set;     /* the operand set on the device */
+	bool loaded;
+	uint64_t iter;    /* the iteration being submitted or looked at */
+	int slot;         /* the slot being looked at (its C) */
 	const double *pool;
 	int esz, csz;
 	uint64_t *sums;   /* m x 2 */
@@ -226,7 +229,7 @@ static void finding_init(struct sdc_finding *f, const struct lane *l, const char
 /* A platform failure: the GPU could not be tested (UNKNOWN), named with its bus id. */
 static void lane_error(struct lane *l, const char *what)
 {
-	sdc_worker_error(l->w, "%s (%s): %s: %s", l->w->dev->id, l->w->dev->gpu.pci_bus_id, what, l->err);
+	sdc_worker_device_lost(l->w, "%s (%s): %s: %s", l->w->dev->id, l->w->dev->gpu.pci_bus_id, what, l->err);
 }
 
 static int load_set(struct lane *l, uint64_t set)
@@ -234,7 +237,8 @@ static int load_set(struct lane *l, uint64_t set)
 	l->set = set;
 	l->pool = sdc_gpu_type_exact(l->sh->gcfg.type) ? NULL : l->sh->pools[set % (uint64_t)l->sh->npools].v;
 	l->truth.valid = false;
-	return l->m->gemm_load(l->g, set, l->pool, l->err, sizeof(l->err));
+	l->loaded = !l->m->gemm_load(l->g, set, l->pool, l->err, sizeof(l->err));
+	return l->loaded ? 0 : -1;
 }
 
 static int ensure_truth(struct lane *l)
@@ -354,7 +358,7 @@ static int report_row(struct lane *l, const struct sdc_gpu_bad_row *bad, bool op
 {
 	const struct sdc_gpu_gemm_cfg *c = &l->sh->gcfg;
 	const bool exact = sdc_gpu_type_exact(c->type);
-	if (ensure_truth(l) || l->m->gemm_read(l->g, 'C', bad->row, 0, c->n_ext, l->row, l->err, sizeof(l->err))) {
+	if (ensure_truth(l) || l->m->gemm_read(l->g, l->slot, 'C', bad->row, 0, c->n_ext, l->row, l->err, sizeof(l->err))) {
 		lane_error(l, "reading a failing row back");
 		return 0;
 	}
@@ -424,7 +428,7 @@ static void report_operand(struct lane *l, char target, int *reported)
 	}
 	const char name[2] = { target, 0 };
 	for (int r = 0; r < rows; r++) {
-		if (l->m->gemm_read(l->g, target, r, 0, cols, buf, l->err, sizeof(l->err))) {
+		if (l->m->gemm_read(l->g, l->slot, target, r, 0, cols, buf, l->err, sizeof(l->err))) {
 			lane_error(l, "reading an operand back");
 			break;
 		}
@@ -450,14 +454,10 @@ static void report_operand(struct lane *l, char target, int *reported)
 	free(buf);
 }
 
-/* Operands at rest, by their fingerprints; a changed one is located, named and reloaded. */
-static bool verify_operands(struct lane *l)
+/* Operands at rest, by their fingerprints after the GEMM; a changed one is located, named and reloaded. */
+static bool verify_operands(struct lane *l, const struct sdc_gpu_check *chk)
 {
-	int a_ok = 1, b_ok = 1;
-	if (l->m->gemm_operands_intact(l->g, &a_ok, &b_ok, l->err, sizeof(l->err))) {
-		lane_error(l, "checking the operands' fingerprints");
-		return false;
-	}
+	const int a_ok = chk->a_intact, b_ok = chk->b_intact;
 	if (a_ok && b_ok)
 		return false;
 	int reported = 0;
@@ -561,7 +561,7 @@ static void inject(struct lane *l, char target)
 		const int64_t col = f->col >= 0 ? f->col : sdc_fault_draw(f, 1, data_cols);
 		uint64_t now = 0;
 		if (row < rows && col < cols &&
-		    l->m->gemm_read(l->g, target, (int)row, (int)col, 1, &now, l->err, sizeof(l->err))) {
+		    l->m->gemm_read(l->g, l->slot, target, (int)row, (int)col, 1, &now, l->err, sizeof(l->err))) {
 			lane_error(l, "reading an element to inject into");
 			return;
 		}
@@ -573,7 +573,7 @@ static void inject(struct lane *l, char target)
 			continue;
 		}
 		uint64_t before, after;
-		if (l->m->gemm_flip(l->g, target, (int)row, (int)col, bit, &before, &after, l->err, sizeof(l->err))) {
+		if (l->m->gemm_flip(l->g, l->slot, target, (int)row, (int)col, bit, &before, &after, l->err, sizeof(l->err))) {
 			lane_error(l, "injecting a fault");
 			return;
 		}
@@ -592,6 +592,115 @@ static void lane_release(struct lane *l)
 		l->m->gemm_destroy(l->g);
 	sdc_gpu_truth_release(&l->truth);
 	free(l->sums), free(l->bad), free(l->c_host), free(l->tiles), free(l->row), free(l->ref_i64), free(l->ref_f64);
+}
+
+/* Which faults are due at this iteration (the plan is only read): FAULT_AB, FAULT_C. */
+#define FAULT_AB 1
+#define FAULT_C 2
+
+static int faults_due(struct lane *l, uint64_t iter)
+{
+	struct sdc_fault f[8];
+	return (sdc_worker_faults(l->w, "A", iter, f, 8) || sdc_worker_faults(l->w, "B", iter, f, 8) ? FAULT_AB : 0) |
+	       (sdc_worker_faults(l->w, "C", iter, f, 8) ? FAULT_C : 0);
+}
+
+static bool may_submit(const struct lane *l, uint64_t iter)
+{
+	const struct sdc_worker *w = l->w;
+	return !w->failed && !atomic_load_explicit(&sdc_stop_requested, memory_order_relaxed) &&
+	       (!w->ctx->max_iterations || iter < w->ctx->max_iterations);
+}
+
+/*
+ * Submits iteration l->iter into slot: A and B faults first, then the GEMM, the row checks and
+ * the operands' fingerprints; with a C fault due, the GEMM alone, the fault, then the checks.
+ */
+static int submit(struct lane *l, int slot, bool c_fault)
+{
+	l->slot = slot;
+	inject(l, 'A');
+	inject(l, 'B');
+	if (l->w->failed)
+		return -1;
+	const int verify = SDC_GPU_CHECK | SDC_GPU_FINGERPRINT;
+	if (!c_fault)
+		return l->m->gemm_submit(l->g, slot, SDC_GPU_MULTIPLY | verify, l->err, sizeof(l->err));
+	if (l->m->gemm_submit(l->g, slot, SDC_GPU_MULTIPLY, l->err, sizeof(l->err)))
+		return -1;
+	inject(l, 'C'); /* its read waits for the GEMM */
+	if (l->w->failed)
+		return -1;
+	return l->m->gemm_submit(l->g, slot, verify, l->err, sizeof(l->err));
+}
+
+/*
+ * Collects iteration iter from slot and files what it shows. *redo: its operands were found
+ * changed and reloaded, so whatever was submitted after it ran on bad operands and must run
+ * again. -1: the lane failed.
+ */
+static int look_at(struct lane *l, int slot, uint64_t iter, bool *redo)
+{
+	const struct sdc_gpu_gemm_cfg *c = &l->sh->gcfg;
+	l->iter = iter;
+	l->slot = slot;
+	*redo = false;
+	struct sdc_gpu_check chk = { .bad = l->bad };
+	if (l->m->gemm_collect(l->g, slot, l->sums, &chk, l->err, sizeof(l->err))) {
+		lane_error(l, "multiplying and checking");
+		return -1;
+	}
+	/* Operands first: a changed input explains the rows that fail after it. */
+	const bool operand_fault = verify_operands(l, &chk);
+	*redo = operand_fault;
+	if (c->extreme && sdc_gpu_type_exact(c->type))
+		check_closed_form(l);
+	if (chk.nbad)
+		report_rows(l, &chk, operand_fault);
+	if (l->w->failed)
+		return -1;
+	uint64_t digest;
+	if (l->sh->gpu_burn) {
+		digest = sdc_xxh64(l->sums, sizeof(uint64_t) * 2 * (size_t)c->m);
+	} else {
+		/* The CPU's digest of the same work: C as it lies in memory, padding columns included. */
+		if (l->m->gemm_read(l->g, slot, 'C', 0, 0, c->m * c->ldc, l->c_host, l->err, sizeof(l->err))) {
+			lane_error(l, "reading C back");
+			return -1;
+		}
+		digest = sdc_xxh64(l->c_host, (size_t)c->m * (size_t)c->ldc * 4);
+	}
+	sdc_worker_digest(l->w, iter, digest);
+	sdc_worker_account(l->w, 2.0 * c->m * c->n * c->k);
+	return 0;
+}
+
+/*
+ * The GPU's own throughput for this product: plain cuBLASLt GEMMs (no checksum columns, no
+ * checks) back to back for about a quarter of a second. The burn's rate as a share of it is how
+ * busy the burn kept the GPU, measured rather than assumed.
+ */
+static void measure_reference(struct lane *l)
+{
+	const struct sdc_gpu_gemm_cfg *c = &l->sh->gcfg;
+	const double ops = 2.0 * c->m * c->n * c->k;
+	char err[256];
+	double t0 = sdc_now();
+	if (l->m->gemm_submit(l->g, 0, SDC_GPU_PLAIN, err, sizeof(err)) || l->m->gemm_sync(l->g, err, sizeof(err)))
+		return; /* the burn meets the same failure and reports it */
+	const double one = sdc_now() - t0;
+	const int n = one > 0.125 ? 1 : one * 64 > 0.25 ? (int)(0.25 / one) + 1 : 64;
+	t0 = sdc_now();
+	for (int i = 0; i < n; i++)
+		if (l->m->gemm_submit(l->g, i % SDC_GPU_SLOTS, SDC_GPU_PLAIN, err, sizeof(err)))
+			return;
+	if (l->m->gemm_sync(l->g, err, sizeof(err)))
+		return;
+	const double t = sdc_now() - t0;
+	if (t > 0) {
+		l->w->ref_rate = n * ops / t;
+		snprintf(l->w->ref_name, sizeof(l->w->ref_name), "plain %s", l->m->blas);
+	}
 }
 
 void sdc_gemm_gpu_run(struct sdc_worker *w)
@@ -625,44 +734,65 @@ void sdc_gemm_gpu_run(struct sdc_worker *w)
 		goto out;
 	}
 	snprintf(w->kernel, sizeof(w->kernel), "%s", l.m->gemm_kernel(l.g));
-	const double ops = 2.0 * c->m * c->n * c->k;
-	for (l.iter = 0; sdc_worker_continue(w) && !w->failed; l.iter++) {
-		if (l.iter % sh->gpu_refresh == 0 && load_set(&l, l.iter / sh->gpu_refresh)) {
+	if (sh->gpu_burn) {
+		if (load_set(&l, 0)) {
+			lane_error(&l, "drawing the operands");
+			goto out;
+		}
+		measure_reference(&l);
+		sdc_worker_restart_clock(w);
+	}
+	/*
+	 * Two iterations in flight: iteration i + 1 is submitted before i is looked at, so the GPU
+	 * computes while the host reads results and files findings. Where the operands are about to
+	 * change (a new set, a fault to inject) the one in flight is looked at first.
+	 */
+	bool in_flight = false;
+	int flight_slot = 0, next = 0;
+	uint64_t flight_iter = 0, it = 0;
+	bool redo = false;
+	while (may_submit(&l, it)) {
+		const uint64_t set = it / sh->gpu_refresh;
+		const bool new_set = !l.loaded || l.set != set;
+		l.iter = it;
+		const int faults = faults_due(&l, it);
+		if (in_flight && (new_set || faults)) {
+			in_flight = false;
+			if (look_at(&l, flight_slot, flight_iter, &redo))
+				break;
+		}
+		if ((new_set || !l.loaded) && load_set(&l, set)) {
 			lane_error(&l, "drawing the operands");
 			break;
 		}
-		inject(&l, 'A');
-		inject(&l, 'B');
-		if (l.m->gemm_multiply(l.g, 1, l.err, sizeof(l.err))) {
-			lane_error(&l, "multiplying");
+		l.iter = it;
+		if (submit(&l, next, faults & FAULT_C)) {
+			if (!w->failed)
+				lane_error(&l, "multiplying");
 			break;
 		}
-		inject(&l, 'C');
-		struct sdc_gpu_check chk = { .bad = l.bad };
-		if (l.m->gemm_check(l.g, l.sums, &chk, l.err, sizeof(l.err))) {
-			lane_error(&l, "checking");
-			break;
-		}
-		/* Operands first: a changed input explains the rows that fail after it. */
-		const bool operand_fault = verify_operands(&l);
-		if (c->extreme && sdc_gpu_type_exact(c->type))
-			check_closed_form(&l);
-		if (chk.nbad)
-			report_rows(&l, &chk, operand_fault);
-		uint64_t digest;
-		if (sh->gpu_burn) {
-			digest = sdc_xxh64(l.sums, sizeof(uint64_t) * 2 * (size_t)c->m);
-		} else {
-			/* The CPU's digest of the same work: C as it lies in memory, padding columns included. */
-			if (l.m->gemm_read(l.g, 'C', 0, 0, c->m * c->ldc, l.c_host, l.err, sizeof(l.err))) {
-				lane_error(&l, "reading C back");
+		if (in_flight) {
+			if (look_at(&l, flight_slot, flight_iter, &redo))
 				break;
+			if (redo) {
+				/* it ran on the operands just found bad: throw it away and run it again */
+				struct sdc_gpu_check chk = { .bad = l.bad };
+				if (l.m->gemm_collect(l.g, next, NULL, &chk, l.err, sizeof(l.err))) {
+					lane_error(&l, "multiplying and checking");
+					break;
+				}
+				in_flight = false;
+				continue;
 			}
-			digest = sdc_xxh64(l.c_host, (size_t)c->m * (size_t)c->ldc * 4);
 		}
-		sdc_worker_digest(w, l.iter, digest);
-		sdc_worker_account(w, ops);
+		in_flight = true;
+		flight_slot = next;
+		flight_iter = it;
+		next = (next + 1) % SDC_GPU_SLOTS;
+		it++;
 	}
+	if (in_flight && !w->failed)
+		look_at(&l, flight_slot, flight_iter, &redo);
 out:
 	lane_release(&l);
 }

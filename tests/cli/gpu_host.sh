@@ -147,6 +147,35 @@ if grep -q "gpu0" "$TMP/nogpus.out"; then fail "--gpus none: a GPU ran"; fi
 expect_exit 3 badgpu "$SDCSCAN" run $GPU --gpus 4
 expect_grep badgpu err "GPU 4 is not there (this host has 1 GPU: 0-0)"
 
+# bench overhead --gpus: plain against checked and burn per type, every row judged against the
+# 95% target as its own numbers say (the fake GPU's shares are whatever they are: 0 or 2).
+"$SDCSCAN" bench overhead --gpus 0 --sizes 48x40x64 --seconds 0.2 --dtypes int8,bf16-fast --json "$TMP/bench.json" \
+	>"$TMP/bench.out" 2>"$TMP/bench.err"
+rc=$?
+case $rc in 0 | 2) ;; *) fail "bench overhead --gpus: exit $rc"; cat "$TMP/bench.err" >&2 ;; esac
+expect_grep bench out "^int8 *48x40x64 .* TOP/s .*%  *\(met\|MISSED\)$"
+expect_grep bench out "^bf16-fast *48x40x64 .* TFLOP/s .*%  *\(met\|MISSED\)$"
+check=$(python3 - "$TMP/bench.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+bad = []
+rows = r["rows"]
+if [x["type"] for x in rows] != ["int8", "bf16-fast"]:
+    bad.append("rows %r" % [x["type"] for x in rows])
+for x in rows:
+    if not (x["plain"] > 0 and x["checked"] > 0 and x["burn"] > 0):
+        bad.append("%s: rates %r" % (x["type"], x))
+    if x["target_met"] != (x["checked_share"] >= r["target_share"]):
+        bad.append("%s: target_met %r at share %r" % (x["type"], x["target_met"], x["checked_share"]))
+if r["targets_met"] != all(x["target_met"] for x in rows):
+    bad.append("targets_met %r" % r["targets_met"])
+print(" ".join(bad) or "ok")
+PY
+)
+[ "$check" = ok ] || fail "bench overhead --gpus: $check"
+expect_exit 3 benchdt "$SDCSCAN" bench overhead --dtypes int8
+expect_grep benchdt err "it needs --gpus"
+
 # No module: the CPUs are scanned as always, and the report says why no GPU was tested.
 SDCSCAN_GPU_MODULE="$TMP/none.so" expect_exit 0 nomodule "$SDCSCAN" run $GPU --json "$TMP/nomodule.json"
 case "$(json_get "$TMP/nomodule.json" "r['host'].get('gpu_note', '')")" in

@@ -7,6 +7,7 @@
  *                   sdcscan does not depend on it), fp32 and fp64 against OpenBLAS.
  *   bench overhead  plain GEMM against the ABFT-checked GEMM of the gemm probe (checksum columns
  *                   in the same call, thresholds, row checks) with the same kernel, per class.
+ * With --gpus, either measures a GPU instead: plain cuBLASLt against checked (bench_gpu.c).
  */
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -302,7 +303,34 @@ static int bench_overhead(enum sdc_gemm_class cls, int n, double seconds, const 
 struct bench_opts {
 	struct sdc_size_list sizes;
 	double seconds;
+	uint32_t gpu_dtypes;
 };
+
+/* --dtypes: GPU types by name (sdc_gemm_gpu_type_names), comma-separated. */
+static int opt_gpu_dtypes(const char *value, void *field, char *err, size_t errlen)
+{
+	uint32_t set = 0;
+	char buf[256];
+	sdc_strlcpy(buf, value, sizeof(buf));
+	char *save = NULL;
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		int i = 0;
+		while (sdc_gemm_gpu_type_names[i] && strcmp(sdc_gemm_gpu_type_names[i], t))
+			i++;
+		if (!sdc_gemm_gpu_type_names[i]) {
+			snprintf(err, errlen, "GPU types, comma-separated (int8, fp32, bf16, fp16, fp32-fast, tf32-fast, "
+				 "bf16-fast)");
+			return -1;
+		}
+		set |= 1u << i;
+	}
+	if (!set) {
+		snprintf(err, errlen, "at least one GPU type");
+		return -1;
+	}
+	*(uint32_t *)field = set;
+	return 0;
+}
 
 #define OPT(f) offsetof(struct bench_opts, f)
 static const struct sdc_option bench_options[] = {
@@ -311,6 +339,8 @@ static const struct sdc_option bench_options[] = {
 	  .help = "MxNxK or N (square) sizes; default 256x272x1024,1024 for gemm, 1024,2048,4096 for overhead" },
 	{ .name = "seconds", .short_name = 't', .metavar = "S", .type = SDC_OPT_CUSTOM, .offset = OPT(seconds),
 	  .parse = sdc_cli_opt_seconds, .help = "time per contender and size (default 1 for gemm, 3 for overhead)" },
+	{ .name = "dtypes", .metavar = "LIST", .type = SDC_OPT_CUSTOM, .offset = OPT(gpu_dtypes), .parse = opt_gpu_dtypes,
+	  .help = "with --gpus: the GPU types (default int8,bf16,fp16,fp32-fast,tf32-fast,bf16-fast; also fp32)" },
 	SDC_OPT_END,
 };
 
@@ -330,6 +360,27 @@ static int bench_main(struct sdc_cmd *cmd, bool overhead)
 		seconds = overhead ? 3 : 1;
 
 	struct sdc_run run;
+	if (cmd->cli.have_gpus) {
+		/* A GPU: plain cuBLASLt against checked, at n = 4096 and 8192 unless told. */
+		static const struct bench_size gpu_sizes[] = { { 4096, 4096, 4096 }, { 8192, 8192, 8192 } };
+		if (!o->sizes.n) {
+			nsizes = 2;
+			memcpy(sizes, gpu_sizes, sizeof(gpu_sizes));
+		}
+		if (o->seconds == 0)
+			seconds = 2;
+		const uint32_t types = o->gpu_dtypes ? o->gpu_dtypes
+						     : ~0u & ~(1u << SDC_GPU_FP32) & ((1u << SDC_GPU_NTYPES) - 1);
+		if (sdc_cli_bench_start(cmd, &run))
+			return sdc_cli_unknown(&cmd->cli);
+		const int code = sdc_gemm_bench_gpu(cmd, &run, sizes, nsizes, seconds, types);
+		sdc_run_release(&run);
+		return code;
+	}
+	if (o->gpu_dtypes)
+		return sdc_cli_bad(&cmd->cli, "--dtypes names GPU types: it needs --gpus");
+	if (cmd->cli.json)
+		return sdc_cli_bad(&cmd->cli, "--json: only the GPU benchmark (--gpus) writes a report");
 	if (sdc_cli_bench_start(cmd, &run))
 		return sdc_cli_unknown(&cmd->cli);
 	const struct sdc_device *dev = &run.devices[0];
@@ -389,18 +440,20 @@ static int bench_overhead_main(struct sdc_cmd *cmd)
 
 const struct sdc_command sdc_gemm_bench = {
 	.name = "gemm",
-	.summary = "the GEMM kernels against each other and OpenBLAS/oneDNN, one pinned core",
+	.summary = "the GEMM kernels against each other and OpenBLAS/oneDNN, one pinned core (--gpus: a GPU, "
+		   "plain cuBLASLt against checked)",
 	.options = bench_options,
 	.opts_size = sizeof(struct bench_opts),
-	.common = SDC_CF_CPUS,
+	.common = SDC_CF_CPUS | SDC_CF_GPUS | SDC_CF_JSON,
 	.fn = bench_gemm_main,
 };
 
 const struct sdc_command sdc_gemm_bench_overhead = {
 	.name = "overhead",
-	.summary = "plain GEMM against the ABFT-checked GEMM, same kernel, per class",
+	.summary = "plain GEMM against the ABFT-checked GEMM, same kernel, per class (--gpus: on a GPU, "
+		   "cuBLASLt, target checked >= 95% of plain)",
 	.options = bench_options,
 	.opts_size = sizeof(struct bench_opts),
-	.common = SDC_CF_CPUS,
+	.common = SDC_CF_CPUS | SDC_CF_GPUS | SDC_CF_JSON,
 	.fn = bench_overhead_main,
 };

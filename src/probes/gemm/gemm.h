@@ -53,6 +53,10 @@ extern const char *const sdc_gemm_gpu_type_names[];
 extern const char *const sdc_gemm_gpu_variant_names[];
 
 /* gpu.c: the GPU lanes of the probe */
+/* A burn engine's configuration for type and size: random data, a 30 s deadline, the default
+ * c_sigma, V-ABFT Table 7's e_max (fast types). -1 with err when the type cannot take it. */
+int sdc_gemm_gpu_burn_cfg(enum sdc_gpu_type type, int m, int n, int k, uint64_t seed, struct sdc_gpu_gemm_cfg *c,
+			  char *err, size_t errlen);
 int sdc_gemm_gpu_setup(struct sdc_probe_ctx *ctx, struct gemm_shared *sh, const struct gemm_opts *o);
 void sdc_gemm_gpu_run(struct sdc_worker *w);
 
@@ -76,6 +80,10 @@ uint64_t sdc_gpu_truth_b(const struct sdc_gpu_truth *t, int p, int j);
 void sdc_gpu_truth_c_row(const struct sdc_gpu_truth *t, int i, int64_t *ref_i64, double *ref_f64);
 /* The value of an element's raw bits, for reports: an integer or a float of the element type. */
 double sdc_gpu_value(enum sdc_gpu_type type, int c_elem, uint64_t bits);
+
+/* bench_gpu.c: bench overhead --gpus, on the run's first GPU; returns the exit code. */
+int sdc_gemm_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const struct sdc_size3 *sizes, int nsizes,
+		       double seconds, uint32_t types);
 
 /* Tools, listed in the descriptor (gemm.c). */
 extern const struct sdc_command sdc_gemm_bench;          /* bench.c: sdcscan bench gemm */

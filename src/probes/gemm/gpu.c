@@ -68,6 +68,53 @@ static int exact_bounds(enum sdc_gpu_type type, int k, struct sdc_gpu_gemm_cfg *
 	return 0;
 }
 
+/* V-ABFT Table 7 (H100) e_max per type, as a function of the inner dimension; TF32 has no row:
+ * it keeps FP16's 10-bit significand with FP32 accumulation, so FP16's 1e-3 (about 2u). */
+static double table7_emax(enum sdc_gpu_type type, int k)
+{
+	switch (type) {
+	case SDC_GPU_FP32_FAST:
+		return 5.0e-9 * sqrt((double)k) + 1.2e-7;
+	case SDC_GPU_TF32_FAST:
+		return 1e-3;
+	default:
+		return 8e-3; /* BF16 */
+	}
+}
+
+int sdc_gemm_gpu_burn_cfg(enum sdc_gpu_type type, int m, int n, int k, uint64_t seed, struct sdc_gpu_gemm_cfg *c,
+			  char *err, size_t errlen)
+{
+	memset(c, 0, sizeof(*c));
+	c->type = type;
+	c->seed = seed;
+	/* Streams of their own, apart from the CPU classes' (gemm_data.h keys them by class). */
+	c->cls = 16 + (int)type;
+	c->m = m, c->n = n, c->k = k;
+	c->timeout = 30;
+	c->pool_size = SDC_DIST_POOL;
+	c->c_sigma = SDC_C_SIGMA;
+	if (sdc_gpu_type_exact(type)) {
+		struct sdc_abft_layout l;
+		if (type == SDC_GPU_INT8) {
+			c->amax = 127;
+			c->bmax = 128;
+			c->base_log2 = 7;
+		} else if (exact_bounds(type, k, c, err, errlen)) {
+			return -1;
+		}
+		sdc_abft_layout_init(&l, n, c->bmax, c->base_log2);
+		c->n_ext = l.n_ext;
+		c->nd1 = l.nd1;
+		c->nd2 = l.nd2;
+	} else {
+		c->n_ext = n + 2;
+		c->emax = table7_emax(type, k);
+	}
+	c->ldc = (c->n_ext + 15) / 16 * 16;
+	return 0;
+}
+
 /* The GPU lane's engine configuration for a variant; err when it cannot run. */
 static int lane_cfg(const struct gemm_shared *sh, const struct gemm_opts *o, const struct sdc_variant *v,
 		    uint64_t seed, struct sdc_gpu_gemm_cfg *c, char *err, size_t errlen)
@@ -95,43 +142,13 @@ static int lane_cfg(const struct gemm_shared *sh, const struct gemm_opts *o, con
 		sdc_gemm_release(&g);
 		return 0;
 	}
-	c->type = (enum sdc_gpu_type)v->param[0];
+	if (sdc_gemm_gpu_burn_cfg((enum sdc_gpu_type)v->param[0], (int)o->gpu_m, (int)o->gpu_n, (int)o->gpu_k, seed, c,
+				  err, errlen))
+		return -1;
 	c->extreme = o->gpu_data == 1;
-	/* Streams of their own, apart from the CPU classes' (gemm_data.h keys them by class). */
-	c->cls = 16 + (int)c->type;
-	c->m = (int)o->gpu_m, c->n = (int)o->gpu_n, c->k = (int)o->gpu_k;
-	if (sdc_gpu_type_exact(c->type)) {
-		struct sdc_abft_layout l;
-		if (c->type == SDC_GPU_INT8) {
-			c->amax = 127;
-			c->bmax = 128;
-			c->base_log2 = 7;
-		} else if (exact_bounds(c->type, c->k, c, err, errlen)) {
-			return -1;
-		}
-		sdc_abft_layout_init(&l, c->n, c->bmax, c->base_log2);
-		c->n_ext = l.n_ext;
-		c->nd1 = l.nd1;
-		c->nd2 = l.nd2;
-	} else {
-		c->n_ext = c->n + 2;
-	}
-	c->ldc = (c->n_ext + 15) / 16 * 16;
+	c->timeout = o->gpu_timeout;
+	c->c_sigma = o->c_sigma;
 	return 0;
-}
-
-/* V-ABFT Table 7 (H100) e_max per type, as a function of the inner dimension; TF32 has no row:
- * it keeps FP16's 10-bit significand with FP32 accumulation, so FP16's 1e-3 (about 2u). */
-static double table7_emax(enum sdc_gpu_type type, int k)
-{
-	switch (type) {
-	case SDC_GPU_FP32_FAST:
-		return 5.0e-9 * sqrt((double)k) + 1.2e-7;
-	case SDC_GPU_TF32_FAST:
-		return 1e-3;
-	default:
-		return 8e-3; /* BF16 */
-	}
 }
 
 int sdc_gemm_gpu_setup(struct sdc_probe_ctx *ctx, struct gemm_shared *sh, const struct gemm_opts *o)

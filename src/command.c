@@ -44,8 +44,11 @@ int sdc_cli_start_run(struct sdc_cmd *c, struct sdc_run *run, uint64_t seed)
 	sdc_fleet_launch_check(run);
 	/* GPUs only for the commands that take --gpus: the others test CPUs alone, as they always did. */
 	const struct sdc_gpu_select none = { .none = true };
-	const struct sdc_gpu_select *gpus = (c->command->common & SDC_CF_GPUS) ? (cli->have_gpus ? &cli->gpus : NULL)
-									      : &none;
+	const bool asked_only = c->command->flags & SDC_CMD_GPUS_ASKED;
+	const struct sdc_gpu_select *gpus = !(c->command->common & SDC_CF_GPUS) ? &none
+					    : cli->have_gpus		     ? &cli->gpus
+					    : asked_only		     ? &none
+									     : NULL;
 	if (sdc_devices_discover(cli->have_cpus ? &cli->cpus : NULL, gpus, &run->devices, &run->ndevices,
 				 run->gpu_note, sizeof(run->gpu_note), err, sizeof(err))) {
 		sdc_cli_bad(cli, "%s", err);

@@ -38,6 +38,7 @@ enum sdc_common_flag {
 enum sdc_command_flag {
 	SDC_CMD_JOINS_MPI = 1u << 0, /* under mpirun or srun, every rank runs it and they talk (fleet.h) */
 	SDC_CMD_BURNS = 1u << 1,     /* it burns devices: documented as such in --help */
+	SDC_CMD_GPUS_ASKED = 1u << 2, /* GPUs only when --gpus names them (a tool that measures CPUs otherwise) */
 };
 
 /* What the common flags said. */

@@ -94,9 +94,14 @@ static void command_usage(FILE *out, const struct sdc_command *c, const char *pa
 	fprintf(out, "\nOptions:\n");
 	for (const struct sdc_option *o = c->options; o && o->name; o++)
 		print_option(out, o);
-	for (size_t i = 0; i < SDC_ARRAY_SIZE(common); i++)
-		if (c->common & common[i].bit)
-			print_option(out, &common[i].opt);
+	for (size_t i = 0; i < SDC_ARRAY_SIZE(common); i++) {
+		if (!(c->common & common[i].bit))
+			continue;
+		struct sdc_option o = common[i].opt;
+		if (common[i].bit == SDC_CF_GPUS && c->flags & SDC_CMD_GPUS_ASKED)
+			o.help = "measure GPUs instead: all, or indices like 0,2-3 (default: none, the CPUs)";
+		print_option(out, &o);
+	}
 	fprintf(out, "  %-25s %s\n", "-h, --help", "this help");
 	if (c->help) {
 		fputc('\n', out);

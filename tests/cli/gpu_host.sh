@@ -176,6 +176,49 @@ PY
 expect_exit 3 benchdt "$SDCSCAN" bench overhead --dtypes int8
 expect_grep benchdt err "it needs --gpus"
 
+# calibrate --gpus: e_max per fast type into the file's "gpus" section. The fake GPU rounds each
+# element of C once to fp32 from an exact sum, and the check sums in double, so on positive data
+# |E| / |checksum| <= 2 u32 (fp32, tf32), plus the bf16 rounding of the checksum columns
+# (2^-9) for bf16-fast; e_max is the maximum plus 20%.
+expect_exit 0 calgpu "$SDCSCAN" calibrate gemm --gpus all --gpu-sizes 64,128 --trials 20 -o "$TMP/cal.json"
+check=$(python3 - "$TMP/cal.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+bad = []
+if "key" in r or "precisions" in r:
+    bad.append("a GPU calibration wrote CPU entries")
+e = r["gpus"].get("sdcscan fake GPU (CPU emulation), fake cuBLASLt")
+bound = {"fp32-fast": 2 * 2**-24, "tf32-fast": 2 * 2**-24, "bf16-fast": 2**-9 + 2 * 2**-24}
+for p, b in bound.items():
+    x = e["precisions"][p] if e else None
+    if not x or not 0 < x["emax"] <= 1.2 * b or x["rows"] != 10 * 64 + 10 * 128:
+        bad.append("%s: %r (bound %g)" % (p, x and (x["emax"], x["rows"]), 1.2 * b))
+    elif abs(x["emax"] - 1.2 * max(s["max_relative_error"] for s in x["sizes"])) > 1e-9 * x["emax"]:
+        bad.append("%s: e_max is not the maximum plus 20%%" % p)
+print(" ".join(bad) or "ok")
+PY
+)
+[ "$check" = ok ] || fail "calibrate --gpus: $check"
+# The burn's fast types read it; the CPU's fast classes find no CPU entry and say so.
+expect_exit 0 calrun "$SDCSCAN" run $GPU --set gemm.dtypes=fp32-fast --set gemm.gpu_dtypes=bf16-fast \
+	--set gemm.calibration="$TMP/cal.json" --json "$TMP/calrun.json"
+case "$(json_get "$TMP/calrun.json" "r['run']['environment']['gemm']['gpu-bf16-fast']['emax_source']")" in
+"calibrated: "*"for sdcscan fake GPU (CPU emulation), fake cuBLASLt from $TMP/cal.json") ;;
+*) fail "calibrate --gpus: the burn did not use it" ;;
+esac
+case "$(json_get "$TMP/calrun.json" "r['run']['environment']['gemm']['fp32-fast']['emax_source']")" in
+"built-in: "*"calibrates GPUs only)") ;;
+*) fail "calibrate --gpus: the CPU's fast class did not fall back to its built-in e_max" ;;
+esac
+# A CPU calibration into the same file keeps the GPUs' entries, and the reverse.
+expect_exit 0 calcpu "$SDCSCAN" calibrate gemm --cpus 0 --sizes 64 --trials 4 -o "$TMP/cal.json"
+[ "$(json_get "$TMP/cal.json" "sorted(r['gpus']) + sorted(r['precisions'])")" = \
+	"['sdcscan fake GPU (CPU emulation), fake cuBLASLt', 'fp32', 'fp64']" ] || fail "calibrate: the GPUs' entries were lost"
+expect_exit 0 calgpu2 "$SDCSCAN" calibrate gemm --gpus 0 --gpu-sizes 64 --gpu-precisions fp32-fast --trials 4 \
+	-o "$TMP/cal.json"
+[ "$(json_get "$TMP/cal.json" "sorted(r['precisions']) + sorted(r['gpus']['sdcscan fake GPU (CPU emulation), fake cuBLASLt']['precisions'])")" = \
+	"['fp32', 'fp64', 'fp32-fast']" ] || fail "calibrate --gpus: the CPU's entries were lost, or the GPU entry not replaced"
+
 # No module: the CPUs are scanned as always, and the report says why no GPU was tested.
 SDCSCAN_GPU_MODULE="$TMP/none.so" expect_exit 0 nomodule "$SDCSCAN" run $GPU --json "$TMP/nomodule.json"
 case "$(json_get "$TMP/nomodule.json" "r['host'].get('gpu_note', '')")" in

@@ -336,9 +336,10 @@ static int opt_gpu_dtypes(const char *value, void *field, char *err, size_t errl
 static const struct sdc_option bench_options[] = {
 	{ .name = "sizes", .short_name = 'z', .metavar = "LIST", .type = SDC_OPT_CUSTOM, .offset = OPT(sizes),
 	  .parse = sdc_cli_opt_sizes,
-	  .help = "MxNxK or N (square) sizes; default 256x272x1024,1024 for gemm, 1024,2048,4096 for overhead" },
+	  .help = "MxNxK or N (square) sizes; default 256x272x1024,1024 for gemm, 1024,2048,4096 for overhead, "
+		  "4096,8192 with --gpus" },
 	{ .name = "seconds", .short_name = 't', .metavar = "S", .type = SDC_OPT_CUSTOM, .offset = OPT(seconds),
-	  .parse = sdc_cli_opt_seconds, .help = "time per contender and size (default 1 for gemm, 3 for overhead)" },
+	  .parse = sdc_cli_opt_seconds, .help = "time per contender and size (default 1 for gemm, 3 for overhead, 2 with --gpus)" },
 	{ .name = "dtypes", .metavar = "LIST", .type = SDC_OPT_CUSTOM, .offset = OPT(gpu_dtypes), .parse = opt_gpu_dtypes,
 	  .help = "with --gpus: the GPU types (default int8,bf16,fp16,fp32-fast,tf32-fast,bf16-fast; also fp32)" },
 	SDC_OPT_END,
@@ -445,6 +446,7 @@ const struct sdc_command sdc_gemm_bench = {
 	.options = bench_options,
 	.opts_size = sizeof(struct bench_opts),
 	.common = SDC_CF_CPUS | SDC_CF_GPUS | SDC_CF_JSON,
+	.flags = SDC_CMD_GPUS_ASKED,
 	.fn = bench_gemm_main,
 };
 
@@ -455,5 +457,6 @@ const struct sdc_command sdc_gemm_bench_overhead = {
 	.options = bench_options,
 	.opts_size = sizeof(struct bench_opts),
 	.common = SDC_CF_CPUS | SDC_CF_GPUS | SDC_CF_JSON,
+	.flags = SDC_CMD_GPUS_ASKED,
 	.fn = bench_overhead_main,
 };

@@ -7,6 +7,9 @@
  *   3. e_max = the observed maximum plus a 20% margin.
  * The per-size maxima are kept in the file too, so growth with K would show.
  * The file is keyed by CPU model, BLAS library, version and kernel; `run` refuses it elsewhere.
+ * With --gpus the GPUs are calibrated instead (calibrate_gpu.c), into the file's "gpus" section,
+ * one entry per GPU model and library; each kind of calibration keeps what the file holds of the
+ * other.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -14,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "probes/gemm/calibration.h"
 #include "command.h"
@@ -95,6 +99,7 @@ static void calib_trial(void *arg, int worker, uint64_t trial)
 }
 
 static const char *const precision_names[] = { "fp32", "fp64", NULL };
+static const char *const gpu_precision_names[] = { "fp32-fast", "tf32-fast", "bf16-fast", NULL };
 
 struct square_sizes {
 	int v[MAX_SIZES], n;
@@ -106,6 +111,8 @@ struct calibrate_opts {
 	struct square_sizes sizes;
 	uint32_t precisions;
 	const char *kernel;
+	struct square_sizes gpu_sizes;
+	uint32_t gpu_precisions;
 };
 
 /* Up to MAX_SIZES square sizes from 16 to 8192 (the protocol's representative K). */
@@ -139,8 +146,66 @@ static const struct sdc_option calibrate_options[] = {
 	  .choices = precision_names, .def = "fp32,fp64", .help = "fp32, fp64 or both" },
 	{ .name = "kernel", .short_name = 'k', .metavar = "NAME", .type = SDC_OPT_ARG, .offset = OPT(kernel),
 	  .def = "auto", .help = "auto, openblas or portable (auto, as the burn)" },
+	{ .name = "gpu-sizes", .metavar = "LIST", .type = SDC_OPT_CUSTOM, .offset = OPT(gpu_sizes),
+	  .parse = parse_square_sizes, .def = "1024,4096", .help = "with --gpus: square sizes (the burn's gpu_k is 4096)" },
+	{ .name = "gpu-precisions", .metavar = "LIST", .type = SDC_OPT_SET, .offset = OPT(gpu_precisions),
+	  .choices = gpu_precision_names, .def = "fp32-fast,tf32-fast,bf16-fast",
+	  .help = "with --gpus: the GPU's fast types" },
 	SDC_OPT_END,
 };
+
+/*
+ * What the output file holds already, to keep what this calibration does not replace. NULL when
+ * there is none; a file that cannot be read is said and replaced.
+ */
+static json_t *existing_calibration(const char *path, bool quiet)
+{
+	if (access(path, F_OK))
+		return NULL;
+	char err[700];
+	json_t *doc = sdc_calibration_read(path, err, sizeof(err));
+	if (!doc && !quiet)
+		printf("note: replacing %s: %s\n", path, err);
+	return doc;
+}
+
+/* calibrate --gpus: the GPUs' entries into the file's "gpus" section; the rest of the file kept. */
+static int calibrate_gpus_main(struct sdc_cmd *cmd, struct sdc_run *run, const char *output)
+{
+	struct calibrate_opts *o = cmd->opts;
+	struct sdc_cli *cli = &cmd->cli;
+	json_t *fresh = json_object();
+	if (sdc_gemm_calibrate_gpus(run, o->gpu_sizes.v, o->gpu_sizes.n, (uint64_t)o->trials, o->gpu_precisions,
+				    cli->quiet, fresh)) {
+		json_decref(fresh);
+		return -1;
+	}
+	char created[32], err[700];
+	sdc_format_utc(sdc_wall_now(), created, sizeof(created));
+	json_t *doc = existing_calibration(output, cli->quiet);
+	if (!doc)
+		doc = json_pack("{s:s, s:i, s:s, s:s}", "format", SDC_CALIBRATION_FORMAT, "version", SDC_CALIBRATION_VERSION,
+				"tool_version", SDC_VERSION, "created", created);
+	json_t *gpus = json_object_get(doc, "gpus");
+	if (!json_is_object(gpus)) {
+		gpus = json_object();
+		json_object_set_new(doc, "gpus", gpus);
+	}
+	const char *name;
+	json_t *entry;
+	json_object_foreach(fresh, name, entry) {
+		json_object_set_new(entry, "created", json_string(created));
+		json_object_set(gpus, name, entry);
+	}
+	json_decref(fresh);
+	const int rc = sdc_calibration_write(output, doc, err, sizeof(err));
+	if (rc)
+		sdc_error("calibrate: %s", err);
+	else
+		printf("OK: GPU calibration written to %s\n", output);
+	json_decref(doc);
+	return rc;
+}
 
 static int calibrate_main(struct sdc_cmd *cmd)
 {
@@ -161,6 +226,15 @@ static int calibrate_main(struct sdc_cmd *cmd)
 		return sdc_cli_unknown(cli);
 	sdc_blas_single_thread();
 	sdc_stop_install_signals();
+	if (cli->have_gpus) {
+		const int grc = calibrate_gpus_main(cmd, &run, output);
+		sdc_run_release(&run);
+		return grc ? sdc_cli_unknown(cli) : 0;
+	}
+	/* The CPUs alone (they come first; GPUs are here only with --gpus). */
+	int ncpus = 0;
+	while (ncpus < run.ndevices && run.devices[ncpus].kind == SDC_DEVICE_CPU)
+		ncpus++;
 
 	const struct sdc_fgemm_impl *impl = sdc_fgemm_find(kernel);
 	struct sdc_calibration_key key;
@@ -176,7 +250,7 @@ static int calibrate_main(struct sdc_cmd *cmd)
 	if (!cli->quiet)
 		printf("sdcscan calibrate: %s %s (kernel %s) on %d CPU%s of %s; |N(1,1)| data, %" PRIu64
 		       " GEMMs per precision\n",
-		       key.library, key.library_version, key.kernel, run.ndevices, run.ndevices == 1 ? "" : "s",
+		       key.library, key.library_version, key.kernel, ncpus, ncpus == 1 ? "" : "s",
 		       key.cpu_model, trials);
 	for (int p = 0; p < 2 && !rc; p++) {
 		if (!want[p])
@@ -186,12 +260,12 @@ static int calibrate_main(struct sdc_cmd *cmd)
 			.seed = run.seed, .pool = &pool,
 		};
 		memcpy(cb.sizes, sizes, sizeof(sizes));
-		cb.w = calloc((size_t)run.ndevices, sizeof(*cb.w));
+		cb.w = calloc((size_t)ncpus, sizeof(*cb.w));
 		const double t0 = sdc_now();
-		const int prc = cb.w ? sdc_parallel_for(run.devices, run.ndevices, trials, calib_trial, &cb) : -1;
+		const int prc = cb.w ? sdc_parallel_for(run.devices, ncpus, trials, calib_trial, &cb) : -1;
 		struct precision_stats st;
 		memset(&st, 0, sizeof(st));
-		for (int d = 0; cb.w && d < run.ndevices; d++) {
+		for (int d = 0; cb.w && d < ncpus; d++) {
 			for (int s = 0; s < nsizes; s++) {
 				st.max_rel[s] = SDC_MAX(st.max_rel[s], cb.w[d].st.max_rel[s]);
 				st.rows[s] += cb.w[d].st.rows[s];
@@ -248,6 +322,11 @@ static int calibrate_main(struct sdc_cmd *cmd)
 				"protocol", "V-ABFT 3.6: max |E|/|checksum| on |N(1,1)| rows, plus 20%",
 				"distribution", "|N(1,1)|", "trials", (json_int_t)trials, "sizes", sizes_json, "margin",
 				MARGIN, "seed", seed, "precisions", precisions);
+	/* The GPUs' entries of the file, kept. */
+	json_t *old = existing_calibration(output, cli->quiet);
+	if (doc && json_is_object(json_object_get(old, "gpus")))
+		json_object_set(doc, "gpus", json_object_get(old, "gpus"));
+	json_decref(old);
 	if (!doc || sdc_calibration_write(output, doc, err, sizeof(err))) {
 		sdc_error("calibrate: %s", doc ? err : "out of memory");
 		json_decref(doc);
@@ -262,10 +341,11 @@ static int calibrate_main(struct sdc_cmd *cmd)
 
 const struct sdc_command sdc_gemm_calibrate = {
 	.name = "gemm",
-	.summary = "measure e_max for the fast class's V-ABFT thresholds on this host and write the calibration "
-		   "file that sdcscan run then uses",
+	.summary = "measure e_max for the fast class's V-ABFT thresholds on this host (--gpus: on its GPUs) and write "
+		   "the calibration file that sdcscan run then uses",
 	.options = calibrate_options,
 	.opts_size = sizeof(struct calibrate_opts),
-	.common = SDC_CF_CPUS | SDC_CF_SEED | SDC_CF_QUIET,
+	.common = SDC_CF_CPUS | SDC_CF_GPUS | SDC_CF_SEED | SDC_CF_QUIET,
+	.flags = SDC_CMD_GPUS_ASKED,
 	.fn = calibrate_main,
 };

@@ -179,6 +179,13 @@ int sdc_calibration_emax(const char *path, const struct sdc_calibration_key *key
 	json_t *doc = sdc_calibration_read(file, err, errlen);
 	if (!doc)
 		return -1;
+	if (!json_object_get(doc, "key")) {
+		/* written by calibrate --gpus alone: no CPU calibration in it */
+		snprintf(source, srclen, "built-in: %g, V-ABFT Table 7's largest FP32 ratio (34u) (%s calibrates GPUs only)",
+			 *emax, file);
+		json_decref(doc);
+		return 0;
+	}
 	int rc = key_matches(doc, key, file, err, errlen);
 	if (!rc) {
 		json_t *p = json_object_get(json_object_get(doc, "precisions"), precision);

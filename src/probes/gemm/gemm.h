@@ -85,6 +85,10 @@ double sdc_gpu_value(enum sdc_gpu_type type, int c_elem, uint64_t bits);
 int sdc_gemm_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const struct sdc_size3 *sizes, int nsizes,
 		       double seconds, uint32_t types);
 
+/* calibrate_gpu.c: calibrate --gpus, every GPU of run; entries ("MODEL, LIBRARY") into gpus_section. */
+int sdc_gemm_calibrate_gpus(struct sdc_run *run, const int *sizes, int nsizes, uint64_t trials, uint32_t precisions,
+			    bool quiet, void *gpus_section /* json_t * */);
+
 /* Tools, listed in the descriptor (gemm.c). */
 extern const struct sdc_command sdc_gemm_bench;          /* bench.c: sdcscan bench gemm */
 extern const struct sdc_command sdc_gemm_bench_overhead; /* bench.c: sdcscan bench overhead */

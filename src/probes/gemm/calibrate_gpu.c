@@ -1,0 +1,179 @@
+/*
+ * sdcscan calibrate gemm --gpus: V-ABFT's calibration protocol (Gao et al. §3.6) on GPUs, with
+ * the engine the burn runs (cuBLASLt, the checksum columns in the same call, the row checks on
+ * the device): positive |N(1,1)| operands, every row's relative verification error
+ * max(|E1| / |s1|, |E2| / |s2|) over many GEMMs per type and size, e_max = the maximum plus 20%.
+ *
+ * The engine's thresholds are set to zero (e_max 0), so every row whose verification difference
+ * is not exactly zero comes back from the device with its differences; the others are exact.
+ * The result is one entry per GPU model and library in the file's "gpus" section, which the
+ * burn's fast types read (sdc_calibration_find).
+ */
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "gpu.h"
+#include "probes/gemm/calibration.h"
+#include "probes/gemm/gemm.h"
+#include "stop.h"
+
+#define MARGIN 0.2
+
+/* The GPU's fast types a calibration covers, in the order --gpu-precisions names them. */
+static const enum sdc_gpu_type fast_types[] = { SDC_GPU_FP32_FAST, SDC_GPU_TF32_FAST, SDC_GPU_BF16_FAST };
+
+struct size_stats {
+	double max_rel;
+	uint64_t gemms, rows;
+};
+
+/* trials GEMMs of type at n x n x n on the bound GPU; the largest relative error into st. */
+static int calibrate_one(const struct sdc_gpu_module *m, enum sdc_gpu_type type, int n, uint64_t trials, uint64_t seed,
+			 const double *pool, struct size_stats *st, char *err, size_t errlen)
+{
+	struct sdc_gpu_gemm_cfg cfg;
+	if (sdc_gemm_gpu_burn_cfg(type, n, n, n, seed, &cfg, err, errlen))
+		return -1;
+	cfg.emax = 0; /* thresholds zero: every inexact row comes back with its differences */
+	uint64_t *sums = malloc(sizeof(uint64_t) * 2 * (size_t)n);
+	struct sdc_gpu_check chk = { .bad = malloc(sizeof(struct sdc_gpu_bad_row) * (size_t)n) };
+	struct sdc_gpu_gemm *g = sums && chk.bad ? m->gemm_create(&cfg, err, errlen) : NULL;
+	int rc = -1;
+	if (!sums || !chk.bad)
+		snprintf(err, errlen, "out of memory");
+	for (uint64_t t = 0; g && t < trials; t++) {
+		if (atomic_load(&sdc_stop_requested)) {
+			snprintf(err, errlen, "interrupted");
+			goto out;
+		}
+		if (m->gemm_load(g, t, pool, err, errlen) ||
+		    m->gemm_submit(g, 0, SDC_GPU_MULTIPLY | SDC_GPU_CHECK, err, errlen) ||
+		    m->gemm_collect(g, 0, sums, &chk, err, errlen))
+			goto out;
+		for (int r = 0; r < chk.nbad; r++) {
+			const struct sdc_gpu_bad_row *b = &chk.bad[r];
+			double s1, s2;
+			memcpy(&s1, &sums[2 * b->row], 8);
+			memcpy(&s2, &sums[2 * b->row + 1], 8);
+			const double rel = SDC_MAX(fabs(b->d1) / fabs(s1), fabs(b->d2) / fabs(s2));
+			if (!isfinite(rel)) {
+				snprintf(err, errlen, "row %d's verification difference was not finite: this GPU does not compute "
+					 "correctly; run sdcscan run before calibrating", b->row);
+				goto out;
+			}
+			st->max_rel = SDC_MAX(st->max_rel, rel);
+		}
+		st->gemms++;
+		st->rows += (uint64_t)n;
+	}
+	rc = g ? 0 : -1;
+out:
+	if (g)
+		m->gemm_destroy(g);
+	free(sums);
+	free(chk.bad);
+	return rc;
+}
+
+int sdc_gemm_calibrate_gpus(struct sdc_run *run, const int *sizes, int nsizes, uint64_t trials, uint32_t precisions,
+			    bool quiet, void *gpus_section)
+{
+	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	int ngpus = 0;
+	for (int d = 0; d < run->ndevices; d++)
+		ngpus += run->devices[d].kind == SDC_DEVICE_GPU;
+	if (!m || !ngpus) {
+		sdc_error("calibrate: no GPU to calibrate: %s", run->gpu_note[0] ? run->gpu_note : "none selected");
+		return -1;
+	}
+	struct sdc_dist_pool pool;
+	if (sdc_dist_pool_init(&pool, SDC_DIST_ABSNORMAL1, run->seed)) {
+		sdc_error("calibrate: out of memory");
+		return -1;
+	}
+	char err[256];
+	int rc = 0;
+	/* GPUs of one model share an entry: the largest error any of them showed. */
+	for (int d = 0; d < run->ndevices && !rc; d++) {
+		const struct sdc_device *gpu = &run->devices[d];
+		if (gpu->kind != SDC_DEVICE_GPU)
+			continue;
+		if (sdc_gpu_bind(gpu, err, sizeof(err))) {
+			sdc_error("calibrate: %s: %s", gpu->id, err);
+			rc = -1;
+			break;
+		}
+		char name[200];
+		snprintf(name, sizeof(name), "%s, %s", gpu->model, m->blas);
+		json_t *entry = json_object_get(gpus_section, name);
+		if (!entry) {
+			entry = json_pack("{s:s, s:s, s:[], s:I, s:f, s:{}}", "model", gpu->model, "library", m->blas, "uuids",
+					  "trials", (json_int_t)trials, "margin", MARGIN, "precisions");
+			json_object_set_new(gpus_section, name, entry);
+		}
+		json_array_append_new(json_object_get(entry, "uuids"), json_string(gpu->gpu.uuid));
+		if (!quiet)
+			printf("sdcscan calibrate: %s (%s, %s), %s; |N(1,1)| data, %" PRIu64 " GEMMs per type\n", gpu->id,
+			       gpu->model, gpu->gpu.pci_bus_id, m->blas, trials);
+		for (size_t p = 0; p < SDC_ARRAY_SIZE(fast_types) && !rc; p++) {
+			if (!(precisions & (1u << p)))
+				continue;
+			const enum sdc_gpu_type type = fast_types[p];
+			const char *pname = sdc_gemm_gpu_type_names[type];
+			json_t *prec = json_object_get(json_object_get(entry, "precisions"), pname);
+			if (!prec) {
+				prec = json_pack("{s:f, s:I, s:[]}", "emax", 0.0, "rows", (json_int_t)0, "sizes");
+				json_object_set_new(json_object_get(entry, "precisions"), pname, prec);
+			}
+			const double t0 = sdc_now();
+			for (int s = 0; s < nsizes; s++) {
+				struct size_stats st = { 0 };
+				const uint64_t share = trials / (uint64_t)nsizes + ((uint64_t)s < trials % (uint64_t)nsizes);
+				if (calibrate_one(m, type, sizes[s], share, run->seed, pool.v, &st, err, sizeof(err))) {
+					sdc_error("calibrate: %s %s K=%d: %s", gpu->id, pname, sizes[s], err);
+					rc = -1;
+					break;
+				}
+				json_array_append_new(json_object_get(prec, "sizes"),
+						      json_pack("{s:s, s:i, s:I, s:I, s:f}", "gpu", gpu->gpu.uuid, "k", sizes[s],
+								"gemms", (json_int_t)st.gemms, "rows", (json_int_t)st.rows,
+								"max_relative_error", st.max_rel));
+				const double emax = SDC_MAX(json_real_value(json_object_get(prec, "emax")), st.max_rel * (1 + MARGIN));
+				json_object_set_new(prec, "emax", json_real(emax));
+				json_object_set_new(prec, "rows",
+						    json_integer(json_integer_value(json_object_get(prec, "rows")) +
+								 (json_int_t)st.rows));
+				if (!quiet)
+					printf("  %-9s K=%-5d %7" PRIu64 " GEMMs %9" PRIu64 " rows  max |E|/|checksum| %.3g (%.1f u32)\n",
+					       pname, sizes[s], st.gemms, st.rows, st.max_rel, st.max_rel / 0x1p-24);
+			}
+			if (!rc && !quiet) {
+				const double emax = json_real_value(json_object_get(prec, "emax"));
+				printf("  %-9s e_max = %.3g (%.1f u32: the maximum plus %.0f%%), %.1f s\n", pname, emax,
+				       emax / 0x1p-24, 100 * MARGIN, sdc_now() - t0);
+			}
+		}
+	}
+	/* An e_max of zero (no rounding seen) cannot scale a threshold: the file says so instead. */
+	const char *key;
+	json_t *entry;
+	json_object_foreach(gpus_section, key, entry) {
+		const char *pk;
+		json_t *prec;
+		json_object_foreach(json_object_get(entry, "precisions"), pk, prec) {
+			if (!rc && !(json_real_value(json_object_get(prec, "emax")) > 0)) {
+				sdc_error("calibrate: %s %s: no rounding error at all in %" PRId64 " rows: not a floating-point "
+					  "GEMM as expected; nothing written", key, pk,
+					  (int64_t)json_integer_value(json_object_get(prec, "rows")));
+				rc = -1;
+			}
+		}
+	}
+	sdc_dist_pool_release(&pool);
+	return rc;
+}

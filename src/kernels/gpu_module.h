@@ -72,6 +72,7 @@ struct sdc_gpu_gemm_cfg {
 	uint64_t pool_size;
 	double emax, c_sigma;
 	double timeout;       /* seconds any one wait may take before the GPU is declared hung */
+	int report_all;       /* every row comes back from the check, failing or not (calibration, campaigns) */
 };
 
 /* A row of C that failed its check, as the device saw it. */
@@ -82,8 +83,9 @@ struct sdc_gpu_bad_row {
 	double d1, d2, t1, t2;  /* fast: the two verification differences and their thresholds */
 };
 
-/* What a check found: every row that failed, in increasing row order, and whether the operands
- * still had the fingerprints taken at load when the GEMM had run (1 each; 1 when not asked). */
+/* What a check found: every row that failed (every row, with report_all), in increasing row
+ * order, and whether the operands still had the fingerprints taken at load when the GEMM had
+ * run (1 each; 1 when not asked). */
 struct sdc_gpu_check {
 	int nbad;
 	struct sdc_gpu_bad_row *bad; /* the caller's array of m entries */

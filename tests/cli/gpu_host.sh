@@ -219,6 +219,35 @@ expect_exit 0 calgpu2 "$SDCSCAN" calibrate gemm --gpus 0 --gpu-sizes 64 --gpu-pr
 [ "$(json_get "$TMP/cal.json" "sorted(r['precisions']) + sorted(r['gpus']['sdcscan fake GPU (CPU emulation), fake cuBLASLt']['precisions'])")" = \
 	"['fp32', 'fp64', 'fp32-fast']" ] || fail "calibrate --gpus: the CPU's entries were lost, or the GPU entry not replaced"
 
+# campaign gemm --gpus: V-ABFT's Table 5 form on the GPU. The thresholds come from the device's
+# own row statistics at Table 7's H100 e_max, so they must be the paper's published V-ABFT T
+# (FP32, n = 128 and 256) within 3%; no row's threshold may be below its |E|.
+"$SDCSCAN" campaign gemm --gpus 0 --tightness 128,256 --tightness-trials 3 --json "$TMP/ctight.json" \
+	>"$TMP/ctight.out" 2>"$TMP/ctight.err"
+rc=$?
+case $rc in 0 | 2) ;; *) fail "campaign --gpus: exit $rc"; cat "$TMP/ctight.err" >&2 ;; esac
+expect_grep ctight out "^target: V-ABFT's FP32 range (7-20x, Table 5) at every size: .*: \(met\|MISSED\)$"
+check=$(python3 - "$TMP/ctight.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+bad = []
+paper = {128: 9.19e-5, 256: 2.09e-4}
+t = r["gpu_tightness"]["types"]
+for x in t["fp32-fast"]:
+    if abs(x["mean_threshold"] / paper[x["n"]] - 1) > 0.03:
+        bad.append("n=%d: T %g, the paper's %g" % (x["n"], x["mean_threshold"], paper[x["n"]]))
+for name, rows in t.items():
+    for x in rows:
+        if x["rows"] != 3 * x["n"] or x["false_positive_rows"] != 0 or not x["min_ratio"] >= 1:
+            bad.append("%s n=%d: %r" % (name, x["n"], x))
+tight = [7 <= x["tightness"] <= 20 for x in t["fp32-fast"]]
+if r["targets_met"] != all(tight):
+    bad.append("targets_met %r with tightness %r" % (r["targets_met"], [x["tightness"] for x in t["fp32-fast"]]))
+print(" ".join(bad) or "ok")
+PY
+)
+[ "$check" = ok ] || fail "campaign --gpus: $check"
+
 # No module: the CPUs are scanned as always, and the report says why no GPU was tested.
 SDCSCAN_GPU_MODULE="$TMP/none.so" expect_exit 0 nomodule "$SDCSCAN" run $GPU --json "$TMP/nomodule.json"
 case "$(json_get "$TMP/nomodule.json" "r['host'].get('gpu_note', '')")" in

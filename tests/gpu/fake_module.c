@@ -393,7 +393,7 @@ static void fake_check(struct sdc_gpu_gemm *g, struct fake_slot *sl)
 			memcpy(&sums[2 * i], &s1, 8);
 			memcpy(&sums[2 * i + 1], &s2, 8);
 		}
-		if (bad)
+		if (bad || c->report_all)
 			sl->bad[sl->nbad++] = b;
 	}
 }

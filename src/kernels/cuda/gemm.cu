@@ -465,7 +465,7 @@ __global__ void k_check_exact(struct sdc_gpu_gemm_cfg c, const uint32_t *cm, uin
 	b.e2 = sdc_ref_from_digits(d + c.nd1, c.nd2, c.base_log2);
 	sums[2 * i] = (uint64_t)s1;
 	sums[2 * i + 1] = (uint64_t)s2;
-	if (b.nbad || b.s1 != b.e1 || b.s2 != b.e2)
+	if (c.report_all || b.nbad || b.s1 != b.e1 || b.s2 != b.e2)
 		bad[atomicAdd(nbad, 1)] = b;
 }
 
@@ -500,7 +500,7 @@ __global__ void k_check_fast(struct sdc_gpu_gemm_cfg c, const uint32_t *cm, cons
 	b.t2 = thr2[i];
 	memcpy(&sums[2 * i], &s1, 8);
 	memcpy(&sums[2 * i + 1], &s2, 8);
-	if (!(fabs(b.d1) <= b.t1) || !(fabs(b.d2) <= b.t2))
+	if (c.report_all || !(fabs(b.d1) <= b.t1) || !(fabs(b.d2) <= b.t2))
 		bad[atomicAdd(nbad, 1)] = b;
 }
 

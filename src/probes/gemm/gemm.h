@@ -53,6 +53,11 @@ extern const char *const sdc_gemm_gpu_type_names[];
 extern const char *const sdc_gemm_gpu_variant_names[];
 
 /* gpu.c: the GPU lanes of the probe */
+/* A fast type's e_max on a GPU model at inner dimension k: from the calibration file's "gpus"
+ * section (calibration: a path, or "" for the default), else V-ABFT Table 7 (H100); source says
+ * which. -1 with err for a file that cannot be used. */
+int sdc_gemm_gpu_emax(const char *calibration, const char *model, enum sdc_gpu_type type, int k, double *emax,
+		      char *source, size_t srclen, char *err, size_t errlen);
 /* A burn engine's configuration for type and size: random data, a 30 s deadline, the default
  * c_sigma, V-ABFT Table 7's e_max (fast types). -1 with err when the type cannot take it. */
 int sdc_gemm_gpu_burn_cfg(enum sdc_gpu_type type, int m, int n, int k, uint64_t seed, struct sdc_gpu_gemm_cfg *c,
@@ -88,6 +93,18 @@ int sdc_gemm_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const struct sd
 /* calibrate_gpu.c: calibrate --gpus, every GPU of run; entries ("MODEL, LIBRARY") into gpus_section. */
 int sdc_gemm_calibrate_gpus(struct sdc_run *run, const int *sizes, int nsizes, uint64_t trials, uint32_t precisions,
 			    bool quiet, void *gpus_section /* json_t * */);
+
+/* campaign.c: V-ABFT Tables 4 (FP64) and 5 (FP32) as published: n, the actual verification
+ * difference, A-ABFT's tightness, V-ABFT's threshold and tightness. */
+struct sdc_vabft_row {
+	int n;
+	double actual, a_tight, v_t, v_tight;
+};
+extern const struct sdc_vabft_row sdc_vabft_t4[5], sdc_vabft_t5[5];
+
+/* campaign_gpu.c: campaign gemm --gpus, the tightness table on the run's first GPU; json_t *out. */
+int sdc_gemm_campaign_gpu(struct sdc_run *run, const int *sizes, int nsizes, uint64_t reps, const char *calibration,
+			  void *out, bool *targets_met);
 
 /* Tools, listed in the descriptor (gemm.c). */
 extern const struct sdc_command sdc_gemm_bench;          /* bench.c: sdcscan bench gemm */

@@ -151,6 +151,23 @@ static int lane_cfg(const struct gemm_shared *sh, const struct gemm_opts *o, con
 	return 0;
 }
 
+int sdc_gemm_gpu_emax(const char *calibration, const char *model, enum sdc_gpu_type type, int k, double *emax,
+		      char *source, size_t srclen, char *err, size_t errlen)
+{
+	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	struct sdc_calibration_key key;
+	sdc_calibration_key_gpu(&key, model, m ? m->blas : "no GPU module");
+	const char *prec = sdc_gemm_gpu_type_names[type];
+	if (sdc_calibration_find(calibration, &key, prec, emax, source, srclen, err, errlen) < 0)
+		return -1;
+	if (!source[0]) {
+		*emax = table7_emax(type, k);
+		snprintf(source, srclen, "V-ABFT Table 7 (H100) for %s at K=%d: no calibration for %s, %s", prec, k, model,
+			 key.library);
+	}
+	return 0;
+}
+
 int sdc_gemm_gpu_setup(struct sdc_probe_ctx *ctx, struct gemm_shared *sh, const struct gemm_opts *o)
 {
 	const struct sdc_gpu_module *m = sdc_gpu_ops();
@@ -168,18 +185,10 @@ int sdc_gemm_gpu_setup(struct sdc_probe_ctx *ctx, struct gemm_shared *sh, const 
 		for (int d = 0; d < ctx->run->ndevices && !gpu; d++)
 			if (ctx->run->devices[d].kind == SDC_DEVICE_GPU)
 				gpu = &ctx->run->devices[d];
-		struct sdc_calibration_key key;
-		char source[512], cerr[700];
-		sdc_calibration_key_gpu(&key, gpu ? gpu->model : "unknown GPU", m->blas);
-		const char *prec = sdc_gemm_gpu_type_names[c->type];
-		if (sdc_calibration_find(o->calibration, &key, prec, &c->emax, source, sizeof(source), cerr, sizeof(cerr)) < 0)
+		char cerr[700];
+		if (sdc_gemm_gpu_emax(o->calibration, gpu ? gpu->model : "unknown GPU", c->type, c->k, &c->emax,
+				      sh->emax_source, sizeof(sh->emax_source), cerr, sizeof(cerr)))
 			return sdc_ctx_error(ctx, "%s", cerr);
-		if (!source[0]) {
-			c->emax = table7_emax(c->type, c->k);
-			snprintf(source, sizeof(source), "V-ABFT Table 7 (H100) for %s at K=%d: no calibration for %s", prec,
-				 c->k, key.cpu_model);
-		}
-		sdc_strlcpy(sh->emax_source, source, sizeof(sh->emax_source));
 		if (!sh->npools) {
 			for (int d = 0; d < 4; d++) {
 				if (!sdc_opt_set_has(o->distributions, d))

@@ -1,0 +1,170 @@
+/*
+ * sdcscan campaign gemm --gpus: V-ABFT's Tables 4-5 form on a GPU, where the paper measured it
+ * (cuBLAS on an H100): U(-1,1) operands, n x n x n, the burn's engine (cuBLASLt, the checksum
+ * columns in the same call, the check on the device summing each row in double); every row comes
+ * back (report_all) with its verification difference |E| and its V-ABFT threshold T at the
+ * e_max the burn would use (a calibration, else Table 7's H100 value).
+ * Targets: no row's threshold below its |E| (a false positive), for every type; for fp32-fast the
+ * paper's FP32 range, 7-20x (Table 5), at every size.
+ */
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "gpu.h"
+#include "probes/gemm/gemm.h"
+#include "stop.h"
+
+static const enum sdc_gpu_type tight_types[] = { SDC_GPU_FP32_FAST, SDC_GPU_TF32_FAST, SDC_GPU_BF16_FAST };
+
+struct tight_stats {
+	double sum_e, max_e, sum_t, min_ratio;
+	uint64_t rows, false_positives;
+};
+
+static int tight_size(const struct sdc_gpu_module *m, enum sdc_gpu_type type, int n, double emax, uint64_t reps,
+		      uint64_t seed, const double *pool, struct tight_stats *st, char *err, size_t errlen)
+{
+	struct sdc_gpu_gemm_cfg cfg;
+	if (sdc_gemm_gpu_burn_cfg(type, n, n, n, seed, &cfg, err, errlen))
+		return -1;
+	cfg.emax = emax;
+	cfg.report_all = 1;
+	struct sdc_gpu_check chk = { .bad = malloc(sizeof(struct sdc_gpu_bad_row) * (size_t)n) };
+	struct sdc_gpu_gemm *g = chk.bad ? m->gemm_create(&cfg, err, errlen) : NULL;
+	int rc = -1;
+	if (!chk.bad)
+		snprintf(err, errlen, "out of memory");
+	st->min_ratio = INFINITY;
+	for (uint64_t r = 0; g && r < reps; r++) {
+		if (atomic_load(&sdc_stop_requested)) {
+			snprintf(err, errlen, "interrupted");
+			goto out;
+		}
+		if (m->gemm_load(g, r, pool, err, errlen) || m->gemm_submit(g, 0, SDC_GPU_MULTIPLY | SDC_GPU_CHECK, err, errlen) ||
+		    m->gemm_collect(g, 0, NULL, &chk, err, errlen))
+			goto out;
+		if (chk.nbad != n) {
+			snprintf(err, errlen, "the check returned %d rows of %d", chk.nbad, n);
+			goto out;
+		}
+		for (int i = 0; i < n; i++) {
+			const double e = fabs(chk.bad[i].d1), t = chk.bad[i].t1;
+			st->sum_e += e;
+			st->max_e = SDC_MAX(st->max_e, e);
+			st->sum_t += t;
+			if (e > 0)
+				st->min_ratio = SDC_MIN(st->min_ratio, t / e);
+			st->false_positives += !(e <= t);
+		}
+		st->rows += (uint64_t)n;
+	}
+	rc = g ? 0 : -1;
+out:
+	if (g)
+		m->gemm_destroy(g);
+	free(chk.bad);
+	return rc;
+}
+
+int sdc_gemm_campaign_gpu(struct sdc_run *run, const int *sizes, int nsizes, uint64_t reps, const char *calibration,
+			  void *out, bool *targets_met)
+{
+	const struct sdc_device *gpu = NULL;
+	for (int d = 0; d < run->ndevices && !gpu; d++)
+		if (run->devices[d].kind == SDC_DEVICE_GPU)
+			gpu = &run->devices[d];
+	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	char err[700];
+	if (!gpu || !m) {
+		sdc_error("campaign: no GPU: %s", run->gpu_note[0] ? run->gpu_note : "none selected");
+		return -1;
+	}
+	if (sdc_gpu_bind(gpu, err, sizeof(err))) {
+		sdc_error("campaign: %s: %s", gpu->id, err);
+		return -1;
+	}
+	struct sdc_dist_pool pool;
+	if (sdc_dist_pool_init(&pool, SDC_DIST_UNIFORM, run->seed)) {
+		sdc_error("campaign: out of memory");
+		return -1;
+	}
+	printf("sdcscan campaign gemm on %s (%s, %s), %s, seed %" PRIu64 "\n", gpu->id, gpu->model, gpu->gpu.pci_bus_id,
+	       m->blas, run->seed);
+	json_t *types = json_object();
+	int rc = 0;
+	for (size_t p = 0; p < SDC_ARRAY_SIZE(tight_types) && !rc; p++) {
+		const enum sdc_gpu_type type = tight_types[p];
+		const char *tname = sdc_gemm_gpu_type_names[type];
+		const bool paper = type == SDC_GPU_FP32_FAST;
+		printf("\nV-ABFT Table 5 form on the GPU (%s, U(-1,1), n x n x n, %" PRIu64 " GEMMs per size): mean |E| of "
+		       "the row checksum\nagainst the row summed in double on the device, mean V-ABFT threshold T, "
+		       "tightness = T / |E|\n",
+		       tname, reps);
+		printf("%6s %10s %10s %10s %8s %9s %8s  %s\n", "n", "actual |E|", "max |E|", "V-ABFT T", "V-tight",
+		       "min T/|E|", "false +", paper ? "| paper (FP32, H100): actual  V-ABFT T  V-tight" : "");
+		json_t *rows = json_array();
+		int in_range = 0, done = 0;
+		uint64_t false_rows = 0;
+		char source[512] = "";
+		for (int s = 0; s < nsizes && !rc; s++) {
+			const int n = sizes[s];
+			double emax;
+			if (sdc_gemm_gpu_emax(calibration, gpu->model, type, n, &emax, source, sizeof(source), err,
+					      sizeof(err))) {
+				sdc_error("campaign: %s", err);
+				rc = -1;
+				break;
+			}
+			struct tight_stats st = { 0 };
+			if (tight_size(m, type, n, emax, reps, run->seed, pool.v, &st, err, sizeof(err))) {
+				sdc_error("campaign: %s %s n=%d: %s", gpu->id, tname, n, err);
+				rc = -1;
+				break;
+			}
+			const double ae = st.sum_e / (double)st.rows, at = st.sum_t / (double)st.rows;
+			printf("%6d %10.3g %10.3g %10.3g %7.1fx %8.2fx %8" PRIu64, n, ae, st.max_e, at, at / ae, st.min_ratio,
+			       st.false_positives);
+			for (int q = 0; paper && q < 5; q++)
+				if (sdc_vabft_t5[q].n == n)
+					printf("  |        %9.3g %10.3g %7.0fx", sdc_vabft_t5[q].actual, sdc_vabft_t5[q].v_t,
+					       sdc_vabft_t5[q].v_tight);
+			printf("\n");
+			json_array_append_new(rows, json_pack("{s:i, s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:s}", "n", n, "rows",
+							      (json_int_t)st.rows, "mean_abs_e", ae, "max_abs_e", st.max_e,
+							      "mean_threshold", at, "tightness", at / ae, "min_ratio",
+							      isfinite(st.min_ratio) ? st.min_ratio : 0.0, "false_positive_rows",
+							      (json_int_t)st.false_positives, "emax", emax, "emax_source", source));
+			false_rows += st.false_positives;
+			*targets_met &= st.false_positives == 0;
+			in_range += at / ae >= 7 && at / ae <= 20;
+			done++;
+		}
+		if (rc) {
+			json_decref(rows);
+			break;
+		}
+		printf("e_max: %s\n", source);
+		printf("target: no threshold below its row's |E|: %" PRIu64 " false positive rows: %s\n", false_rows,
+		       false_rows ? "MISSED" : "met");
+		if (paper) {
+			printf("target: V-ABFT's FP32 range (7-20x, Table 5) at every size: %d of %d sizes in range: %s\n", in_range,
+			       done, in_range == done ? "met" : "MISSED");
+			*targets_met &= in_range == done;
+		}
+		json_object_set_new(types, tname, rows);
+	}
+	sdc_dist_pool_release(&pool);
+	if (rc) {
+		json_decref(types);
+		return -1;
+	}
+	json_object_set_new(out, "gpu_tightness",
+			    json_pack("{s:s, s:s, s:s, s:s, s:o}", "device", gpu->id, "name", gpu->model, "uuid",
+				      gpu->gpu.uuid, "blas", m->blas, "types", types));
+	return 0;
+}

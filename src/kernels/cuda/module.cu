@@ -75,7 +75,8 @@ static int m_bind(int index, char *err, size_t errlen)
 
 static char runtime_text[16], blas_text[48];
 
-extern "C" const struct sdc_gpu_module *sdc_gpu_module(void);
+/* The module's one export; everything else is hidden (-fvisibility=hidden, meson.build). */
+extern "C" __attribute__((visibility("default"))) const struct sdc_gpu_module *sdc_gpu_module(void);
 extern "C" const struct sdc_gpu_module *sdc_gpu_module(void)
 {
 	static struct sdc_gpu_module m;

@@ -1,0 +1,80 @@
+#!/bin/sh
+# The gpu suite: the CUDA module on a real GPU (skipped, exit 77, where none can be tested).
+#   1. every GPU variant clean, and int8 and fp32 on the GPU bit-identical to the CPU's kernels
+#      (the same work digest), each burn lane at a measured share of plain cuBLASLt;
+#   2. selftest: every GPU fault kind found and located at its element and iteration;
+#   3. the exactness bound of the tensor-core types at its deepest k, on extreme data (every
+#      element at its bound), against the closed form of each row's sums;
+#   4. a persistent fault needs a GPU to have it: instead, a C fault in one tile is named at that
+#      tile and the SM replay finds every SM right (transient);
+#   5. the GPU's calibration and tightness table and benchmark run end to end (the full-size
+#      figures come from tools/gpu-check.sh).
+# usage: gpu_suite.sh SDCSCAN (the module next to it, as installed)
+. "$(dirname "$0")/../cli/lib.sh"
+unset SDCSCAN_GPU_MODULE SDCSCAN_NVML_LIBRARY
+gpus=$("$SDCSCAN" version | sed -n 's/^gpus: //p')
+case "$gpus" in
+none:* | "")
+	echo "SKIP: no GPU can be tested here (${gpus:-sdcscan version says nothing about GPUs})"
+	exit 77
+	;;
+esac
+echo "GPUs: $gpus"
+
+# 1. Clean, every variant; CPU and GPU agree bit for bit.
+SIZES="--set gemm.m=256 --set gemm.n=240 --set gemm.k=512 --set gemm.gpu_m=2048 --set gemm.gpu_n=2048 \
+--set gemm.gpu_k=2048 --set gemm.gpu_refresh=8"
+expect_exit 0 clean "$SDCSCAN" run --probe gemm --gpus 0 --cpus 0 $SIZES --set gemm.iterations=32 \
+	--set gemm.dtypes=int8,fp32 --set gemm.gpu_dtypes=int8,fp32,bf16,fp16,fp32-fast,tf32-fast,bf16-fast \
+	--json "$TMP/clean.json"
+check=$(python3 - "$TMP/clean.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+bad = []
+for v in ("int8", "fp32"):
+    d = {x["device"]: x["work_digest"]["sha256"] if x["work_digest"] else None for x in r["results"] if x["variant"] == v}
+    if d.get("cpu0") is None or d.get("cpu0") != d.get("gpu0"):
+        bad.append("%s: CPU and GPU digests differ: %r" % (v, d))
+for x in r["results"]:
+    if x["status"] != "ok":
+        bad.append("%s on %s: %s %s" % (x["variant"], x["device"], x["status"], x.get("error", "")))
+    if x["variant"].startswith("gpu-") and not (x.get("reference") or {}).get("share", 0) > 0:
+        bad.append("%s: no measured share of plain cuBLASLt" % x["variant"])
+print(" ".join(bad) or "ok")
+PY
+)
+[ "$check" = ok ] || fail "clean: $check"
+
+# 2. selftest, GPUs included.
+expect_exit 0 selftest "$SDCSCAN" selftest --cpus 0 --gpus 0 --json "$TMP/st.json"
+[ "$(located "$TMP/st.json" same-step)" = ok ] || fail "selftest: $(located "$TMP/st.json" same-step)"
+[ "$(json_get "$TMP/st.json" "len([i for i in r['injections'] if i['device'] == 'gpu0'])")" -ge 20 ] ||
+	fail "selftest injected fewer than 20 faults into the GPU"
+
+# 3. The exactness bound at its deepest k (2^22 / 2^7 = 32768): every product and partial sum
+# an integer below 2^22, so the tensor cores must add them exactly; the closed form says whether.
+expect_exit 0 extreme "$SDCSCAN" run --probe gemm --gpus 0 --cpus 0 --set gemm.dtypes=int8 \
+	--set gemm.gpu_dtypes=int8,bf16,fp16 --set gemm.gpu_data=extreme --set gemm.gpu_m=512 --set gemm.gpu_n=512 \
+	--set gemm.gpu_k=32768 --set gemm.iterations=4
+for v in gpu-int8 gpu-bf16 gpu-fp16; do
+	expect_grep extreme out "^gemm/$v  *gpu0  *OK"
+done
+
+# 4. A fault in C, in one tile: named there, and the replay on every SM finds it transient.
+expect_exit 2 tile "$SDCSCAN" run --probe gemm --gpus 0 --cpus 0 --set gemm.dtypes=int8 --set gemm.gpu_dtypes=bf16 \
+	--set gemm.gpu_m=512 --set gemm.gpu_n=512 --set gemm.gpu_k=512 --set gemm.iterations=4 \
+	--inject gemm/gpu-bf16:C:iter=2,row=37,col=300,bit=20
+expect_grep tile out "checksum-mismatch at C\[37\]\[300\]"
+expect_grep tile out "tile (32, 288) recomputed on each of [0-9]* SMs by sdcscan's exact kernel: all right"
+
+# 5. Calibration, tightness and benchmark, small.
+expect_exit 0 calibrate "$SDCSCAN" calibrate gemm --gpus 0 --gpu-sizes 256,1024 --trials 40 -o "$TMP/cal.json"
+"$SDCSCAN" campaign gemm --gpus 0 --tightness 128,256 --tightness-trials 10 >"$TMP/tight.out" 2>"$TMP/tight.err"
+rc=$?
+case $rc in 0 | 2) ;; *) fail "campaign --gpus: exit $rc"; cat "$TMP/tight.err" >&2 ;; esac
+expect_grep tight out "^target: no threshold below its row's |E|: 0 false positive rows: met"
+"$SDCSCAN" bench overhead --gpus 0 --sizes 2048 --seconds 0.5 --dtypes int8,bf16 >"$TMP/bench.out" 2>"$TMP/bench.err"
+rc=$?
+case $rc in 0 | 2) ;; *) fail "bench overhead --gpus: exit $rc"; cat "$TMP/bench.err" >&2 ;; esac
+cat "$TMP/bench.out"
+finish

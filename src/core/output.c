@@ -46,9 +46,6 @@ void sdc_output_header(struct sdc_output *o, const struct sdc_run *run, const st
 {
 	if (o->quiet)
 		return;
-	double total = 0;
-	for (int i = 0; i < plan->n; i++)
-		total += plan->entries[i].common.duration;
 	int cpus = 0, gpus = 0;
 	const char *gpu_model = NULL;
 	for (int i = 0; i < run->ndevices; i++) {
@@ -59,6 +56,9 @@ void sdc_output_header(struct sdc_output *o, const struct sdc_run *run, const st
 			cpus++;
 		}
 	}
+	double total = 0;
+	for (int i = 0; i < plan->n; i++)
+		total += plan->entries[i].common.duration + (gpus ? plan->entries[i].common.gpu_duration : 0);
 	char gpu_text[192] = "";
 	if (gpus)
 		snprintf(gpu_text, sizeof(gpu_text), ", %d GPU%s (%s)", gpus, gpus == 1 ? "" : "s", gpu_model);

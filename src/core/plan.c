@@ -15,6 +15,9 @@ const struct sdc_option sdc_common_options[] = {
 	{ .name = "duration", .type = SDC_OPT_DOUBLE, .offset = OPT(duration), .def = "10",
 	  .help = "seconds this probe runs, split evenly across its variants", .dmin = 0.1,
 	  .dmax = 7 * 86400.0, .unit = "s" },
+	{ .name = "gpu_duration", .type = SDC_OPT_DOUBLE, .offset = OPT(gpu_duration), .def = "0",
+	  .help = "seconds for the variants that run only on GPUs, split evenly among them, when the host has GPUs "
+		  "(0: they share duration with the others)", .dmin = 0, .dmax = 7 * 86400.0, .unit = "s" },
 	{ .name = "iterations", .type = SDC_OPT_INT, .offset = OPT(iterations), .def = "0",
 	  .help = "stop each device after this many iterations (0: the duration decides)", .imin = 0,
 	  .imax = (int64_t)1 << 40 },

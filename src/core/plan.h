@@ -17,6 +17,7 @@
 /* Keys every probe takes in a profile and with --set, besides its own options. */
 struct sdc_common_opts {
 	double duration;    /* seconds, split evenly across the probe's variants */
+	double gpu_duration; /* > 0: seconds for the GPU-only variants, apart from duration */
 	int64_t iterations; /* stop each device after this many iterations; 0: the duration decides */
 	bool optional;      /* missing hardware is WARNING (skipped), not UNKNOWN */
 };

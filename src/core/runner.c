@@ -590,14 +590,19 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 		}
 		/* A variant for a kind of device this run has none of (GPU variants on a host without
 		 * GPUs: the header said why) is not run; the others share the probe's time. */
-		int runnable = 0;
+		int runnable = 0, gpu_only = 0;
 		for (int v = 0; v < nv; v++) {
 			bool any = false;
 			for (int d = 0; d < run->ndevices && !any; d++)
 				any = runs_on(run, e->probe, &variants[v], d);
-			if (any)
+			if (any) {
 				variants[runnable++] = variants[v];
+				gpu_only += variants[v].devices == SDC_ON_GPU;
+			}
 		}
+		/* With gpu_duration, the GPU-only variants have a time of their own, so GPUs on the
+		 * host do not shorten the CPUs' burn. */
+		const bool own = e->common.gpu_duration > 0 && gpu_only;
 		for (int v = 0; v < runnable; v++) {
 			poll_fleet_interrupt();
 			if (sdc_stop_interrupted()) {
@@ -605,7 +610,11 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 						  "the run was interrupted before this probe started");
 				continue;
 			}
-			if (run_variant(run, e, &variants[v], e->common.duration / runnable, out))
+			const bool gpu = variants[v].devices == SDC_ON_GPU;
+			const double share = !own ? e->common.duration / runnable
+					     : gpu ? e->common.gpu_duration / gpu_only
+						   : e->common.duration / SDC_MAX(1, runnable - gpu_only);
+			if (run_variant(run, e, &variants[v], share, out))
 				return -1;
 		}
 	}

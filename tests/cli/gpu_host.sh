@@ -248,6 +248,16 @@ PY
 )
 [ "$check" = ok ] || fail "campaign --gpus: $check"
 
+# gpu_duration: the GPU-only variants have their own time, so a GPU does not shorten the CPUs'.
+expect_exit 0 gpudur "$SDCSCAN" run $GPU --set gemm.iterations=0 --set gemm.dtypes=int8 --cpus 0 --gpus none \
+	--set gemm.duration=1.5 --set gemm.gpu_duration=2 --set gemm.gpu_dtypes=bf16,fp16 --json "$TMP/gpudur0.json"
+expect_grep gpudur out "about 2 s"
+expect_exit 0 gpudur1 "$SDCSCAN" run $GPU --set gemm.iterations=0 --set gemm.dtypes=int8 --cpus 0 \
+	--set gemm.duration=1.5 --set gemm.gpu_duration=2 --set gemm.gpu_dtypes=bf16,fp16 --json "$TMP/gpudur1.json"
+expect_grep gpudur1 out "about 4 s"
+[ "$(json_get "$TMP/gpudur1.json" "[x['variant'] for x in r['results'] if x['device'] == 'cpu0' and x['seconds'] >= 1.4]")" = \
+	"['int8']" ] || fail "gpu_duration: the CPU's variant lost its time to the GPU's"
+
 # No module: the CPUs are scanned as always, and the report says why no GPU was tested.
 SDCSCAN_GPU_MODULE="$TMP/none.so" expect_exit 0 nomodule "$SDCSCAN" run $GPU --json "$TMP/nomodule.json"
 case "$(json_get "$TMP/nomodule.json" "r['host'].get('gpu_note', '')")" in

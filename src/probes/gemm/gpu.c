@@ -703,7 +703,7 @@ static int look_at(struct lane *l, int slot, uint64_t iter, bool *redo)
 
 /*
  * The GPU's own throughput for this product: plain cuBLASLt GEMMs (no checksum columns, no
- * checks) back to back for about a quarter of a second. The burn's rate as a share of it is how
+ * checks) back to back for about a tenth of a second. The burn's rate as a share of it is how
  * busy the burn kept the GPU, measured rather than assumed.
  */
 static void measure_reference(struct lane *l)
@@ -714,8 +714,9 @@ static void measure_reference(struct lane *l)
 	double t0 = sdc_now();
 	if (l->m->gemm_submit(l->g, 0, SDC_GPU_PLAIN, err, sizeof(err)) || l->m->gemm_sync(l->g, err, sizeof(err)))
 		return; /* the burn meets the same failure and reports it */
+	/* About a tenth of a second of GEMMs (at least 4, so the launches overlap as in the burn). */
 	const double one = sdc_now() - t0;
-	const int n = one > 0.125 ? 1 : one * 64 > 0.25 ? (int)(0.25 / one) + 1 : 64;
+	const int n = one >= 0.025 ? 4 : one * 4096 < 0.1 ? 4096 : (int)(0.1 / one) + 1;
 	t0 = sdc_now();
 	for (int i = 0; i < n; i++)
 		if (l->m->gemm_submit(l->g, i % SDC_GPU_SLOTS, SDC_GPU_PLAIN, err, sizeof(err)))

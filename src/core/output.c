@@ -64,6 +64,15 @@ void sdc_output_header(struct sdc_output *o, const struct sdc_run *run, const st
 		snprintf(gpu_text, sizeof(gpu_text), ", %d GPU%s (%s)", gpus, gpus == 1 ? "" : "s", gpu_model);
 	fprintf(o->fp, "sdcscan %s: profile %s, seed %" PRIu64 ", %d CPU%s (%s)%s, about %.0f s\n", SDC_VERSION,
 		plan->name, run->seed, cpus, cpus == 1 ? "" : "s", sdc_run_cpu_model(run), gpu_text, total);
+	/* Each GPU by every name a fleet tool might know it by. */
+	for (int i = 0; i < run->ndevices; i++) {
+		const struct sdc_device *d = &run->devices[i];
+		if (d->kind != SDC_DEVICE_GPU)
+			continue;
+		fprintf(o->fp, "  %s: %s, %s, bus %s, compute %d.%d, %d SMs, %.0f GiB, driver %s, CUDA runtime %s\n", d->id,
+			d->model, d->gpu.uuid, d->gpu.pci_bus_id, d->gpu.cc_major, d->gpu.cc_minor, d->gpu.sm_count,
+			(double)d->gpu.memory_bytes / (1u << 30), d->gpu.driver, d->gpu.runtime);
+	}
 	fflush(o->fp);
 }
 

@@ -19,6 +19,7 @@ GPU="--probe gemm --set gemm.m=48 --set gemm.n=40 --set gemm.k=64 --set gemm.ref
 expect_exit 0 clean "$SDCSCAN" run $GPU --set gemm.gpu_dtypes=int8,fp32,bf16,fp16,fp32-fast,tf32-fast,bf16-fast \
 	--json "$TMP/clean.json"
 expect_grep clean out "1 GPU (sdcscan fake GPU"
+expect_grep clean out "^  gpu0: sdcscan fake GPU (CPU emulation), GPU-00000000-0000-0000-0000-000000000000, bus 0000:f0:00.0, compute 9.0, 8 SMs, [0-9]* GiB, driver 580.00.fake, CUDA runtime fake$"
 for v in gpu-int8 gpu-fp32 gpu-bf16 gpu-fp16 gpu-fp32-fast gpu-tf32-fast gpu-bf16-fast; do
 	expect_grep clean out "^gemm/$v  *gpu0  *OK"
 done
@@ -127,6 +128,12 @@ FAKE_GPU_HANG=1 expect_exit 3 hang "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --
 expect_grep hang out "^gemm/int8  *gpu0  *UNKNOWN  gpu0 (0000:f0:00.0): .*did not finish within 0.5 s: the GPU is hung"
 expect_grep hang out "^gemm/gpu-bf16  *gpu0  *UNKNOWN  not run: gpu0 failed earlier in this run"
 expect_grep hang out "^gemm/int8  *cpu0  *OK"
+
+# The device's operand generator against the host's twin: a difference is named at its element.
+FAKE_GPU_GEN_BUG=1 expect_exit 2 genbug "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=bf16 \
+	--json "$TMP/genbug.json"
+[ "$(json_get "$TMP/genbug.json" "sorted((f['target'], f['row'], f['col']) for f in r['findings'] if f['kind'] == 'operand-generation')")" = \
+	"[('A', 1, 2), ('B', 0, 1)]" ] || fail "genbug: the generator's differences were not named at A[1][2] and B[0][1]"
 
 # A new uncorrectable ECC error during the run: CRITICAL, named.
 FAKE_NVML_NEW_UNC=1 expect_exit 2 ecc "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=int8

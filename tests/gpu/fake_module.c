@@ -12,6 +12,8 @@
  *   FAKE_GPU_FAIL=STEP    create, load, multiply or check fails as a sticky CUDA error would
  *   FAKE_GPU_HANG=1       the first collect waits out the deadline and reports a hung GPU, as the
  *                         CUDA module does; every later wait is refused
+ *   FAKE_GPU_GEN_BUG=1    the operand generator differs from the host's twin at A[1][2] and at
+ *                         B[0][1] (a port of the generator that went wrong)
  *   FAKE_GPU_ACC_BITS=B   the bf16/fp16 accumulator keeps B significant bits (a tensor core whose
  *                         accumulator is narrower than the exactness bound assumes)
  */
@@ -275,6 +277,10 @@ static int fake_load(struct sdc_gpu_gemm *g, uint64_t set, const double *pool, c
 		}
 	}
 	(void)ne;
+	if (env_int("FAKE_GPU_GEN_BUG", 0) && c->cls >= 16 && c->m > 1 && c->k > 2 && n > 1) { /* burn engines only */
+		put(g->a, g->esz, (size_t)1 * g->kp + 2, get(g->a, g->esz, (size_t)1 * g->kp + 2) ^ 1);
+		put(g->bt, g->esz, (size_t)1 * g->kp + 0, get(g->bt, g->esz, (size_t)1 * g->kp + 0) ^ 1);
+	}
 	g->fp_a = fingerprint(g->a, (size_t)c->m * g->kp * g->esz);
 	g->fp_b = fingerprint(g->bt, (size_t)c->ldc * g->kp * g->esz);
 	return 0;
@@ -293,12 +299,15 @@ static int64_t truncate_bits(int64_t s, int bits)
 	return s < 0 ? -(int64_t)kept : (int64_t)kept;
 }
 
-/* C[i][j] for i in rows, j in cols: exact in int64, fast in double rounded to fp32. */
+/* C[i][j]: int8 exact in int64, the float types in double rounded to fp32. */
 static uint32_t product(const struct sdc_gpu_gemm *g, int i, int j, int ncols_data)
 {
 	const struct sdc_gpu_gemm_cfg *c = &g->c;
-	if (sdc_gpu_type_exact(c->type)) {
-		const int acc_bits = c->type == SDC_GPU_INT8 ? -1 : env_int("FAKE_GPU_ACC_BITS", -1);
+	/* int8 in integers; the float types in double, exact for their small integers and faithful
+	 * to a corrupted element's fraction or exponent (rounded to fp32 once, at the end); a narrowed
+	 * accumulator (FAKE_GPU_ACC_BITS, integer data) in integers it truncates. */
+	const int acc_bits = c->type == SDC_GPU_INT8 || !sdc_gpu_type_exact(c->type) ? -1 : env_int("FAKE_GPU_ACC_BITS", -1);
+	if (c->type == SDC_GPU_INT8 || acc_bits > 0) {
 		int64_t s = 0;
 		for (int p = 0; p < c->k; p++) {
 			s += (int64_t)value_of(c->type, get(g->a, g->esz, (size_t)i * g->kp + p)) *

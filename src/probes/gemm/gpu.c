@@ -702,6 +702,86 @@ static int look_at(struct lane *l, int slot, uint64_t iter, bool *redo)
 }
 
 /*
+ * The device's operand generator (kernels/cuda/gemm.cu) against the host's twin (gemm_data.h,
+ * gpu_truth.c), once per burn lane on its first operand set: all of A, and up to eight rows of
+ * B_ext with their checksum columns (the first, the last, some between), element by element. Findings'
+ * expected values and the SM replay's right answers come from the host's twin, so the two must
+ * agree bit for bit; a difference is named at its element.
+ */
+static void check_generator(struct lane *l)
+{
+	const struct sdc_gpu_gemm_cfg *c = &l->sh->gcfg;
+	const int kp = (c->k + 15) / 16 * 16;
+	const size_t a_elems = (size_t)c->m * (size_t)kp, chunk = (size_t)1 << 20; /* elements a read */
+	uint8_t *buf = malloc(SDC_MAX(chunk, (size_t)c->n_ext) * (size_t)l->esz);
+	if (!buf || ensure_truth(l)) {
+		free(buf);
+		sdc_worker_error(l->w, "%s: out of host memory to check the operand generator", l->w->dev->id);
+		return;
+	}
+	int reported = 0;
+	uint64_t differ = 0;
+	struct sdc_finding f;
+	for (size_t e = 0; e < a_elems; e++) {
+		if (e % chunk == 0) {
+			/* A lies as m rows of kp: a linear read from (0, e) runs on across rows */
+			const size_t count = SDC_MIN(chunk, a_elems - e);
+			if (l->m->gemm_read(l->g, 0, 'A', (int)(e / (size_t)kp), (int)(e % (size_t)kp), (int)count, buf, l->err,
+					    sizeof(l->err))) {
+				lane_error(l, "reading A back");
+				goto out;
+			}
+		}
+		const int i = (int)(e / (size_t)kp), p = (int)(e % (size_t)kp);
+		uint64_t have = 0;
+		memcpy(&have, buf + (e % chunk) * (size_t)l->esz, (size_t)l->esz);
+		const uint64_t want = sdc_gpu_truth_a(&l->truth, i, p);
+		if (have == want)
+			continue;
+		differ++;
+		if (reported++ < 4) {
+			finding_init(&f, l, "operand-generation", "A", i, p);
+			sdc_finding_set_bits(&f, want, have, 8 * l->esz);
+			snprintf(f.detail, sizeof(f.detail), "the GPU drew A[%d][%d] otherwise than the host's twin of its "
+				 "generator", i, p);
+			sdc_worker_report(l->w, &f);
+		}
+	}
+	const int rows[8] = { 0, c->k - 1, c->k / 2, c->k / 3, c->k / 5, c->k / 7, c->k / 11, 1 % c->k };
+	for (int r = 0; r < 8; r++) {
+		const int p = rows[r];
+		bool seen = false;
+		for (int q = 0; q < r; q++)
+			seen |= rows[q] == p;
+		if (seen)
+			continue;
+		if (l->m->gemm_read(l->g, 0, 'B', p, 0, c->n_ext, buf, l->err, sizeof(l->err))) {
+			lane_error(l, "reading B back");
+			goto out;
+		}
+		for (int j = 0; j < c->n_ext; j++) {
+			uint64_t have = 0;
+			memcpy(&have, buf + (size_t)j * (size_t)l->esz, (size_t)l->esz);
+			const uint64_t want = sdc_gpu_truth_b(&l->truth, p, j);
+			if (have == want)
+				continue;
+			differ++;
+			if (reported++ < 8) {
+				finding_init(&f, l, "operand-generation", "B", p, j);
+				sdc_finding_set_bits(&f, want, have, 8 * l->esz);
+				snprintf(f.detail, sizeof(f.detail), "the GPU %s B[%d][%d] otherwise than the host's twin",
+					 j < c->n ? "drew" : "encoded", p, j);
+				sdc_worker_report(l->w, &f);
+			}
+		}
+	}
+	if (differ > (uint64_t)SDC_MIN(reported, 8))
+		l->w->corruptions += differ - (uint64_t)SDC_MIN(reported, 8);
+out:
+	free(buf);
+}
+
+/*
  * The GPU's own throughput for this product: plain cuBLASLt GEMMs (no checksum columns, no
  * checks) back to back for about a tenth of a second. The burn's rate as a share of it is how
  * busy the burn kept the GPU, measured rather than assumed.
@@ -766,6 +846,9 @@ void sdc_gemm_gpu_run(struct sdc_worker *w)
 			lane_error(&l, "drawing the operands");
 			goto out;
 		}
+		check_generator(&l);
+		if (w->failed)
+			goto out;
 		measure_reference(&l);
 		sdc_worker_restart_clock(w);
 	}

@@ -16,7 +16,7 @@
 #include "fleet.h"
 
 struct run_opts {
-	const char *profile;
+	const char *profile, *variant;
 	struct sdc_arglist probes, sets, inject;
 	double duration;
 	int64_t expect_gpus;
@@ -43,6 +43,8 @@ static const struct sdc_option run_options[] = {
 	  .help = "set a probe option (repeatable), e.g. --set gemm.m=512" },
 	{ .name = "duration", .short_name = 'd', .metavar = "SECONDS", .type = SDC_OPT_CUSTOM, .offset = OPT(duration),
 	  .parse = parse_duration, .help = "total run time, shared by the probes in the profile's ratio" },
+	{ .name = "variant", .metavar = "PROBE/VARIANT", .type = SDC_OPT_ARG, .offset = OPT(variant),
+	  .help = "run only this variant of one probe (a finding's replay uses it)" },
 	{ .name = "inject", .short_name = 'i', .metavar = "SPEC", .type = SDC_OPT_LIST, .offset = OPT(inject),
 	  .help = "inject faults: PROBE[/VARIANT]:TARGET[:KEY=VAL,...] (repeatable)" },
 	{ .name = "expect-gpus", .metavar = "N", .type = SDC_OPT_INT, .offset = OPT(expect_gpus), .def = "-1", .imin = -1,
@@ -107,6 +109,25 @@ out_fail:
 	for (int k = 0; k < sel.n; k++)
 		if (!from_profile[k])
 			free(sel.entries[k].opts);
+	return -1;
+}
+
+/* --variant: the probe's options (profile and --set applied) must give that variant. */
+static int check_variant(struct sdc_cli *cli, struct sdc_plan_entry *e, const char *variant)
+{
+	struct sdc_variant v[SDC_VARIANTS_MAX];
+	const int nv = e->probe->variants ? e->probe->variants(e->opts, v, SDC_VARIANTS_MAX) : 0;
+	char names[512] = "";
+	for (int i = 0; i < nv; i++) {
+		if (!strcmp(v[i].name, variant)) {
+			sdc_strlcpy(e->only_variant, variant, sizeof(e->only_variant));
+			return 0;
+		}
+		const size_t used = strlen(names);
+		snprintf(names + used, sizeof(names) - used, "%s%.64s", i ? ", " : "", v[i].name);
+	}
+	sdc_cli_bad(cli, "--variant %s/%s: the probe's options give no such variant (they give: %s)", e->probe->name,
+		    variant, nv > 0 ? names : "none");
 	return -1;
 }
 
@@ -180,11 +201,33 @@ static int run_main(struct sdc_cmd *c)
 		fprintf(stderr, "sdcscan run: %s\n", err);
 		goto out;
 	}
+	struct sdc_arglist only = { 0 };
+	char only_probe[SDC_NAME_MAX] = "";
+	const char *only_variant = NULL;
+	if (o->variant) {
+		const char *slash = strchr(o->variant, '/');
+		if (!slash || slash == o->variant || !slash[1] || (size_t)(slash - o->variant) >= sizeof(only_probe)) {
+			rc = sdc_cli_bad(cli, "--variant '%s': expected PROBE/VARIANT, e.g. gemm/int8", o->variant);
+			goto out;
+		}
+		memcpy(only_probe, o->variant, (size_t)(slash - o->variant));
+		only_variant = slash + 1;
+		const char *name = only_probe;
+		only = (struct sdc_arglist){ .v = &name, .n = 1 };
+		if (o->probes.n) {
+			rc = sdc_cli_bad(cli, "--variant names its probe: give it without --probe");
+			goto out;
+		}
+		if (select_probes(cli, &plan, &only))
+			goto out;
+	}
 	if (o->probes.n && select_probes(cli, &plan, &o->probes))
 		goto out;
 	for (int i = 0; i < o->sets.n; i++)
 		if (sdc_plan_set(&plan, o->sets.v[i]))
 			goto out;
+	if (only_variant && check_variant(cli, &plan.entries[0], only_variant))
+		goto out;
 	if (o->duration > 0)
 		sdc_plan_scale_duration(&plan, o->duration);
 

@@ -14,6 +14,7 @@
 
 #include "command.h"
 #include "core/output.h"
+#include "core/replay.h"
 #include "sdc_config.h"
 #include "base/util.h"
 
@@ -134,7 +135,7 @@ static json_t *options_json(const struct sdc_option *table, const void *opts)
 
 static json_t *run_json(const struct sdc_run *run, const struct sdc_plan *plan)
 {
-	char start[32], seed[32], replay[512];
+	char start[32], seed[32], replay[4096];
 	sdc_format_utc(run->start_wall, start, sizeof(start));
 	snprintf(seed, sizeof(seed), "%" PRIu64, run->seed);
 	json_t *probes = json_array();
@@ -149,7 +150,7 @@ static json_t *run_json(const struct sdc_run *run, const struct sdc_plan *plan)
 	json_t *inject = json_array();
 	for (int i = 0; i < run->ninject; i++)
 		json_array_append_new(inject, json_string(run->inject[i].text));
-	snprintf(replay, sizeof(replay), "sdcscan run --profile %s --seed %s", plan->name, seed);
+	sdc_replay_run(run, replay, sizeof(replay));
 	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:b, s:s, s:o, s:o, s:O}", "profile", plan->name,
 			 "profile_source", plan->source, "description", plan->description, "seed", seed, "start",
 			 start, "duration_seconds", run->end_mono - run->start_mono, "interrupted",
@@ -233,6 +234,9 @@ static json_t *findings_json(const struct sdc_run *run)
 		}
 		if (f->sm_known)
 			json_object_set_new(o, "sm", json_integer(f->sm));
+		char replay[4096];
+		sdc_replay_finding(run, f, replay, sizeof(replay));
+		json_object_set_new(o, "replay", json_string(replay));
 		json_array_append_new(arr, o);
 	}
 	return arr;

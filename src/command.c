@@ -36,6 +36,13 @@ int sdc_cli_start_run(struct sdc_cmd *c, struct sdc_run *run, uint64_t seed)
 		sdc_error("out of memory");
 		return -1;
 	}
+	/* A report that could not be written is found now, not after the burn. */
+	char where[4096];
+	if (cli->json && strcmp(cli->json, "-") && sdc_output_path(cli->json, where, sizeof(where), err, sizeof(err))) {
+		sdc_cli_bad(cli, "--json: %s", err);
+		sdc_run_release(run);
+		return -1;
+	}
 	run->argc = c->argc;
 	run->argv = c->argv;
 	run->start_wall = sdc_wall_now();

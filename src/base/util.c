@@ -225,9 +225,100 @@ void sdc_strlcpy(char *dst, const char *src, size_t len)
 	dst[n] = '\0';
 }
 
-int sdc_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen)
+int sdc_output_path(const char *path, char *out, size_t outlen, char *err, size_t errlen)
 {
-	char tmp[4096], dir[4096];
+	char cur[4096], link[4096];
+	if (!*path) {
+		snprintf(err, errlen, "an empty path");
+		return -1;
+	}
+	sdc_strlcpy(cur, path, sizeof(cur));
+	/* Follow symlinks (a bounded number) to the file they name, existing or not. */
+	for (int hops = 0;; hops++) {
+		struct stat st;
+		if (lstat(cur, &st)) {
+			if (errno != ENOENT) {
+				snprintf(err, errlen, "%s: %s", cur, strerror(errno));
+				return -1;
+			}
+			break; /* to be created */
+		}
+		if (S_ISLNK(st.st_mode)) {
+			const ssize_t n = readlink(cur, link, sizeof(link) - 1);
+			if (n < 0 || hops >= 40) {
+				snprintf(err, errlen, "%s: %s", cur, n < 0 ? strerror(errno) : "too many symbolic links");
+				return -1;
+			}
+			link[n] = '\0';
+			if (link[0] == '/') {
+				sdc_strlcpy(cur, link, sizeof(cur));
+			} else {
+				/* relative to the link's own directory */
+				char d[4096];
+				sdc_strlcpy(d, cur, sizeof(d));
+				const char *dn = dirname(d);
+				if (snprintf(cur, sizeof(cur), "%s/%s", dn, link) >= (int)sizeof(cur)) {
+					snprintf(err, errlen, "%s: path too long", path);
+					return -1;
+				}
+			}
+			continue;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			snprintf(err, errlen, "%s%s%s is not a regular file (%s): sdcscan writes only regular files, or - for "
+				 "standard output", path, strcmp(cur, path) ? " -> " : "", strcmp(cur, path) ? cur : "",
+				 S_ISCHR(st.st_mode) ? "a character device" : S_ISDIR(st.st_mode) ? "a directory"
+				 : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISBLK(st.st_mode) ? "a block device" : "not a file");
+			return -1;
+		}
+		break;
+	}
+	/* The rename lands in the file's own directory, which must let us create a file. */
+	char d[4096];
+	sdc_strlcpy(d, cur, sizeof(d));
+	const char *dn = dirname(d);
+	if (access(dn, W_OK | X_OK)) {
+		snprintf(err, errlen, "cannot write in %s (for %s): %s", dn, path, strerror(errno));
+		return -1;
+	}
+	if (strlen(cur) >= outlen) {
+		snprintf(err, errlen, "%s: path too long", path);
+		return -1;
+	}
+	sdc_strlcpy(out, cur, outlen);
+	return 0;
+}
+
+int sdc_make_parent_dirs(const char *path, unsigned mode, char *err, size_t errlen)
+{
+	char d[4096];
+	if (strlen(path) >= sizeof(d)) {
+		snprintf(err, errlen, "%s: path too long", path);
+		return -1;
+	}
+	sdc_strlcpy(d, path, sizeof(d));
+	char *dir = dirname(d);
+	for (char *p = dir + 1; ; p++) {
+		const char c = *p;
+		if (c != '/' && c != '\0')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, (mode_t)mode) && errno != EEXIST) {
+			snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+			return -1;
+		}
+		*p = c;
+		if (!c)
+			break;
+	}
+	return 0;
+}
+
+int sdc_write_atomic(const char *given, const char *data, size_t len, char *err, size_t errlen)
+{
+	char tmp[4096], dir[4096], path[4096];
+	if (sdc_output_path(given, path, sizeof(path), err, errlen))
+		return -1;
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp)) {
 		snprintf(err, errlen, "%s: path too long", path);
 		return -1;

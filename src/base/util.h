@@ -61,6 +61,18 @@ uint64_t sdc_mem_available(void);
  * old file or the new one, never half of one. Returns 0 or -1 with err set. */
 int sdc_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen);
 
+/*
+ * Where a file written with sdc_write_atomic lands: path with its symbolic links followed (the
+ * file they name, written through in its own directory). Refuses what is not a regular file
+ * (a device such as /dev/full, a directory, a FIFO) and a directory sdcscan cannot create a file
+ * in, so a command can say so before it burns. 0 with out set, or -1 with err.
+ */
+int sdc_output_path(const char *path, char *out, size_t outlen, char *err, size_t errlen);
+
+/* Creates the directory that will hold file path, and its parents, with mode (0 when they
+ * exist; -1 with err). */
+int sdc_make_parent_dirs(const char *path, unsigned mode, char *err, size_t errlen);
+
 /* snprintf that always terminates and never warns about truncation. */
 void sdc_strlcpy(char *dst, const char *src, size_t len);
 

@@ -4,6 +4,7 @@
  * joined when the chosen command says so, the common flags and the command's own table are
  * parsed with getopt, and --help is generated from the same tables.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -387,6 +388,12 @@ int sdc_main(int argc, char **argv)
 	}
 	sdc_set_quiet(c.cli.quiet);
 	rc = cmd->fn(&c);
+	/* Output that did not reach its file (a full disk, a closed pipe) makes a clean run UNKNOWN. */
+	if (fflush(stdout) || ferror(stdout)) {
+		sdc_error("%s: writing the output failed: %s", path, strerror(errno));
+		if (rc == sdc_exit_code(SDC_OK, c.cli.exit_style) || rc == sdc_exit_code(SDC_WARNING, c.cli.exit_style))
+			rc = sdc_exit_code(SDC_UNKNOWN, c.cli.exit_style);
+	}
 out:
 	for (const struct sdc_option *o = cmd->options; o && o->name && c.opts; o++)
 		if (o->type == SDC_OPT_LIST)

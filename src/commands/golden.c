@@ -77,6 +77,9 @@ static int record_main(struct sdc_cmd *c)
 	}
 	if (!o->output)
 		return sdc_cli_bad(cli, "--output FILE is required");
+	char where[4096], werr[4200];
+	if (sdc_output_path(o->output, where, sizeof(where), werr, sizeof(werr)))
+		return sdc_cli_bad(cli, "--output: %s", werr);
 	struct sdc_plan plan = { .seed_mode = SDC_SEED_FIXED, .seed = 1 };
 	if (o->profile && sdc_profile_load(o->profile, &plan, err, sizeof(err))) {
 		fprintf(stderr, "sdcscan golden: %s\n", err);

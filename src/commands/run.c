@@ -165,15 +165,20 @@ static int finish(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_pla
 	for (int i = before; i < run->nfindings; i++)
 		fprintf(out->fp, "fleet: %s: %s\n", run->findings[i].kind, run->findings[i].detail);
 	int code = sdc_exit_code(v, cli->exit_style);
+	bool written = true;
 	if (cli->json && sdc_fleet.rank == 0) {
 		json_t *report = sdc_report_build(run, plan, v, code, NULL);
-		if (!report || sdc_report_write(report, cli->json)) {
+		written = report && !sdc_report_write(report, cli->json);
+		json_decref(report);
+		if (!written) {
 			final = sdc_verdict_worst(v, SDC_UNKNOWN);
 			code = sdc_exit_code(final, cli->exit_style);
 		}
-		json_decref(report);
 	}
-	sdc_output_verdict(out, run, final, cli->json && strcmp(cli->json, "-") ? cli->json : NULL);
+	/* What the probes found, whatever became of the report; a report not written said apart. */
+	sdc_output_verdict(out, run, v, written && cli->json && strcmp(cli->json, "-") ? cli->json : NULL);
+	if (!written)
+		fprintf(out->fp, "UNKNOWN: the report was not written to %s (see the error above)\n", cli->json);
 	return code;
 }
 

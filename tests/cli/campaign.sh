@@ -77,4 +77,37 @@ head -c 100 "$TMP/cal.json" >"$TMP/trunc.json"
 expect_exit 3 truncated_cal "$SDCSCAN" run $SMALL --set gemm.dtypes=fp64-fast --set gemm.calibration="$TMP/trunc.json" --duration 1
 expect_grep truncated_cal out "trunc.json"
 unset SDCSCAN_CALIBRATION
+
+# A calibration needs many GEMMs a size (V-ABFT's maximum): fewer are refused before measuring,
+# and a file that rests on fewer (an older sdcscan wrote it) is refused by run, never turned
+# into findings. The weak file is this host's own calibration with one size's count lowered and
+# its SHA-256 recomputed as sdcscan computes it (sorted keys, compact, reals as %.17g without
+# exponent zeros: kept dyadic here so Python prints them alike).
+expect_exit 3 fewtrials "$SDCSCAN" calibrate --trials 1 --sizes 16 --output "$TMP/few.json"
+expect_grep fewtrials err "gives 1 GEMMs a size; V-ABFT's maximum needs at least 100"
+[ ! -e "$TMP/few.json" ] || fail "a refused calibration left a file"
+expect_exit 0 cal100 "$SDCSCAN" calibrate --trials 100 --sizes 16 --output "$TMP/c100.json" --quiet
+python3 - "$TMP/c100.json" "$TMP/weak.json" <<'PY'
+import hashlib, json, re, sys
+d = json.load(open(sys.argv[1]))
+del d["sha256"]
+for p in d["precisions"].values():
+    p["emax"] = 2.0 ** -20
+    for s in p["sizes"]:
+        s["gemms"] = 1
+        s["max_relative_error"] = 2.0 ** -21
+d["method"]["margin"] = 0.25
+canon = json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+canon = re.sub(r"e([+-])0+(\d)", r"e\1\2", canon)  # jansson writes 1e-7, not 1e-07
+d["sha256"] = hashlib.sha256(canon.encode()).hexdigest()
+json.dump(d, open(sys.argv[2], "w"), indent=2)
+PY
+expect_exit 3 weak_cal "$SDCSCAN" run $SMALL --set gemm.dtypes=fp32-fast --set gemm.calibration="$TMP/weak.json" \
+	--duration 1
+expect_grep weak_cal out "fp32 at K=16 rests on 1 GEMMs, fewer than the 100 per size its maximum needs"
+# calibrate makes the state directory it writes in.
+rm -rf "$TMP/state"
+SDCSCAN_CALIBRATION="$TMP/state/sub/calibration.json" expect_exit 0 mkstate "$SDCSCAN" calibrate --trials 100 \
+	--sizes 16 --quiet
+[ -f "$TMP/state/sub/calibration.json" ] || fail "calibrate did not create its state directory"
 finish

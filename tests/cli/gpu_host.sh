@@ -187,7 +187,7 @@ expect_grep benchdt err "it needs --gpus"
 # element of C once to fp32 from an exact sum, and the check sums in double, so on positive data
 # |E| / |checksum| <= 2 u32 (fp32, tf32), plus the bf16 rounding of the checksum columns
 # (2^-9) for bf16-fast; e_max is the maximum plus 20%.
-expect_exit 0 calgpu "$SDCSCAN" calibrate gemm --gpus all --gpu-sizes 64,128 --trials 20 -o "$TMP/cal.json"
+expect_exit 0 calgpu "$SDCSCAN" calibrate gemm --gpus all --gpu-sizes 64,128 --trials 200 -o "$TMP/cal.json"
 check=$(python3 - "$TMP/cal.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -198,7 +198,7 @@ e = r["gpus"].get("sdcscan fake GPU (CPU emulation), fake cuBLASLt")
 bound = {"fp32-fast": 2 * 2**-24, "tf32-fast": 2 * 2**-24, "bf16-fast": 2**-9 + 2 * 2**-24}
 for p, b in bound.items():
     x = e["precisions"][p] if e else None
-    if not x or not 0 < x["emax"] <= 1.2 * b or x["rows"] != 10 * 64 + 10 * 128:
+    if not x or not 0 < x["emax"] <= 1.2 * b or x["rows"] != 100 * 64 + 100 * 128:
         bad.append("%s: %r (bound %g)" % (p, x and (x["emax"], x["rows"]), 1.2 * b))
     elif abs(x["emax"] - 1.2 * max(s["max_relative_error"] for s in x["sizes"])) > 1e-9 * x["emax"]:
         bad.append("%s: e_max is not the maximum plus 20%%" % p)
@@ -218,10 +218,10 @@ case "$(json_get "$TMP/calrun.json" "r['run']['environment']['gemm']['fp32-fast'
 *) fail "calibrate --gpus: the CPU's fast class did not fall back to its built-in e_max" ;;
 esac
 # A CPU calibration into the same file keeps the GPUs' entries, and the reverse.
-expect_exit 0 calcpu "$SDCSCAN" calibrate gemm --cpus 0 --sizes 64 --trials 4 -o "$TMP/cal.json"
+expect_exit 0 calcpu "$SDCSCAN" calibrate gemm --cpus 0 --sizes 64 --trials 100 -o "$TMP/cal.json"
 [ "$(json_get "$TMP/cal.json" "sorted(r['gpus']) + sorted(r['precisions'])")" = \
 	"['sdcscan fake GPU (CPU emulation), fake cuBLASLt', 'fp32', 'fp64']" ] || fail "calibrate: the GPUs' entries were lost"
-expect_exit 0 calgpu2 "$SDCSCAN" calibrate gemm --gpus 0 --gpu-sizes 64 --gpu-precisions fp32-fast --trials 4 \
+expect_exit 0 calgpu2 "$SDCSCAN" calibrate gemm --gpus 0 --gpu-sizes 64 --gpu-precisions fp32-fast --trials 100 \
 	-o "$TMP/cal.json"
 [ "$(json_get "$TMP/cal.json" "sorted(r['precisions']) + sorted(r['gpus']['sdcscan fake GPU (CPU emulation), fake cuBLASLt']['precisions'])")" = \
 	"['fp32', 'fp64', 'fp32-fast']" ] || fail "calibrate --gpus: the CPU's entries were lost, or the GPU entry not replaced"

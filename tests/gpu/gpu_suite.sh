@@ -68,7 +68,7 @@ expect_grep tile out "checksum-mismatch at C\[37\]\[300\]"
 expect_grep tile out "tile (32, 288) recomputed on each of [0-9]* SMs by sdcscan's exact kernel: all right"
 
 # 5. Calibration, tightness and benchmark, small.
-expect_exit 0 calibrate "$SDCSCAN" calibrate gemm --gpus 0 --gpu-sizes 256,1024 --trials 40 -o "$TMP/cal.json"
+expect_exit 0 calibrate "$SDCSCAN" calibrate gemm --gpus 0 --gpu-sizes 256,1024 --trials 200 -o "$TMP/cal.json"
 "$SDCSCAN" campaign gemm --gpus 0 --tightness 128,256 --tightness-trials 10 >"$TMP/tight.out" 2>"$TMP/tight.err"
 rc=$?
 case $rc in 0 | 2) ;; *) fail "campaign --gpus: exit $rc"; cat "$TMP/tight.err" >&2 ;; esac

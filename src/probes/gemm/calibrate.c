@@ -212,11 +212,25 @@ static int calibrate_main(struct sdc_cmd *cmd)
 	struct calibrate_opts *o = cmd->opts;
 	struct sdc_cli *cli = &cmd->cli;
 	const char *output = o->output ? o->output : sdc_calibration_default_path(), *kernel = o->kernel;
+	{
+		/* where the file goes is checked before the measuring starts; the state directory
+		 * (/var/lib/sdcscan) is made when it is missing */
+		char where[4096], werr[4200];
+		if ((!o->output && sdc_make_parent_dirs(output, 0755, werr, sizeof(werr))) ||
+		    sdc_output_path(output, where, sizeof(where), werr, sizeof(werr)))
+			return sdc_cli_bad(cli, "--output: %s", werr);
+	}
 	const uint64_t trials = (uint64_t)o->trials;
 	const int nsizes = o->sizes.n;
 	int sizes[MAX_SIZES];
 	memcpy(sizes, o->sizes.v, sizeof(sizes));
 	const bool want[2] = { sdc_opt_set_has(o->precisions, 0), sdc_opt_set_has(o->precisions, 1) };
+	if (cli->have_gpus ? o->trials / o->gpu_sizes.n < SDC_CALIBRATION_MIN_GEMMS
+			   : o->trials / o->sizes.n < SDC_CALIBRATION_MIN_GEMMS)
+		return sdc_cli_bad(cli, "--trials %" PRId64 " over %d size%s gives %" PRId64 " GEMMs a size; V-ABFT's maximum "
+				   "needs at least %d", o->trials, cli->have_gpus ? o->gpu_sizes.n : o->sizes.n,
+				   (cli->have_gpus ? o->gpu_sizes.n : o->sizes.n) == 1 ? "" : "s",
+				   o->trials / (cli->have_gpus ? o->gpu_sizes.n : o->sizes.n), SDC_CALIBRATION_MIN_GEMMS);
 	if (!sdc_fgemm_find(kernel))
 		return sdc_cli_bad(cli, "--kernel '%s': expected auto, portable%s", kernel,
 				   sdc_fgemm_find("openblas") ? " or openblas" : "");

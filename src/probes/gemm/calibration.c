@@ -13,6 +13,34 @@
 #include "sdc_config.h"
 #include "base/util.h"
 
+/* Where the built-in e_max of a precision comes from (calibration.h). */
+static const char *builtin_why(const char *precision)
+{
+	return !strcmp(precision, "fp32") ? "V-ABFT Table 7's FP32 ratio for per-step accumulation (34u, NPU at N = 1024)"
+					  : "V-ABFT Table 7's largest FP64 ratio (66u, the top of the H100's range)";
+}
+
+/* A precision's entry resting on fewer GEMMs at some size than the protocol needs: err says so. */
+static bool too_few(json_t *prec, const char *file, const char *name, char *err, size_t errlen)
+{
+	size_t i;
+	json_t *s;
+	json_array_foreach(json_object_get(prec, "sizes"), i, s) {
+		const json_int_t g = json_integer_value(json_object_get(s, "gemms"));
+		if (g < SDC_CALIBRATION_MIN_GEMMS) {
+			snprintf(err, errlen, "calibration file %s: %s at K=%" JSON_INTEGER_FORMAT " rests on %" JSON_INTEGER_FORMAT
+				 " GEMMs, fewer than the %d per size its maximum needs; run sdcscan calibrate with more --trials",
+				 file, name, json_integer_value(json_object_get(s, "k")), g, SDC_CALIBRATION_MIN_GEMMS);
+			return true;
+		}
+	}
+	if (!json_array_size(json_object_get(prec, "sizes"))) {
+		snprintf(err, errlen, "calibration file %s: %s names no sizes it was measured at", file, name);
+		return true;
+	}
+	return false;
+}
+
 void sdc_calibration_key_here(struct sdc_calibration_key *k, const char *impl)
 {
 	memset(k, 0, sizeof(*k));
@@ -63,6 +91,9 @@ int sdc_calibration_find(const char *path, const struct sdc_calibration_key *key
 	if (e && (!json_is_real(e) || json_real_value(e) <= 0 || json_real_value(e) >= 1)) {
 		snprintf(err, errlen, "calibration file %s: gpus.\"%s\".precisions.%s.emax is not a number in (0, 1)", file,
 			 name, precision);
+		rc = -1;
+	} else if (e && too_few(json_object_get(json_object_get(json_object_get(json_object_get(doc, "gpus"), name),
+							 "precisions"), precision), file, precision, err, errlen)) {
 		rc = -1;
 	} else if (e) {
 		*emax = json_real_value(e);
@@ -172,8 +203,8 @@ int sdc_calibration_emax(const char *path, const struct sdc_calibration_key *key
 	const char *file = named ? path : sdc_calibration_default_path();
 	*emax = !strcmp(precision, "fp32") ? SDC_EMAX_FP32 : SDC_EMAX_FP64;
 	if (!named && access(file, F_OK) && errno == ENOENT) {
-		snprintf(source, srclen, "built-in: %g, V-ABFT Table 7's largest FP32 ratio (34u) (no calibration file at %s)",
-			 *emax, file);
+		snprintf(source, srclen, "built-in: %g, %s (no calibration file at %s)",
+			 *emax, builtin_why(precision), file);
 		return 0;
 	}
 	json_t *doc = sdc_calibration_read(file, err, errlen);
@@ -181,8 +212,8 @@ int sdc_calibration_emax(const char *path, const struct sdc_calibration_key *key
 		return -1;
 	if (!json_object_get(doc, "key")) {
 		/* written by calibrate --gpus alone: no CPU calibration in it */
-		snprintf(source, srclen, "built-in: %g, V-ABFT Table 7's largest FP32 ratio (34u) (%s calibrates GPUs only)",
-			 *emax, file);
+		snprintf(source, srclen, "built-in: %g, %s (%s calibrates GPUs only)",
+			 *emax, builtin_why(precision), file);
 		json_decref(doc);
 		return 0;
 	}
@@ -191,11 +222,13 @@ int sdc_calibration_emax(const char *path, const struct sdc_calibration_key *key
 		json_t *p = json_object_get(json_object_get(doc, "precisions"), precision);
 		json_t *e = json_object_get(p, "emax");
 		if (!p) {
-			snprintf(source, srclen, "built-in: %g, V-ABFT Table 7's largest FP32 ratio (34u) (%s has no %s entry)",
-				 *emax, file, precision);
+			snprintf(source, srclen, "built-in: %g, %s (%s has no %s entry)",
+				 *emax, builtin_why(precision), file, precision);
 		} else if (!json_is_real(e) || json_real_value(e) <= 0 || json_real_value(e) >= 1) {
 			snprintf(err, errlen, "calibration file %s: precisions.%s.emax is not a number in (0, 1)", file,
 				 precision);
+			rc = -1;
+		} else if (too_few(p, file, precision, err, errlen)) {
 			rc = -1;
 		} else {
 			*emax = json_real_value(e);

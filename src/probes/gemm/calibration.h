@@ -2,13 +2,18 @@
  * V-ABFT e_max calibration files (Gao et al. §3.6): the maximum relative verification error
  * |E| / |checksum| seen on positive |N(1,1)| matrices, plus a 20% margin, per precision.
  *
- * Built-in values. The paper's CPU row (FP32 4e-7, FP64 6e-16: about 6u) came from PyTorch on
- * Xeon; OpenBLAS on this project's Xeon measured up to 21u on |N(1,1)| (sdcscan calibrate), so
- * the CPU row gave false alarms. Without a calibration file sdcscan uses the largest ratio
- * Table 7 gives for FP32, 34u (the per-step-accumulation platform), as a constant for both
- * precisions: FP32 2.0e-6, FP64 3.8e-15. Measurements here found no growth with K (128 to 2048),
- * as the paper found on CPUs, so e_max is one number per precision; calibrate at the sizes you
- * burn.
+ * Built-in values. The paper's CPU rows (FP32 4e-7, FP64 6e-16: about 5-6u) came from PyTorch on
+ * Xeon; OpenBLAS on this project's CPUs measured up to 21u (FP32) and 7.5u (FP64) on |N(1,1)|
+ * (sdcscan calibrate), so the CPU rows gave false alarms. Without a calibration file sdcscan
+ * takes from Table 7, per precision, a platform whose accumulation rounds at least as often as
+ * a CPU BLAS may: FP32 34u (the NPU's per-step accumulation at N = 1024), 2.0e-6; FP64 66u (the
+ * top of the H100's FP64 range, 33-66u), 7.3e-15. Measurements here found no growth with K (128
+ * to 2048), as the paper found on CPUs, so e_max is one number per precision; calibrate at the
+ * sizes you burn.
+ *
+ * A calibration rests on at least SDC_CALIBRATION_MIN_GEMMS GEMMs per size: calibrate refuses
+ * fewer, and run refuses a file that has fewer (a maximum over a handful of rows would be a
+ * threshold that healthy hosts breach).
  *
  * Location: $SDCSCAN_CALIBRATION, else /var/lib/sdcscan/calibration.json; without a file,
  * V-ABFT Table 7's CPU values are used and the report says so.
@@ -30,9 +35,10 @@ struct sdc_calibration_key {
 	char kernel[64];
 };
 
-/* Built-in e_max: 34 units of roundoff (see above). */
+/* Built-in e_max (see above). */
 #define SDC_EMAX_FP32 (34 * 0x1p-24)
-#define SDC_EMAX_FP64 (34 * 0x1p-53)
+#define SDC_EMAX_FP64 (66 * 0x1p-53)
+#define SDC_CALIBRATION_MIN_GEMMS 100
 
 /* The key of this host for the floating-point kernel `impl` ("openblas", "portable"). */
 void sdc_calibration_key_here(struct sdc_calibration_key *k, const char *impl);

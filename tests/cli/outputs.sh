@@ -1,0 +1,46 @@
+#!/bin/sh
+# Output files: only regular files are written (or - for stdout); a symlink is written through
+# to its target; a report that cannot be written is refused before the burn; output that does
+# not reach its file makes a clean run UNKNOWN.
+. "$(dirname "$0")/lib.sh"
+RUN="run $SMALL --set gemm.dtypes=int8 --cpus 0 --gpus none"
+
+for dev in /dev/null /dev/full; do
+	name=$(basename "$dev")
+	expect_exit 3 "$name" "$SDCSCAN" $RUN --set gemm.iterations=2 --json "$dev"
+	expect_grep "$name" err "$dev is not a regular file (a character device)"
+	[ -c "$dev" ] || fail "$dev is no longer a character device"
+done
+mkdir "$TMP/dir"
+expect_exit 3 dir "$SDCSCAN" $RUN --set gemm.iterations=2 --json "$TMP/dir"
+expect_grep dir err "is not a regular file (a directory)"
+
+# Found before the burn: a 30 s run refused at once.
+start=$(date +%s)
+expect_exit 3 nodir "$SDCSCAN" $RUN --duration 30 --json "$TMP/missing/report.json"
+expect_grep nodir err "cannot write in $TMP/missing"
+[ $(($(date +%s) - start)) -lt 10 ] || fail "nodir: the unwritable report was found only after the burn"
+[ ! -e "$TMP/missing" ] || fail "nodir: a directory was created"
+
+# A symlink is written through: the link stays, its target (existing or not) gets the report.
+ln -s "$TMP/target.json" "$TMP/link.json"
+expect_exit 0 link "$SDCSCAN" $RUN --set gemm.iterations=2 --json "$TMP/link.json"
+[ -L "$TMP/link.json" ] && [ -f "$TMP/target.json" ] || fail "link: the symlink was replaced or its target not written"
+[ "$(json_get "$TMP/target.json" "r['verdict']['status']")" = OK ] || fail "link: the target holds no report"
+mkdir "$TMP/elsewhere"
+ln -s ../elsewhere/r.json "$TMP/dir/rel.json"
+expect_exit 0 rellink "$SDCSCAN" $RUN --set gemm.iterations=2 --json "$TMP/dir/rel.json"
+[ -f "$TMP/elsewhere/r.json" ] && [ -L "$TMP/dir/rel.json" ] || fail "rellink: a relative link was not followed"
+
+# The human output to a full disk: an error, not exit 0.
+"$SDCSCAN" $RUN --set gemm.iterations=2 >/dev/full 2>"$TMP/full.err"
+rc=$?
+[ $rc = 3 ] || fail "human output to /dev/full: exit $rc, expected 3"
+grep -q "writing the output failed" "$TMP/full.err" || fail "human output to /dev/full: not said"
+
+# The other files sdcscan writes follow the same rule.
+expect_exit 3 golden_null "$SDCSCAN" golden record --probe gemm --set gemm.dtypes=int8 --output /dev/null
+expect_grep golden_null err "not a regular file"
+expect_exit 3 cal_full "$SDCSCAN" calibrate --trials 100 --sizes 16 --output /dev/full
+expect_grep cal_full err "not a regular file"
+finish

@@ -289,6 +289,62 @@ int sdc_output_path(const char *path, char *out, size_t outlen, char *err, size_
 	return 0;
 }
 
+char *sdc_read_regular_file(const char *path, size_t max, size_t *len, const char *what, char *err, size_t errlen)
+{
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer */
+	const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st)) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file (%s), so not a %s", path,
+			 S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+			 : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "a socket", what);
+		close(fd);
+		return NULL;
+	}
+	if ((uint64_t)st.st_size > max) {
+		snprintf(err, errlen, "%s: %" PRIu64 " bytes, more than a %s may have (%zu)", path, (uint64_t)st.st_size,
+			 what, max);
+		close(fd);
+		return NULL;
+	}
+	char *buf = malloc((size_t)st.st_size + 1);
+	size_t n = 0;
+	while (buf) {
+		const ssize_t r = read(fd, buf + n, (size_t)st.st_size + 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			free(buf);
+			buf = NULL;
+			break;
+		}
+		n += (size_t)r;
+		if (r == 0 || n > (size_t)st.st_size)
+			break;
+	}
+	close(fd);
+	if (!buf) {
+		if (!err[0])
+			snprintf(err, errlen, "%s: out of memory", path);
+		return NULL;
+	}
+	if (n > (size_t)st.st_size) { /* it grew while read */
+		snprintf(err, errlen, "%s: changed while it was read", path);
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
 int sdc_make_parent_dirs(const char *path, unsigned mode, char *err, size_t errlen)
 {
 	char d[4096];

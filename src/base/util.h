@@ -69,6 +69,13 @@ int sdc_write_atomic(const char *path, const char *data, size_t len, char *err, 
  */
 int sdc_output_path(const char *path, char *out, size_t outlen, char *err, size_t errlen);
 
+/*
+ * Reads a whole regular file of at most max bytes (NUL-terminated; *len without the NUL).
+ * Refuses, without blocking, a directory, FIFO, device or socket, and a file over max before
+ * reading it. NULL with err naming the file and what it is.
+ */
+char *sdc_read_regular_file(const char *path, size_t max, size_t *len, const char *what, char *err, size_t errlen);
+
 /* Creates the directory that will hold file path, and its parents, with mode (0 when they
  * exist; -1 with err). */
 int sdc_make_parent_dirs(const char *path, unsigned mode, char *err, size_t errlen);

@@ -234,6 +234,7 @@ static int verify_main(struct sdc_cmd *c)
 		const struct sdc_golden_entry *ge = &g.entries[i];
 		struct sdc_plan plan = { .seed_mode = SDC_SEED_FIXED };
 		struct sdc_plan_entry *e;
+		err[0] = '\0';
 		sdc_strlcpy(plan.name, "golden", sizeof(plan.name));
 		sdc_strlcpy(plan.source, path, sizeof(plan.source));
 		if (!sdc_parse_u64(json_string_value(json_object_get(ge->key, "seed")), &plan.seed) ||

@@ -356,48 +356,6 @@ out:
 	return rc;
 }
 
-static char *read_file(const char *path, size_t *len, char *err, size_t errlen)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return NULL;
-	}
-	size_t cap = 4096, n = 0;
-	char *buf = malloc(cap);
-	while (buf) {
-		if (n == cap) {
-			if (cap >= (16u << 20)) {
-				snprintf(err, errlen, "%s: too large for a profile", path);
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			char *p = realloc(buf, cap *= 2);
-			if (!p) {
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			buf = p;
-		}
-		size_t r = fread(buf + n, 1, cap - n, f);
-		n += r;
-		if (r == 0) {
-			if (ferror(f)) {
-				snprintf(err, errlen, "%s: read error", path);
-				free(buf);
-				buf = NULL;
-			}
-			break;
-		}
-	}
-	if (!buf && !err[0])
-		snprintf(err, errlen, "%s: out of memory", path);
-	fclose(f);
-	*len = n;
-	return buf;
-}
 
 int sdc_profile_load(const char *name, struct sdc_plan *plan, char *err, size_t errlen)
 {
@@ -427,7 +385,8 @@ int sdc_profile_load(const char *name, struct sdc_plan *plan, char *err, size_t 
 		return -1;
 	}
 	size_t len;
-	char *text = read_file(name, &len, err, errlen);
+	err[0] = '\0';
+	char *text = sdc_read_regular_file(name, 16u << 20, &len, "profile", err, errlen);
 	if (!text)
 		return -1;
 	int rc = sdc_profile_parse(name, text, len, plan, err, errlen);

@@ -62,7 +62,7 @@ expect_grep calibrate out "e_max = "
 "$SDCSCAN" campaign gemm -k fp32-fast -n 1 -b 0 -T 0 -C "$TMP/cal.json" >"$TMP/camp_cal.out" 2>&1
 expect_grep camp_cal out "e_max fp32: calibrated: .* from $TMP/cal.json"
 expect_exit 3 camp_nocal "$SDCSCAN" campaign gemm -k fp32-fast -n 1 -b 0 -T 0 -C "$TMP/none.json"
-expect_grep camp_nocal err "calibration file $TMP/none.json: unable to open"
+expect_grep camp_nocal err "calibration file $TMP/none.json: No such file or directory"
 export SDCSCAN_CALIBRATION="$TMP/cal.json"
 # Zero-mean data keeps several times the calibrated margin (campaign prints it), so a short
 # calibration cannot make this run flaky.

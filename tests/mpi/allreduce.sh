@@ -80,11 +80,13 @@ grep -q "sender-compute at C\[3\]" "$TMP/cmp.out" || fail "compute: rank 3 was n
 # Data-parallel minitrain: gradients all-reduced in rank order, the state compared across ranks
 # every step. Clean: every rank OK and the fleet agrees; a weight flipped on rank 2 at step 7: that
 # rank names itself at that step, and the fleet vote names it too.
-MT="--probe minitrain --set minitrain.models=xfmr --set minitrain.steps=40 --no-color"
-each_rank "$TMP/dp.codes" run $MT --duration 4 --json "$TMP/dp.json" > "$TMP/dp.out" 2>&1
+# (17 steps each, whatever the machine's speed: the fleet vote compares the work digests of the
+# first 16, so a loaded host that got fewer steps in a fixed time would make it flaky)
+MT="--probe minitrain --set minitrain.models=xfmr --set minitrain.steps=40 --set minitrain.iterations=17 --no-color"
+each_rank "$TMP/dp.codes" run $MT --duration 60 --json "$TMP/dp.json" > "$TMP/dp.out" 2>&1
 same_code "$TMP/dp.codes" 0 || fail "dp clean: exit codes $(cat "$TMP/dp.codes")"
 grep -q "minitrain/xfmr-dp .* OK" "$TMP/dp.out" || fail "dp clean: no xfmr-dp results"
-each_rank "$TMP/dpw.codes" run $MT --duration 4 --inject "minitrain/xfmr-dp:W:iter=7,rank=2,tensor=attn.Wq,bit=24" \
+each_rank "$TMP/dpw.codes" run $MT --duration 60 --inject "minitrain/xfmr-dp:W:iter=7,rank=2,tensor=attn.Wq,bit=24" \
 	> "$TMP/dpw.out" 2>&1
 same_code "$TMP/dpw.codes" 2 || fail "dp fault: exit codes $(cat "$TMP/dpw.codes")"
 grep -q "iteration 7: rank-divergence at W\[[0-9]*\]\[[0-9]*\]: .* xor 0x01000000; step 7: the state of rank 2 " "$TMP/dpw.out" ||

@@ -146,18 +146,20 @@ static void calibration_files(void)
 	close(fd);
 	struct sdc_calibration_key key;
 	sdc_calibration_key_here(&key, "portable");
-	json_t *doc = json_pack("{s:s, s:i, s:{s:s, s:s, s:s, s:s}, s:{s:{s:f}, s:{s:f}}}", "format",
-				SDC_CALIBRATION_FORMAT, "version", SDC_CALIBRATION_VERSION, "key", "cpu_model",
+	json_t *doc = json_pack("{s:s, s:i, s:{s:s, s:s, s:s, s:s}, s:{s:{s:f, s:[{s:i, s:i}]}, s:{s:f, s:[{s:i, s:i}]}}}",
+				"format", SDC_CALIBRATION_FORMAT, "version", SDC_CALIBRATION_VERSION, "key", "cpu_model",
 				key.cpu_model, "library", key.library, "library_version", key.library_version,
-				"kernel", key.kernel, "precisions", "fp32", "emax", 1.25e-6, "fp64", "emax", 2.5e-15);
+				"kernel", key.kernel, "precisions", "fp32", "emax", 1.25e-6, "sizes", "k", 64, "gemms",
+				SDC_CALIBRATION_MIN_GEMMS, "fp64", "emax", 2.5e-15, "sizes", "k", 64, "gemms", 99);
 	char err[700], source[512];
 	CHECK(sdc_calibration_write(path, doc, err, sizeof(err)) == 0);
 	json_decref(doc);
 	double e = 0;
 	CHECK(sdc_calibration_emax(path, &key, "fp32", &e, source, sizeof(source), err, sizeof(err)) == 0);
 	CHECK(e == 1.25e-6 && strstr(source, "calibrated"));
-	CHECK(sdc_calibration_emax(path, &key, "fp64", &e, source, sizeof(source), err, sizeof(err)) == 0);
-	CHECK(e == 2.5e-15);
+	/* fp64 rests on 99 GEMMs at its size: one fewer than the protocol's minimum, refused */
+	CHECK(sdc_calibration_emax(path, &key, "fp64", &e, source, sizeof(source), err, sizeof(err)) == -1);
+	CHECK_MSG(strstr(err, "fp64 at K=64 rests on 99 GEMMs"), "%s", err);
 	/* Another host's key is refused and named. */
 	struct sdc_calibration_key other = key;
 	snprintf(other.kernel, sizeof(other.kernel), "Haswell");

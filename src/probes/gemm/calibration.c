@@ -139,7 +139,16 @@ int sdc_calibration_write(const char *path, json_t *doc, char *err, size_t errle
 json_t *sdc_calibration_read(const char *path, char *err, size_t errlen)
 {
 	json_error_t je;
-	json_t *doc = json_load_file(path, 0, &je);
+	size_t len;
+	err[0] = '\0';
+	char why[600] = "";
+	char *text = sdc_read_regular_file(path, 16u << 20, &len, "calibration file", why, sizeof(why));
+	if (!text) {
+		snprintf(err, errlen, "calibration file %s", why);
+		return NULL;
+	}
+	json_t *doc = json_loadb(text, len, 0, &je);
+	free(text);
 	if (!doc) {
 		/* (jansson gives no position when the file could not be opened) */
 		if (je.line > 0)

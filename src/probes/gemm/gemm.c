@@ -85,7 +85,7 @@ static const struct sdc_option gemm_options[] = {
 	  .imax = 32768 },
 	{ .name = "gpu_refresh", .neutral = true, .type = SDC_OPT_INT, .offset = OPT(gpu_refresh), .def = "64",
 	  .help = "GPU burn: iterations that reuse one operand set", .imin = 1, .imax = 1 << 20 },
-	{ .name = "gpu_data", .type = SDC_OPT_ENUM, .offset = OPT(gpu_data), .def = "random", .choices = gpu_data_names,
+	{ .name = "gpu_data", .neutral = true, .type = SDC_OPT_ENUM, .offset = OPT(gpu_data), .def = "random", .choices = gpu_data_names,
 	  .help = "GPU exact burn data: random, or extreme (every element at its bound: the largest sums the "
 		  "exactness bound allows, checked against their closed form)" },
 	{ .name = "gpu_timeout", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(gpu_timeout), .def = "30",

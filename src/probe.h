@@ -124,6 +124,8 @@ struct sdc_probe_ctx {
 	double floor;       /* per-device minimum rate; below it is WARNING. 0: none */
 
 	/* framework */
+	double deadline;        /* when the variant's time is up (sdc_now()) */
+	atomic_bool hard_stop;  /* even a device without a finished iteration stops */
 	struct sdc_vote *vote;
 	struct sdc_worker *workers;
 	int nworkers;
@@ -164,11 +166,16 @@ struct sdc_worker {
 
 /* ---- for probes ---- */
 
-/* One relaxed load and one compare: cheap enough for the innermost burn loop. */
+/*
+ * One relaxed load and one compare: cheap enough for the innermost burn loop. At the deadline a
+ * device that has not finished one checked iteration goes on until it has (a run too short for
+ * a table build still checks something); an interrupt or a hard stop ends it at once.
+ */
 static inline bool sdc_worker_continue(const struct sdc_worker *w)
 {
 	if (atomic_load_explicit(&sdc_stop_requested, memory_order_relaxed))
-		return false;
+		return atomic_load_explicit(&w->iterations, memory_order_relaxed) == 0 && !w->failed &&
+		       !atomic_load_explicit(&w->ctx->hard_stop, memory_order_relaxed) && !sdc_stop_interrupted();
 	return !w->ctx->max_iterations ||
 	       atomic_load_explicit(&w->iterations, memory_order_relaxed) < w->ctx->max_iterations;
 }

@@ -64,6 +64,7 @@ struct sdc_result {
 	uint64_t corruptions; /* detections, including those beyond the findings kept */
 	char kernel[64];
 	double ref_rate;   /* the probe's reference throughput on this device, in rate units (0: none) */
+	double overrun;    /* seconds its one iteration ran past the variant's time (0: within it) */
 	char ref_name[48];
 	char error[256];
 	bool interrupted;

@@ -154,6 +154,8 @@ void sdc_output_results(struct sdc_output *o, const struct sdc_run *run, int fro
 			fprintf(o->fp, "  %" PRIu64 " corrupt result%s", r->corruptions, r->corruptions == 1 ? "" : "s");
 		if (r->interrupted)
 			fprintf(o->fp, "  (interrupted)");
+		if (r->overrun > 0)
+			fprintf(o->fp, "  (its one iteration ran %.1f s past its time: too short a run to mean much)", r->overrun);
 		fputc('\n', o->fp);
 		int shown = 0, total = 0;
 		for (int k = 0; k < run->nfindings; k++) {

@@ -337,6 +337,9 @@ static void collect_results(struct variant_run *vr)
 		sdc_strlcpy(r->iter_unit, ctx->iter_unit, sizeof(r->iter_unit));
 		sdc_strlcpy(r->kernel, w->kernel, sizeof(r->kernel));
 		r->ref_rate = w->ref_rate / ctx->rate_scale;
+		/* a device that finished its first iteration only after the variant's time */
+		const double late = w->t_end - ctx->deadline, span = ctx->deadline - ctx->t_start;
+		r->overrun = r->iterations == 1 && late > SDC_MAX(0.05, 0.25 * span) ? late : 0;
 		sdc_strlcpy(r->ref_name, w->ref_name, sizeof(r->ref_name));
 		r->corruptions = w->corruptions + vr->dissents[i];
 		r->interrupted = was_interrupted;
@@ -465,6 +468,7 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 	char label[64];
 	snprintf(label, sizeof(label), "%.23s/%.23s", e->probe->name, variant->name);
 	const double deadline = ctx->t_start + duration;
+	ctx->deadline = deadline;
 	for (;;) {
 		double now = sdc_now();
 		poll_fleet_interrupt();
@@ -475,6 +479,14 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 		sdc_vote_compare(ctx->vote, false, on_dissent, vr);
 	}
 	atomic_store(&sdc_stop_requested, true);
+	/* A device still on its first iteration finishes it (sdc_worker_continue), within a grace of
+	 * ten times the variant's time (10 s at least); then everything stops. */
+	const double grace_end = sdc_now() + SDC_MAX(10.0, 10 * duration);
+	while (atomic_load(&vr->finished) < started && sdc_now() < grace_end && !sdc_stop_interrupted()) {
+		poll_fleet_interrupt();
+		sleep_seconds(0.02);
+	}
+	atomic_store(&ctx->hard_stop, true);
 	for (int i = 0; i < started; i++)
 		pthread_join(threads[i], NULL);
 	for (int i = started; i < nw; i++) {

@@ -631,11 +631,15 @@ static int faults_due(struct lane *l, uint64_t iter)
 	       (sdc_worker_faults(l->w, "C", iter, f, 8) ? FAULT_C : 0);
 }
 
+/* As sdc_worker_continue, for the next submission: past the deadline only a first iteration. */
 static bool may_submit(const struct lane *l, uint64_t iter)
 {
 	const struct sdc_worker *w = l->w;
-	return !w->failed && !atomic_load_explicit(&sdc_stop_requested, memory_order_relaxed) &&
-	       (!w->ctx->max_iterations || iter < w->ctx->max_iterations);
+	if (w->failed || (w->ctx->max_iterations && iter >= w->ctx->max_iterations))
+		return false;
+	if (atomic_load_explicit(&sdc_stop_requested, memory_order_relaxed))
+		return iter == 0 && !atomic_load(&w->ctx->hard_stop) && !sdc_stop_interrupted();
+	return true;
 }
 
 /*

@@ -159,11 +159,10 @@ static int finish(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_pla
 	const enum sdc_verdict local = sdc_run_verdict(run);
 	const enum sdc_verdict v = sdc_fleet_finish(run, local, &run->fleet);
 	enum sdc_verdict final = v;
-	if (v > local)
-		fprintf(out->fp, "fleet: %s from another rank (rank 0 %s)\n", sdc_verdict_name(v),
-			cli->json ? "writes the job's report" : "prints the fleet's findings");
-	for (int i = before; i < run->nfindings; i++)
-		fprintf(out->fp, "fleet: %s: %s\n", run->findings[i].kind, run->findings[i].detail);
+	sdc_output_fleet_ranks(out, run->fleet);
+	if (!out->quiet)
+		for (int i = before; i < run->nfindings; i++)
+			fprintf(out->fp, "fleet: %s: %s\n", run->findings[i].kind, run->findings[i].detail);
 	int code = sdc_exit_code(v, cli->exit_style);
 	bool written = true;
 	if (cli->json && sdc_fleet.rank == 0) {

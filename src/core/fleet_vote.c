@@ -22,20 +22,24 @@ static json_t *rank_summary(const struct sdc_run *run, enum sdc_verdict local)
 	for (int i = 0; i < run->nresults; i++) {
 		const struct sdc_result *r = &run->results[i];
 		const struct sdc_device *d = r->device >= 0 && r->device < run->ndevices ? &run->devices[r->device] : NULL;
-		json_array_append_new(res, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I}", "probe", r->probe, "variant",
+		json_array_append_new(res, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:s}", "probe", r->probe, "variant",
 						     r->variant, "device", d ? d->id : "?", "model", d ? d->model : "?",
 						     "status", sdc_status_name(r->status), "work_digest", r->work_digest,
-						     "corruptions", (json_int_t)r->corruptions));
+						     "corruptions", (json_int_t)r->corruptions, "kernel", r->kernel));
 	}
 	char summary[512];
 	/* The findings travel too, so rank 0's report names what every rank found. */
 	json_t *found = json_array();
 	for (int i = 0; i < run->nfindings; i++) {
 		const struct sdc_finding *f = &run->findings[i];
-		json_array_append_new(found, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:s}", "probe", f->probe,
-						       "variant", f->variant, "kind", f->kind, "target", f->target, "row",
-						       (json_int_t)f->row, "col", (json_int_t)f->col, "iteration",
-						       (json_int_t)f->iteration, "xor_mask", f->xor_mask, "detail", f->detail));
+		json_array_append_new(found, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:s, s:s, s:s, s:s, s:s}",
+						       "probe", f->probe, "variant", f->variant, "device",
+						       f->device >= 0 && f->device < run->ndevices ? run->devices[f->device].id
+												     : "host",
+						       "kind", f->kind, "target", f->target, "row", (json_int_t)f->row, "col",
+						       (json_int_t)f->col, "iteration", (json_int_t)f->iteration, "expected",
+						       f->expected, "actual", f->actual, "expected_value", f->expected_value,
+						       "actual_value", f->actual_value, "xor_mask", f->xor_mask, "detail", f->detail));
 	}
 	sdc_summary_line(run, local, summary, sizeof(summary));
 	return json_pack("{s:i, s:s, s:s, s:s, s:o, s:o}", "rank", sdc_fleet.rank, "host", sdc_fleet.host, "verdict",

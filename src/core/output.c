@@ -1,10 +1,12 @@
 #include "core/output.h"
 
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "fleet.h"
 #include "sdc_config.h"
 #include "base/util.h"
 
@@ -22,8 +24,16 @@ void sdc_output_init(struct sdc_output *o, bool json_on_stdout, bool quiet, bool
 	const bool tty = isatty(fileno(o->fp));
 	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
 	o->color = tty && !no_color && !(nc && *nc) && !(term && !strcmp(term, "dumb"));
-	/* Under mpirun every rank shares one terminal: only the lead (rank 0) draws the progress line. */
 	o->progress = tty && !quiet && !(term && !strcmp(term, "dumb")) && lead;
+	/*
+	 * Under mpirun a rank's output is a pseudo-terminal of mpirun's, whatever mpirun's own output
+	 * is (often a job's log file): no colour and no progress line there. Only rank 0 prints the
+	 * human report; it prints what the other ranks found too (sdc_output_fleet_ranks).
+	 */
+	if (sdc_fleet.active) {
+		o->color = o->progress = false;
+		o->quiet = quiet || sdc_fleet.rank != 0;
+	}
 }
 
 static const char *verdict_color(const struct sdc_output *o, enum sdc_verdict v)
@@ -109,9 +119,8 @@ static const char *status_word(enum sdc_status s)
 	return sdc_verdict_name(sdc_status_verdict(s));
 }
 
-static void print_finding(struct sdc_output *o, const struct sdc_run *run, const struct sdc_finding *f)
+static void print_finding_as(struct sdc_output *o, const char *dev, const struct sdc_finding *f)
 {
-	const char *dev = f->device >= 0 ? run->devices[f->device].id : "host";
 	fprintf(o->fp, "    %s iteration %" PRIu64 ": %s", dev, f->iteration, f->kind);
 	if (f->target[0] && f->row >= 0 && f->col >= 0)
 		fprintf(o->fp, " at %s[%" PRId64 "][%" PRId64 "]", f->target, f->row, f->col);
@@ -127,6 +136,59 @@ static void print_finding(struct sdc_output *o, const struct sdc_run *run, const
 	if (f->detail[0])
 		fprintf(o->fp, "%s%s", f->expected[0] ? "; " : ": ", f->detail);
 	fputc('\n', o->fp);
+}
+
+static void print_finding(struct sdc_output *o, const struct sdc_run *run, const struct sdc_finding *f)
+{
+	print_finding_as(o, f->device >= 0 ? run->devices[f->device].id : "host", f);
+}
+
+/* A string member, or "" when it is not one. */
+static const char *str_of(const json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+	return v ? v : "";
+}
+
+void sdc_output_fleet_ranks(struct sdc_output *o, const void *fleet_json)
+{
+	if (o->quiet || !fleet_json)
+		return;
+	size_t i;
+	json_t *rk;
+	json_array_foreach(json_object_get((json_t *)fleet_json, "ranks"), i, rk) {
+		const json_int_t rank = json_integer_value(json_object_get(rk, "rank"));
+		if (!rank)
+			continue; /* this rank's own lines are printed already */
+		fprintf(o->fp, "rank %" JSON_INTEGER_FORMAT " (%s): %s\n", rank, str_of(rk, "host"), str_of(rk, "summary"));
+		size_t k;
+		json_t *f;
+		json_array_foreach(json_object_get(rk, "findings"), k, f) {
+			if (k == 3) {
+				fprintf(o->fp, "    ... %zu more findings on rank %" JSON_INTEGER_FORMAT "\n",
+					json_array_size(json_object_get(rk, "findings")) - 3, rank);
+				break;
+			}
+			struct sdc_finding x = { .device = -1 };
+			sdc_strlcpy(x.kind, str_of(f, "kind"), sizeof(x.kind));
+			sdc_strlcpy(x.target, str_of(f, "target"), sizeof(x.target));
+			sdc_strlcpy(x.expected, str_of(f, "expected"), sizeof(x.expected));
+			sdc_strlcpy(x.actual, str_of(f, "actual"), sizeof(x.actual));
+			sdc_strlcpy(x.expected_value, str_of(f, "expected_value"),
+				    sizeof(x.expected_value));
+			sdc_strlcpy(x.actual_value, str_of(f, "actual_value"),
+				    sizeof(x.actual_value));
+			sdc_strlcpy(x.xor_mask, str_of(f, "xor_mask"), sizeof(x.xor_mask));
+			sdc_strlcpy(x.detail, str_of(f, "detail"), sizeof(x.detail));
+			x.iteration = (uint64_t)json_integer_value(json_object_get(f, "iteration"));
+			x.row = json_integer_value(json_object_get(f, "row"));
+			x.col = json_integer_value(json_object_get(f, "col"));
+			char who[96];
+			snprintf(who, sizeof(who), "rank %" JSON_INTEGER_FORMAT " %s", rank,
+				 (json_string_value(json_object_get(f, "device")) ? str_of(f, "device") : "host"));
+			print_finding_as(o, who, &x);
+		}
+	}
 }
 
 void sdc_output_results(struct sdc_output *o, const struct sdc_run *run, int from, int to)
@@ -207,6 +269,8 @@ void sdc_output_host_findings(struct sdc_output *o, const struct sdc_run *run, c
 void sdc_output_verdict(struct sdc_output *o, const struct sdc_run *run, enum sdc_verdict v,
 			const char *report_path)
 {
+	if (sdc_fleet.active && sdc_fleet.rank != 0)
+		return; /* rank 0 says the job's verdict */
 	char line[512];
 	sdc_summary_line(run, v, line, sizeof(line));
 	const char *c = verdict_color(o, v);

@@ -25,6 +25,8 @@ struct sdc_output {
 /* lead: this process draws progress on the shared terminal (rank 0 under mpirun, or alone). */
 void sdc_output_init(struct sdc_output *o, bool json_on_stdout, bool quiet, bool no_color, bool lead);
 void sdc_output_header(struct sdc_output *o, const struct sdc_run *run, const struct sdc_plan *plan);
+/* Rank 0 under MPI: each other rank's summary line and first findings, from the fleet vote's JSON. */
+void sdc_output_fleet_ranks(struct sdc_output *o, const void *fleet_json);
 void sdc_output_progress(struct sdc_output *o, const char *label, double elapsed, double total,
 			 uint64_t iterations, int devices);
 void sdc_output_clear_progress(struct sdc_output *o);

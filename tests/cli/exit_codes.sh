@@ -30,6 +30,10 @@ expect_grep floor out "^WARNING: cpu[0-9]* gemm int8 slow"
 expect_exit 0 npd_ok "$SDCSCAN" run $SMALL --duration 0.5 --exit-codes npd
 expect_exit 1 npd_bad "$SDCSCAN" run $SMALL --duration 0.5 --exit-codes npd --inject gemm:C:iter=0
 expect_exit 2 npd_unknown "$SDCSCAN" run --exit-codes npd --duration zero
+# the mapping holds whatever the order: a bad flag before or after it, = or a space
+expect_exit 2 npd_before "$SDCSCAN" run --frobnicate --exit-codes npd
+expect_exit 2 npd_eq "$SDCSCAN" run --exit-codes=npd --frobnicate
+expect_exit 2 npd_short "$SDCSCAN" run -e npd --duration zero
 
 # 3: each bad argument gets one line on stderr naming it, and nothing runs.
 bad() {

@@ -20,4 +20,16 @@ took=$(( $(date +%s) - start ))
 [ "$(json_get "$TMP/int.json" "sorted(set(x['status'] for x in r['results'] if x['variant']=='fp32'))")" = "['not-run']" ] \
 	|| fail "fp32 should be not-run"
 expect_grep int out "^UNKNOWN: "
+
+# SIGHUP (the terminal went away) ends it the same way: a report and a verdict, not a silent death.
+"$SDCSCAN" run $SMALL --duration 60 --json "$TMP/hup.json" >"$TMP/hup.out" 2>"$TMP/hup.err" &
+pid=$!
+sleep 2
+kill -HUP $pid
+wait $pid
+code=$?
+[ "$code" = 3 ] || fail "SIGHUP: exit $code, expected 3"
+[ "$(json_get "$TMP/hup.json" "r['run']['interrupted'], r['verdict']['status']")" = "True UNKNOWN" ] ||
+	fail "SIGHUP: the report does not say interrupted/UNKNOWN"
+expect_grep hup out "^UNKNOWN: "
 finish

@@ -3,6 +3,7 @@
 # every rank; a corrupted hop names exactly that link; a compute fault names exactly that rank; a
 # rank killed mid-run gives UNKNOWN naming it, within the deadline (and one whose MPI library hangs
 # is ended by its watchdog); every rank exits the same.
+# Under mpirun only rank 0 prints: its own lines, then each other rank's summary and findings.
 # usage: allreduce.sh SDCSCAN
 . "$(dirname "$0")/../cli/lib.sh"
 
@@ -19,11 +20,11 @@ export SDC_TEST_JOB=$$
 MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 4 --mca btl self,tcp -x SDC_TEST_JOB"
 AR="--probe allreduce --set allreduce.bytes=262144 --no-color"
 
-# Waits until every rank of the job writing $1 is past MPI_Init and burning (each prints its
-# header line then), then $2 seconds more.
+# Waits until every rank of the job writing $1 is past MPI_Init and burning (rank 0 prints its
+# header line then: MPI_Init returns once every rank has joined), then $2 seconds more.
 wait_started() { # wait_started OUTPUT SECONDS
 	for _ in $(seq 60); do
-		[ "$(grep -c "^sdcscan .*profile" "$1" 2>/dev/null)" -ge 4 ] && break
+		grep -q "^sdcscan .*profile" "$1" 2>/dev/null && break
 		sleep 0.5
 	done
 	sleep "$2"
@@ -93,6 +94,14 @@ grep -q "iteration 7: rank-divergence at W\[[0-9]*\]\[[0-9]*\]: .* xor 0x0100000
 	fail "dp fault: rank 2 and the flipped element not named at step 7"
 [ "$(grep -c "rank-divergence" "$TMP/dpw.out")" -eq 1 ] || fail "dp fault: other ranks named"
 grep -q "fleet-disagreement: .*rank 2 cpu0" "$TMP/dpw.out" || fail "dp fault: the fleet vote did not name rank 2"
+# One human report for the job (rank 0's), with no colour or progress escapes in a log: each
+# rank's output is a pseudo-terminal of mpirun's, whatever mpirun's own output is.
+[ "$(grep -c "^sdcscan .*profile" "$TMP/dpw.out")" -eq 1 ] || fail "dp fault: more than one rank printed a header"
+[ "$(grep -c "^CRITICAL: \|^OK: \|^UNKNOWN: \|^WARNING: " "$TMP/dpw.out")" -eq 1 ] ||
+	fail "dp fault: more than one verdict line: $(grep "^CRITICAL: \|^OK: " "$TMP/dpw.out")"
+if grep -q "$(printf '\033')" "$TMP/dpw.out"; then fail "dp fault: escape sequences in a log"; fi
+grep -q "^rank 2 (.*): CRITICAL: cpu0 minitrain xfmr-dp: 1 corrupt result" "$TMP/dpw.out" ||
+	fail "dp fault: rank 0 did not print rank 2's summary"
 
 # A gradient gone wrong on rank 1 before the all-reduce (every rank would agree on the wrong sum):
 # the 4-rank golden holds every rank's own gradients, so rank 1 names itself and the element.
@@ -115,10 +124,11 @@ done
 grep -q "^OK: selftest passed: .* (across every rank)" "$TMP/st.out" || fail "selftest: no fleet summary"
 
 # With the quick profile's options the 4-rank trajectory matches the shipped golden on every rank.
+# (rank 0 prints the job's report: every rank's results are in its JSON, each with its kernel line)
 each_rank "$TMP/dpg.codes" run --profile quick --probe minitrain --set minitrain.models=xfmr --duration 4 \
-	--no-color > "$TMP/dpg.out" 2>&1
+	--no-color --json "$TMP/dpg.json" > "$TMP/dpg.out" 2>&1
 same_code "$TMP/dpg.codes" 0 || fail "dp golden: exit codes $(cat "$TMP/dpg.codes")"
-[ "$(grep -c "minitrain/xfmr-dp .*golden: built-in golden minitrain-quick-dp4" "$TMP/dpg.out")" -eq 4 ] ||
+[ "$(json_get "$TMP/dpg.json" "sorted(rk['rank'] for rk in r['fleet']['ranks'] for x in rk['results'] if x['variant'] == 'xfmr-dp' and 'golden: built-in golden minitrain-quick-dp4' in x.get('kernel', ''))")" = "[0, 1, 2, 3]" ] ||
 	fail "dp golden: not every rank compared with the 4-rank golden"
 
 # A rank killed mid-run: the survivors name it, UNKNOWN, within the deadline (timeout 5 s).

@@ -8,11 +8,38 @@ expect_exit 0 campaign "$SDCSCAN" campaign gemm --trials 300 --bit-trials 8 --si
 expect_grep campaign out "Table II form"
 expect_grep campaign out "Tables 8-9 form, fp32-fast"
 expect_grep campaign out "^OK: every target met"
-# Tightness depends on the host's e_max: its table and verdict line are printed either way.
+# Tightness: whether it is in V-ABFT's range is this host's e_max's to say (a CPU's is several
+# times the H100's the paper used), so the test recomputes the range target from the rows and
+# holds the campaign to it, its exit status included; no row's threshold may be under its
+# actual difference.
 "$SDCSCAN" campaign gemm --classes fp32-fast,fp64-fast --trials 1 --bit-trials 0 --tightness 64,128 \
 	--tightness-trials 2 --json "$TMP/t.json" >"$TMP/tight.out" 2>&1
+tight_rc=$?
 expect_grep tight out "Table 5 form"
-expect_grep tight out "target: V-ABFT's range"
+check=$(python3 - "$TMP/t.json" "$TMP/tight.out" "$tight_rc" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+out = open(sys.argv[2]).read()
+bad = []
+all_met = True
+for t in r["targets"]:
+    all_met &= t["met"]
+    if t["table"] != "tightness": continue
+    hi = 15 if t["class"] == "fp64-fast" else 20
+    rows = r["tightness"]["fp64" if t["class"] == "fp64-fast" else "fp32"]
+    if "in V-ABFT" in t["target"]:
+        inside = sum(7 <= x["tightness"] <= hi for x in rows)
+        if (t["count"], t["of"], t["met"]) != (inside, len(rows), inside == len(rows)): bad.append("range " + str(t))
+        if not t["met"] and "this host's e_max is" not in out: bad.append("MISSED range unexplained")
+    elif not t["met"] or t["of"] != sum(x["rows"] for x in rows): bad.append("false positive " + str(t))
+    if ("%s: %d of %d: %s" % (t["target"], t["count"], t["of"], "met" if t["met"] else "MISSED")) not in out:
+        bad.append("not printed " + t["target"])
+if len([t for t in r["targets"] if t["table"] == "tightness"]) != 4: bad.append("tightness targets")
+if int(sys.argv[3]) != (0 if all_met else 2): bad.append("exit %s with targets met %s" % (sys.argv[3], all_met))
+print("; ".join(bad) or "ok")
+PY
+)
+[ "$check" = ok ] || fail "tightness targets: $check"
 [ "$(json_get "$TMP/t.json" "r['tightness']['fp32'][0]['rows']")" = 128 ] || fail "tightness rows"
 # Algorithm 1 against the paper's own numbers: with its Table 7 H100 e_max, the mean threshold at
 # n = 128 is V-ABFT Table 5's 9.19e-5 (FP32) and Table 4's 1.87e-13 (FP64), within 3%.
@@ -21,26 +48,41 @@ for pt in "fp32 9.19e-5" "fp64 1.87e-13"; do
 	[ "$(json_get "$TMP/t.json" "abs(r['tightness']['$1'][1]['threshold_at_h100_emax'] / $2 - 1) < 0.03")" = True ] ||
 		fail "$1 threshold at the paper's H100 e_max is not its Table 4/5 value $2: $(json_get "$TMP/t.json" "r['tightness']['$1'][1]")"
 done
-check=$(python3 - "$TMP/c.json" <<'PY'
-import json, sys
+# The targets the campaign claims to meet, from its JSON: each one met, and each over a number
+# of trials that could have failed it (a target of 0 of 0 proves nothing). The tables' counts
+# behind them must agree with the targets (the same numbers, not a second source of truth).
+check=$(python3 - "$TMP/c.json" "$TMP/campaign.out" <<'PY'
+import json, re, sys
 r = json.load(open(sys.argv[1]))
+out = re.sub(" +", " ", open(sys.argv[2]).read())
 bad = []
+seen = set()
+for t in r["targets"]:
+    key = (t["table"], t["class"])
+    seen.add(key)
+    if not t["met"] or t["count"] != t["of"] or t["of"] == 0:
+        bad.append("%s %s '%s' %d of %d" % (t["table"], t["class"], t["target"], t["count"], t["of"]))
+    line = "%s target: %s: %d of %d: met" % (t["class"], t["target"], t["count"], t["of"])
+    if line not in out:
+        bad.append("not printed: " + line)
+want = {("table2", c) for c in ("int8", "fp32", "fp32-fast", "fp64-fast")} | {("bits", c) for c in ("fp32-fast", "fp64-fast")}
+if seen != want: bad.append("targets for %s, expected %s" % (sorted(seen), sorted(want)))
 for cls, t in r["table2"].items():
     b, c, n = t["B"], t["C"], t["none"]
-    if b["detected"] + b["masked"] + b["missed"] != b["trials"] or b["trials"] != 300: bad.append(cls + " B")
-    if b["digest"] > b["trials"] or c["detected"] > c["trials"] or c["located"] > c["detected"]: bad.append(cls + " C")
-    if c["significant_detected"] > c["significant"]: bad.append(cls + " sig")
-    if n["rows"] != 300 * 32 or n["false_positive_rows"] != 0: bad.append(cls + " clean")
-    if cls in ("int8", "fp32") and (c["detected"] != c["trials"] or b["digest"] != b["trials"]): bad.append(cls + " exact")
+    exact = cls in ("int8", "fp32")
+    if b["trials"] != 300 or n["rows"] != 300 * 32: bad.append(cls + " trial counts")
+    if b["digest"] != b["trials"]: bad.append(cls + " digest")
+    if b["significant_detected"] != b["significant"]: bad.append(cls + " B checks")
+    if exact and (c["detected"] != c["trials"] or b["missed"] != 0): bad.append(cls + " exact")
+    if not exact and c["significant_detected"] != c["significant"]: bad.append(cls + " C checks")
+    if n["false_positive_rows"] != 0: bad.append(cls + " clean")
 for cls, rows in r["bits"].items():
     width = 64 if cls == "fp64-fast" else 32
     if [x["bit"] for x in rows] != list(range(width - 1, -1, -1)): bad.append(cls + " bits")
-    if any(len(x["detection_percent"]) != 4 or not all(0 <= p <= 100 for p in x["detection_percent"]) for x in rows):
-        bad.append(cls + " rates")
-print(" ".join(bad) or "ok")
+print("; ".join(bad) or "ok")
 PY
 )
-[ "$check" = ok ] || fail "campaign counts do not add up: $check"
+[ "$check" = ok ] || fail "campaign targets: $check"
 bad_campaign() { expect_exit 3 "$1" "$SDCSCAN" campaign "$@"; }
 expect_exit 3 campaign_noprobe "$SDCSCAN" campaign
 expect_grep campaign_noprobe err "expected the probe to campaign on: gemm"

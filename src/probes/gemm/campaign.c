@@ -32,7 +32,9 @@
 #define size3 sdc_size3
 
 struct counts {
-	uint64_t b_trials, b_detected, b_masked, b_missed, b_digest, b_found; /* found: checks or digest */
+	uint64_t b_trials, b_detected, b_masked, b_missed, b_digest;
+	/* B flips the checks must find (exact: the output changed; fast: sure to breach), and found */
+	uint64_t b_significant, b_significant_detected;
 	uint64_t c_trials, c_detected, c_located, c_significant, c_significant_detected;
 	uint64_t c_data; /* flips in data columns, the ones the checksums can locate */
 	uint64_t clean_trials, clean_fp_trials, clean_rows, clean_fp_rows;
@@ -49,11 +51,12 @@ struct worker_state {
 	struct sdc_gemm g;
 	bool ready;
 	void *clean_c; /* C of the clean multiply, to tell a masked B flip */
+	double *clean_e; /* fast: each row's clean verification difference */
 	struct counts n;
 	struct bits *bits;
 	/* tightness */
 	double sum_e, max_e, sum_t, min_ratio;
-	uint64_t rows;
+	uint64_t rows, below; /* below: rows whose threshold is under their actual difference */
 };
 
 struct campaign {
@@ -85,7 +88,10 @@ static struct worker_state *state(struct campaign *c, int worker)
 		return NULL;
 	}
 	w->clean_c = malloc(w->g.c_bytes);
-	if (!w->clean_c) {
+	w->clean_e = malloc((size_t)w->g.cfg.m * sizeof(double));
+	if (!w->clean_c || !w->clean_e) {
+		free(w->clean_c);
+		free(w->clean_e);
 		snprintf(c->error, sizeof(c->error), "out of memory");
 		atomic_store(&sdc_stop_requested, true);
 		sdc_gemm_release(&w->g);
@@ -138,6 +144,29 @@ static bool must_find(struct sdc_gemm *g, int i, int j, double delta, double cle
 	return j < g->cfg.n && delta > g->thr[i] + fabs(clean_e);
 }
 
+/*
+ * Whether the checks must find a flip in B's column bj, with the output recomputed: exact class,
+ * any change of C; fast class, a data element of column bj moved by more than its row's threshold
+ * plus clean difference (only that column changes: each C element reads one column of B).
+ */
+static bool b_must_find(struct sdc_gemm *g, const struct worker_state *w, int64_t bj, int64_t data_cols)
+{
+	if (!sdc_gemm_is_fast(g->cfg.cls))
+		return memcmp(g->c, w->clean_c, g->c_bytes) != 0;
+	if (bj >= data_cols)
+		return false;
+	for (int i = 0; i < g->cfg.m; i++) {
+		int bits;
+		char *now = sdc_gemm_element(g, 'C', i, bj, &bits);
+		const char *was = (const char *)w->clean_c + (now - (char *)g->c);
+		const double a = value_of(g, now), b = value_of(g, was);
+		const double delta = isfinite(a) ? fabs(a - b) : INFINITY;
+		if (must_find(g, i, (int)bj, delta, w->clean_e[i]))
+			return true;
+	}
+	return false;
+}
+
 static double clean_difference(struct sdc_gemm *g, int i)
 {
 	double e, cs;
@@ -162,6 +191,7 @@ static void table2_trial(void *arg, int worker, uint64_t trial)
 		for (int i = 0; i < g->cfg.m; i++) {
 			double e, cs, e2, cs2;
 			sdc_gemm_row_difference(g, i, &e, &cs, &e2, &cs2);
+			w->clean_e[i] = e;
 			const double m1 = e != 0 ? g->thr[i] / fabs(e) : INFINITY;
 			const double m2 = e2 != 0 ? g->thr2[i] / fabs(e2) : INFINITY;
 			w->n.min_margin[g->dist] = SDC_MIN(w->n.min_margin[g->dist], SDC_MIN(m1, m2));
@@ -179,7 +209,7 @@ static void table2_trial(void *arg, int worker, uint64_t trial)
 	const int64_t ci = (int64_t)draw(c, 1, trial, 0, (uint64_t)rows), cj = (int64_t)draw(c, 1, trial, 1, (uint64_t)cols);
 	void *e = sdc_gemm_element(g, 'C', ci, cj, &bits);
 	const int cbit = (int)draw(c, 1, trial, 2, (uint64_t)bits);
-	const double ce = sdc_gemm_is_fast(g->cfg.cls) ? clean_difference(g, (int)ci) : 0;
+	const double ce = sdc_gemm_is_fast(g->cfg.cls) ? w->clean_e[ci] : 0;
 	const bool sig = must_find(g, (int)ci, (int)cj, flip(g, e, bits, cbit), ce);
 	const int nbad = sdc_gemm_check(g);
 	w->n.c_trials++;
@@ -188,8 +218,10 @@ static void table2_trial(void *arg, int worker, uint64_t trial)
 	if (nbad) {
 		w->n.c_detected++;
 		w->n.c_significant_detected += sig;
+		bool located = false;
 		for (int r = 0; r < nbad; r++)
-			w->n.c_located += g->bad[r].row == ci && g->bad[r].col == cj;
+			located |= g->bad[r].row == ci && g->bad[r].col == cj;
+		w->n.c_located += located && cj < data_cols;
 	}
 	flip(NULL, e, bits, cbit);
 
@@ -202,9 +234,11 @@ static void table2_trial(void *arg, int worker, uint64_t trial)
 	sdc_gemm_multiply(g);
 	w->n.b_trials++;
 	const bool digest = !sdc_gemm_b_intact(g); /* the probe's at-rest check, after every GEMM */
+	const bool b_sig = b_must_find(g, w, bj, data_cols);
 	const bool checks = sdc_gemm_check(g) > 0;
 	w->n.b_digest += digest;
-	w->n.b_found += digest || checks;
+	w->n.b_significant += b_sig;
+	w->n.b_significant_detected += b_sig && checks;
 	if (checks)
 		w->n.b_detected++;
 	else if (!memcmp(g->c, w->clean_c, g->c_bytes))
@@ -270,6 +304,7 @@ static void tight_job(void *arg, int worker, uint64_t job)
 		w->sum_t += g->thr[i];
 		if (e > 0)
 			w->min_ratio = SDC_MIN(w->min_ratio, g->thr[i] / e);
+		w->below += e > g->thr[i];
 		w->rows++;
 	}
 }
@@ -280,6 +315,7 @@ static void release_states(struct campaign *c)
 		if (c->ws[i].ready) {
 			sdc_gemm_release(&c->ws[i].g);
 			free(c->ws[i].clean_c);
+			free(c->ws[i].clean_e);
 		}
 		c->ws[i].ready = false;
 	}
@@ -396,10 +432,31 @@ struct campaign_ctx {
 	struct campaign cp;
 	struct sdc_dist_pool pools[SDC_NDISTS];
 	double emax[2];
+	json_t *targets; /* every target printed, as {table, class, target, count, of, met} */
+	bool met;
 };
 
+/* One target: a comparison the caller made (ok), printed with its counts and met or MISSED, and
+ * kept for --json. */
+static void target_cmp(struct campaign_ctx *cx, const char *table, const char *cls, const char *what, uint64_t count,
+		       uint64_t of, bool ok)
+{
+	printf("%-10s target: %s: %" PRIu64 " of %" PRIu64 ": %s\n", cls, what, count, of, ok ? "met" : "MISSED");
+	json_array_append_new(cx->targets, json_pack("{s:s, s:s, s:s, s:I, s:I, s:b}", "table", table, "class", cls,
+						     "target", what, "count", (json_int_t)count, "of", (json_int_t)of,
+						     "met", ok));
+	cx->met &= ok;
+}
+
+/* A count that must reach its whole: every flip of a kind found. */
+static void target(struct campaign_ctx *cx, const char *table, const char *cls, const char *what, uint64_t count,
+		   uint64_t of)
+{
+	target_cmp(cx, table, cls, what, count, of, count == of);
+}
+
 /* 1. Li et al. Table II form: per class, flips in B and C and clean trials. */
-static int table2(struct campaign_ctx *cx, json_t *out, bool *targets_met)
+static int table2(struct campaign_ctx *cx, json_t *out)
 {
 	const struct campaign_opts *o = cx->o;
 	struct campaign *cp = &cx->cp;
@@ -407,8 +464,8 @@ static int table2(struct campaign_ctx *cx, json_t *out, bool *targets_met)
 	printf("\nLi et al. Table II form: %" PRIu64 " trials per class at %dx%dx%d; each trial checks a clean GEMM,\n"
 	       "one random single-bit flip in C (before verification) and one in B (after encoding).\n",
 	       o->trials, o->size.m, o->size.n, o->size.k);
-	printf("%-10s %-4s %8s %8s %8s %9s %8s %-20s %s\n", "class", "flip", "found", "not", "checks",
-	       "+digest", "located", "Li et al. (int8)", "target");
+	printf("%-10s %-4s %8s %8s %8s %9s %8s %s\n", "class", "flip", "found", "not", "checks", "digest", "located",
+	       "Li et al. (int8)");
 	json_t *t2 = json_object();
 	int rc = 0;
 	for (int k = 0; k < SDC_GEMM_NCLASSES && !rc; k++) {
@@ -442,7 +499,8 @@ static int table2(struct campaign_ctx *cx, json_t *out, bool *targets_met)
 			n.b_masked += x->b_masked;
 			n.b_missed += x->b_missed;
 			n.b_digest += x->b_digest;
-			n.b_found += x->b_found;
+			n.b_significant += x->b_significant;
+			n.b_significant_detected += x->b_significant_detected;
 			n.c_trials += x->c_trials;
 			n.c_detected += x->c_detected;
 			n.c_located += x->c_located;
@@ -455,47 +513,49 @@ static int table2(struct campaign_ctx *cx, json_t *out, bool *targets_met)
 			n.clean_fp_rows += x->clean_fp_rows;
 		}
 		const char *name = sdc_gemm_class_names[k];
-		/*
-		 * Targets, exact classes: every flip in C found, 99.9% of flips in B found by the probe
-		 * (the checks, or the operand digest it re-verifies after every GEMM); no false positive
-		 * in any class. The fast classes' detection is reported, with what the threshold allows.
-		 */
-		const bool b_ok = fast || pct(n.b_found, n.b_trials) >= 99.9;
-		const bool c_ok = fast || n.c_detected == n.c_trials;
-		const bool fp_ok = n.clean_fp_trials == 0;
-		*targets_met &= b_ok && c_ok && fp_ok;
-		printf("%-10s %-4s %8" PRIu64 " %8" PRIu64 " %7.2f%%  %7.2f%%  %-8s %-20s %s %s\n", name, "B", n.b_detected,
-		       n.b_masked + n.b_missed, pct(n.b_detected, n.b_trials), pct(n.b_found, n.b_trials), "-",
-		       "2663/137 (95.11%)", fast ? "reported" : ">=99.9%", b_ok ? "met" : "MISSED");
+		printf("%-10s %-4s %8" PRIu64 " %8" PRIu64 " %7.2f%%  %7.2f%%  %-8s %s\n", name, "B", n.b_detected,
+		       n.b_masked + n.b_missed, pct(n.b_detected, n.b_trials), pct(n.b_digest, n.b_trials), "-",
+		       "2663/137 (95.11%)");
 		if (n.b_masked + n.b_missed)
 			printf("%-10s %-4s   not found by the checks: %" PRIu64 " left the output bit-identical, %" PRIu64
-			       " changed it; the operand digest found %" PRIu64 " of all %" PRIu64 "\n",
-			       "", "", n.b_masked, n.b_missed, n.b_digest, n.b_trials);
-		printf("%-10s %-4s %8" PRIu64 " %8" PRIu64 " %7.2f%%  %8s  %7.2f%% %-20s %s %s\n", "", "C", n.c_detected,
+			       " changed it\n", "", "", n.b_masked, n.b_missed);
+		printf("%-10s %-4s %8" PRIu64 " %8" PRIu64 " %7.2f%%  %8s  %7.2f%% %s\n", "", "C", n.c_detected,
 		       n.c_trials - n.c_detected, pct(n.c_detected, n.c_trials), "-", pct(n.c_located, n.c_trials),
-		       "2800/0 (100%)", fast ? "reported" : "100%", c_ok ? "met" : "MISSED");
-		printf("%-10s %-4s   located: %" PRIu64 " of the %" PRIu64 " flips in data columns (%.2f%%); the other %" PRIu64
-		       " hit checksum columns, which the probe names by recomputing the row\n",
-		       "", "", n.c_located, n.c_data, pct(n.c_located, n.c_data), n.c_trials - n.c_data);
-		if (fast)
-			printf("%-10s %-4s   flips of a data element by more than the row's threshold plus its clean "
-			       "difference (sure to breach it): %" PRIu64 " of %" PRIu64 " found (%.2f%%)\n",
-			       "", "", n.c_significant_detected, n.c_significant, pct(n.c_significant_detected, n.c_significant));
-		printf("%-10s %-4s %8" PRIu64 " %8" PRIu64 " %7.4f%%  %8s  %8s %-20s %s %s\n", "", "none", n.clean_fp_trials,
-		       n.clean_trials - n.clean_fp_trials, pct(n.clean_fp_trials, n.clean_trials), "-", "-", "0/2800",
-		       "0 false pos.", fp_ok ? "met" : "MISSED");
-		printf("%-10s %-4s   %" PRIu64 " clean row verifications, %" PRIu64 " false positives%s\n", "", "", n.clean_rows,
-		       n.clean_fp_rows, fast ? " (the four distributions in turn)" : "");
+		       "2800/0 (100%)");
+		printf("%-10s %-4s   %" PRIu64 " of the flips hit data columns, %" PRIu64 " checksum columns (which the probe "
+		       "names by recomputing the row)\n", "", "", n.c_data, n.c_trials - n.c_data);
+		printf("%-10s %-4s %8" PRIu64 " %8" PRIu64 " %7.4f%%  %8s  %8s %s\n", "", "none", n.clean_fp_trials,
+		       n.clean_trials - n.clean_fp_trials, pct(n.clean_fp_trials, n.clean_trials), "-", "-", "0/2800");
 		if (fast) {
 			printf("%-10s %-4s   smallest threshold / |E| of a clean row (the margin against false alarms):", "", "");
 			for (int d = 0; d < NBURN_DISTS; d++)
 				printf(" %s %.2f%s", sdc_dist_labels[d], n.min_margin[d], d + 1 < NBURN_DISTS ? "," : "\n");
 		}
+		/*
+		 * Targets, each a count against what it must reach; the checks and the operand digest
+		 * apart, so neither can stand in for the other. What the checks must find: exact
+		 * classes, every flip that changed the output; fast classes, every flip that moved an
+		 * element by more than its row's threshold plus its clean difference (by the triangle
+		 * inequality sure to breach it). The rest of a fast class's detection is reported.
+		 */
+		const char *must = fast ? "sure to breach a threshold" : "that changed the output";
+		char what[160];
+		snprintf(what, sizeof(what), "B flips %s, found by the checks", must);
+		target(cx, "table2", name, what, n.b_significant_detected, n.b_significant);
+		target(cx, "table2", name, "B flips found by the operand digest", n.b_digest, n.b_trials);
+		snprintf(what, sizeof(what), "C flips %s, found by the checks", fast ? must : "(every one)");
+		target(cx, "table2", name, what, fast ? n.c_significant_detected : n.c_detected,
+		       fast ? n.c_significant : n.c_trials);
+		if (!fast)
+			target(cx, "table2", name, "C flips in data columns located at their element", n.c_located, n.c_data);
+		target(cx, "table2", name, "clean GEMMs without a false positive", n.clean_trials - n.clean_fp_trials,
+		       n.clean_trials);
 		json_object_set_new(t2, name,
-				    json_pack("{s:{s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I}}",
+				    json_pack("{s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I}}",
 					      "B", "trials", (json_int_t)n.b_trials, "detected", (json_int_t)n.b_detected,
 					      "masked", (json_int_t)n.b_masked, "missed", (json_int_t)n.b_missed,
-					      "digest", (json_int_t)n.b_digest, "C", "trials", (json_int_t)n.c_trials,
+					      "digest", (json_int_t)n.b_digest, "significant", (json_int_t)n.b_significant,
+					      "significant_detected", (json_int_t)n.b_significant_detected, "C", "trials", (json_int_t)n.c_trials,
 					      "detected", (json_int_t)n.c_detected, "located", (json_int_t)n.c_located,
 					      "significant", (json_int_t)n.c_significant, "significant_detected",
 					      (json_int_t)n.c_significant_detected, "none", "trials",
@@ -509,7 +569,7 @@ static int table2(struct campaign_ctx *cx, json_t *out, bool *targets_met)
 }
 
 /* 2. V-ABFT Tables 8-9 form, fast classes: detection per bit of a C element, per distribution. */
-static int bit_tables(struct campaign_ctx *cx, json_t *out, bool *targets_met)
+static int bit_tables(struct campaign_ctx *cx, json_t *out)
 {
 	const struct campaign_opts *o = cx->o;
 	struct campaign *cp = &cx->cp;
@@ -581,6 +641,7 @@ static int bit_tables(struct campaign_ctx *cx, json_t *out, bool *targets_met)
 		 * said, but the target is the plain count.
 		 */
 		uint64_t all = 0, found = 0, sig = 0, sig_found = 0;
+		char what[120];
 		for (int b = exp_hi - 3; b <= exp_hi; b++)
 			for (int d = 0; d < NBURN_DISTS; d++) {
 				all += total.trials[d][b];
@@ -588,13 +649,13 @@ static int bit_tables(struct campaign_ctx *cx, json_t *out, bool *targets_met)
 				sig += total.sig_trials[d][b];
 				sig_found += total.sig_detected[d][b];
 			}
-		const bool top4 = found == all;
-		*targets_met &= top4;
 		printf("top four exponent bits (%d-%d): %" PRIu64 " of %" PRIu64 " flips found (%.3f%%); of the %" PRIu64
 		       " that moved a value by more than its row's threshold plus clean difference, %" PRIu64
 		       " found; the %" PRIu64 " others flipped elements already below that (no threshold can see them)\n",
 		       exp_hi - 3, exp_hi, found, all, pct(found, all), sig, sig_found, all - sig);
-		printf("target: 100%% of the top-four-exponent flips: %s\n", top4 ? "met" : "MISSED");
+		snprintf(what, sizeof(what), "flips of the top four exponent bits (%d-%d) found by the checks", exp_hi - 3,
+			 exp_hi);
+		target(cx, "bits", sdc_gemm_class_names[k], what, found, all);
 		json_object_set_new(bt, sdc_gemm_class_names[k], rows);
 	}
 	json_object_set_new(out, "bits", bt);
@@ -603,7 +664,7 @@ static int bit_tables(struct campaign_ctx *cx, json_t *out, bool *targets_met)
 }
 
 /* 3. V-ABFT Tables 4-5 form: threshold against the actual verification difference on U(-1,1). */
-static int tightness(struct campaign_ctx *cx, json_t *out, bool *targets_met)
+static int tightness(struct campaign_ctx *cx, json_t *out)
 {
 	const struct campaign_opts *o = cx->o;
 	struct campaign *cp = &cx->cp;
@@ -624,7 +685,7 @@ static int tightness(struct campaign_ctx *cx, json_t *out, bool *targets_met)
 		       "actual |E|", "max |E|", "V-ABFT T", "V-tight", "min T/|E|", "@CPU e", "T @H100 e", "@H100 e",
 		       "min @H100", "A-ABFT T", "A-tight", "actual", "V-ABFT T", "A-tight", "V-tight");
 		json_t *rows = json_array();
-		int in_range = 0, sizes_done = 0;
+		uint64_t in_range = 0, sizes_done = 0, rows_all = 0, below = 0;
 		for (int s = 0; s < o->tight.n && !rc; s++) {
 			const int n = o->tight.v[s];
 			const struct sdc_dist_pool *uniform = &cx->pools[SDC_DIST_UNIFORM];
@@ -636,7 +697,7 @@ static int tightness(struct campaign_ctx *cx, json_t *out, bool *targets_met)
 			for (int i = 0; i < cp->nworkers; i++) {
 				cp->ws[i].sum_e = cp->ws[i].max_e = cp->ws[i].sum_t = 0;
 				cp->ws[i].min_ratio = INFINITY;
-				cp->ws[i].rows = 0;
+				cp->ws[i].rows = cp->ws[i].below = 0;
 			}
 			if (run_phase(cp, run, reps, tight_job)) {
 				rc = -1;
@@ -645,6 +706,7 @@ static int tightness(struct campaign_ctx *cx, json_t *out, bool *targets_met)
 			double se = 0, me = 0, st = 0, mr = INFINITY;
 			uint64_t rows_n = 0;
 			for (int i = 0; i < cp->nworkers; i++) {
+				below += cp->ws[i].below;
 				se += cp->ws[i].sum_e;
 				me = SDC_MAX(me, cp->ws[i].max_e);
 				st += cp->ws[i].sum_t;
@@ -672,8 +734,7 @@ static int tightness(struct campaign_ctx *cx, json_t *out, bool *targets_met)
 							      (json_int_t)rows_n, "mean_abs_e", ae, "max_abs_e", me,
 							      "mean_threshold", at, "tightness", at / ae,
 							      "a_abft_threshold", aa, "threshold_at_h100_emax", at * h100_f));
-			if (mr < 1)
-				*targets_met = false; /* a threshold below an actual difference: a false positive */
+			rows_all += rows_n;
 			/* The paper's V-ABFT range: 7-20x for FP32 (Table 5), 7-15x for FP64 (Table 4). */
 			const double lo = 7, hi = fp64 ? 15 : 20, tight = at / ae;
 			in_range += tight >= lo && tight <= hi;
@@ -683,10 +744,19 @@ static int tightness(struct campaign_ctx *cx, json_t *out, bool *targets_met)
 		       "this host's\n(CPU: %g; H100: %g sqrt(N) + %g); \"T @H100 e\" is to be compared with the paper's V-ABFT T; \"min @H100\": "
 		       "the smallest\nthreshold / |E| of a row with the H100 e_max (below 1x: a false positive)\n",
 		       vabft_t7[fp64].cpu, vabft_t7[fp64].h100_a, vabft_t7[fp64].h100_b);
-		printf("target: V-ABFT's range (%s) at every size: %d of %d sizes in range: %s\n",
-		       fp64 ? "7-15x, Table 4" : "7-20x, Table 5", in_range, sizes_done,
-		       in_range == sizes_done ? "met" : "MISSED");
-		*targets_met &= in_range == sizes_done;
+		const char *name = sdc_gemm_class_names[cls];
+		target(cx, "tightness", name, "clean rows whose threshold is above their actual difference", rows_all - below,
+		       rows_all);
+		target(cx, "tightness", name, fp64 ? "sizes whose tightness is in V-ABFT's 7-15x (Table 4)"
+						   : "sizes whose tightness is in V-ABFT's 7-20x (Table 5)",
+		       in_range, sizes_done);
+		if (in_range < sizes_done) {
+			/* Say why: the tightness is e_max's to set, and the paper's rests on the H100's. */
+			const double u = fp64 ? 0x1p-53 : 0x1p-24, n0 = o->tight.v[0], n1 = o->tight.v[o->tight.n - 1];
+			printf("%-10s this host's e_max is %.1f u; the paper's tightness rests on Table 7's H100 e_max, "
+			       "%.1f-%.1f u at these sizes (the \"@H100 e\" column)\n",
+			       "", cx->emax[fp64] / u, h100_emax((int)n0, fp64) / u, h100_emax((int)n1, fp64) / u);
+		}
 		json_object_set_new(tj, fp64 ? "fp64" : "fp32", rows);
 	}
 	json_object_set_new(out, "tightness", tj);
@@ -717,9 +787,8 @@ static int campaign_main(struct sdc_cmd *cmd)
 		sdc_run_release(&run);
 		return code;
 	}
-	struct campaign_ctx cx = { .o = o, .run = &run };
+	struct campaign_ctx cx = { .o = o, .run = &run, .targets = json_array(), .met = true };
 	int npools = 0, rc = 0;
-	bool targets_met = true;
 	for (; npools < NBURN_DISTS; npools++)
 		if (sdc_dist_pool_init(&cx.pools[npools], (enum sdc_dist)npools, run.seed))
 			break;
@@ -748,14 +817,16 @@ static int campaign_main(struct sdc_cmd *cmd)
 	printf("sdcscan campaign gemm: %d CPU%s, seed %" PRIu64 "\n", run.ndevices, run.ndevices == 1 ? "" : "s",
 	       run.seed);
 	printf("e_max fp32: %s\ne_max fp64: %s\n", source[0], source[1]);
-	rc = table2(&cx, out, &targets_met);
+	rc = table2(&cx, out);
 	if (!rc && o->bit_trials)
-		rc = bit_tables(&cx, out, &targets_met);
+		rc = bit_tables(&cx, out);
 	if (!rc)
-		rc = tightness(&cx, out, &targets_met);
-	rc = rc ? sdc_cli_unknown(cli) : sdc_cli_targets_end(cli, out, targets_met);
+		rc = tightness(&cx, out);
+	json_object_set(out, "targets", cx.targets);
+	rc = rc ? sdc_cli_unknown(cli) : sdc_cli_targets_end(cli, out, cx.met);
 out:
 	json_decref(out);
+	json_decref(cx.targets);
 	free(cx.cp.ws);
 	for (int i = 0; i < npools; i++)
 		sdc_dist_pool_release(&cx.pools[i]);

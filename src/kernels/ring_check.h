@@ -9,6 +9,7 @@
 #define SDC_RING_CHECK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* f and g of indices 0 .. n-1 in iteration it (once per iteration; every check reads them). */
@@ -36,6 +37,25 @@ int64_t sdc_ring_first_wrong(float *got, const int8_t *f, const int8_t *g, int64
  * step sends them on next, with their CRC): *crc = CRC32C of dst. */
 int64_t sdc_ring_check_add_crc(float *dst, const float *own, const uint32_t *got, const int8_t *f, const int8_t *g,
 			       int64_t n, int count, int rsum, uint32_t *crc);
+
+/*
+ * Whose fault a hop's damage is, from what arrived: the header (the sender's CRC32C of the chunk,
+ * the step, the header's own CRC32C of those two words) and the chunk (cb bytes), of which the
+ * value check found nbad wrong elements. A header that fails its own check or a chunk whose
+ * CRC32C differs from the sender's: the link corrupted it. A CRC that holds on wrong values: the
+ * sender computed or kept them wrong. The chunk's CRC is computed only when it can matter (nbad,
+ * or a bad header); crc is what was compared, for the report.
+ */
+enum sdc_hop_fault { SDC_HOP_OK, SDC_HOP_LINK, SDC_HOP_SENDER };
+struct sdc_hop_verdict {
+	enum sdc_hop_fault fault;
+	bool header_ok;
+	uint32_t crc; /* the chunk's CRC32C as it arrived (the sender's when nothing was wrong) */
+};
+void sdc_ring_hop_verdict(const uint32_t header[3], uint32_t step, const void *chunk, size_t cb, int64_t nbad,
+			  struct sdc_hop_verdict *v);
+/* The header a sender puts ahead of a chunk whose CRC32C is crc. */
+void sdc_ring_hop_header(uint32_t header[3], uint32_t crc, uint32_t step);
 
 /*
  * The hop checks on a GPU (kernels/cuda/, in the GPU module, gpu.h), for NCCL rings: the same

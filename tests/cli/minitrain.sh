@@ -38,6 +38,12 @@ expect_grep activation out "K = h Wk failed its column checksum at column 9"
 	"['golden-divergence']" ] || fail "activation: no golden divergence that began as a NaN/INF event"
 [ "$(located "$TMP/a.json" same-step)" = ok ] || fail "activation: $(located "$TMP/a.json")"
 
+# A fault in the forward pass of a model without ATTN checks is named there, by the loss: not
+# later by the gradients or the next step's state.
+expect_exit 2 forward "$SDCSCAN" run $MT --set minitrain.models=dlrm --duration 4 --cpus 0 --json "$TMP/l.json" \
+	--inject "minitrain/dlrm:A:iter=6,tensor=z0,row=3,col=4,bit=12,device=0"
+expect_grep forward out "step 6: the loss did not match the golden while the state entering the step matched"
+
 # golden record / show / verify, and refusals.
 expect_exit 0 record "$SDCSCAN" golden record --probe minitrain --set minitrain.steps=20 \
 	--set minitrain.checkpoint=5 --set minitrain.dlrm_rows=512 -o "$TMP/g20.json"
@@ -64,6 +70,24 @@ json.dump(d, open(sys.argv[2], "w"))
 PY
 expect_exit 2 wrong_seed "$SDCSCAN" golden verify "$TMP/seed2.json" --cpus 0
 expect_grep wrong_seed out "golden-divergence"
+# The SHA-256 checkpoints are compared too (a state the 64-bit step hash let through): a golden
+# whose checkpoint at step 5, or whose final one, differs from the state is CRITICAL at that step.
+for cp in "0 5" "3 20"; do
+	set -- $cp
+	python3 - "$TMP/g20.json" "$TMP/sha$1.json" "$1" <<'PY'
+import hashlib, json, sys
+d = json.load(open(sys.argv[1]))
+d["entries"] = [e for e in d["entries"] if e["key"]["variant"] == "dlrm"]
+cp = d["entries"][0]["result"]["trajectory"]["checkpoints"][int(sys.argv[3])]
+name, h = cp["tensors"][0]
+cp["tensors"][0] = [name, ("0" if h[0] != "0" else "1") + h[1:]]
+d.pop("sha256")
+d["sha256"] = hashlib.sha256(json.dumps(d, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+json.dump(d, open(sys.argv[2], "w"))
+PY
+	expect_exit 2 "checkpoint$2" "$SDCSCAN" golden verify "$TMP/sha$1.json" --cpus 0
+	expect_grep "checkpoint$2" out "golden-divergence: step $2: the state entering the step did not match the golden"
+done
 # Keyed for an option this sdcscan does not have.
 python3 - "$TMP/g20.json" "$TMP/badkey.json" <<'PY'
 import hashlib, json, sys

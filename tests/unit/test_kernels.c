@@ -201,6 +201,66 @@ static void check_ring(int64_t n, int P)
 	free(f), free(g), free(got), free(dst), free(own), free(sums);
 }
 
+/*
+ * The ring's link attribution, without MPI: a chunk built as a sender builds it, sent through a
+ * "wire" that may change it, judged as the receiver judges it (the value check, then the hop
+ * verdict). A flip on the wire is the link's; wrong values under a right CRC are the sender's; a
+ * damaged or stale header is the link's; a clean hop is nobody's.
+ */
+static void check_hop_attribution(void)
+{
+	enum { N = 1000, P = 5, COUNT = 3, RSUM = 1 + 2 + 3 };
+	static int8_t f[N], g[N];
+	static float sent[N], wire[N];
+	sdc_ring_terms(N, 42, f, g);
+	for (int64_t i = 0; i < N; i++)
+		sent[i] = sdc_ring_expected(f, g, i, COUNT, RSUM);
+	const uint32_t step = 1u << 16 | 2; /* all-gather, step 2 */
+	struct {
+		const char *name;
+		int flip_after_crc, flip_before_crc; /* element whose bit 20 flips, -1: none */
+		uint32_t header_xor, header_step;
+		enum sdc_hop_fault want;
+	} cases[] = {
+		{ "clean", -1, -1, 0, step, SDC_HOP_OK },
+		{ "payload flipped on the wire", 333, -1, 0, step, SDC_HOP_LINK },
+		{ "sign flipped on the wire", N - 1, -1, 0, step, SDC_HOP_LINK },
+		{ "sender's wrong value, CRC taken of it", -1, 17, 0, step, SDC_HOP_SENDER },
+		{ "header's CRC word flipped on the wire", -1, -1, 1u << 3, step, SDC_HOP_LINK },
+		{ "a stale chunk (another step's header)", -1, -1, 0, step - 1, SDC_HOP_LINK },
+		{ "sender wrong and the wire flips another", 400, 17, 0, step, SDC_HOP_LINK },
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		memcpy(wire, sent, sizeof(wire));
+		uint32_t u;
+		if (cases[c].flip_before_crc >= 0) {
+			memcpy(&u, &wire[cases[c].flip_before_crc], 4);
+			u ^= 1u << 20;
+			memcpy(&wire[cases[c].flip_before_crc], &u, 4);
+		}
+		uint32_t header[3];
+		sdc_ring_hop_header(header, sdc_crc32c(0, wire, sizeof(wire)), cases[c].header_step);
+		header[0] ^= cases[c].header_xor;
+		if (cases[c].flip_after_crc >= 0) {
+			const int e = cases[c].flip_after_crc;
+			memcpy(&u, &wire[e], 4);
+			u ^= e == N - 1 ? 0x80000000u : 1u << 20;
+			memcpy(&wire[e], &u, 4);
+		}
+		const int64_t nbad = sdc_ring_count_wrong(wire, f, g, N, COUNT, RSUM);
+		const int64_t planted = (cases[c].flip_after_crc >= 0) + (cases[c].flip_before_crc >= 0);
+		CHECK_MSG(nbad == planted, "hop %s: %lld wrong elements, %lld planted", cases[c].name, (long long)nbad,
+			  (long long)planted);
+		struct sdc_hop_verdict v;
+		sdc_ring_hop_verdict(header, step, wire, sizeof(wire), nbad, &v);
+		CHECK_MSG(v.fault == cases[c].want, "hop %s: verdict %d, want %d", cases[c].name, v.fault, cases[c].want);
+		CHECK_MSG(v.header_ok == (cases[c].header_xor == 0 && cases[c].header_step == step), "hop %s: header %s",
+			  cases[c].name, v.header_ok ? "ok" : "bad");
+		CHECK_MSG(v.crc == sdc_crc32c(0, wire, sizeof(wire)), "hop %s: the CRC reported is not the chunk's",
+			  cases[c].name);
+	}
+}
+
 int main(void)
 {
 	static const int shapes[][3] = { { 1, 1, 4 },   { 1, 16, 4 },    { 6, 64, 4 },   { 7, 65, 9 },
@@ -231,5 +291,6 @@ int main(void)
 		check_ring(ring_n[i], 4);
 	check_ring(1000, 64);
 	check_ring(300, 2896); /* the most ranks the kernels' fp32 arithmetic is exact for */
+	check_hop_attribution();
 	return check_done("test_kernels");
 }

@@ -78,6 +78,27 @@ static void test_attn_check(void)
 		CHECK_MSG(ev[0].kind == cases[i].kind, "case %zu: kind %s", i, sdc_attn_kind_name(ev[0].kind));
 		CHECK_MSG(!memcmp(&ev[0].recomputed, &right, 4), "case %zu: recomputed value is not the kernel's", i);
 	}
+	/*
+	 * Sensitivity: a change of three times the rigorous bound, (k + 2) u sum |a||b| over the
+	 * column (sums computed here, in double), must be found: the kernel's own rounding is below
+	 * (k + 1) u of that sum, so the checksum differs by more than twice the bound. (A check ten
+	 * times looser misses it.)
+	 */
+	int missed = 0;
+	for (int j = 0; j < n; j += 3) {
+		sdc_xgemm(m, n, k, a, k, b, n, c, n);
+		double s = 0;
+		for (int i = 0; i < m; i++)
+			for (int p = 0; p < k; p++)
+				s += fabs((double)a[i * k + p]) * fabs((double)b[p * n + j]);
+		const int i = (j * 7) % m;
+		const float was = c[i * n + j];
+		c[i * n + j] = (float)(was + 3.0 * (k + 2) * 0x1p-24 * s);
+		CHECK(fabs((double)c[i * n + j] - was) >= 2.99 * (k + 2) * 0x1p-24 * s);
+		const int bad = sdc_attn_check(m, n, k, a, k, b, n, c, n, scratch, ev, 4);
+		missed += bad != 1 || ev[0].col != j;
+	}
+	CHECK_MSG(missed == 0, "%d changes of 3x the rounding bound not found at their column", missed);
 	free(a), free(b), free(c);
 }
 

@@ -84,14 +84,6 @@ struct ar_shared {
 	char operation[96];
 };
 
-/* The shuffle's draw: the same on every rank, new every iteration. */
-static inline uint64_t draw(int r, uint64_t it)
-{
-	uint64_t x = (uint64_t)r * 0x9E3779B97F4A7C15ull ^ (it * 0xBF58476D1CE4E5B9ull);
-	x ^= x >> 31;
-	x *= 0x94D049BB133111EBull;
-	return x ^ x >> 29;
-}
 
 /* What an H fault's tensor= names: the phase (0 reduce-scatter, 1 all-gather) and whether it
  * corrupts the chunk's header instead of its data; false for anything else. Left out: rs. */
@@ -187,6 +179,15 @@ static const struct sdc_option bench_options[] = {
 };
 
 #if HAVE_MPI
+
+/* The shuffle's draw: the same on every rank, new every iteration. */
+static inline uint64_t draw(int r, uint64_t it)
+{
+	uint64_t x = (uint64_t)r * 0x9E3779B97F4A7C15ull ^ (it * 0xBF58476D1CE4E5B9ull);
+	x ^= x >> 31;
+	x *= 0x94D049BB133111EBull;
+	return x ^ x >> 29;
+}
 
 /* A finding with the expected and actual value of an element, or (crcs not NULL, when no element
  * is wrong) the chunk's CRC32C as computed and as its header gave it. */
@@ -330,8 +331,8 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, const st
 				       : phase == 0 ? bufs->sums
 						    : (uint8_t *)(out + send_c * cn);
 			const uint32_t step_id = (uint32_t)(phase << 16 | s);
-			uint32_t hdr[3] = { first_step ? sdc_crc32c(0, payload, cb) : fwd_crc, step_id, 0 }, rhdr[3];
-			hdr[2] = sdc_crc32c(0, hdr, 8);
+			uint32_t hdr[3], rhdr[3];
+			sdc_ring_hop_header(hdr, first_step ? sdc_crc32c(0, payload, cb) : fwd_crc, step_id);
 			/* A hop fault: bytes change after the CRC was taken, as on a bad link (in a copy, so the
 			 * sender keeps its own data right). */
 			for (int k = 0; af && k < af->n; k++) {
@@ -380,10 +381,11 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, const st
 			int64_t nbad = phase == 0 ? sdc_ring_check_add_crc(dst, in + recv_c * cn, (const uint32_t *)recvb, fc,
 								     gc, cn, count, rsum, &sum_crc)
 						  : sdc_ring_count_wrong(dst, fc, gc, cn, count, rsum);
-			const bool hdr_ok = rhdr[1] == step_id && rhdr[2] == sdc_crc32c(0, rhdr, 8);
-			/* the CRC of what arrived, before any repair: only to say who is at fault */
-			const uint32_t crc = nbad || !hdr_ok ? sdc_crc32c(0, into, cb) : rhdr[0];
-			const bool crc_ok = hdr_ok && rhdr[0] == crc;
+			/* whose fault, from what arrived, before any repair */
+			struct sdc_hop_verdict hv;
+			sdc_ring_hop_verdict(rhdr, step_id, into, cb, nbad, &hv);
+			const bool hdr_ok = hv.header_ok, crc_ok = hv.fault != SDC_HOP_LINK;
+			const uint32_t crc = hv.crc;
 			/* the first wrong element, looked for only when there is one; in the all-gather the
 			 * wrong values are then put right, so a fault does not echo through later steps */
 			float got0 = 0;
@@ -395,7 +397,7 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, const st
 			/* what the next step sends is this chunk: the sums (reduce-scatter), or what arrived, put
 			 * right if it was wrong (all-gather) */
 			fwd_crc = phase == 0 ? sum_crc : nbad ? sdc_crc32c(0, dst, cb) : crc;
-			if (!crc_ok || nbad) {
+			if (hv.fault != SDC_HOP_OK) {
 				bad = 1;
 				const int64_t el = first_bad >= 0 ? recv_c * cn + first_bad : -1;
 				const float e = el >= 0 ? sdc_ring_expected(fc, gc, first_bad, count, rsum) : 0;

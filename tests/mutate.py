@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""
+Weakened detectors must fail the tests: each mutation below disables one detection path of
+sdcscan, or makes its threshold ten times looser, or lets the selftest matcher accept a finding
+at the wrong element or bit. The script copies the tree (what git tracks, plus files it does not
+ignore), builds it once without CUDA and MPI (the paths here are host code; the allreduce hop
+checks and the ring's link attribution are unit-tested without MPI), then applies the mutations
+one at a time: it rebuilds, runs the tests expected to notice first and, when none does, every
+fast suite (unit, cli). It prints each mutation as killed (by which test) or SURVIVED, and exits
+1 if any survived, did not apply (the code it mutates moved: update this table) or broke the
+build.
+
+    tests/mutate.py                  all mutations
+    tests/mutate.py --list           their names and what each weakens
+    tests/mutate.py NAME...          only these
+    tests/mutate.py --keep DIR       build in DIR and leave it (default: a temporary directory)
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+# name, what it weakens, file, [(text, replacement), ...] (each text must occur exactly once),
+# the tests expected to notice (tried first; the full fast suites follow when none does).
+MUTATIONS = [
+    ("gemm-int8-check-off", "the int8 class's exact row checks pass every row",
+     "src/probes/gemm/abft.c",
+     [("\tif (sdc_abft_row_ok(&x))\n\t\treturn true;",
+       "\tif (g->cfg.cls == SDC_GEMM_INT8 || sdc_abft_row_ok(&x))\n\t\treturn true;")],
+     ["campaign", "selftest"]),
+    ("gemm-exact-fp32-check-off", "the fp32 exact class's row checks pass every row",
+     "src/probes/gemm/abft.c",
+     [("\tif (sdc_abft_row_ok(&x))\n\t\treturn true;",
+       "\tif (g->cfg.cls == SDC_GEMM_FP32 || sdc_abft_row_ok(&x))\n\t\treturn true;")],
+     ["campaign", "selftest"]),
+    ("gemm-exact-locate-off-by-one", "an exact-class mismatch is located one column off",
+     "src/probes/gemm/abft.c",
+     [("\tout->col = sdc_abft_locate(&g->layout, &x);", "\tout->col = sdc_abft_locate(&g->layout, &x) + 1;")],
+     ["campaign", "selftest"]),
+    ("gemm-fast-check-off", "the fast classes' V-ABFT row checks pass every row",
+     "src/probes/gemm/abft.c",
+     [("\tif (e <= t && e2 <= t2)", "\tif (1)")],
+     ["campaign", "selftest"]),
+    ("gemm-fast-threshold-x10", "the fast classes' checks compare with ten times the threshold",
+     "src/probes/gemm/abft.c",
+     [("t = g->thr[i], e2 = fabs(r2 - s2), t2 = g->thr2[i];",
+       "t = 10 * g->thr[i], e2 = fabs(r2 - s2), t2 = 10 * g->thr2[i];")],
+     ["campaign", "selftest", "gemm_fast"]),
+    ("vabft-threshold-x10", "V-ABFT's threshold formula (CPU and GPU share it) ten times looser",
+     "src/kernels/abft_ref.h",
+     [("\t*t1 = emax * (t_det", "\t*t1 = 10 * emax * (t_det"),
+      ("\t*t2 = emax * (w_det", "\t*t2 = 10 * emax * (w_det")],
+     ["gpu_ref", "campaign", "gemm_fast"]),
+    ("gemm-digest-b-off", "the operand digest of B always matches",
+     "src/probes/gemm/abft.c",
+     [("\treturn sdc_xxh64(g->cfg.cls == SDC_GEMM_INT8 ? (const void *)g->bp.data : g->b, g->b_bytes) == g->digest_b;",
+       "\treturn true;")],
+     ["campaign", "selftest"]),
+    ("gemm-digest-a-off", "the operand digest of A always matches",
+     "src/probes/gemm/abft.c",
+     [("\treturn sdc_xxh64(g->a, g->a_bytes) == g->digest_a;", "\treturn true;")],
+     ["selftest", "campaign"]),
+    ("embbag-bag-check-off", "the embbag bag checks (output sums against the table's row sums) pass every bag",
+     "src/probes/embbag/abft.c",
+     [("\tv->bad = v->negzero || !(fabs(v->dc) <= v->tc) || !(fabs(v->dw) <= v->tw);", "\tv->bad = false;")],
+     ["embbag", "selftest"]),
+    ("embbag-threshold-x10", "the embbag fast class's bag thresholds ten times looser",
+     "src/probes/embbag/abft.c",
+     [("\tv->bad = v->negzero || !(fabs(v->dc) <= v->tc) || !(fabs(v->dw) <= v->tw);",
+       "\tv->bad = v->negzero || !(fabs(v->dc) <= 10 * v->tc) || !(fabs(v->dw) <= 10 * v->tw);")],
+     ["embbag", "selftest"]),
+    ("embbag-sweep-off", "the table sweep at rest finds every row intact",
+     "src/probes/embbag/embbag.c",
+     [("\t\tif (sdc_eb_row_intact(ew->t, r))\n\t\t\tcontinue;", "\t\tcontinue;")],
+     ["embbag", "selftest"]),
+    ("minitrain-golden-entry-off", "the state entering a step is not compared with the golden's hash",
+     "src/probes/minitrain/minitrain.c",
+     [("\t\t\tbool bad_entry = golden && entry != golden->traj.entry[s];", "\t\t\tbool bad_entry = false;")],
+     ["minitrain", "selftest"]),
+    ("minitrain-golden-checkpoint-off", "the golden's SHA-256 checkpoints are not compared",
+     "src/probes/minitrain/minitrain.c",
+     [("\t\t\t\tbad_entry |= memcmp(sha,", "\t\t\t\tbad_entry |= 0 && memcmp(sha,")],
+     ["minitrain", "selftest"]),
+    ("minitrain-golden-final-off", "the final state is not compared with the golden's last checkpoint",
+     "src/probes/minitrain/minitrain.c",
+     [("\t\t\tif (memcmp(sha, golden->traj.sha + (size_t)check * mw.ntraj * SDC_SHA256_LEN,\n",
+       "\t\t\tif (0 && memcmp(sha, golden->traj.sha + (size_t)check * mw.ntraj * SDC_SHA256_LEN,\n")],
+     ["minitrain", "selftest"]),
+    ("minitrain-golden-loss-off", "the loss is not compared with the golden's",
+     "src/probes/minitrain/minitrain.c",
+     [("\t\t\t\tif (lbits != golden->traj.loss[s])", "\t\t\t\tif (0)")],
+     ["minitrain", "selftest"]),
+    ("minitrain-attn-off", "the attention GEMMs' column checks pass every column",
+     "src/kernels/attn_check.c",
+     [("\t\tif (!isnan(d1) && fabs(d1) <= bound)", "\t\tif (1)")],
+     ["minitrain", "selftest"]),
+    ("minitrain-attn-bound-x10", "the attention checks' error bound ten times looser",
+     "src/kernels/attn_check.c",
+     [("bound = rel * ea[j] + 0x1p-100;", "bound = 10 * rel * ea[j] + 0x1p-100;")],
+     ["minitrain", "selftest"]),
+    ("allreduce-value-check-off", "the ring's per-element value check counts no wrong element",
+     "src/kernels/ring_check.c",
+     [("int64_t sdc_ring_count_wrong(const float *got, const int8_t *f, const int8_t *g, int64_t n, int count, int rsum)\n{",
+       "int64_t sdc_ring_count_wrong(const float *got, const int8_t *f, const int8_t *g, int64_t n, int count, int rsum)\n{\n\tif (n >= 0)\n\t\treturn 0;")],
+     ["kernels"]),
+    ("allreduce-crc-off", "a hop's CRC32C is not compared: a corrupt link reads as the sender's fault",
+     "src/kernels/ring_check.c",
+     [("\tconst bool crc_ok = v->header_ok && header[0] == v->crc;", "\tconst bool crc_ok = v->header_ok;")],
+     ["kernels"]),
+    ("allreduce-header-check-off", "a hop's header is taken as intact",
+     "src/kernels/ring_check.c",
+     [("\tv->header_ok = header[1] == step && header[2] == sdc_crc32c(0, header, 8);", "\tv->header_ok = true;")],
+     ["kernels"]),
+    ("vote-off", "the cross-device vote sees every iteration as unanimous",
+     "src/core/vote.c",
+     [("\tif (v->count[best] == participants)\n\t\treturn;", "\treturn;")],
+     ["vote", "work_digest", "selftest"]),
+    ("vote-names-majority", "the cross-device vote names the majority instead of the dissenters",
+     "src/core/vote.c",
+     [("(majority && slots[i]->digest == slots[best]->digest)", "(majority && slots[i]->digest != slots[best]->digest)")],
+     ["vote", "work_digest"]),
+    ("selftest-any-element", "the selftest matcher accepts a finding at the wrong element",
+     "src/run.c",
+     [("\t    f->row != inj->row || f->col != inj->col)", "\t    0)")],
+     ["findings", "selftest"]),
+    ("selftest-any-bit", "the selftest matcher accepts a finding whose XOR mask misses the flipped bit",
+     "src/run.c",
+     [("\treturn inj->bit < 64 && (mask >> inj->bit) & 1ull;", "\treturn inj->bit < 64 && mask != 0;")],
+     ["findings", "selftest"]),
+    ("gpu-generator-check-off", "the GPU operand generator is not compared with its host twin",
+     "src/probes/gemm/gpu.c",
+     [("\t\tif (have == want)\n\t\t\tcontinue;", "\t\tcontinue;")],
+     ["gpu_host"]),
+]
+
+FAST_SUITES = ["unit", "cli"]
+
+
+def sh(cmd, cwd, log=None, env=None):
+    with open(log or os.devnull, "w") as out:
+        return subprocess.call(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env)
+
+
+def copy_tree(src, dst):
+    files = subprocess.check_output(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=src).split(b"\0")
+    for f in files:
+        if not f:
+            continue
+        rel = f.decode()
+        if not os.path.isfile(os.path.join(src, rel)):
+            continue  # deleted in the working tree
+        os.makedirs(os.path.dirname(os.path.join(dst, rel)) or dst, exist_ok=True)
+        shutil.copy2(os.path.join(src, rel), os.path.join(dst, rel))
+
+
+def failed_tests(build):
+    """Names of the tests that failed in the last meson test run."""
+    bad = []
+    with open(os.path.join(build, "meson-logs", "testlog.json")) as f:
+        for line in f:
+            r = json.loads(line)
+            if r["result"] not in ("OK", "SKIP", "EXPECTEDFAIL"):
+                bad.append(r["name"].split(":")[-1].replace(" / ", "/"))
+    return bad
+
+
+def run_tests(build, names, suites, env):
+    cmd = ["meson", "test", "--no-rebuild", "--print-errorlogs", "-C", build, "--num-processes", "2"]
+    for s in suites:
+        cmd += ["--suite", s]
+    rc = sh(cmd + names, ".", os.path.join(build, "mutation-test.log"), env)
+    return failed_tests(build) if rc else []
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.strip().split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("names", nargs="*", help="mutations to apply (default: all)")
+    ap.add_argument("--list", action="store_true", help="list the mutations and exit")
+    ap.add_argument("--keep", metavar="DIR", help="work in DIR and leave it there")
+    args = ap.parse_args()
+    if args.list:
+        for m in MUTATIONS:
+            print("%-32s %s (%s)" % (m[0], m[1], m[2]))
+        return 0
+    known = {m[0] for m in MUTATIONS}
+    unknown = [n for n in args.names if n not in known]
+    if unknown:
+        print("mutate.py: no mutation named %s (see --list)" % ", ".join(unknown), file=sys.stderr)
+        return 2
+    chosen = [m for m in MUTATIONS if not args.names or m[0] in args.names]
+
+    src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    work = args.keep or tempfile.mkdtemp(prefix="sdcscan-mutate-")
+    tree, build = os.path.join(work, "tree"), os.path.join(work, "build")
+    if os.path.exists(tree):
+        shutil.rmtree(tree)
+    copy_tree(src, tree)
+    # The tests must see the tree as a user's machine does: no GPU module or NVML from the shell.
+    env = {k: v for k, v in os.environ.items() if k not in ("SDCSCAN_GPU_MODULE", "SDCSCAN_NVML_LIBRARY",
+                                                          "SDCSCAN_CALIBRATION")}
+    t0 = time.time()
+    if not os.path.exists(os.path.join(build, "build.ninja")):
+        if sh(["meson", "setup", build, tree, "-Dcuda=disabled", "-Dnccl=disabled", "-Dmpi=disabled"], ".",
+              os.path.join(work, "setup.log"), env):
+            print("mutate.py: meson setup failed (%s)" % os.path.join(work, "setup.log"), file=sys.stderr)
+            return 2
+    if sh(["ninja", "-C", build], ".", os.path.join(work, "build.log"), env):
+        print("mutate.py: the unmutated tree does not build (%s)" % os.path.join(work, "build.log"), file=sys.stderr)
+        return 2
+    # The unmutated tree must pass what the mutations are judged by, or a "kill" means nothing.
+    base = run_tests(build, [], FAST_SUITES, env)
+    if base:
+        print("mutate.py: the unmutated tree fails %s: no mutation can be judged" % ", ".join(base), file=sys.stderr)
+        return 2
+    print("baseline: built and passed the fast suites in %.0f s (%s)" % (time.time() - t0, work))
+
+    rows, survived, broken = [], 0, 0
+    for name, what, path, edits, first in chosen:
+        t1 = time.time()
+        fpath = os.path.join(tree, path)
+        orig = open(fpath).read()
+        text = orig
+        status = None
+        for old, new in edits:
+            if text.count(old) != 1:
+                status = "DID NOT APPLY (the text occurs %d times)" % text.count(old)
+                break
+            text = text.replace(old, new)
+        if status is None:
+            open(fpath, "w").write(text)
+            if sh(["ninja", "-C", build], ".", os.path.join(work, "build-%s.log" % name), env):
+                status = "BUILD FAILED (%s)" % os.path.join(work, "build-%s.log" % name)
+            else:
+                killers = run_tests(build, first, [], env)
+                if not killers:
+                    killers = run_tests(build, [], FAST_SUITES, env)
+                status = "killed by " + ", ".join(killers) if killers else "SURVIVED"
+        open(fpath, "w").write(orig)
+        os.utime(fpath)  # newer than the mutated build, so the next rebuild takes it
+        survived += status == "SURVIVED"
+        broken += status.startswith(("DID NOT", "BUILD"))
+        rows.append((name, what, status))
+        print("%-32s %-44s %5.0f s  (%s)" % (name, status, time.time() - t1, what), flush=True)
+    sh(["ninja", "-C", build], ".", None, env)
+    killed = len(rows) - survived - broken
+    print("\n%d mutations: %d killed, %d survived, %d could not be judged (%.0f s)" %
+          (len(rows), killed, survived, broken, time.time() - t0))
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if survived or broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

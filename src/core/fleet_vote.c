@@ -60,6 +60,71 @@ static void fleet_finding(struct sdc_run *run, enum sdc_finding_class cls, const
 	sdc_run_add_finding(run, &f);
 }
 
+/* Whether every one of keys (NULL-ended) is in o as a string (type 's') or an integer ('i'). */
+static bool has_fields(json_t *o, const char *const *keys, const char *types, char *why, size_t len, const char *what)
+{
+	if (!json_is_object(o)) {
+		snprintf(why, len, "%s is not an object", what);
+		return false;
+	}
+	for (int k = 0; keys[k]; k++) {
+		json_t *v = json_object_get(o, keys[k]);
+		if (types[k] == 's' ? !json_is_string(v) : !json_is_integer(v)) {
+			snprintf(why, len, "%s has no %s %s", what, types[k] == 's' ? "string" : "integer", keys[k]);
+			return false;
+		}
+	}
+	return true;
+}
+
+void *sdc_fleet_rank_record(const char *text, size_t len, int rank, char *why, size_t whylen)
+{
+	static const char *const top[] = { "host", "verdict", "summary", "rank", NULL };
+	static const char *const result[] = { "probe", "variant", "device", "model", "status", "work_digest", "kernel",
+					       "corruptions", NULL };
+	static const char *const finding[] = { "probe", "variant", "device", "kind", "target", "expected", "actual",
+						"expected_value", "actual_value", "xor_mask", "detail", "row", "col",
+						"iteration", NULL };
+	json_error_t je;
+	json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (!j) {
+		snprintf(why, whylen, "not JSON (%s)", je.text);
+		return NULL;
+	}
+	bool ok = has_fields(j, top, "sssi", why, whylen, "the record");
+	if (ok && json_integer_value(json_object_get(j, "rank")) != rank) {
+		snprintf(why, whylen, "it says it is rank %" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(j, "rank")));
+		ok = false;
+	}
+	bool known = false;
+	for (enum sdc_verdict k = SDC_OK; ok && k <= SDC_UNKNOWN; k++)
+		known |= !strcmp(json_string_value(json_object_get(j, "verdict")), sdc_verdict_name(k));
+	if (ok && !known) {
+		snprintf(why, whylen, "its verdict is not one of OK, WARNING, CRITICAL, UNKNOWN");
+		ok = false;
+	}
+	static const char *const lists[] = { "results", "findings" };
+	for (int l = 0; l < 2 && ok; l++) {
+		json_t *a = json_object_get(j, lists[l]), *e;
+		size_t i;
+		if (!json_is_array(a)) {
+			snprintf(why, whylen, "it has no %s list", lists[l]);
+			ok = false;
+		}
+		json_array_foreach(a, i, e) {
+			char what[48];
+			snprintf(what, sizeof(what), "%s[%zu]", lists[l], i);
+			if (!(ok = has_fields(e, l ? finding : result, l ? "sssssssssssiii" : "sssssssi", why, whylen, what)))
+				break;
+		}
+	}
+	if (!ok) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
+}
+
 /* Majority vote of work digests of the same (probe, variant, CPU model) across every rank. */
 static void vote(struct sdc_run *run, json_t *ranks, json_t *out)
 {
@@ -122,6 +187,11 @@ static void vote(struct sdc_run *run, json_t *ranks, json_t *out)
 	json_decref(groups);
 }
 
+void sdc_fleet_vote(struct sdc_run *run, void *ranks, void *out)
+{
+	vote(run, ranks, out);
+}
+
 enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, void **fleet_json)
 {
 	*fleet_json = NULL;
@@ -159,16 +229,15 @@ enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, v
 				      sdc_fleet.timeout);
 			continue;
 		}
-		json_error_t je;
-		json_t *j = json_loads(texts[r], 0, &je);
+		char why[160];
+		json_t *j = sdc_fleet_rank_record(texts[r], strlen(texts[r]), r, why, sizeof(why));
 		free(texts[r]);
-		const char *v = json_string_value(json_object_get(j, "verdict"));
-		if (!j || !v || json_integer_value(json_object_get(j, "rank")) != r) {
-			fleet_finding(run, SDC_FINDING_ERROR, "rank-garbled", "rank %d (%s) sent results that do not parse",
-				      r, sdc_fleet_host(r));
-			json_decref(j);
+		if (!j) {
+			fleet_finding(run, SDC_FINDING_ERROR, "rank-garbled", "rank %d (%s) sent results that do not parse: %s",
+				      r, sdc_fleet_host(r), why);
 			continue;
 		}
+		const char *v = json_string_value(json_object_get(j, "verdict"));
 		alive[r] = true;
 		for (enum sdc_verdict k = SDC_OK; k <= SDC_UNKNOWN; k++)
 			if (!strcmp(v, sdc_verdict_name(k)) && k > worst)

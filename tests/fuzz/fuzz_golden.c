@@ -1,0 +1,20 @@
+/* The golden file reader: sdcscan golden verify FILE, and the shipped goldens. The first byte
+ * picks the input as it is or with its true SHA-256 (to reach the fields behind that check). */
+#include "fuzz.h"
+#include "golden.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (!size)
+		return 0;
+	size_t len = size - 1;
+	char *fixed = data[0] & 1 ? fuzz_with_true_sha(data + 1, size - 1, &len) : NULL;
+	struct sdc_golden g;
+	char err[512];
+	memset(&g, 0, sizeof(g));
+	if (!sdc_golden_parse(fixed ? fixed : (const char *)data + 1, fixed ? len : size - 1, "fuzz", &g, err, sizeof(err)))
+		sdc_golden_free(&g);
+	free(fixed);
+	return 0;
+}

@@ -50,7 +50,9 @@ static void top_usage(FILE *out)
 	for (int i = 0; commands[i]; i++)
 		fprintf(out, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
 	fprintf(out, "\nRun 'sdcscan COMMAND --help' for the options of a command.\n"
-		     "Exit status: 0 OK, 1 WARNING, 2 CRITICAL (corruption found), 3 UNKNOWN (could not test).\n");
+		     "Exit status: 0 OK, 1 WARNING, 2 CRITICAL (corruption found), 3 UNKNOWN (could not test).\n"
+		     "GPUs: the gemm probe only, and not yet validated on GPU hardware by this project (its host side\n"
+		     "is tested; see BUGS in sdcscan(1)). 'sdcscan version' says which GPUs this build can test.\n");
 }
 
 /* "  -c, --cpus LIST          help (default: x)" */

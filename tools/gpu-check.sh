@@ -111,6 +111,8 @@ run() {
 	shift
 	mkdir -p "$out"
 	out=$(cd "$out" && pwd)
+	# the runs' saved reports and lock come back with the logs, not into the machine's /var/lib
+	export SDCSCAN_STATE_DIR="$out/state"
 	cd "$here" || return 1
 	if [ ! -x gpu-bundle/bin/sdcscan ]; then
 		[ -f gpu-bundle.tar.xz ] || { echo "gpu-check: no gpu-bundle/ and no gpu-bundle.tar.xz here" >&2; return 1; }

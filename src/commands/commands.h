@@ -12,5 +12,6 @@ extern const struct sdc_command sdc_command_bench;
 extern const struct sdc_command sdc_command_calibrate;
 extern const struct sdc_command sdc_command_campaign;
 extern const struct sdc_command sdc_command_version;
+extern const struct sdc_command sdc_command_status;
 
 #endif

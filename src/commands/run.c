@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include "commands/commands.h"
+#include "core/export.h"
 #include "core/fleet_vote.h"
 #include "core/output.h"
 #include "core/plan.h"
@@ -13,6 +14,7 @@
 #include "core/registry.h"
 #include "core/report.h"
 #include "core/runner.h"
+#include "core/state.h"
 #include "fleet.h"
 
 struct run_opts {
@@ -20,7 +22,21 @@ struct run_opts {
 	struct sdc_arglist probes, sets, inject;
 	double duration;
 	int64_t expect_gpus;
+	const char *state_dir, *prom, *junit;
+	bool no_state;
+	double wait;
 };
+
+static int parse_wait(const char *value, void *field, char *err, size_t errlen)
+{
+	double v;
+	if (!sdc_parse_double(value, &v) || !(v >= 0) || v > 7 * 86400) {
+		snprintf(err, errlen, "seconds, from 0 to 604800");
+		return -1;
+	}
+	memcpy(field, &v, sizeof(v));
+	return 0;
+}
 
 static int parse_duration(const char *value, void *field, char *err, size_t errlen)
 {
@@ -49,6 +65,17 @@ static const struct sdc_option run_options[] = {
 	  .help = "inject faults: PROBE[/VARIANT]:TARGET[:KEY=VAL,...] (repeatable)" },
 	{ .name = "expect-gpus", .metavar = "N", .type = SDC_OPT_INT, .offset = OPT(expect_gpus), .def = "-1", .imin = -1,
 	  .imax = 64, .help = "GPUs this host should have; fewer found is WARNING (-1: the profile's expect_gpus)" },
+	{ .name = "state-dir", .metavar = "DIR", .type = SDC_OPT_ARG, .offset = OPT(state_dir),
+	  .help = "where the run's report (last.json) and lock are kept (default: $SDCSCAN_STATE_DIR, else "
+		  SDC_STATE_DIR_DEFAULT ")" },
+	{ .name = "no-state", .type = SDC_OPT_FLAG, .offset = OPT(no_state),
+	  .help = "keep no state: no saved report for sdcscan status, no lock (another run may overlap)" },
+	{ .name = "wait", .metavar = "SECONDS", .type = SDC_OPT_CUSTOM, .offset = OPT(wait), .parse = parse_wait,
+	  .def = "0", .help = "wait this long for another run that holds the host's lock (0: exit UNKNOWN at once)" },
+	{ .name = "prom", .metavar = "FILE", .type = SDC_OPT_ARG, .offset = OPT(prom),
+	  .help = "also write Prometheus metrics (node_exporter's textfile collector: DIR/sdcscan.prom)" },
+	{ .name = "junit", .metavar = "FILE", .type = SDC_OPT_ARG, .offset = OPT(junit),
+	  .help = "also write a JUnit XML report (one testcase per probe and device)" },
 	SDC_OPT_END,
 };
 
@@ -153,7 +180,43 @@ static void check_gpu_count(struct sdc_run *run, int expected)
 
 /* The report if asked, the verdict line, the exit code. Under MPI rank 0 gathers and votes, every
  * rank takes the worst verdict of all, and rank 0 writes one report for the job. */
-static int finish(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_plan *plan, struct sdc_output *out)
+/* Where the run's outputs go: --json, the state directory's last.json, --prom, --junit. */
+struct run_outputs {
+	const char *state; /* the state directory, or NULL (--no-state, or a rank other than 0) */
+	const char *prom, *junit;
+};
+
+/* Writes the report's forms; false when one could not be written (said on stderr). */
+static bool write_outputs(json_t *report, const struct sdc_cli *cli, const struct run_outputs *ro, enum sdc_verdict v)
+{
+	bool ok = true;
+	char err[1024], path[4096];
+	if (cli->json)
+		ok &= !sdc_report_write(report, cli->json);
+	double last_success = 0;
+	if (ro->state) {
+		ok &= !sdc_state_path(ro->state, "last.json", path, sizeof(path)) && !sdc_report_write(report, path);
+		last_success = v == SDC_OK ? sdc_report_end_time(report) : sdc_state_last_success(ro->state);
+		if (v == SDC_OK && sdc_state_save_success(ro->state, last_success, err, sizeof(err))) {
+			sdc_error("state: %s", err);
+			ok = false;
+		}
+	}
+	if (ro->prom && sdc_export_prom(report, last_success, ro->prom, err, sizeof(err))) {
+		sdc_error("--prom: %s", err);
+		ok = false;
+	}
+	if (ro->junit && sdc_export_junit(report, ro->junit, err, sizeof(err))) {
+		sdc_error("--junit: %s", err);
+		ok = false;
+	}
+	return ok;
+}
+
+/* The report if asked, the verdict line, the exit code. Under MPI rank 0 gathers and votes, every
+ * rank takes the worst verdict of all, and rank 0 writes one report for the job. */
+static int finish(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_plan *plan, struct sdc_output *out,
+		  const struct run_outputs *ro)
 {
 	const int before = run->nfindings;
 	const enum sdc_verdict local = sdc_run_verdict(run);
@@ -165,9 +228,9 @@ static int finish(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_pla
 			fprintf(out->fp, "fleet: %s: %s\n", run->findings[i].kind, run->findings[i].detail);
 	int code = sdc_exit_code(v, cli->exit_style);
 	bool written = true;
-	if (cli->json && sdc_fleet.rank == 0) {
+	if ((cli->json || ro->state || ro->prom || ro->junit) && sdc_fleet.rank == 0) {
 		json_t *report = sdc_report_build(run, plan, v, code, NULL);
-		written = report && !sdc_report_write(report, cli->json);
+		written = report && write_outputs(report, cli, ro, v);
 		json_decref(report);
 		if (!written) {
 			final = sdc_verdict_worst(v, SDC_UNKNOWN);
@@ -177,7 +240,8 @@ static int finish(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_pla
 	/* What the probes found, whatever became of the report; a report not written said apart. */
 	sdc_output_verdict(out, run, v, written && cli->json && strcmp(cli->json, "-") ? cli->json : NULL);
 	if (!written)
-		fprintf(out->fp, "UNKNOWN: the report was not written to %s (see the error above)\n", cli->json);
+		fprintf(out->fp, "UNKNOWN: the report or its state, metrics or JUnit were not all written (see the "
+				 "error above)\n");
 	return code;
 }
 
@@ -187,6 +251,7 @@ static int run_main(struct sdc_cmd *c)
 	struct sdc_cli *cli = &c->cli;
 	struct sdc_plan plan = { 0 };
 	struct sdc_run run;
+	struct sdc_state_lock lock = { .fd = -1 };
 	bool run_inited = false;
 	int rc = sdc_cli_unknown(cli);
 	struct sdc_inject_spec *inject = calloc((size_t)o->inject.n + 1, sizeof(*inject));
@@ -235,6 +300,35 @@ static int run_main(struct sdc_cmd *c)
 	if (o->duration > 0)
 		sdc_plan_scale_duration(&plan, o->duration);
 
+	/* State and the lock, before anything burns: a second run exits at once naming the first. Under
+	 * MPI the job is the scheduler's to serialise: rank 0 keeps the state, no rank takes the lock. */
+	struct run_outputs ro = { .prom = o->prom, .junit = o->junit };
+	if (!o->no_state && sdc_fleet.rank == 0) {
+		ro.state = sdc_state_dir(o->state_dir);
+		if (sdc_state_prepare(ro.state, err, sizeof(err))) {
+			fprintf(stderr, "sdcscan run: %s\n", err);
+			goto out;
+		}
+		char path[4096], real[4096];
+		if (sdc_state_path(ro.state, "last.json", path, sizeof(path)) ||
+		    sdc_output_path(path, real, sizeof(real), err, sizeof(err))) {
+			fprintf(stderr, "sdcscan run: state: %s\n", err);
+			goto out;
+		}
+		if (!sdc_fleet.active && sdc_state_lock(ro.state, o->wait, "sdcscan run", &lock, err, sizeof(err))) {
+			fprintf(stderr, "sdcscan run: %s\n", err);
+			goto out;
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		const char *p = k ? o->junit : o->prom;
+		char path[4096];
+		if (p && sdc_fleet.rank == 0 && sdc_output_path(p, path, sizeof(path), err, sizeof(err))) {
+			rc = sdc_cli_bad(cli, "--%s: %s", k ? "junit" : "prom", err);
+			goto out;
+		}
+	}
+
 	if (sdc_cli_start_run(c, &run, cli->have_seed ? cli->seed : sdc_plan_seed(&plan, sdc_wall_now())))
 		goto out;
 	run_inited = true;
@@ -254,8 +348,9 @@ static int run_main(struct sdc_cmd *c)
 	if (sdc_runner_execute(&run, &plan, &out))
 		goto out;
 	run.end_mono = sdc_now();
-	rc = finish(cli, &run, &plan, &out);
+	rc = finish(cli, &run, &plan, &out, &ro);
 out:
+	sdc_state_unlock(&lock);
 	if (run_inited)
 		sdc_run_release(&run);
 	sdc_plan_release(&plan);

@@ -3,6 +3,8 @@ set -u
 SDCSCAN=${1:?usage: $0 PATH_TO_SDCSCAN}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/sdcscan-test.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
+# Each test keeps its runs' state (last.json, the lock) to itself, never in /var/lib/sdcscan.
+export SDCSCAN_STATE_DIR="$TMP/state"
 FAILED=0
 # Small, fast options for real runs.
 SMALL="--probe gemm --set gemm.m=48 --set gemm.n=40 --set gemm.k=64 --set gemm.refresh=2"

@@ -1,0 +1,25 @@
+/*
+ * A report (core/report.h's JSON) in the forms the fleet's tools read: Prometheus text for
+ * node_exporter's textfile collector, and JUnit XML for CI. Both are made from the report alone,
+ * so `sdcscan run` writes them at the end of a run and `sdcscan status` can again from the saved
+ * one. Written atomically (a temporary file in the same directory, then rename).
+ */
+#ifndef SDC_EXPORT_H
+#define SDC_EXPORT_H
+
+#include <stddef.h>
+
+/*
+ * Prometheus: sdcscan_build_info, sdcscan_last_run_timestamp_seconds,
+ * sdcscan_last_success_timestamp_seconds (last_success; 0: never), sdcscan_last_run_duration_seconds,
+ * sdcscan_verdict, and sdcscan_probe_failed for every probe x device of the run (0 or 1), GPUs
+ * labelled as dcgm-exporter labels them (gpu, UUID, device="nvidiaN"). report: json_t *.
+ */
+int sdc_export_prom(void *report, double last_success, const char *path, char *err, size_t errlen);
+/* JUnit: one testcase per probe x device, failing with its findings in the element text. */
+int sdc_export_junit(void *report, const char *path, char *err, size_t errlen);
+
+/* The end of the run a report describes (start + duration, Unix time), or -1 if it says none. */
+double sdc_report_end_time(void *report);
+
+#endif

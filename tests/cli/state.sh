@@ -1,0 +1,109 @@
+#!/bin/sh
+# State, lock, status, Prometheus and JUnit: a run saves its report in the state directory, one
+# run at a time holds the host (the second exits UNKNOWN naming the first, or waits), the lock
+# dies with its holder; status reads the saved verdict fast, says stale and unknown, and fits
+# node-problem-detector's 80 characters; --prom passes promtool, --junit a JUnit reader.
+. "$(dirname "$0")/lib.sh"
+
+ST=$TMP/st
+RUN="run --probe gemm --set gemm.dtypes=int8 --set gemm.m=48 --set gemm.n=40 --set gemm.k=64 --state-dir $ST"
+
+expect_exit 3 status_none "$SDCSCAN" status --state-dir "$ST"
+expect_grep status_none out "^UNKNOWN: no usable sdcscan result at $ST/last.json"
+expect_exit 2 status_none_npd "$SDCSCAN" status --state-dir "$ST" --exit-codes npd
+
+expect_exit 0 clean "$SDCSCAN" $RUN --duration 1 --cpus 0 --prom "$TMP/m.prom" --junit "$TMP/j.xml"
+[ -s "$ST/last.json" ] || fail "run saved no last.json in the state directory"
+[ -s "$ST/last-success" ] || fail "an OK run saved no last-success"
+expect_exit 0 status_ok "$SDCSCAN" status --state-dir "$ST"
+expect_grep status_ok out "^OK: last run [0-9]* s ago, profile quick"
+expect_exit 1 stale "$SDCSCAN" status --state-dir "$ST" --max-age 0.001
+expect_grep stale out "^WARNING: .*stale"
+expect_exit 1 stale_npd "$SDCSCAN" status --state-dir "$ST" --max-age 0.001 --exit-codes npd
+# SDCSCAN_STATE_DIR is the default directory, as the timer and the health check share it
+SDCSCAN_STATE_DIR=$ST expect_exit 0 status_env "$SDCSCAN" status
+
+# Prometheus: promtool accepts it; every probe x device present, 0 when clean.
+if command -v promtool >/dev/null; then
+	promtool check metrics <"$TMP/m.prom" >"$TMP/promtool.out" 2>&1 || fail "promtool: $(cat "$TMP/promtool.out")"
+else
+	fail "promtool not found (apt-get install prometheus)"
+fi
+grep -q '^sdcscan_probe_failed{probe="gemm",device="cpu0",gpu="",UUID=""} 0$' "$TMP/m.prom" ||
+	fail "no clean gemm/cpu0 series: $(grep probe_failed "$TMP/m.prom")"
+grep -q '^sdcscan_verdict 0$' "$TMP/m.prom" || fail "sdcscan_verdict is not 0"
+grep -q '^sdcscan_build_info{version="' "$TMP/m.prom" || fail "no sdcscan_build_info"
+grep -q ' [0-9.]* [0-9]*$' "$TMP/m.prom" && fail "a sample carries a timestamp"
+
+# A corrupt run: status names it; npd gets one line of at most 80 characters and exit 1.
+expect_exit 2 bad "$SDCSCAN" $RUN --duration 1 --cpus 0-1 --set gemm.iterations=4 --prom "$TMP/b.prom" \
+	--junit "$TMP/b.xml" --inject "gemm/int8:C:device=1,iter=1,row=3,col=4,bit=12"
+expect_exit 2 status_bad "$SDCSCAN" status --state-dir "$ST"
+expect_grep status_bad out "^CRITICAL: last run .* cpu1 gemm/int8 checksum-mismatch C\[3\]\[4\]"
+expect_exit 1 status_bad_npd "$SDCSCAN" status --state-dir "$ST" --exit-codes npd
+[ "$(wc -l <"$TMP/status_bad_npd.out")" -eq 1 ] && [ "$(head -1 "$TMP/status_bad_npd.out" | wc -c)" -le 81 ] ||
+	fail "npd output is not one line of at most 80 characters: $(cat "$TMP/status_bad_npd.out")"
+expect_grep status_bad_npd out "^SDC: CRITICAL cpu1 gemm"
+grep -q '^sdcscan_probe_failed{probe="gemm",device="cpu1",gpu="",UUID=""} 1$' "$TMP/b.prom" || fail "cpu1 not failed in prom"
+grep -q '^sdcscan_probe_failed{probe="gemm",device="cpu0",gpu="",UUID=""} 0$' "$TMP/b.prom" || fail "cpu0 not clean in prom"
+grep -q '^sdcscan_verdict 2$' "$TMP/b.prom" || fail "sdcscan_verdict is not 2"
+# last success is the clean run's, not this one's
+[ "$(sed -n 's/^sdcscan_last_success_timestamp_seconds //p' "$TMP/b.prom")" = "$(sed -n 's/^sdcscan_last_run_timestamp_seconds //p' "$TMP/m.prom")" ] ||
+	fail "last success moved with a CRITICAL run"
+promtool check metrics <"$TMP/b.prom" >"$TMP/promtool.out" 2>&1 || fail "promtool (corrupt run): $(cat "$TMP/promtool.out")"
+
+# JUnit: well-formed, and a JUnit reader sees one case per probe and device, the bad one failed
+# with its finding in the text.
+for x in j b; do
+	xmllint --noout "$TMP/$x.xml" 2>"$TMP/xmllint.out" || fail "xmllint $x.xml: $(cat "$TMP/xmllint.out")"
+done
+junit=$(/usr/bin/python3 - "$TMP/b.xml" <<'PY'
+import sys
+from junitparser import JUnitXml, Failure
+cases = {}
+for suite in JUnitXml.fromfile(sys.argv[1]):
+    for case in suite:
+        cases[case.name] = [r for r in case.result if isinstance(r, Failure)]
+bad = []
+if sorted(cases) != ["gemm on cpu0", "gemm on cpu1"]: bad.append("cases %s" % sorted(cases))
+if cases.get("gemm on cpu0"): bad.append("cpu0 failed")
+f = cases.get("gemm on cpu1") or []
+if not f or "checksum-mismatch" not in (f[0].text or ""): bad.append("cpu1 failure text: %r" % [x.text for x in f])
+print("; ".join(bad) or "ok")
+PY
+)
+[ "$junit" = ok ] || fail "junit: $junit"
+
+# One run at a time: the second exits UNKNOWN at once naming the first; --wait waits for it.
+"$SDCSCAN" $RUN --duration 4 --cpus 0 >"$TMP/first.out" 2>&1 &
+first=$!
+for _ in $(seq 50); do grep -q "^pid $first," "$ST/lock" 2>/dev/null && break; sleep 0.1; done
+t0=$(date +%s)
+expect_exit 3 second "$SDCSCAN" $RUN --duration 1 --cpus 1
+expect_grep second err "another sdcscan run holds this host (pid $first, started "
+[ $(($(date +%s) - t0)) -le 2 ] || fail "the second run did not exit at once"
+expect_exit 0 waited "$SDCSCAN" $RUN --duration 1 --cpus 1 --wait 30
+wait $first || fail "the first run failed"
+# The kernel releases the lock of a run that dies.
+"$SDCSCAN" $RUN --duration 30 --cpus 0 >/dev/null 2>&1 &
+victim=$!
+for _ in $(seq 50); do grep -q "^pid $victim," "$ST/lock" 2>/dev/null && break; sleep 0.1; done
+kill -9 $victim
+wait $victim 2>/dev/null
+expect_exit 0 after_kill "$SDCSCAN" $RUN --duration 1 --cpus 1
+
+# --no-state: no lock taken, nothing saved.
+rm -rf "$TMP/ns"
+expect_exit 0 no_state "$SDCSCAN" run --probe gemm --set gemm.dtypes=int8 --duration 1 --cpus 0 --no-state --state-dir "$TMP/ns"
+[ -e "$TMP/ns" ] && fail "--no-state created the state directory"
+# A state directory that cannot be one: refused before the burn.
+: >"$TMP/afile"
+expect_exit 3 bad_state "$SDCSCAN" run --probe gemm --duration 30 --state-dir "$TMP/afile/sub"
+expect_grep bad_state err "state directory"
+[ -s "$TMP/bad_state.out" ] && grep -q "^sdcscan .*profile" "$TMP/bad_state.out" && fail "bad state dir: the run started"
+
+# status latency: well under a second (what a 60 s HealthCheckProgram budget needs)
+t0=$(date +%s%N)
+for _ in 1 2 3 4 5 6 7 8 9 10; do "$SDCSCAN" status --state-dir "$ST" >/dev/null; done
+echo "status: $(( ($(date +%s%N) - t0) / 10000000 )) ms a call (mean of 10)"
+finish

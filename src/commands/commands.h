@@ -13,5 +13,6 @@ extern const struct sdc_command sdc_command_calibrate;
 extern const struct sdc_command sdc_command_campaign;
 extern const struct sdc_command sdc_command_version;
 extern const struct sdc_command sdc_command_status;
+extern const struct sdc_command sdc_command_fleet;
 
 #endif

@@ -1,0 +1,87 @@
+#!/bin/sh
+# sdcscan fleet: reports that cron runs left on several hosts, collected in one directory: the
+# planted minority digest is named with its host and device, a host with findings, a stale one,
+# a missing one (--hosts) and an unreadable file are named; the exit code is the fleet's; and
+# 10,000 reports are compared in seconds (printed).
+. "$(dirname "$0")/lib.sh"
+
+expect_exit 0 base "$SDCSCAN" run --probe gemm --set gemm.dtypes=int8 --set gemm.m=48 --set gemm.n=40 --set gemm.k=64 \
+	--duration 1 --cpus 0-1 --seed 7 --json "$TMP/base.json" --no-state
+mkdir -p "$TMP/fleet/rack1" "$TMP/fleet/rack2"
+python3 - "$TMP/base.json" "$TMP/fleet" <<'PY'
+import copy, json, sys, datetime
+base = json.load(open(sys.argv[1]))
+def put(path, host, edit=None):
+    r = copy.deepcopy(base)
+    r["host"]["hostname"] = host
+    if edit: edit(r)
+    json.dump(r, open(sys.argv[2] + "/" + path, "w"))
+for i in range(1, 5):
+    put("rack1/n%d.json" % i, "n%d" % i)
+def flip(r):  # n5's cpu1 computed another digest for the same work
+    for x in r["results"]:
+        if x["device"] == "cpu1": x["work_digest"]["sha256"] = "f" * 64
+put("rack2/n5.json", "n5", flip)
+def crit(r):
+    r["verdict"] = {"status": "CRITICAL", "code": 2, "summary": "CRITICAL: cpu0 gemm int8: 1 corrupt result"}
+put("rack2/n6.json", "n6", crit)
+def old(r):
+    r["run"]["start"] = (datetime.datetime.utcnow() - datetime.timedelta(days=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+put("rack2/n8.json", "n8", old)
+# an older report of n1 with another digest: only a host's newest report counts
+def older_other(r):
+    r["run"]["start"] = "2020-01-01T00:00:00Z"
+    for x in r["results"]: x["work_digest"]["sha256"] = "e" * 64
+put("rack1/n1-2020.json", "n1", older_other)
+open(sys.argv[2] + "/rack2/broken.json", "w").write('{"schema_version": [1, 0], "tool"')
+PY
+printf 'n1\nn2\nn3\nn4\nn5\nn6\nn7 # in the rack, never reported\nn8\n' >"$TMP/hosts"
+expect_exit 2 fleet "$SDCSCAN" fleet --hosts "$TMP/hosts" --json "$TMP/f.json" "$TMP/fleet"
+expect_grep fleet out "^disagrees: n5 cpu1: gemm/int8 seed 7 on "
+expect_grep fleet out "the majority (13 of 14 devices)"
+expect_grep fleet out "^CRITICAL: n6: CRITICAL: cpu0 gemm int8"
+expect_grep fleet out "^stale: n8: last report 5.0 days old"
+expect_grep fleet out "^missing: n7: no report"
+expect_grep fleet out "^unreadable: .*broken.json: not JSON"
+expect_grep fleet out "^CRITICAL: 1 minority device, 1 host with findings, 1 stale, 1 missing, 1 unreadable"
+check=$(python3 - "$TMP/f.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+bad = []
+if [(m["host"], m["device"]) for m in r["minority"]] != [("n5", "cpu1")]: bad.append("minority %s" % r["minority"])
+if r["hosts"] != 7 or r["report_files"] != 9: bad.append("hosts %d files %d" % (r["hosts"], r["report_files"]))
+g = {x["work"].split(" on ")[0]: x for x in r["groups"]}
+if sorted((k, x["devices"], x["agreeing"]) for k, x in g.items()) != [("gemm/int8 seed 7", 14, 13)]:
+    bad.append("groups %s" % [(x["work"][:30], x["devices"], x["agreeing"]) for x in r["groups"]])
+if r["verdict"] != {"status": "CRITICAL", "code": 2}: bad.append("verdict %s" % r["verdict"])
+print("; ".join(bad) or "ok")
+PY
+)
+[ "$check" = ok ] || fail "fleet JSON: $check"
+# A clean fleet is OK; npd exit codes follow the verdict.
+rm "$TMP/fleet/rack2/n5.json" "$TMP/fleet/rack2/n6.json" "$TMP/fleet/rack2/n8.json" "$TMP/fleet/rack2/broken.json"
+expect_exit 0 clean "$SDCSCAN" fleet "$TMP/fleet"
+expect_grep clean out "^OK: 0 minority devices"
+expect_exit 3 nothing "$SDCSCAN" fleet "$TMP/nosuch"
+expect_exit 3 empty_fleet "$SDCSCAN" fleet "$TMP/fleet/rack2"
+
+# 10,000 hosts' reports, timed.
+python3 - "$TMP/base.json" "$TMP/big" <<'PY'
+import json, os, sys
+base = json.load(open(sys.argv[1]))
+os.makedirs(sys.argv[2])
+for i in range(10000):
+    base["host"]["hostname"] = "node%05d" % i
+    if i == 4242:
+        base["results"][0]["work_digest"]["sha256"] = "0" * 64
+    json.dump(base, open("%s/node%05d.json" % (sys.argv[2], i), "w"))
+    if i == 4242:
+        base = json.load(open(sys.argv[1]))
+PY
+t0=$(date +%s%N)
+expect_exit 2 big "$SDCSCAN" fleet "$TMP/big"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+expect_grep big out "^disagrees: node04242 cpu0"
+expect_grep big out "majority (19999 of 20000 devices)"
+echo "fleet: 10,000 reports compared in $ms ms"
+finish

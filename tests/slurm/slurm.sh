@@ -1,0 +1,113 @@
+#!/bin/sh
+# A real Slurm: munged, slurmctld and slurmd (Debian's slurm-wlm) on this host as a one-node
+# cluster, in a temporary directory on their own ports. Checks (1) that slurmd, running
+# packaging/'s HealthCheckProgram itself, drains the node with an "sdcscan:" reason when the
+# saved verdict is CRITICAL and resumes it when it is OK, but leaves an admin's drain alone;
+# (2) that srun -n 4 --mpi=pmix runs a 4-rank sdcscan whose fleet verdict is srun's exit code.
+# Exits 77 (skipped) where Slurm or munge is not installed or this is not root (the daemons
+# need it); anything else that fails is a failure.
+# usage: slurm.sh SDCSCAN BUILD_ROOT
+. "$(dirname "$0")/../cli/lib.sh"
+BLD=${2:?build root}
+for p in slurmctld slurmd munged mungekey srun scontrol sinfo; do
+	command -v $p >/dev/null || { echo "SKIP: $p not installed (apt-get install slurm-wlm munge)"; exit 77; }
+done
+[ "$(id -u)" = 0 ] || { echo "SKIP: not root: the Slurm daemons run as root here"; exit 77; }
+grep -q pmix "$(dirname "$SDCSCAN")/../meson-info/intro-buildoptions.json" 2>/dev/null || true
+"$SDCSCAN" version | grep -q "mpi=yes" || { echo "SKIP: sdcscan built without MPI"; exit 77; }
+
+S=$TMP/slurm
+mkdir -p "$S/state" "$S/spool" "$S/munge"
+chmod 700 "$S/munge"
+SDC=$(cd "$(dirname "$SDCSCAN")" && pwd)/$(basename "$SDCSCAN")
+cleanup() {
+	[ -f "$S/slurmd.pid" ] && kill "$(cat "$S/slurmd.pid")" 2>/dev/null
+	[ -f "$S/slurmctld.pid" ] && kill "$(cat "$S/slurmctld.pid")" 2>/dev/null
+	[ -f "$S/munge/munged.pid" ] && kill "$(cat "$S/munge/munged.pid")" 2>/dev/null
+	sleep 1
+	[ "$FAILED" = 0 ] || tail -20 "$S/slurmd.log" "$S/slurmctld.log" >&2
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+mungekey --create --keyfile="$S/munge/munge.key" >/dev/null 2>&1 || { fail "mungekey"; finish; }
+munged --force --socket="$S/munge/sock" --key-file="$S/munge/munge.key" --pid-file="$S/munge/munged.pid" \
+	--log-file="$S/munge/munged.log" --seed-file="$S/munge/seed" 2>"$S/munged.err" ||
+	{ fail "munged: $(cat "$S/munged.err")"; finish; }
+
+# The health check as slurmd runs it: a wrapper gives it this test's sdcscan and state directory.
+cat >"$S/hc.sh" <<SH
+#!/bin/sh
+# slurmd runs it with an empty environment: scontrol must be told where this cluster's config is
+export SLURM_CONF=$S/slurm.conf PATH=/usr/sbin:/usr/bin:/sbin:/bin
+SDCSCAN=$SDC SDCSCAN_STATE_DIR=$S/st NODE=$(hostname -s) exec sh $BLD/packaging/sdcscan-healthcheck.sh
+SH
+chmod +x "$S/hc.sh"
+NODE=$(hostname -s)
+cat >"$S/slurm.conf" <<CONF
+ClusterName=sdcscantest
+SlurmctldHost=$NODE
+SlurmctldPort=26817
+SlurmdPort=26818
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$S/munge/sock
+StateSaveLocation=$S/state
+SlurmdSpoolDir=$S/spool
+SlurmctldPidFile=$S/slurmctld.pid
+SlurmdPidFile=$S/slurmd.pid
+SlurmctldLogFile=$S/slurmctld.log
+SlurmdLogFile=$S/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+MpiDefault=none
+ReturnToService=2
+HealthCheckProgram=$S/hc.sh
+HealthCheckInterval=2
+HealthCheckNodeState=ANY
+NodeName=$NODE CPUs=$(nproc) State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8
+CONF
+export SLURM_CONF=$S/slurm.conf
+slurmctld -f "$SLURM_CONF" 2>"$S/ctld.err" || { fail "slurmctld: $(cat "$S/ctld.err")"; finish; }
+slurmd -f "$SLURM_CONF" 2>"$S/slurmd.err" || { fail "slurmd: $(cat "$S/slurmd.err")"; finish; }
+up=
+for _ in $(seq 60); do
+	sinfo -h -o %t 2>/dev/null | grep -qE "^(idle|mix|alloc|drain)" && { up=1; break; }
+	sleep 0.5
+done
+[ -n "$up" ] || { fail "the one-node cluster did not come up: $(tail -5 "$S/slurmctld.log" "$S/slurmd.log")"; finish; }
+reason() { scontrol show node "$NODE" | sed -n 's/^ *Reason=\(.*\) \[.*/\1/p'; }
+wait_reason() { # wait_reason PATTERN: up to 20 s for the node's reason to match (empty: no reason)
+	for _ in $(seq 40); do
+		r=$(reason)
+		case $1 in "") [ -z "$r" ] && return 0 ;; *) echo "$r" | grep -q "$1" && return 0 ;; esac
+		sleep 0.5
+	done
+	return 1
+}
+SMALL_RUN="run --probe gemm --set gemm.dtypes=int8 --set gemm.m=48 --set gemm.n=40 --set gemm.k=64 --duration 1"
+
+# (1) HealthCheckProgram, run by slurmd itself.
+SDCSCAN_STATE_DIR=$S/st expect_exit 2 crit "$SDC" $SMALL_RUN --cpus 0 --set gemm.iterations=3 \
+	--inject "gemm/int8:C:device=0,iter=1,row=3,col=4,bit=12"
+wait_reason "^sdcscan: cpu0 gemm/int8 checksum-mismatch C\[3\]\[4\]" ||
+	fail "CRITICAL: slurmd's health check did not drain with an sdcscan: reason (state: $(scontrol show node "$NODE" | grep -E 'State=|Reason='))"
+SDCSCAN_STATE_DIR=$S/st expect_exit 0 ok "$SDC" $SMALL_RUN --cpus 0
+wait_reason "" || fail "OK: the node sdcscan drained was not resumed (reason: $(reason))"
+scontrol update NodeName="$NODE" State=DRAIN Reason="admin: reseat DIMM"
+sleep 5 # two health checks
+[ "$(reason)" = "admin: reseat DIMM" ] || fail "OK resumed or changed an admin's drain (reason: $(reason))"
+scontrol update NodeName="$NODE" State=RESUME
+
+# (2) srun -n 4: the fleet verdict is srun's exit code (srun returns the highest of its tasks').
+SDCSCAN_STATE_DIR=$S/st2 expect_exit 0 srun_ok srun -n 4 --mpi=pmix --overcommit "$SDC" $SMALL_RUN
+expect_grep srun_ok out "^rank 3 ([^)]*): OK"
+SDCSCAN_STATE_DIR=$S/st2 expect_exit 2 srun_bad srun -n 4 --mpi=pmix --overcommit "$SDC" $SMALL_RUN \
+	--inject "gemm/int8:C:device=0,iter=1,bit=12,rank=2"
+expect_grep srun_bad out "^rank 2 ([^)]*): CRITICAL"
+expect_grep srun_bad out "fleet-disagreement"
+finish

@@ -83,6 +83,16 @@ grep -q '^update NodeName=node7 State=DRAIN Reason=sdcscan: cpu0 gemm/int8 check
 SDCSCAN_STATE_DIR=$TMP/none hc "sdcscan: old"
 grep -q "update" "$TMP/scontrol.log" && fail "UNKNOWN changed the node: $(cat "$TMP/scontrol.log")"
 
+# NHC: check_sdcscan fails the node (die) on CRITICAL only; run under bash with NHC's die stubbed.
+if command -v bash >/dev/null; then
+	sed "s|[^ (]*/sdcscan status|$SDCSCAN status|" "$PK/sdcscan.nhc" >"$TMP/sdcscan.nhc"
+	nhc() { bash -c '. "$1"; die() { echo "DIE $*"; }; check_sdcscan; echo "rc=$?"' nhc "$TMP/sdcscan.nhc"; }
+	out=$(nhc)
+	case $out in *"DIE 1 check_sdcscan: sdcscan: CRITICAL"*"rc=1"*) ;; *) fail "NHC on CRITICAL: $out" ;; esac
+	out=$(SDCSCAN_STATE_DIR=$TMP/none nhc)
+	[ "$out" = "rc=0" ] || fail "NHC without a result: $out"
+fi
+
 # meson install: the binary, the man page, the units and the examples.
 DESTDIR=$TMP/root meson install -C "$BLD" --no-rebuild >"$TMP/install.out" 2>&1 || fail "meson install: $(tail -5 "$TMP/install.out")"
 for f in bin/sdcscan share/man/man1/sdcscan.1 share/sdcscan/npd/check-sdcscan.sh share/sdcscan/npd/sdcscan-plugin.json \

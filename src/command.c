@@ -151,6 +151,17 @@ int sdc_cli_parse_sizes(const char *s, struct sdc_size3 *out, int max)
 	return n;
 }
 
+int sdc_cli_opt_age(const char *value, void *field, char *err, size_t errlen)
+{
+	double v;
+	if (!sdc_parse_double(value, &v) || !(v > 0) || v > 3650 * 86400.0) {
+		snprintf(err, errlen, "seconds, more than 0 and at most ten years");
+		return -1;
+	}
+	memcpy(field, &v, sizeof(v));
+	return 0;
+}
+
 int sdc_cli_opt_sizes(const char *value, void *field, char *err, size_t errlen)
 {
 	struct sdc_size_list *l = field;

@@ -131,6 +131,8 @@ struct sdc_size_list {
 int sdc_cli_opt_sizes(const char *value, void *field, char *err, size_t errlen);
 /* one struct sdc_size3 */
 int sdc_cli_opt_size(const char *value, void *field, char *err, size_t errlen);
+/* An SDC_OPT_CUSTOM parser for an age in seconds (a double, more than 0). */
+int sdc_cli_opt_age(const char *value, void *field, char *err, size_t errlen);
 /* double seconds in (0, 600]: a benchmark's --seconds */
 int sdc_cli_opt_seconds(const char *value, void *field, char *err, size_t errlen);
 

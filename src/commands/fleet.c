@@ -23,20 +23,9 @@ struct fleet_opts {
 	const char *hosts;
 };
 
-static int parse_age(const char *value, void *field, char *err, size_t errlen)
-{
-	double v;
-	if (!sdc_parse_double(value, &v) || !(v > 0)) {
-		snprintf(err, errlen, "seconds, more than 0");
-		return -1;
-	}
-	memcpy(field, &v, sizeof(v));
-	return 0;
-}
-
 #define OPT(f) offsetof(struct fleet_opts, f)
 static const struct sdc_option fleet_options[] = {
-	{ .name = "max-age", .metavar = "SECONDS", .type = SDC_OPT_CUSTOM, .offset = OPT(max_age), .parse = parse_age,
+	{ .name = "max-age", .metavar = "SECONDS", .type = SDC_OPT_CUSTOM, .offset = OPT(max_age), .parse = sdc_cli_opt_age,
 	  .def = "172800", .help = "a host whose last report is older than this is stale (default two days)" },
 	{ .name = "hosts", .metavar = "FILE", .type = SDC_OPT_ARG, .offset = OPT(hosts),
 	  .help = "the hosts that should have reported, one name a line: those without a report are missing" },

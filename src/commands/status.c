@@ -16,22 +16,11 @@ struct status_opts {
 	double max_age;
 };
 
-static int parse_age(const char *value, void *field, char *err, size_t errlen)
-{
-	double v;
-	if (!sdc_parse_double(value, &v) || !(v > 0) || v > 3650 * 86400.0) {
-		snprintf(err, errlen, "seconds, more than 0");
-		return -1;
-	}
-	memcpy(field, &v, sizeof(v));
-	return 0;
-}
-
 #define OPT(f) offsetof(struct status_opts, f)
 static const struct sdc_option status_options[] = {
 	{ .name = "state-dir", .metavar = "DIR", .type = SDC_OPT_ARG, .offset = OPT(state_dir),
 	  .help = "where sdcscan run saved its report (default: $SDCSCAN_STATE_DIR, else " SDC_STATE_DIR_DEFAULT ")" },
-	{ .name = "max-age", .metavar = "SECONDS", .type = SDC_OPT_CUSTOM, .offset = OPT(max_age), .parse = parse_age,
+	{ .name = "max-age", .metavar = "SECONDS", .type = SDC_OPT_CUSTOM, .offset = OPT(max_age), .parse = sdc_cli_opt_age,
 	  .def = "172800", .help = "a last run older than this is stale: WARNING (default two days)" },
 	SDC_OPT_END,
 };

@@ -1,0 +1,146 @@
+/* ecparity's exact parity arithmetic (ecparity.h). */
+#include "kernels/ecparity.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int sdc_ec_layout_check(const struct sdc_ec_layout *l, char *why, size_t len)
+{
+	if (l->servers < 2 || l->servers > 4096)
+		snprintf(why, len, "servers: %d, expected 2 to 4096", l->servers);
+	else if (l->k < 1 || l->k >= l->servers || l->servers % l->k)
+		snprintf(why, len, "k = %d with %d servers: k must be at least 1, less than the servers and divide them "
+			 "(every stripe has k members on k servers and its parity on another)", l->k, l->servers);
+	else if (l->rows < 1 || l->words < 1 || (uint64_t)l->rows * (uint64_t)l->words > (1ull << 32))
+		snprintf(why, len, "%d rows of %d words: out of range", l->rows, l->words);
+	else
+		return 0;
+	return -1;
+}
+
+int sdc_ec_state_alloc(struct sdc_ec_state *st, const struct sdc_ec_layout *l)
+{
+	memset(st, 0, sizeof(*st));
+	st->l = *l;
+	const size_t w = (size_t)l->words;
+	st->data = calloc((size_t)l->servers * (size_t)l->rows * w, 4);
+	st->stripe = calloc((size_t)l->rows * (size_t)sdc_ec_chunks(l) * w, 4);
+	st->column = calloc((size_t)l->servers * w, 4);
+	if (st->data && st->stripe && st->column)
+		return 0;
+	sdc_ec_state_free(st);
+	return -1;
+}
+
+void sdc_ec_state_free(struct sdc_ec_state *st)
+{
+	free(st->data), free(st->stripe), free(st->column);
+	st->data = st->stripe = st->column = NULL;
+}
+
+void sdc_ec_encode(struct sdc_ec_state *st)
+{
+	const struct sdc_ec_layout *l = &st->l;
+	memset(st->stripe, 0, (size_t)l->rows * (size_t)sdc_ec_chunks(l) * (size_t)l->words * 4);
+	memset(st->column, 0, (size_t)l->servers * (size_t)l->words * 4);
+	for (int s = 0; s < l->servers; s++)
+		for (int r = 0; r < l->rows; r++) {
+			const uint32_t *e = sdc_ec_entry(st, s, r);
+			uint32_t *p = sdc_ec_stripe_word(st, r, sdc_ec_chunk_of(l, s, r)), *q = sdc_ec_column_word(st, s);
+			for (int w = 0; w < l->words; w++) {
+				p[w] += e[w];
+				q[w] += e[w];
+			}
+		}
+}
+
+void sdc_ec_apply_diff(struct sdc_ec_state *st, int s, int r, const uint32_t *diff)
+{
+	uint32_t *p = sdc_ec_stripe_word(st, r, sdc_ec_chunk_of(&st->l, s, r)), *q = sdc_ec_column_word(st, s);
+	for (int w = 0; w < st->l.words; w++) {
+		p[w] += diff[w];
+		q[w] += diff[w];
+	}
+}
+
+int64_t sdc_ec_verify_stripes(const struct sdc_ec_state *st, struct sdc_ec_break *out, int max)
+{
+	const struct sdc_ec_layout *l = &st->l;
+	int64_t broken = 0;
+	uint32_t *sum = malloc((size_t)l->words * 4);
+	if (!sum)
+		return -1;
+	for (int r = 0; r < l->rows; r++)
+		for (int c = 0; c < sdc_ec_chunks(l); c++) {
+			memset(sum, 0, (size_t)l->words * 4);
+			for (int i = 0; i < l->k; i++) {
+				const uint32_t *e = sdc_ec_entry(st, sdc_ec_member(l, r, c, i), r);
+				for (int w = 0; w < l->words; w++)
+					sum[w] += e[w];
+			}
+			const uint32_t *p = sdc_ec_stripe_word(st, r, c);
+			for (int w = 0; w < l->words; w++)
+				if (p[w] != sum[w] && broken++ < max)
+					out[broken - 1] = (struct sdc_ec_break){ r, c, w, p[w] - sum[w] };
+		}
+	free(sum);
+	return broken;
+}
+
+int64_t sdc_ec_verify_columns(const struct sdc_ec_state *st, struct sdc_ec_break *out, int max)
+{
+	const struct sdc_ec_layout *l = &st->l;
+	int64_t broken = 0;
+	uint32_t *sum = malloc((size_t)l->words * 4);
+	if (!sum)
+		return -1;
+	for (int s = 0; s < l->servers; s++) {
+		memset(sum, 0, (size_t)l->words * 4);
+		for (int r = 0; r < l->rows; r++) {
+			const uint32_t *e = sdc_ec_entry(st, s, r);
+			for (int w = 0; w < l->words; w++)
+				sum[w] += e[w];
+		}
+		const uint32_t *q = sdc_ec_column_word(st, s);
+		for (int w = 0; w < l->words; w++)
+			if (q[w] != sum[w] && broken++ < max)
+				out[broken - 1] = (struct sdc_ec_break){ s, -1, w, q[w] - sum[w] };
+	}
+	free(sum);
+	return broken;
+}
+
+bool sdc_ec_locate(const struct sdc_ec_state *st, const struct sdc_ec_break *stripe, const struct sdc_ec_break *column,
+		   struct sdc_ec_located *out)
+{
+	const struct sdc_ec_layout *l = &st->l;
+	const int s = column->row, r = stripe->row;
+	if (stripe->word != column->word || stripe->delta != column->delta || sdc_ec_chunk_of(l, s, r) != stripe->chunk)
+		return false;
+	out->server = s;
+	out->row = r;
+	out->word = stripe->word;
+	out->actual = sdc_ec_entry(st, s, r)[stripe->word];
+	/* parity - sum = -(change of the member): the member moved by -delta */
+	out->expected = out->actual + stripe->delta;
+	return true;
+}
+
+void sdc_ec_rebuild(const struct sdc_ec_state *st, int s, uint32_t *out)
+{
+	const struct sdc_ec_layout *l = &st->l;
+	for (int r = 0; r < l->rows; r++) {
+		const int c = sdc_ec_chunk_of(l, s, r);
+		uint32_t *o = out + (size_t)r * l->words;
+		memcpy(o, sdc_ec_stripe_word(st, r, c), (size_t)l->words * 4);
+		for (int i = 0; i < l->k; i++) {
+			const int m = sdc_ec_member(l, r, c, i);
+			if (m == s)
+				continue;
+			const uint32_t *e = sdc_ec_entry(st, m, r);
+			for (int w = 0; w < l->words; w++)
+				o[w] -= e[w];
+		}
+	}
+}

@@ -7,12 +7,14 @@ extern const struct sdc_probe sdc_probe_embbag;
 extern const struct sdc_probe sdc_probe_minitrain;
 extern const struct sdc_probe sdc_probe_allreduce;
 extern const struct sdc_probe sdc_probe_gemm;
+extern const struct sdc_probe sdc_probe_ecparity;
 
 const struct sdc_probe *const sdc_probes[] = {
 	&sdc_probe_gemm,
 	&sdc_probe_embbag,
 	&sdc_probe_minitrain,
 	&sdc_probe_allreduce,
+	&sdc_probe_ecparity,
 	NULL,
 };
 

@@ -1,9 +1,18 @@
 /* ecparity's exact parity arithmetic (ecparity.h). */
 #include "kernels/ecparity.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+int sdc_ec_auto_k(int servers)
+{
+	for (int k = servers - 1 < 4 ? servers - 1 : 4; k > 1; k--)
+		if (servers % k == 0)
+			return k;
+	return 1;
+}
 
 int sdc_ec_layout_check(const struct sdc_ec_layout *l, char *why, size_t len)
 {
@@ -143,4 +152,19 @@ void sdc_ec_rebuild(const struct sdc_ec_state *st, int s, uint32_t *out)
 				o[w] -= e[w];
 		}
 	}
+}
+
+void sdc_ec_adagrad(uint32_t *entry, int d, const float *g)
+{
+	float w[SDC_EC_MAX_DIM], acc, g2 = 0;
+	memcpy(w, entry, 4 * (size_t)d);
+	memcpy(&acc, entry + d, 4);
+	for (int j = 0; j < d; j++)
+		g2 += g[j] * g[j];
+	acc += g2 / (float)d;
+	const float step = 0.01f / (sqrtf(acc) + 1e-6f);
+	for (int j = 0; j < d; j++)
+		w[j] -= step * g[j];
+	memcpy(entry, w, 4 * (size_t)d);
+	memcpy(entry + d, &acc, 4);
 }

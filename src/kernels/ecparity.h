@@ -33,6 +33,8 @@ struct sdc_ec_layout {
 	int words;   /* 32-bit words an entry holds */
 };
 
+/* The default k for S servers: the largest divisor of S below it, at most 4 (1 for S = 2). */
+int sdc_ec_auto_k(int servers);
 /* 0, or -1 with why the numbers do not make a layout. */
 int sdc_ec_layout_check(const struct sdc_ec_layout *l, char *why, size_t len);
 /* Stripes through each row index (S / k), and the chunk of server s's entry r. */
@@ -114,6 +116,14 @@ struct sdc_ec_located {
 };
 bool sdc_ec_locate(const struct sdc_ec_state *st, const struct sdc_ec_break *stripe, const struct sdc_ec_break *column,
 		   struct sdc_ec_located *out);
+
+/*
+ * Row-wise Adagrad on one entry (d weights, then the accumulator), as the probe's servers train:
+ * a fixed order of correctly rounded operations (the build contracts no FMA), so a replay
+ * anywhere computes the same bits. d <= SDC_EC_MAX_DIM.
+ */
+#define SDC_EC_MAX_DIM 64
+void sdc_ec_adagrad(uint32_t *entry, int d, const float *g);
 
 /* Server s lost: its entries rebuilt into out (rows words) from the stripes' parities and the
  * other members (no column parity needed). */

@@ -56,23 +56,6 @@ static void test_layout(void)
 	}
 }
 
-/* Adagrad on one entry (d weights, the accumulator last), as the probe's servers update them. */
-static void adagrad(uint32_t *e, int d, const float *g)
-{
-	float w[64], acc;
-	memcpy(w, e, 4 * (size_t)d);
-	memcpy(&acc, e + d, 4);
-	float g2 = 0;
-	for (int j = 0; j < d; j++)
-		g2 += g[j] * g[j];
-	acc += g2 / (float)d;
-	const float step = 0.05f / (sqrtf(acc) + 1e-8f);
-	for (int j = 0; j < d; j++)
-		w[j] -= step * g[j];
-	memcpy(e, w, 4 * (size_t)d);
-	memcpy(e + d, &acc, 4);
-}
-
 int main(void)
 {
 	test_layout();
@@ -104,7 +87,7 @@ int main(void)
 			memcpy(old, e, 4 * (size_t)l.words);
 			for (int j = 0; j < d; j++)
 				g[j] = uniform();
-			adagrad(e, d, g);
+			sdc_ec_adagrad(e, d, g);
 			for (int w = 0; w < l.words; w++)
 				diff[w] = sdc_ec_diff(e[w], old[w]);
 			sdc_ec_apply_diff(&st, s, r, diff);

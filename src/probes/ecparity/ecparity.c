@@ -1,0 +1,789 @@
+/*
+ * ecparity: ECRM's erasure-coded embedding shards (seeds/README: 002) as a detector. S servers
+ * each own `rows` entries of an embedding table (d fp32 weights and the row-wise Adagrad
+ * accumulator) and train them on a deterministic sparse workload; every update's difference goes,
+ * as a message with a CRC32C, to the server that holds the entry's stripe parity (ECRM's rotating
+ * placement) and to the one that holds its server's column parity, which apply it when they next
+ * drain their inbox (asynchronously from the updates, as ECRM does). The parity arithmetic is
+ * exact (kernels/ecparity.h): every round, when the messages are in, every parity is compared by
+ * equality with its members, so a clean run has no finding, and one corrupt word breaks one
+ * stripe and one column by the same amount: named at their intersection (server, entry, word,
+ * expected, actual, XOR). A message whose CRC fails is named as the link's (the sender's copy
+ * gives the element and bits) and never applied; a parity word that breaks alone is the parity
+ * holder's. A lost server (--inject ...:L) is rebuilt bit for bit from the parities and the
+ * other members while training goes on, and checked against a deterministic replay of its
+ * training; the time and rate of the rebuild go into the report (run.environment.ecparity).
+ *
+ * One host: the servers are the selected CPUs, one worker a server, messages through shared
+ * memory, rounds kept in step by a barrier (messages drained, then verification). Each round is
+ * one iteration.
+ */
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/digest.h"
+#include "base/rng.h"
+#include "kernels/crc32c.h"
+#include "kernels/ecparity.h"
+#include "probe.h"
+#include "probes/ecparity/ecparity.h"
+
+#define MAX_DIM SDC_EC_MAX_DIM
+#define MAX_BREAKS 64
+
+struct ec_opts {
+	int64_t rows, dim, batch, steps, k;
+	double floor;
+};
+
+#define OPT(f) offsetof(struct ec_opts, f)
+static const struct sdc_option ec_options[] = {
+	{ .name = "rows", .type = SDC_OPT_INT, .offset = OPT(rows), .def = "65536",
+	  .help = "entries (embedding rows) each server owns", .imin = 16, .imax = 1 << 26 },
+	{ .name = "dim", .type = SDC_OPT_INT, .offset = OPT(dim), .def = "32", .help = "fp32 weights an entry holds",
+	  .imin = 1, .imax = MAX_DIM },
+	{ .name = "batch", .type = SDC_OPT_INT, .offset = OPT(batch), .def = "256",
+	  .help = "sparse updates a server makes per step", .imin = 1, .imax = 1 << 20 },
+	{ .name = "steps", .type = SDC_OPT_INT, .offset = OPT(steps), .def = "200",
+	  .help = "training steps per round; every parity is verified at the end of each round", .imin = 1,
+	  .imax = 1 << 20 },
+	{ .name = "k", .type = SDC_OPT_INT, .offset = OPT(k), .def = "0",
+	  .help = "members of a stripe, on k different servers (0: the largest divisor of the servers below "
+		  "them, at most 4)",
+	  .imin = 0, .imax = 4095 },
+	{ .name = "floor", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(floor), .def = "0",
+	  .help = "per-server updates below which the server is WARNING (0: no floor)", .dmin = 0, .dmax = 1e6,
+	  .unit = "Mupd/s" },
+	SDC_OPT_END,
+};
+
+static const char *const ec_targets[] = {
+	"E: a weight of an entry at rest (row = entry, col = weight; default: an entry not updated this round)",
+	"O: an entry's Adagrad accumulator at rest (row = entry)",
+	"U: the result of a server's last update of a round, after its difference was sent (its arithmetic)",
+	"M: a difference message in transit, after its CRC32C (col = word)",
+	"L: the server is lost: its shard and parities dropped, rebuilt from the others (with row=: the rebuilt copy "
+	"corrupted there too, which the replay must find)",
+	NULL,
+};
+
+static const char *const ec_selftest_options[] = { "rows=4096", "batch=64", "steps=4", NULL };
+static const char *const ec_selftest_faults[] = {
+	"ecparity:E:iter=1",
+	"ecparity:O:iter=2,bit=grow",
+	"ecparity:U:iter=3",
+	"ecparity:M:iter=1,col=3",
+	"ecparity:L:iter=4,row=11,col=4",
+	NULL,
+};
+
+/* A difference on its way to a parity: to the stripe's (kind 0) or the column's (kind 1) holder.
+ * The header and the difference carry a CRC32C each: the difference's, the same for both
+ * messages of an update, is computed once. */
+struct msg {
+	uint32_t seq, from, row, kind;
+	uint32_t hcrc, pcrc; /* of the four words above; of the difference (as many words as an entry has) */
+	uint32_t diff[MAX_DIM + 1];
+};
+
+struct inbox {
+	pthread_mutex_t lock;
+	struct msg *q;
+	size_t n, cap;
+};
+
+/* Something a server's own thread reports after the verification. */
+struct event {
+	int owner; /* the server whose device the finding is on */
+	char kind[32], target[4];
+	int row, col;
+	uint32_t expected, actual;
+	char detail[200];
+};
+
+struct ec_shared {
+	struct sdc_ec_layout l;
+	struct sdc_ec_state st;
+	uint32_t *initial; /* the data as built, for the replay of a lost server */
+	int S, T, d; /* servers, worker threads */
+	int64_t batch, steps;
+	uint64_t seed;
+	struct inbox *inbox;
+	struct msg **outbox; /* per server: this round's messages, as sent (kept for a resend) */
+	size_t *nout, outcap;
+	uint8_t *touched; /* per server and row: updated this round */
+	/* the barrier that keeps rounds in step */
+	pthread_mutex_t bl;
+	pthread_cond_t bc;
+	int arrived;
+	uint64_t generation;
+	bool go_on, abort;
+	/* what the verification found */
+	pthread_mutex_t elock;
+	struct sdc_ec_break sb[MAX_BREAKS], cb[MAX_BREAKS];
+	int nsb, ncb;
+	int64_t stripe_breaks, column_breaks;
+	struct event ev[MAX_BREAKS];
+	int nev;
+	int lost; /* a server whose shard was dropped this round, or -1 */
+	struct sdc_fault lost_fault; /* its fault: with a row, the rebuilt copy is corrupted there too */
+	char operation[96];
+};
+
+static int ec_variants(const void *opts, struct sdc_variant *out, int max)
+{
+	const struct ec_opts *o = opts;
+	if (max < 1)
+		return 0;
+	memset(out, 0, sizeof(*out));
+	snprintf(out->name, sizeof(out->name), "adagrad-d%d", (int)o->dim);
+	out->numerics = SDC_NUMERICS_EXACT;
+	out->devices = 1u << SDC_DEVICE_CPU;
+	return 1;
+}
+
+/* ---- the barrier: every server at the same point of the same round ---- */
+
+/* Waits for every server; the last to come says whether the run goes on (decide). A server that
+ * failed, or a hard stop, ends it for all. */
+static bool ec_barrier(struct ec_shared *sh, struct sdc_worker *w, bool decide)
+{
+	pthread_mutex_lock(&sh->bl);
+	const uint64_t gen = sh->generation;
+	if (++sh->arrived == sh->T) {
+		sh->arrived = 0;
+		if (decide)
+			sh->go_on = sdc_worker_continue(w);
+		sh->generation++;
+		pthread_cond_broadcast(&sh->bc);
+	} else {
+		while (gen == sh->generation && !sh->abort) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 50 * 1000 * 1000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&sh->bc, &sh->bl, &ts);
+			if (atomic_load(&w->ctx->hard_stop)) {
+				sh->abort = true;
+				pthread_cond_broadcast(&sh->bc);
+			}
+		}
+	}
+	const bool ok = !sh->abort && (!decide || sh->go_on);
+	pthread_mutex_unlock(&sh->bl);
+	return ok;
+}
+
+static void ec_abort(struct ec_shared *sh)
+{
+	pthread_mutex_lock(&sh->bl);
+	sh->abort = true;
+	pthread_cond_broadcast(&sh->bc);
+	pthread_mutex_unlock(&sh->bl);
+}
+
+/* ---- messages ---- */
+
+static bool msg_intact(const struct msg *m, int words)
+{
+	return sdc_crc32c(0, m, 16) == m->hcrc && sdc_crc32c(0, m->diff, 4 * (size_t)words) == m->pcrc;
+}
+
+static int post(struct ec_shared *sh, int to, const struct msg *m)
+{
+	struct inbox *b = &sh->inbox[to];
+	pthread_mutex_lock(&b->lock);
+	if (b->n == b->cap) {
+		const size_t cap = b->cap ? 2 * b->cap : 1024;
+		struct msg *q = realloc(b->q, cap * sizeof(*q));
+		if (!q) {
+			pthread_mutex_unlock(&b->lock);
+			return -1;
+		}
+		b->q = q, b->cap = cap;
+	}
+	b->q[b->n++] = *m;
+	pthread_mutex_unlock(&b->lock);
+	return 0;
+}
+
+static void add_event(struct ec_shared *sh, const struct event *e)
+{
+	pthread_mutex_lock(&sh->elock);
+	if (sh->nev < MAX_BREAKS)
+		sh->ev[sh->nev++] = *e;
+	pthread_mutex_unlock(&sh->elock);
+}
+
+/* Applies every message waiting for server s to the parities it holds. A message whose CRC32C
+ * fails is not applied: the sender's copy (its outbox, as a resend would bring it) names the
+ * word and bits that changed on the way and is applied in its place. */
+static void drain(struct ec_shared *sh, int s)
+{
+	struct inbox *b = &sh->inbox[s];
+	const int words = sh->l.words;
+	pthread_mutex_lock(&b->lock);
+	for (size_t i = 0; i < b->n; i++) {
+		const struct msg *m = &b->q[i];
+		if (!msg_intact(m, words)) {
+			const struct msg *sent = m->from < (uint32_t)sh->S && m->seq < sh->nout[m->from]
+							 ? &sh->outbox[m->from][m->seq]
+							 : NULL;
+			struct event e = { .owner = sent ? (int)m->from : s, .row = (int)m->row, .col = -1 };
+			sdc_strlcpy(e.kind, "difference-corrupt", sizeof(e.kind));
+			sdc_strlcpy(e.target, "M", sizeof(e.target));
+			for (int w = 0; sent && w < words && e.col < 0; w++)
+				if (sent->diff[w] != m->diff[w])
+					e.col = w, e.expected = sent->diff[w], e.actual = m->diff[w];
+			snprintf(e.detail, sizeof(e.detail),
+				 "the difference of entry %u from server %u to server %d failed its CRC32C: the link "
+				 "(memory or transport between them) changed it; applied from the sender's copy",
+				 m->row, m->from, s);
+			add_event(sh, &e);
+			m = sent;
+			if (!m)
+				continue;
+		}
+		uint32_t *p = m->kind == 0
+				      ? sdc_ec_stripe_word(&sh->st, (int)m->row, sdc_ec_chunk_of(&sh->l, (int)m->from, (int)m->row))
+				      : sdc_ec_column_word(&sh->st, (int)m->from);
+		for (int w = 0; w < words; w++)
+			p[w] += m->diff[w];
+	}
+	b->n = 0;
+	pthread_mutex_unlock(&b->lock);
+}
+
+/* ---- training ---- */
+
+/* Update u of step `step` of round `round` on server s: its entry and gradient, from the seed. */
+static int draw_update(const struct ec_shared *sh, int s, uint64_t round, int64_t step, int64_t u, float *g)
+{
+	const struct sdc_rng r = sdc_rng_make(sh->seed, SDC_RNG_PROBE_ECPARITY, 0, (unsigned)s, 1);
+	const uint64_t idx = ((round * (uint64_t)sh->steps + (uint64_t)step) * (uint64_t)sh->batch + (uint64_t)u) * 2;
+	const int row = (int)sdc_rng_below(&r, idx * (uint64_t)(sh->d + 1), (uint64_t)sh->l.rows);
+	for (int j = 0; j < sh->d; j++)
+		g[j] = (float)(sdc_rng_uniform(&r, idx * (uint64_t)(sh->d + 1) + 1 + (uint64_t)j) * 2 - 1);
+	return row;
+}
+
+/* Replays server s's training of rounds 0 .. rounds-1 on its initial shard (out: rows words). */
+static void replay(const struct ec_shared *sh, int s, uint64_t rounds, uint32_t *out)
+{
+	const size_t bytes = (size_t)sh->l.rows * (size_t)sh->l.words * 4;
+	memcpy(out, sh->initial + (size_t)s * sh->l.rows * sh->l.words, bytes);
+	float g[MAX_DIM];
+	for (uint64_t round = 0; round < rounds; round++)
+		for (int64_t step = 0; step < sh->steps; step++)
+			for (int64_t u = 0; u < sh->batch; u++) {
+				const int row = draw_update(sh, s, round, step, u, g);
+				sdc_ec_adagrad(out + (size_t)row * sh->l.words, sh->d, g);
+			}
+}
+
+/* ---- setup and teardown ---- */
+
+static void ec_teardown(struct sdc_probe_ctx *ctx)
+{
+	struct ec_shared *sh = ctx->shared;
+	if (!sh)
+		return;
+	for (int s = 0; sh->inbox && s < sh->S; s++) {
+		free(sh->inbox[s].q);
+		pthread_mutex_destroy(&sh->inbox[s].lock);
+	}
+	for (int s = 0; sh->outbox && s < sh->S; s++)
+		free(sh->outbox[s]);
+	free(sh->inbox), free(sh->outbox), free(sh->nout), free(sh->touched), free(sh->initial);
+	sdc_ec_state_free(&sh->st);
+	pthread_mutex_destroy(&sh->bl);
+	pthread_cond_destroy(&sh->bc);
+	pthread_mutex_destroy(&sh->elock);
+	free(sh);
+	ctx->shared = NULL;
+}
+
+static int ec_setup(struct sdc_probe_ctx *ctx)
+{
+	const struct ec_opts *o = ctx->opts;
+	struct ec_shared *sh = calloc(1, sizeof(*sh));
+	if (!sh)
+		return sdc_ctx_error(ctx, "out of memory");
+	ctx->shared = sh;
+	pthread_mutex_init(&sh->bl, NULL);
+	pthread_cond_init(&sh->bc, NULL);
+	pthread_mutex_init(&sh->elock, NULL);
+	/* one server a CPU; on one CPU, two servers on its one thread (parity must be elsewhere) */
+	sh->T = ctx->nworkers;
+	sh->S = SDC_MAX(2, ctx->nworkers);
+	sh->d = (int)o->dim;
+	sh->batch = o->batch;
+	sh->steps = o->steps;
+	sh->seed = sdc_variant_seed(ctx->variant, ctx->seed);
+	sh->lost = -1;
+	sh->l = (struct sdc_ec_layout){ .servers = sh->S, .k = o->k ? (int)o->k : sdc_ec_auto_k(sh->S), .rows = (int)o->rows,
+					.words = sh->d + 1 };
+	char why[256];
+	if (sdc_ec_layout_check(&sh->l, why, sizeof(why)))
+		return sdc_ctx_error(ctx, "%s", why);
+	const size_t shard = (size_t)sh->l.rows * (size_t)sh->l.words;
+	sh->outcap = (size_t)(sh->steps * sh->batch * 2);
+	sh->inbox = calloc((size_t)sh->S, sizeof(*sh->inbox));
+	sh->outbox = calloc((size_t)sh->S, sizeof(*sh->outbox));
+	sh->nout = calloc((size_t)sh->S, sizeof(*sh->nout));
+	sh->touched = calloc((size_t)sh->S * (size_t)sh->l.rows, 1);
+	sh->initial = malloc((size_t)sh->S * shard * 4);
+	if (!sh->inbox || !sh->outbox || !sh->nout || !sh->touched || !sh->initial || sdc_ec_state_alloc(&sh->st, &sh->l))
+		return sdc_ctx_error(ctx, "out of memory for %d shards of %d entries", sh->S, sh->l.rows);
+	for (int s = 0; s < sh->S; s++) {
+		pthread_mutex_init(&sh->inbox[s].lock, NULL);
+		if (!(sh->outbox[s] = malloc(sh->outcap * sizeof(struct msg))))
+			return sdc_ctx_error(ctx, "out of memory for the messages");
+	}
+	/* Weights U(-0.05, 0.05), accumulators 0.1: from the seed, the same on every host. */
+	const struct sdc_rng r = sdc_rng_make(sh->seed, SDC_RNG_PROBE_ECPARITY, 0, 0, 0);
+	for (size_t i = 0; i < (size_t)sh->S * (size_t)sh->l.rows; i++) {
+		uint32_t *e = sh->st.data + i * (size_t)sh->l.words;
+		for (int j = 0; j < sh->d; j++) {
+			const float v = (float)((sdc_rng_uniform(&r, i * (uint64_t)sh->d + (uint64_t)j) - 0.5) * 0.1);
+			memcpy(&e[j], &v, 4);
+		}
+		const float acc = 0.1f;
+		memcpy(&e[sh->d], &acc, 4);
+	}
+	memcpy(sh->initial, sh->st.data, (size_t)sh->S * shard * 4);
+	sdc_ec_encode(&sh->st);
+	snprintf(sh->operation, sizeof(sh->operation), "ecparity %d servers, k %d, %d entries x %d", sh->S, sh->l.k,
+		 sh->l.rows, sh->d);
+	sdc_strlcpy(ctx->rate_unit, "Mupd/s", sizeof(ctx->rate_unit));
+	sdc_strlcpy(ctx->iter_unit, "rounds", sizeof(ctx->iter_unit));
+	ctx->rate_scale = 1e6;
+	ctx->floor = o->floor;
+	return 0;
+}
+
+/* ---- one server ---- */
+
+static void finding_of(struct sdc_finding *f, const struct ec_shared *sh, uint64_t round, const struct event *e)
+{
+	memset(f, 0, sizeof(*f));
+	f->cls = SDC_FINDING_CORRUPTION;
+	sdc_strlcpy(f->kind, e->kind, sizeof(f->kind));
+	sdc_strlcpy(f->operation, sh->operation, sizeof(f->operation));
+	sdc_strlcpy(f->target, e->target, sizeof(f->target));
+	f->iteration = round;
+	f->row = e->row;
+	f->col = e->col;
+	if (e->col >= 0)
+		sdc_finding_set_bits(f, e->expected, e->actual, 32);
+	sdc_strlcpy(f->detail, e->detail, sizeof(f->detail));
+}
+
+/* Faults at rest (E, O) at the end of round `round`, on server s: an entry it did not update this
+ * round unless the spec names one. */
+static void rest_faults(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t round)
+{
+	static const char *const targets[] = { "E", "O" };
+	if (s != w->index)
+		return; /* a device's faults go to its first server */
+	for (int t = 0; t < 2; t++) {
+		struct sdc_fault f[4];
+		const int n = sdc_worker_faults(w, targets[t], round, f, 4);
+		for (int i = 0; i < n; i++) {
+			int64_t row = f[i].row;
+			for (unsigned draw = 0; row < 0 && draw < 64; draw++) {
+				const int64_t r = sdc_fault_draw(&f[i], draw, sh->l.rows);
+				if (!sh->touched[(size_t)s * sh->l.rows + (size_t)r] || draw == 63)
+					row = r;
+			}
+			const int64_t col = t ? 0 : f[i].col >= 0 ? f[i].col : sdc_fault_draw(&f[i], 64, sh->d);
+			if (row >= sh->l.rows || col >= sh->d) {
+				sdc_worker_error(w, "--inject %s: entry %" PRId64 " weight %" PRId64 " outside the shard (%d entries "
+						    "of %d weights)",
+						 w->ctx->run->inject[f[i].spec].text, row, col, sh->l.rows, sh->d);
+				continue;
+			}
+			uint32_t *word = sdc_ec_entry(&sh->st, s, (int)row) + (t ? sh->d : col);
+			const int bit = sdc_fault_bit(&f[i], *word, 32, true);
+			char hb[24], ha[24];
+			sdc_hex_bits(hb, sizeof(hb), *word, 32);
+			*word ^= 1u << bit;
+			sdc_hex_bits(ha, sizeof(ha), *word, 32);
+			sdc_worker_fault_applied(w, &f[i], targets[t], round, row, col, bit, hb, ha);
+		}
+	}
+}
+
+/* Server s's training of one round: updates, their differences posted, what has arrived applied. */
+static int train(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t round)
+{
+	const int words = sh->l.words;
+	float g[MAX_DIM];
+	uint32_t old[MAX_DIM + 1];
+	struct sdc_fault uf[2], mf[2];
+	/* a device's faults go to its first server (a thread with two servers runs on one CPU) */
+	const bool primary = s == w->index;
+	const int nu = primary ? sdc_worker_faults(w, "U", round, uf, 2) : 0;
+	const int nm = primary ? sdc_worker_faults(w, "M", round, mf, 2) : 0;
+	memset(sh->touched + (size_t)s * sh->l.rows, 0, (size_t)sh->l.rows);
+	sh->nout[s] = 0;
+	for (int64_t step = 0; step < sh->steps; step++) {
+		for (int64_t u = 0; u < sh->batch; u++) {
+			const int row = draw_update(sh, s, round, step, u, g);
+			uint32_t *e = sdc_ec_entry(&sh->st, s, row);
+			memcpy(old, e, 4 * (size_t)words);
+			sdc_ec_adagrad(e, sh->d, g);
+			sh->touched[(size_t)s * sh->l.rows + (size_t)row] = 1;
+			const int c = sdc_ec_chunk_of(&sh->l, s, row);
+			for (int kind = 0; kind < 2; kind++) {
+				struct msg *m = &sh->outbox[s][sh->nout[s]];
+				m->seq = (uint32_t)sh->nout[s]++;
+				m->from = (uint32_t)s;
+				m->row = (uint32_t)row;
+				m->kind = (uint32_t)kind;
+				m->hcrc = sdc_crc32c(0, m, 16);
+				if (kind == 0) {
+					for (int x = 0; x < words; x++)
+						m->diff[x] = sdc_ec_diff(e[x], old[x]);
+					m->pcrc = sdc_crc32c(0, m->diff, 4 * (size_t)words);
+				} else {
+					memcpy(m->diff, m[-1].diff, 4 * (size_t)words);
+					m->pcrc = m[-1].pcrc;
+				}
+				struct msg sent = *m;
+				/* M: the first message of the round changes on its way */
+				for (int i = 0; i < nm && step == 0 && u == 0 && kind == 0; i++) {
+					const int col = mf[i].col >= 0 ? (int)(mf[i].col % words) : 0;
+					const int bit = sdc_fault_bit(&mf[i], sent.diff[col], 32, false);
+					char hb[24], ha[24];
+					sdc_hex_bits(hb, sizeof(hb), sent.diff[col], 32);
+					sent.diff[col] ^= 1u << bit;
+					sdc_hex_bits(ha, sizeof(ha), sent.diff[col], 32);
+					sdc_worker_fault_applied(w, &mf[i], "M", round, row, col, bit, hb, ha);
+				}
+				const int to = kind ? sdc_ec_column_parity_server(&sh->l, s)
+						    : sdc_ec_stripe_parity_server(&sh->l, row, c);
+				if (post(sh, to, &sent)) {
+					sdc_worker_error(w, "out of memory for the messages");
+					return -1;
+				}
+			}
+			/* U: the last update of the round stores a wrong result after its difference went */
+			for (int i = 0; i < nu && step == sh->steps - 1 && u == sh->batch - 1; i++) {
+				const int col = uf[i].col >= 0 ? (int)(uf[i].col % words) : (int)sdc_fault_draw(&uf[i], 1, sh->d);
+				const int bit = sdc_fault_bit(&uf[i], e[col], 32, true);
+				char hb[24], ha[24];
+				sdc_hex_bits(hb, sizeof(hb), e[col], 32);
+				e[col] ^= 1u << bit;
+				sdc_hex_bits(ha, sizeof(ha), e[col], 32);
+				sdc_worker_fault_applied(w, &uf[i], "U", round, row, col, bit, hb, ha);
+			}
+		}
+		drain(sh, s); /* asynchronously from the updates: what has arrived so far */
+	}
+	return 0;
+}
+
+/* The stripe parities server p holds, from their members. */
+static void encode_held(struct ec_shared *sh, int p)
+{
+	const int words = sh->l.words;
+	for (int r = 0; r < sh->l.rows; r++)
+		for (int c = 0; c < sdc_ec_chunks(&sh->l); c++) {
+			if (sdc_ec_stripe_parity_server(&sh->l, r, c) != p)
+				continue;
+			uint32_t *q = sdc_ec_stripe_word(&sh->st, r, c);
+			memset(q, 0, 4 * (size_t)words);
+			for (int i = 0; i < sh->l.k; i++) {
+				const uint32_t *m = sdc_ec_entry(&sh->st, sdc_ec_member(&sh->l, r, c, i), r);
+				for (int x = 0; x < words; x++)
+					q[x] += m[x];
+			}
+		}
+	const int held = (p - 1 + sh->S) % sh->S;
+	uint32_t *q = sdc_ec_column_word(&sh->st, held);
+	memset(q, 0, 4 * (size_t)words);
+	for (int r = 0; r < sh->l.rows; r++) {
+		const uint32_t *m = sdc_ec_entry(&sh->st, held, r);
+		for (int x = 0; x < words; x++)
+			q[x] += m[x];
+	}
+}
+
+/* L: server s is lost this round: its shard and the parities it held are gone. */
+static void lose(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t round)
+{
+	struct sdc_fault lf;
+	if (s != w->index || !sdc_worker_faults(w, "L", round, &lf, 1))
+		return; /* (a device's faults go to its first server) */
+	const int words = sh->l.words;
+	memset(sdc_ec_entry(&sh->st, s, 0), 0xA5, (size_t)sh->l.rows * (size_t)words * 4);
+	for (int r = 0; r < sh->l.rows; r++)
+		for (int c = 0; c < sdc_ec_chunks(&sh->l); c++)
+			if (sdc_ec_stripe_parity_server(&sh->l, r, c) == s)
+				memset(sdc_ec_stripe_word(&sh->st, r, c), 0xA5, 4 * (size_t)words);
+	memset(sdc_ec_column_word(&sh->st, (s - 1 + sh->S) % sh->S), 0xA5, 4 * (size_t)words);
+	sh->lost = s;
+	sh->lost_fault = lf;
+	if (lf.row < 0)
+		sdc_worker_fault_applied(w, &lf, "L", round, -1, -1, -1, "", "");
+}
+
+/* The next server rebuilds the lost one from the stripes and the other members, times it, checks
+ * it against a replay of the lost server's training, and recomputes the parities it held. */
+static void rebuild(struct sdc_worker *w, struct ec_shared *sh, uint64_t round, uint32_t *scratch)
+{
+	const int lost = sh->lost, words = sh->l.words;
+	const size_t bytes_shard = (size_t)sh->l.rows * (size_t)words * 4;
+	uint32_t *rebuilt = scratch, *replayed = scratch + bytes_shard / 4;
+	const double t0 = sdc_now();
+	sdc_ec_rebuild(&sh->st, lost, rebuilt);
+	const double dt = sdc_now() - t0;
+	/* L with a row: the rebuilt copy goes wrong there (a survivor whose memory fails), which the
+	 * replay must catch */
+	const struct sdc_fault *lf = &sh->lost_fault;
+	if (lf->row >= 0) {
+		const int64_t row = lf->row % sh->l.rows, col = lf->col >= 0 ? lf->col % words : 0;
+		uint32_t *word = rebuilt + row * words + col;
+		const int bit = sdc_fault_bit(lf, *word, 32, true);
+		char hb[24], ha[24];
+		sdc_hex_bits(hb, sizeof(hb), *word, 32);
+		*word ^= 1u << bit;
+		sdc_hex_bits(ha, sizeof(ha), *word, 32);
+		/* recorded on the lost server's device, where the finding goes */
+		sdc_worker_fault_applied(&w->ctx->workers[lost % sh->T], lf, "L", round, row, col, bit, hb, ha);
+	}
+	replay(sh, lost, round + 1, replayed);
+	const bool same = !memcmp(rebuilt, replayed, bytes_shard);
+	/* the replay is the truth: what goes back into the shard */
+	memcpy(sdc_ec_entry(&sh->st, lost, 0), replayed, bytes_shard);
+	encode_held(sh, lost);
+	/* the rebuild's figures in the report: what it read (k entries a row), how fast */
+	const double bytes = (double)bytes_shard * sh->l.k;
+	struct sdc_run *run = w->ctx->run;
+	pthread_mutex_lock(&run->lock);
+	json_object_set_new(run->environment, "ecparity",
+			    json_pack("{s:{s:i, s:I, s:f, s:f, s:f, s:b}}", "rebuild", "server", lost, "round", (json_int_t)round,
+				      "bytes_read", bytes, "seconds", dt, "gb_per_s", dt > 0 ? bytes / dt / 1e9 : 0,
+				      "verified_by_replay", same));
+	pthread_mutex_unlock(&run->lock);
+	if (!same) {
+		struct event e = { .owner = lost, .row = -1, .col = -1 };
+		for (size_t i = 0; i < bytes_shard / 4 && e.row < 0; i++)
+			if (rebuilt[i] != replayed[i])
+				e.row = (int)(i / (size_t)words), e.col = (int)(i % (size_t)words), e.expected = replayed[i],
+				e.actual = rebuilt[i];
+		sdc_strlcpy(e.kind, "rebuild-mismatch", sizeof(e.kind));
+		sdc_strlcpy(e.target, "L", sizeof(e.target));
+		snprintf(e.detail, sizeof(e.detail),
+			 "server %d rebuilt from the parities differs from a replay of its training at entry %d: the "
+			 "rebuild (the survivor's memory or arithmetic) went wrong; the replay's value kept",
+			 lost, e.row);
+		add_event(sh, &e);
+	}
+}
+
+/* The stripes whose parity server p holds, and the column it holds: their breaks, for everyone. */
+static void verify(struct ec_shared *sh, int p)
+{
+	const int words = sh->l.words;
+	for (int r = 0; r < sh->l.rows; r++)
+		for (int c = 0; c < sdc_ec_chunks(&sh->l); c++) {
+			if (sdc_ec_stripe_parity_server(&sh->l, r, c) != p)
+				continue;
+			const uint32_t *q = sdc_ec_stripe_word(&sh->st, r, c);
+			for (int x = 0; x < words; x++) {
+				uint32_t sum = 0;
+				for (int i = 0; i < sh->l.k; i++)
+					sum += sdc_ec_entry(&sh->st, sdc_ec_member(&sh->l, r, c, i), r)[x];
+				if (q[x] != sum) {
+					pthread_mutex_lock(&sh->elock);
+					if (sh->nsb < MAX_BREAKS)
+						sh->sb[sh->nsb++] = (struct sdc_ec_break){ r, c, x, q[x] - sum };
+					sh->stripe_breaks++;
+					pthread_mutex_unlock(&sh->elock);
+				}
+			}
+		}
+	const int col_of = (p - 1 + sh->S) % sh->S;
+	uint32_t sum[MAX_DIM + 1] = { 0 };
+	for (int r = 0; r < sh->l.rows; r++) {
+		const uint32_t *e = sdc_ec_entry(&sh->st, col_of, r);
+		for (int x = 0; x < words; x++)
+			sum[x] += e[x];
+	}
+	const uint32_t *q = sdc_ec_column_word(&sh->st, col_of);
+	for (int x = 0; x < words; x++)
+		if (q[x] != sum[x]) {
+			pthread_mutex_lock(&sh->elock);
+			if (sh->ncb < MAX_BREAKS)
+				sh->cb[sh->ncb++] = (struct sdc_ec_break){ col_of, -1, x, q[x] - sum[x] };
+			sh->column_breaks++;
+			pthread_mutex_unlock(&sh->elock);
+		}
+}
+
+/*
+ * Localisation for server s: a stripe break and a column break that meet in one of its words by the
+ * same amount are that word (named, and repaired to the value its updates left); a break of a
+ * parity s holds that meets none is that parity's; and what the messages and the rebuild left
+ * for s. The pairing is the same greedy one on every server, from the breaks alone.
+ */
+static bool pairs(const struct ec_shared *sh, int a, int b)
+{
+	const struct sdc_ec_break *bs = &sh->sb[a], *bc = &sh->cb[b];
+	return bs->word == bc->word && bs->delta == bc->delta && sdc_ec_chunk_of(&sh->l, bc->row, bs->row) == bs->chunk;
+}
+
+static void localise(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t round)
+{
+	bool stripe_used[MAX_BREAKS] = { false }, column_used[MAX_BREAKS] = { false };
+	struct sdc_finding f;
+	for (int a = 0; a < sh->nsb; a++)
+		for (int b = 0; b < sh->ncb; b++) {
+			if (column_used[b] || !pairs(sh, a, b))
+				continue;
+			stripe_used[a] = column_used[b] = true;
+			struct sdc_ec_located at;
+			if (sh->cb[b].row != s || !sdc_ec_locate(&sh->st, &sh->sb[a], &sh->cb[b], &at))
+				break; /* another server's word: it names it */
+			const bool opt = at.word == sh->d;
+			const bool updated = sh->touched[(size_t)s * sh->l.rows + (size_t)at.row];
+			struct event e = { .owner = s, .row = at.row, .col = opt && !updated ? 0 : at.word,
+					   .expected = at.expected, .actual = at.actual };
+			sdc_strlcpy(e.kind, updated ? "update-corrupt" : "memory-corrupt", sizeof(e.kind));
+			sdc_strlcpy(e.target, updated ? "U" : opt ? "O" : "E", sizeof(e.target));
+			snprintf(e.detail, sizeof(e.detail),
+				 "%s of entry %d on server %d differs from what its updates sent to stripe (%d, %d) and column "
+				 "%d%s",
+				 opt ? "the Adagrad accumulator" : "a weight", at.row, s, at.row, sh->sb[a].chunk, s,
+				 updated ? ": updated this round, so its arithmetic or its memory since" : ": at rest");
+			finding_of(&f, sh, round, &e);
+			sdc_worker_report(w, &f);
+			sdc_ec_entry(&sh->st, s, at.row)[at.word] = at.expected;
+			break;
+		}
+	for (int a = 0; a < sh->nsb; a++) {
+		if (stripe_used[a] || sdc_ec_stripe_parity_server(&sh->l, sh->sb[a].row, sh->sb[a].chunk) != s)
+			continue;
+		struct event e = { .owner = s, .row = sh->sb[a].row, .col = sh->sb[a].word };
+		sdc_strlcpy(e.kind, "parity-corrupt", sizeof(e.kind));
+		sdc_strlcpy(e.target, "P", sizeof(e.target));
+		snprintf(e.detail, sizeof(e.detail),
+			 "the parity of stripe (%d, %d) on server %d is not the sum of its members while every member "
+			 "agrees with its column: the parity itself",
+			 sh->sb[a].row, sh->sb[a].chunk, s);
+		finding_of(&f, sh, round, &e);
+		sdc_worker_report(w, &f);
+	}
+	for (int b = 0; b < sh->ncb; b++) {
+		if (column_used[b] || sdc_ec_column_parity_server(&sh->l, sh->cb[b].row) != s)
+			continue;
+		struct event e = { .owner = s, .row = -1, .col = sh->cb[b].word };
+		sdc_strlcpy(e.kind, "parity-corrupt", sizeof(e.kind));
+		sdc_strlcpy(e.target, "P", sizeof(e.target));
+		snprintf(e.detail, sizeof(e.detail),
+			 "the column parity of server %d held on server %d is not the sum of its entries while every "
+			 "stripe agrees: the parity itself",
+			 sh->cb[b].row, s);
+		finding_of(&f, sh, round, &e);
+		sdc_worker_report(w, &f);
+	}
+	for (int i = 0; i < sh->nev; i++)
+		if (sh->ev[i].owner == s) {
+			finding_of(&f, sh, round, &sh->ev[i]);
+			sdc_worker_report(w, &f);
+		}
+}
+
+/* Each worker thread runs servers index, index + T, ... (one each when there are two CPUs or
+ * more); the phases of a round are kept in step by the barrier. */
+#define EACH_SERVER(s) for (int s = w->index; s < sh->S; s += sh->T)
+
+static void ec_run(struct sdc_worker *w)
+{
+	struct ec_shared *sh = w->ctx->shared;
+	const size_t shard = (size_t)sh->l.rows * (size_t)sh->l.words * 4;
+	snprintf(w->kernel, sizeof(w->kernel), "%s %d of %d", sh->S > sh->T ? "servers from" : "server", w->index,
+		 sh->S);
+	uint32_t *scratch = malloc(shard * 2);
+	if (!scratch) {
+		sdc_worker_error(w, "out of memory");
+		ec_abort(sh);
+		return;
+	}
+	memset(scratch, 0, shard * 2); /* touched now: a rebuild is not timed faulting pages in */
+	for (uint64_t round = 0; ec_barrier(sh, w, true); round++) {
+		bool failed = false;
+		EACH_SERVER(s)
+		failed |= train(w, sh, s, round) != 0;
+		if (failed) {
+			ec_abort(sh);
+			break;
+		}
+		/* Every message of the round sent: the rest applied, then faults at rest and a lost server. */
+		if (!ec_barrier(sh, w, false))
+			break;
+		EACH_SERVER(s)
+		{
+			drain(sh, s);
+			rest_faults(w, sh, s, round);
+			lose(w, sh, s, round);
+		}
+		if (!ec_barrier(sh, w, false))
+			break;
+		if (sh->lost >= 0 && w->index == (sh->lost + 1) % sh->S % sh->T)
+			rebuild(w, sh, round, scratch);
+		if (!ec_barrier(sh, w, false))
+			break;
+		EACH_SERVER(s)
+		verify(sh, s);
+		if (!ec_barrier(sh, w, false))
+			break;
+		EACH_SERVER(s)
+		localise(w, sh, s, round);
+		if (!ec_barrier(sh, w, false))
+			break;
+		/* Parities that broke are recomputed by their holders, once the members are right. */
+		if (sh->nsb || sh->ncb)
+			EACH_SERVER(s)
+		encode_held(sh, s);
+		if (!ec_barrier(sh, w, false))
+			break;
+		if (w->index == 0)
+			sh->nsb = sh->ncb = sh->nev = 0, sh->lost = -1;
+		int mine = 0;
+		EACH_SERVER(s)
+		mine++;
+		sdc_worker_account(w, (double)(sh->steps * sh->batch * mine));
+	}
+	free(scratch);
+}
+
+static const struct sdc_command *const ec_benches[] = { &sdc_ecparity_bench, NULL };
+
+const struct sdc_probe sdc_probe_ecparity = {
+	.name = "ecparity",
+	.summary = "ECRM's erasure-coded embedding shards: Adagrad training with difference propagation to rotating "
+		   "parities, every parity checked exactly each round; a corrupt entry, optimizer state, update or "
+		   "message named at its server, entry and bits, a lost server rebuilt bit for bit",
+	.options = ec_options,
+	.opts_size = sizeof(struct ec_opts),
+	.inject_targets = ec_targets,
+	.selftest_options = ec_selftest_options,
+	.selftest_faults = ec_selftest_faults,
+	.variants = ec_variants,
+	.setup = ec_setup,
+	.run = ec_run,
+	.teardown = ec_teardown,
+	.benches = ec_benches,
+};

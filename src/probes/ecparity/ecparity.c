@@ -312,7 +312,7 @@ static void ec_teardown(struct sdc_probe_ctx *ctx)
 	ctx->shared = NULL;
 }
 
-static int ec_setup(struct sdc_probe_ctx *ctx)
+static int setup_shared(struct sdc_probe_ctx *ctx)
 {
 	const struct ec_opts *o = ctx->opts;
 	struct ec_shared *sh = calloc(1, sizeof(*sh));
@@ -369,6 +369,15 @@ static int ec_setup(struct sdc_probe_ctx *ctx)
 	ctx->rate_scale = 1e6;
 	ctx->floor = o->floor;
 	return 0;
+}
+
+/* (the runner calls teardown only after a setup that succeeded) */
+static int ec_setup(struct sdc_probe_ctx *ctx)
+{
+	const int rc = setup_shared(ctx);
+	if (rc)
+		ec_teardown(ctx);
+	return rc;
 }
 
 /* ---- one server ---- */

@@ -17,6 +17,7 @@
 #include "commands/commands.h"
 #include "core/export.h"
 #include "core/report.h"
+#include "core/report_read.h"
 
 struct fleet_opts {
 	double max_age;
@@ -38,11 +39,6 @@ struct fleet {
 	int files;
 };
 
-static const char *str(json_t *o, const char *key)
-{
-	const char *v = json_string_value(json_object_get(o, key));
-	return v ? v : "";
-}
 
 static void unreadable(struct fleet *f, const char *path, const char *why)
 {
@@ -60,26 +56,14 @@ static void take_report(struct fleet *f, const char *path)
 		unreadable(f, path, why);
 		return;
 	}
-	json_error_t je;
-	json_t *r = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	json_t *r = sdc_report_parse(text, len, why, sizeof(why));
 	free(text);
-	json_t *sv = json_object_get(r, "schema_version"), *code = json_object_get(json_object_get(r, "verdict"), "code");
-	const double end = r ? sdc_report_end_time(r) : -1;
-	const char *host = str(json_object_get(r, "host"), "hostname");
-	if (!r)
-		snprintf(why, sizeof(why), "not JSON: %s (line %d)", je.text, je.line);
-	else if (!json_is_array(sv) || json_integer_value(json_array_get(sv, 0)) != SDC_SCHEMA_MAJOR)
-		snprintf(why, sizeof(why), "not an sdcscan report of schema %d.x", SDC_SCHEMA_MAJOR);
-	else if (!json_is_integer(code) || json_integer_value(code) < SDC_OK || json_integer_value(code) > SDC_UNKNOWN)
-		snprintf(why, sizeof(why), "no verdict code");
-	else if (!*host)
+	const char *host = sdc_json_str(json_object_get(r, "host"), "hostname");
+	if (r && !*host)
 		snprintf(why, sizeof(why), "no host.hostname");
-	else if (end < 0)
-		snprintf(why, sizeof(why), "run.start or run.duration_seconds is missing or malformed");
-	else if (!json_is_array(json_object_get(r, "results")) || !json_is_array(json_object_get(r, "devices")))
-		snprintf(why, sizeof(why), "no results or devices list");
-	else
+	else if (r)
 		why[0] = '\0';
+	const double end = r ? sdc_report_end_time(r) : -1;
 	if (why[0]) {
 		unreadable(f, path, why);
 		json_decref(r);
@@ -126,17 +110,18 @@ static void work_key(json_t *r, json_t *res, char *buf, size_t len)
 	json_t *run = json_object_get(r, "run"), *opts = NULL, *p, *d, *blas;
 	size_t i;
 	json_array_foreach(json_object_get(run, "probes"), i, p)
-		if (!strcmp(str(p, "name"), str(res, "probe")))
+		if (!strcmp(sdc_json_str(p, "name"), sdc_json_str(res, "probe")))
 			opts = json_object_get(p, "options");
 	const char *model = "?";
 	json_array_foreach(json_object_get(r, "devices"), i, d)
-		if (!strcmp(str(d, "id"), str(res, "device")))
-			model = str(d, "model");
+		if (!strcmp(sdc_json_str(d, "id"), sdc_json_str(res, "device")))
+			model = sdc_json_str(d, "model");
 	blas = json_object_get(json_object_get(run, "environment"), "blas");
 	char *o = opts ? json_dumps(opts, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	snprintf(buf, len, "%s/%s seed %s on %s, kernel %s, %s %s %s, %" JSON_INTEGER_FORMAT " iterations, options %s",
-		 str(res, "probe"), str(res, "variant"), str(run, "seed"), model, str(res, "kernel"), str(blas, "library"),
-		 str(blas, "version"), str(blas, "core"),
+		 sdc_json_str(res, "probe"), sdc_json_str(res, "variant"), sdc_json_str(run, "seed"), model,
+		 sdc_json_str(res, "kernel"), sdc_json_str(blas, "library"), sdc_json_str(blas, "version"),
+		 sdc_json_str(blas, "core"),
 		 json_integer_value(json_object_get(json_object_get(res, "work_digest"), "iterations")), o ? o : "{}");
 	free(o);
 }
@@ -167,21 +152,21 @@ static int fleet_main(struct sdc_cmd *c)
 		const double age = now - json_real_value(json_object_get(h, "end"));
 		if (age > o->max_age) {
 			json_array_append_new(stale, json_pack("{s:s, s:f, s:s}", "host", host, "age_seconds", age, "path",
-							       str(h, "path")));
+							       sdc_json_str(h, "path")));
 			worst = sdc_verdict_worst(worst, SDC_WARNING);
 		}
 		json_t *v = json_object_get(r, "verdict");
 		const enum sdc_verdict hv = (enum sdc_verdict)json_integer_value(json_object_get(v, "code"));
 		if (hv != SDC_OK) {
 			json_array_append_new(findings, json_pack("{s:s, s:s, s:s}", "host", host, "verdict",
-								  sdc_verdict_name(hv), "summary", str(v, "summary")));
+								  sdc_verdict_name(hv), "summary", sdc_json_str(v, "summary")));
 			/* a host that could not test is a warning of the fleet, not its corruption */
 			worst = sdc_verdict_worst(worst, hv == SDC_UNKNOWN ? SDC_WARNING : hv);
 		}
 		size_t i;
 		json_t *res;
 		json_array_foreach(json_object_get(r, "results"), i, res) {
-			const char *digest = str(json_object_get(res, "work_digest"), "sha256");
+			const char *digest = sdc_json_str(json_object_get(res, "work_digest"), "sha256");
 			if (!*digest)
 				continue;
 			char key[2048];
@@ -190,7 +175,7 @@ static int fleet_main(struct sdc_cmd *c)
 			if (!g)
 				json_object_set_new(groups, key, g = json_pack("{s:[], s:{}}", "devices", "counts"));
 			json_array_append_new(json_object_get(g, "devices"),
-					      json_pack("{s:s, s:s, s:s}", "host", host, "device", str(res, "device"), "digest", digest));
+					      json_pack("{s:s, s:s, s:s}", "host", host, "device", sdc_json_str(res, "device"), "digest", digest));
 			json_t *counts = json_object_get(g, "counts");
 			json_object_set_new(counts, digest, json_integer(json_integer_value(json_object_get(counts, digest)) + 1));
 		}
@@ -230,7 +215,7 @@ static int fleet_main(struct sdc_cmd *c)
 		json_t *minority = json_array(), *dev;
 		size_t i;
 		json_array_foreach(json_object_get(g, "devices"), i, dev)
-			if (!majority || strcmp(str(dev, "digest"), best)) {
+			if (!majority || strcmp(sdc_json_str(dev, "digest"), best)) {
 				if (best_n < n)
 					json_array_append(minority, dev);
 			}
@@ -256,18 +241,19 @@ static int fleet_main(struct sdc_cmd *c)
 	json_array_foreach(minority_all, i, e)
 		printf("disagrees: %s %s: %s: digest %.16s..., the majority (%" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
 		       " devices) %.16s%s\n",
-		       str(e, "host"), str(e, "device"), str(e, "work"), str(e, "digest"),
+		       sdc_json_str(e, "host"), sdc_json_str(e, "device"), sdc_json_str(e, "work"), sdc_json_str(e, "digest"),
 		       json_integer_value(json_object_get(e, "agreeing")), json_integer_value(json_object_get(e, "devices")),
-		       *str(e, "majority") ? str(e, "majority") : "none (no majority)", *str(e, "majority") ? "..." : "");
+		       *sdc_json_str(e, "majority") ? sdc_json_str(e, "majority") : "none (no majority)",
+		       *sdc_json_str(e, "majority") ? "..." : "");
 	json_array_foreach(findings, i, e)
-		printf("%s: %s: %s\n", str(e, "verdict"), str(e, "host"), str(e, "summary"));
+		printf("%s: %s: %s\n", sdc_json_str(e, "verdict"), sdc_json_str(e, "host"), sdc_json_str(e, "summary"));
 	json_array_foreach(stale, i, e)
-		printf("stale: %s: last report %.1f days old (%s)\n", str(e, "host"),
-		       json_real_value(json_object_get(e, "age_seconds")) / 86400, str(e, "path"));
+		printf("stale: %s: last report %.1f days old (%s)\n", sdc_json_str(e, "host"),
+		       json_real_value(json_object_get(e, "age_seconds")) / 86400, sdc_json_str(e, "path"));
 	json_array_foreach(missing, i, e)
 		printf("missing: %s: no report\n", json_string_value(e));
 	json_array_foreach(f.unreadable, i, e)
-		printf("unreadable: %s: %s\n", str(e, "path"), str(e, "why"));
+		printf("unreadable: %s: %s\n", sdc_json_str(e, "path"), sdc_json_str(e, "why"));
 	printf("%s: %zu minority device%s, %zu host%s with findings, %zu stale, %zu missing, %zu unreadable\n",
 	       sdc_verdict_name(worst), json_array_size(minority_all), json_array_size(minority_all) == 1 ? "" : "s",
 	       json_array_size(findings), json_array_size(findings) == 1 ? "" : "s", json_array_size(stale),

@@ -18,6 +18,7 @@
 #include "golden.h"
 #include "core/registry.h"
 #include "core/report.h"
+#include "core/report_read.h"
 #include "core/runner.h"
 #include "base/util.h"
 
@@ -146,18 +147,13 @@ static json_t *local_record(const struct sdc_run *run)
 			 errs);
 }
 
-static const char *str(json_t *o, const char *k)
-{
-	const char *v = json_string_value(json_object_get(o, k));
-	return v ? v : "";
-}
 
 static void injection_of(json_t *j, struct sdc_injection *in)
 {
 	memset(in, 0, sizeof(*in));
-	sdc_strlcpy(in->probe, str(j, "probe"), sizeof(in->probe));
-	sdc_strlcpy(in->variant, str(j, "variant"), sizeof(in->variant));
-	sdc_strlcpy(in->target, str(j, "target"), sizeof(in->target));
+	sdc_strlcpy(in->probe, sdc_json_str(j, "probe"), sizeof(in->probe));
+	sdc_strlcpy(in->variant, sdc_json_str(j, "variant"), sizeof(in->variant));
+	sdc_strlcpy(in->target, sdc_json_str(j, "target"), sizeof(in->target));
 	in->device = (int)json_integer_value(json_object_get(j, "device"));
 	in->iteration = (uint64_t)json_integer_value(json_object_get(j, "iteration"));
 	in->row = json_integer_value(json_object_get(j, "row"));
@@ -169,12 +165,12 @@ static void finding_of(json_t *j, struct sdc_finding *f)
 {
 	memset(f, 0, sizeof(*f));
 	f->cls = (enum sdc_finding_class)json_integer_value(json_object_get(j, "cls"));
-	sdc_strlcpy(f->probe, str(j, "probe"), sizeof(f->probe));
-	sdc_strlcpy(f->variant, str(j, "variant"), sizeof(f->variant));
-	sdc_strlcpy(f->kind, str(j, "kind"), sizeof(f->kind));
-	sdc_strlcpy(f->target, str(j, "target"), sizeof(f->target));
-	sdc_strlcpy(f->xor_mask, str(j, "xor_mask"), sizeof(f->xor_mask));
-	sdc_strlcpy(f->detail, str(j, "detail"), sizeof(f->detail));
+	sdc_strlcpy(f->probe, sdc_json_str(j, "probe"), sizeof(f->probe));
+	sdc_strlcpy(f->variant, sdc_json_str(j, "variant"), sizeof(f->variant));
+	sdc_strlcpy(f->kind, sdc_json_str(j, "kind"), sizeof(f->kind));
+	sdc_strlcpy(f->target, sdc_json_str(j, "target"), sizeof(f->target));
+	sdc_strlcpy(f->xor_mask, sdc_json_str(j, "xor_mask"), sizeof(f->xor_mask));
+	sdc_strlcpy(f->detail, sdc_json_str(j, "detail"), sizeof(f->detail));
 	f->device = (int)json_integer_value(json_object_get(j, "device"));
 	f->iteration = (uint64_t)json_integer_value(json_object_get(j, "iteration"));
 	f->row = json_integer_value(json_object_get(j, "row"));
@@ -242,7 +238,7 @@ static struct tally evaluate(json_t *all, const struct sdc_output *out, bool qui
 		ok ? t.located++ : t.missed++;
 		if (!quiet || !ok)
 			fprintf(out->fp, "selftest: %s%s/%s %s iteration %" PRIu64 ": %s[%" PRId64 "][%" PRId64 "] bit %d%*s %s\n",
-				where[inj[x].rec], in->probe, in->variant, str(inj[x].j, "device_id"), in->iteration, in->target, in->row,
+				where[inj[x].rec], in->probe, in->variant, sdc_json_str(inj[x].j, "device_id"), in->iteration, in->target, in->row,
 				in->col, in->bit, 4, "", ok ? "found and located" : "MISSED");
 	}
 	for (size_t y = 0; y < nf; y++) {
@@ -255,7 +251,7 @@ static struct tally evaluate(json_t *all, const struct sdc_output *out, bool qui
 			continue;
 		t.false_alarms++;
 		fprintf(out->fp, "selftest: FALSE ALARM %s%s/%s %s iteration %" PRIu64 ": %s %s\n", where[fnd[y].rec], f->probe,
-			f->variant, str(fnd[y].j, "device_id"), f->iteration, f->kind, f->detail);
+			f->variant, sdc_json_str(fnd[y].j, "device_id"), f->iteration, f->kind, f->detail);
 	}
 	json_array_foreach(all, a, ra) {
 		json_array_foreach(json_object_get(ra, "errors"), i, ji) {

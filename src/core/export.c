@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "base/util.h"
+#include "core/report_read.h"
 
 /* A growing text buffer; on allocation failure it stays failed and says so at the end. */
 struct text {
@@ -44,11 +45,6 @@ static void put(struct text *t, const char *fmt, ...)
 	}
 }
 
-static const char *str(json_t *o, const char *key)
-{
-	const char *v = json_string_value(json_object_get(o, key));
-	return v ? v : "";
-}
 
 /* Escapes for a Prometheus label value (backslash, quote, newline) or XML text/attribute. */
 static void put_escaped(struct text *t, const char *s, bool xml)
@@ -106,8 +102,8 @@ static bool failed_on(json_t *report, const char *probe, const char *id)
 	size_t i;
 	json_t *r;
 	json_array_foreach(json_object_get(report, "results"), i, r) {
-		const char *st = str(r, "status");
-		if (!strcmp(str(r, "probe"), probe) && !strcmp(str(r, "device"), id) && strcmp(st, "ok") &&
+		const char *st = sdc_json_str(r, "status");
+		if (!strcmp(sdc_json_str(r, "probe"), probe) && !strcmp(sdc_json_str(r, "device"), id) && strcmp(st, "ok") &&
 		    strcmp(st, "skipped"))
 			return true;
 	}
@@ -120,7 +116,7 @@ static bool ran_on(json_t *report, const char *probe, const char *id)
 	size_t i;
 	json_t *r;
 	json_array_foreach(json_object_get(report, "results"), i, r)
-		if (!strcmp(str(r, "probe"), probe) && !strcmp(str(r, "device"), id))
+		if (!strcmp(sdc_json_str(r, "probe"), probe) && !strcmp(sdc_json_str(r, "device"), id))
 			return true;
 	return false;
 }
@@ -130,15 +126,15 @@ static bool ran_on(json_t *report, const char *probe, const char *id)
  * camelCase label names, and the model is in the report.) */
 static void put_device_labels(struct text *t, json_t *d)
 {
-	const bool gpu = !strcmp(str(d, "type"), "gpu");
+	const bool gpu = !strcmp(sdc_json_str(d, "type"), "gpu");
 	if (gpu) {
 		put(t, "device=\"nvidia%" JSON_INTEGER_FORMAT "\",gpu=\"%" JSON_INTEGER_FORMAT "\",UUID=\"",
 		    json_integer_value(json_object_get(d, "index")), json_integer_value(json_object_get(d, "index")));
-		put_escaped(t, str(d, "uuid"), false);
+		put_escaped(t, sdc_json_str(d, "uuid"), false);
 		put(t, "\"");
 	} else {
 		put(t, "device=\"");
-		put_escaped(t, str(d, "id"), false);
+		put_escaped(t, sdc_json_str(d, "id"), false);
 		put(t, "\",gpu=\"\",UUID=\"\"");
 	}
 }
@@ -149,7 +145,7 @@ int sdc_export_prom(void *report, double last_success, const char *path, char *e
 	json_t *tool = json_object_get(report, "tool"), *build = json_object_get(tool, "build");
 	put(&t, "# HELP sdcscan_build_info sdcscan's version and the optional features built in.\n"
 		"# TYPE sdcscan_build_info gauge\nsdcscan_build_info{version=\"");
-	put_escaped(&t, str(tool, "version"), false);
+	put_escaped(&t, sdc_json_str(tool, "version"), false);
 	put(&t, "\"");
 	const char *key;
 	json_t *v;
@@ -178,10 +174,10 @@ int sdc_export_prom(void *report, double last_success, const char *path, char *e
 	json_array_foreach(json_object_get(json_object_get(report, "run"), "probes"), i, p) {
 		json_array_foreach(json_object_get(report, "devices"), k, d) {
 			put(&t, "sdcscan_probe_failed{probe=\"");
-			put_escaped(&t, str(p, "name"), false);
+			put_escaped(&t, sdc_json_str(p, "name"), false);
 			put(&t, "\",");
 			put_device_labels(&t, d);
-			put(&t, "} %d\n", failed_on(report, str(p, "name"), str(d, "id")));
+			put(&t, "} %d\n", failed_on(report, sdc_json_str(p, "name"), sdc_json_str(d, "id")));
 		}
 	}
 	return finish(&t, path, "Prometheus metrics", err, errlen);
@@ -198,26 +194,26 @@ int sdc_export_junit(void *report, const char *path, char *err, size_t errlen)
 	json_array_foreach(json_object_get(run, "probes"), i, p)
 		json_array_foreach(json_object_get(report, "devices"), k, d) {
 			tests++;
-			failures += failed_on(report, str(p, "name"), str(d, "id"));
-			skipped += !ran_on(report, str(p, "name"), str(d, "id"));
+			failures += failed_on(report, sdc_json_str(p, "name"), sdc_json_str(d, "id"));
+			skipped += !ran_on(report, sdc_json_str(p, "name"), sdc_json_str(d, "id"));
 		}
 	put(&t, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"sdcscan\" tests=\"%d\" failures=\"%d\" "
 		"skipped=\"%d\" time=\"%.3f\">\n",
 	    tests, failures, skipped, json_number_value(json_object_get(run, "duration_seconds")));
 	put(&t, "  <testsuite name=\"sdcscan ");
-	put_escaped(&t, str(run, "profile"), true);
+	put_escaped(&t, sdc_json_str(run, "profile"), true);
 	put(&t, "\" tests=\"%d\" failures=\"%d\" skipped=\"%d\" errors=\"0\" timestamp=\"", tests, failures, skipped);
-	put_escaped(&t, str(run, "start"), true);
+	put_escaped(&t, sdc_json_str(run, "start"), true);
 	put(&t, "\" time=\"%.3f\">\n", json_number_value(json_object_get(run, "duration_seconds")));
 	json_array_foreach(json_object_get(run, "probes"), i, p) {
-		const char *probe = str(p, "name");
+		const char *probe = sdc_json_str(p, "name");
 		json_array_foreach(json_object_get(report, "devices"), k, d) {
-			const char *id = str(d, "id");
+			const char *id = sdc_json_str(d, "id");
 			double secs = 0;
 			size_t r;
 			json_t *res;
 			json_array_foreach(json_object_get(report, "results"), r, res)
-				if (!strcmp(str(res, "probe"), probe) && !strcmp(str(res, "device"), id))
+				if (!strcmp(sdc_json_str(res, "probe"), probe) && !strcmp(sdc_json_str(res, "device"), id))
 					secs += json_number_value(json_object_get(res, "seconds"));
 			put(&t, "    <testcase classname=\"sdcscan.");
 			put_escaped(&t, probe, true);
@@ -236,20 +232,20 @@ int sdc_export_junit(void *report, const char *path, char *err, size_t errlen)
 				put_escaped(&t, id, true);
 				put(&t, "\" type=\"sdcscan\">");
 				json_array_foreach(json_object_get(report, "results"), r, res)
-					if (!strcmp(str(res, "probe"), probe) && !strcmp(str(res, "device"), id) &&
-					    strcmp(str(res, "status"), "ok")) {
+					if (!strcmp(sdc_json_str(res, "probe"), probe) && !strcmp(sdc_json_str(res, "device"), id) &&
+					    strcmp(sdc_json_str(res, "status"), "ok")) {
 						put_escaped(&t, probe, true);
 						put(&t, "/");
-						put_escaped(&t, str(res, "variant"), true);
+						put_escaped(&t, sdc_json_str(res, "variant"), true);
 						put(&t, ": ");
-						put_escaped(&t, str(res, "status"), true);
+						put_escaped(&t, sdc_json_str(res, "status"), true);
 						put(&t, "\n");
 					}
 				json_array_foreach(json_object_get(report, "findings"), f, fd)
-					if (!strcmp(str(fd, "probe"), probe) && !strcmp(str(fd, "device"), id)) {
-						put_escaped(&t, str(fd, "kind"), true);
+					if (!strcmp(sdc_json_str(fd, "probe"), probe) && !strcmp(sdc_json_str(fd, "device"), id)) {
+						put_escaped(&t, sdc_json_str(fd, "kind"), true);
 						put(&t, ": ");
-						put_escaped(&t, str(fd, "detail"), true);
+						put_escaped(&t, sdc_json_str(fd, "detail"), true);
 						put(&t, "\n");
 					}
 				put(&t, "</failure>\n    ");

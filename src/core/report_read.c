@@ -10,10 +10,41 @@
 #include "core/export.h"
 #include "core/report.h"
 
-static const char *str(json_t *o, const char *key)
+const char *sdc_json_str(void *o, const char *key)
 {
 	const char *v = json_string_value(json_object_get(o, key));
 	return v ? v : "";
+}
+
+
+void *sdc_report_parse(const char *text, size_t len, char *why, size_t whylen)
+{
+	json_error_t je;
+	json_t *r = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (!r) {
+		snprintf(why, whylen, "not JSON: %s (line %d)", je.text, je.line);
+		return NULL;
+	}
+	json_t *sv = json_object_get(r, "schema_version"), *verdict = json_object_get(r, "verdict");
+	json_t *code = json_object_get(verdict, "code"), *run = json_object_get(r, "run");
+	if (!json_is_object(r) || !json_is_array(sv) || !json_is_integer(json_array_get(sv, 0)))
+		snprintf(why, whylen, "not an sdcscan report (no schema_version)");
+	else if (json_integer_value(json_array_get(sv, 0)) != SDC_SCHEMA_MAJOR)
+		snprintf(why, whylen, "report schema %" JSON_INTEGER_FORMAT ".x, this sdcscan reads %d.x",
+			 json_integer_value(json_array_get(sv, 0)), SDC_SCHEMA_MAJOR);
+	else if (!json_is_integer(code) || json_integer_value(code) < SDC_OK || json_integer_value(code) > SDC_UNKNOWN ||
+		 strcmp(sdc_json_str(verdict, "status"), sdc_verdict_name((enum sdc_verdict)json_integer_value(code))))
+		snprintf(why, whylen, "its verdict is not one of OK, WARNING, CRITICAL, UNKNOWN with its code");
+	else if (!json_is_object(run) || sdc_report_end_time(r) < 0 ||
+		 !(json_number_value(json_object_get(run, "duration_seconds")) >= 0))
+		snprintf(why, whylen, "run.start or run.duration_seconds is missing or malformed");
+	else if (!json_is_array(json_object_get(r, "results")) || !json_is_array(json_object_get(r, "devices")) ||
+		 !json_is_array(json_object_get(r, "findings")))
+		snprintf(why, whylen, "it has no results, devices or findings list");
+	else
+		return r;
+	json_decref(r);
+	return NULL;
 }
 
 /* The finding level a verdict comes from (the report's class names). */
@@ -25,54 +56,34 @@ static const char *class_for(enum sdc_verdict v)
 int sdc_report_read_summary(const char *text, size_t len, struct sdc_report_summary *s, char *why, size_t whylen)
 {
 	memset(s, 0, sizeof(*s));
-	json_error_t je;
-	json_t *r = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-	int rc = -1;
-	if (!r) {
-		snprintf(why, whylen, "not JSON: %s (line %d)", je.text, je.line);
+	json_t *r = sdc_report_parse(text, len, why, whylen);
+	if (!r)
 		return -1;
-	}
-	json_t *sv = json_object_get(r, "schema_version"), *verdict = json_object_get(r, "verdict");
-	json_t *code = json_object_get(verdict, "code"), *findings = json_object_get(r, "findings");
-	json_t *run = json_object_get(r, "run");
-	if (!json_is_object(r) || !json_is_array(sv) || !json_is_integer(json_array_get(sv, 0))) {
-		snprintf(why, whylen, "not an sdcscan report (no schema_version)");
-	} else if (json_integer_value(json_array_get(sv, 0)) != SDC_SCHEMA_MAJOR) {
-		snprintf(why, whylen, "report schema %" JSON_INTEGER_FORMAT ".x, this sdcscan reads %d.x",
-			 json_integer_value(json_array_get(sv, 0)), SDC_SCHEMA_MAJOR);
-	} else if (!json_is_integer(code) || json_integer_value(code) < SDC_OK ||
-		   json_integer_value(code) > SDC_UNKNOWN ||
-		   strcmp(str(verdict, "status"), sdc_verdict_name((enum sdc_verdict)json_integer_value(code)))) {
-		snprintf(why, whylen, "its verdict is not one of OK, WARNING, CRITICAL, UNKNOWN with its code");
-	} else if (!json_is_object(run) || (s->end = sdc_report_end_time(r)) < 0 ||
-		   !(json_number_value(json_object_get(run, "duration_seconds")) >= 0)) {
-		snprintf(why, whylen, "run.start or run.duration_seconds is missing or malformed");
-	} else if (!json_is_array(findings)) {
-		snprintf(why, whylen, "it has no findings list");
-	} else {
-		s->verdict = (enum sdc_verdict)json_integer_value(code);
-		s->duration = json_number_value(json_object_get(run, "duration_seconds"));
-		snprintf(s->profile, sizeof(s->profile), "%s", str(run, "profile"));
-		snprintf(s->host, sizeof(s->host), "%s", str(json_object_get(r, "host"), "hostname"));
-		snprintf(s->summary, sizeof(s->summary), "%s", str(verdict, "summary"));
-		s->nfindings = (int)json_array_size(findings);
-		size_t i;
-		json_t *f;
-		json_array_foreach(findings, i, f) {
-			if (strcmp(str(f, "class"), class_for(s->verdict)))
-				continue;
-			json_t *row = json_object_get(f, "row"), *col = json_object_get(f, "col");
-			char where[64] = "";
-			if (*str(f, "target") && json_is_integer(row) && json_is_integer(col))
-				snprintf(where, sizeof(where), " %.8s[%" JSON_INTEGER_FORMAT "][%" JSON_INTEGER_FORMAT "]",
-					 str(f, "target"), json_integer_value(row), json_integer_value(col));
-			snprintf(s->first, sizeof(s->first), "%.16s %.24s%s%.48s %.32s%s", str(f, "device"), str(f, "probe"),
-				 *str(f, "variant") ? "/" : "", str(f, "variant"), str(f, "kind"), where);
-			snprintf(s->first_detail, sizeof(s->first_detail), "%s", str(f, "detail"));
-			break;
-		}
-		rc = 0;
+	json_t *verdict = json_object_get(r, "verdict"), *run = json_object_get(r, "run");
+	json_t *findings = json_object_get(r, "findings");
+	s->end = sdc_report_end_time(r);
+	s->verdict = (enum sdc_verdict)json_integer_value(json_object_get(verdict, "code"));
+	s->duration = json_number_value(json_object_get(run, "duration_seconds"));
+	snprintf(s->profile, sizeof(s->profile), "%s", sdc_json_str(run, "profile"));
+	snprintf(s->host, sizeof(s->host), "%s", sdc_json_str(json_object_get(r, "host"), "hostname"));
+	snprintf(s->summary, sizeof(s->summary), "%s", sdc_json_str(verdict, "summary"));
+	s->nfindings = (int)json_array_size(findings);
+	size_t i;
+	json_t *f;
+	json_array_foreach(findings, i, f) {
+		if (strcmp(sdc_json_str(f, "class"), class_for(s->verdict)))
+			continue;
+		json_t *row = json_object_get(f, "row"), *col = json_object_get(f, "col");
+		char where[64] = "";
+		if (*sdc_json_str(f, "target") && json_is_integer(row) && json_is_integer(col))
+			snprintf(where, sizeof(where), " %.8s[%" JSON_INTEGER_FORMAT "][%" JSON_INTEGER_FORMAT "]",
+				 sdc_json_str(f, "target"), json_integer_value(row), json_integer_value(col));
+		snprintf(s->first, sizeof(s->first), "%.16s %.24s%s%.48s %.32s%s", sdc_json_str(f, "device"),
+			 sdc_json_str(f, "probe"), *sdc_json_str(f, "variant") ? "/" : "", sdc_json_str(f, "variant"),
+			 sdc_json_str(f, "kind"), where);
+		snprintf(s->first_detail, sizeof(s->first_detail), "%s", sdc_json_str(f, "detail"));
+		break;
 	}
 	json_decref(r);
-	return rc;
+	return 0;
 }

@@ -23,6 +23,16 @@ struct sdc_report_summary {
 	char first_detail[320];
 };
 
+/* A string member of a JSON object (json_t *), "" when it is missing or not a string. */
+const char *sdc_json_str(void *o, const char *key);
+
+/*
+ * A report's text parsed and checked for what every reader of reports reads: this schema major,
+ * a verdict whose code and status agree, run.start and run.duration_seconds, the results,
+ * devices and findings lists. The json_t *, or NULL with why.
+ */
+void *sdc_report_parse(const char *text, size_t len, char *why, size_t whylen);
+
 /* 0, or -1 with why (what is missing or malformed). */
 int sdc_report_read_summary(const char *text, size_t len, struct sdc_report_summary *s, char *why, size_t whylen);
 

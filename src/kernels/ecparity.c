@@ -48,20 +48,43 @@ void sdc_ec_state_free(struct sdc_ec_state *st)
 	st->data = st->stripe = st->column = NULL;
 }
 
+/* Into q (words), the sum of the k members of stripe (r, c). */
+static void stripe_sum(const struct sdc_ec_state *st, int r, int c, uint32_t *q)
+{
+	memset(q, 0, 4 * (size_t)st->l.words);
+	for (int i = 0; i < st->l.k; i++) {
+		const uint32_t *e = sdc_ec_entry(st, sdc_ec_member(&st->l, r, c, i), r);
+		for (int w = 0; w < st->l.words; w++)
+			q[w] += e[w];
+	}
+}
+
+/* Into q (words), the sum of server s's entries. */
+static void column_sum(const struct sdc_ec_state *st, int s, uint32_t *q)
+{
+	memset(q, 0, 4 * (size_t)st->l.words);
+	for (int r = 0; r < st->l.rows; r++) {
+		const uint32_t *e = sdc_ec_entry(st, s, r);
+		for (int w = 0; w < st->l.words; w++)
+			q[w] += e[w];
+	}
+}
+
+void sdc_ec_encode_held(struct sdc_ec_state *st, int p)
+{
+	for (int r = 0; r < st->l.rows; r++) {
+		const int c = sdc_ec_held_chunk(&st->l, p, r);
+		if (c >= 0)
+			stripe_sum(st, r, c, sdc_ec_stripe_word(st, r, c));
+	}
+	const int s = (p - 1 + st->l.servers) % st->l.servers;
+	column_sum(st, s, sdc_ec_column_word(st, s));
+}
+
 void sdc_ec_encode(struct sdc_ec_state *st)
 {
-	const struct sdc_ec_layout *l = &st->l;
-	memset(st->stripe, 0, (size_t)l->rows * (size_t)sdc_ec_chunks(l) * (size_t)l->words * 4);
-	memset(st->column, 0, (size_t)l->servers * (size_t)l->words * 4);
-	for (int s = 0; s < l->servers; s++)
-		for (int r = 0; r < l->rows; r++) {
-			const uint32_t *e = sdc_ec_entry(st, s, r);
-			uint32_t *p = sdc_ec_stripe_word(st, r, sdc_ec_chunk_of(l, s, r)), *q = sdc_ec_column_word(st, s);
-			for (int w = 0; w < l->words; w++) {
-				p[w] += e[w];
-				q[w] += e[w];
-			}
-		}
+	for (int p = 0; p < st->l.servers; p++)
+		sdc_ec_encode_held(st, p);
 }
 
 void sdc_ec_apply_diff(struct sdc_ec_state *st, int s, int r, const uint32_t *diff)
@@ -73,51 +96,64 @@ void sdc_ec_apply_diff(struct sdc_ec_state *st, int s, int r, const uint32_t *di
 	}
 }
 
+/* Compares a parity with the sum of its members, word by word: breaks into out (up to max). */
+static int64_t compare(const uint32_t *parity, const uint32_t *sum, int words, struct sdc_ec_break at,
+		       struct sdc_ec_break *out, int max)
+{
+	int64_t broken = 0;
+	for (int w = 0; w < words; w++)
+		if (parity[w] != sum[w] && broken++ < max) {
+			at.word = w;
+			at.delta = parity[w] - sum[w];
+			out[broken - 1] = at;
+		}
+	return broken;
+}
+
+int64_t sdc_ec_verify_held_stripes(const struct sdc_ec_state *st, int p, struct sdc_ec_break *out, int max)
+{
+	uint32_t sum[SDC_EC_MAX_DIM + 1];
+	int64_t broken = 0;
+	for (int r = 0; r < st->l.rows; r++) {
+		const int c = sdc_ec_held_chunk(&st->l, p, r);
+		if (c < 0)
+			continue;
+		stripe_sum(st, r, c, sum);
+		const int room = (int)(broken < max ? max - broken : 0);
+		broken += compare(sdc_ec_stripe_word(st, r, c), sum, st->l.words, (struct sdc_ec_break){ r, c, 0, 0 },
+				  out + (max - room), room);
+	}
+	return broken;
+}
+
+int64_t sdc_ec_verify_held_column(const struct sdc_ec_state *st, int p, struct sdc_ec_break *out, int max)
+{
+	uint32_t sum[SDC_EC_MAX_DIM + 1];
+	const int s = (p - 1 + st->l.servers) % st->l.servers;
+	column_sum(st, s, sum);
+	return compare(sdc_ec_column_word(st, s), sum, st->l.words, (struct sdc_ec_break){ s, -1, 0, 0 }, out, max);
+}
+
+/* Every holder's groups in turn, the breaks of all of them into out (up to max). */
+static int64_t verify_all(const struct sdc_ec_state *st, struct sdc_ec_break *out, int max,
+			  int64_t (*held)(const struct sdc_ec_state *, int, struct sdc_ec_break *, int))
+{
+	int64_t broken = 0;
+	for (int p = 0; p < st->l.servers; p++) {
+		const int room = (int)(broken < max ? max - broken : 0);
+		broken += held(st, p, out + (max - room), room);
+	}
+	return broken;
+}
+
 int64_t sdc_ec_verify_stripes(const struct sdc_ec_state *st, struct sdc_ec_break *out, int max)
 {
-	const struct sdc_ec_layout *l = &st->l;
-	int64_t broken = 0;
-	uint32_t *sum = malloc((size_t)l->words * 4);
-	if (!sum)
-		return -1;
-	for (int r = 0; r < l->rows; r++)
-		for (int c = 0; c < sdc_ec_chunks(l); c++) {
-			memset(sum, 0, (size_t)l->words * 4);
-			for (int i = 0; i < l->k; i++) {
-				const uint32_t *e = sdc_ec_entry(st, sdc_ec_member(l, r, c, i), r);
-				for (int w = 0; w < l->words; w++)
-					sum[w] += e[w];
-			}
-			const uint32_t *p = sdc_ec_stripe_word(st, r, c);
-			for (int w = 0; w < l->words; w++)
-				if (p[w] != sum[w] && broken++ < max)
-					out[broken - 1] = (struct sdc_ec_break){ r, c, w, p[w] - sum[w] };
-		}
-	free(sum);
-	return broken;
+	return verify_all(st, out, max, sdc_ec_verify_held_stripes);
 }
 
 int64_t sdc_ec_verify_columns(const struct sdc_ec_state *st, struct sdc_ec_break *out, int max)
 {
-	const struct sdc_ec_layout *l = &st->l;
-	int64_t broken = 0;
-	uint32_t *sum = malloc((size_t)l->words * 4);
-	if (!sum)
-		return -1;
-	for (int s = 0; s < l->servers; s++) {
-		memset(sum, 0, (size_t)l->words * 4);
-		for (int r = 0; r < l->rows; r++) {
-			const uint32_t *e = sdc_ec_entry(st, s, r);
-			for (int w = 0; w < l->words; w++)
-				sum[w] += e[w];
-		}
-		const uint32_t *q = sdc_ec_column_word(st, s);
-		for (int w = 0; w < l->words; w++)
-			if (q[w] != sum[w] && broken++ < max)
-				out[broken - 1] = (struct sdc_ec_break){ s, -1, w, q[w] - sum[w] };
-	}
-	free(sum);
-	return broken;
+	return verify_all(st, out, max, sdc_ec_verify_held_column);
 }
 
 bool sdc_ec_locate(const struct sdc_ec_state *st, const struct sdc_ec_break *stripe, const struct sdc_ec_break *column,

@@ -90,6 +90,15 @@ static inline uint32_t *sdc_ec_column_word(const struct sdc_ec_state *st, int s)
 {
 	return st->column + (size_t)s * st->l.words;
 }
+/* The parities server p holds, recomputed from their members: the stripes whose parity it holds
+ * and the column of server p - 1. (sdc_ec_encode is this for every server.) */
+void sdc_ec_encode_held(struct sdc_ec_state *st, int p);
+/* The chunk of the stripe through row r whose parity server p holds, or -1 (one at most). */
+static inline int sdc_ec_held_chunk(const struct sdc_ec_layout *l, int p, int r)
+{
+	const int offset = ((p - r) % l->servers + l->servers) % l->servers; /* (c + 1) k mod S */
+	return offset % l->k ? -1 : (offset / l->k - 1 + sdc_ec_chunks(l)) % sdc_ec_chunks(l);
+}
 /* Difference propagation of one entry's update: diff[w] = new - old, applied to both parities. */
 void sdc_ec_apply_diff(struct sdc_ec_state *st, int s, int r, const uint32_t *diff);
 
@@ -103,6 +112,9 @@ struct sdc_ec_break {
 int64_t sdc_ec_verify_stripes(const struct sdc_ec_state *st, struct sdc_ec_break *out, int max);
 /* The same for the columns: out[].row is the server. */
 int64_t sdc_ec_verify_columns(const struct sdc_ec_state *st, struct sdc_ec_break *out, int max);
+/* The same, for only the groups whose parity server p holds (a server verifies its own). */
+int64_t sdc_ec_verify_held_stripes(const struct sdc_ec_state *st, int p, struct sdc_ec_break *out, int max);
+int64_t sdc_ec_verify_held_column(const struct sdc_ec_state *st, int p, struct sdc_ec_break *out, int max);
 
 /*
  * One corrupt word named from one broken stripe word and one broken column word: the server in

@@ -143,7 +143,11 @@ int main(void)
 	sdc_ec_entry(&st, 1, 5)[2] ^= 4;
 	struct sdc_ec_break two_s[2], two_c[2];
 	CHECK(sdc_ec_verify_stripes(&st, two_s, 2) == 2 && sdc_ec_verify_columns(&st, two_c, 2) == 2);
-	CHECK(!sdc_ec_locate(&st, &two_s[0], &two_c[1], &at));
+	/* each stripe break meets only its own fault's column break (server 0 row 0, server 1 row 5) */
+	for (int a = 0; a < 2; a++)
+		for (int b = 0; b < 2; b++)
+			CHECK_MSG(sdc_ec_locate(&st, &two_s[a], &two_c[b], &at) == (two_s[a].row == (two_c[b].row ? 5 : 0)),
+				  "two faults: stripe break %d and column break %d", a, b);
 	sdc_ec_entry(&st, 0, 0)[0] ^= 1;
 	sdc_ec_entry(&st, 1, 5)[2] ^= 4;
 

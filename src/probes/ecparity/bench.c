@@ -62,9 +62,9 @@ struct work {
  * CRC32C (timed as its own overhead, *sender); then the holders check each CRC and move the
  * parity words (timed apart, *holder: in ECRM and in the probe that is another server's core).
  */
-static void turn(struct work *wk, bool parity, uint32_t *msgs, double *sender, double *holder)
+static void turn(struct work *wk, bool parity, struct sdc_ec_msg *msgs, double *sender, double *holder)
 {
-	const int words = wk->st.l.words, mw = 6 + words;
+	const int words = wk->st.l.words;
 	uint32_t old[SDC_EC_MAX_DIM + 1];
 	const double t0 = sdc_now();
 	for (int i = 0; i < wk->n; i++) {
@@ -74,38 +74,20 @@ static void turn(struct work *wk, bool parity, uint32_t *msgs, double *sender, d
 		if (parity)
 			memcpy(old, e, 4 * (size_t)words);
 		sdc_ec_adagrad(e, wk->d, wk->grad + (size_t)i * (size_t)wk->d);
-		if (!parity)
-			continue;
-		/* as the probe: header and difference with a CRC32C each, the difference's computed once */
-		for (int k = 0; k < 2; k++) {
-			uint32_t *m = msgs + ((size_t)i * 2 + (size_t)k) * (size_t)mw;
-			m[0] = (uint32_t)i, m[1] = (uint32_t)s, m[2] = (uint32_t)r, m[3] = (uint32_t)k;
-			m[4] = sdc_crc32c(0, m, 16);
-			if (k == 0) {
-				for (int x = 0; x < words; x++)
-					m[6 + x] = sdc_ec_diff(e[x], old[x]);
-				m[5] = sdc_crc32c(0, m + 6, 4 * (size_t)words);
-			} else {
-				memcpy(m + 5, m - mw + 5, 4 * (size_t)(words + 1));
-			}
-		}
+		if (parity)
+			sdc_ec_msg_pair(msgs + 2 * i, (uint32_t)(2 * i), s, r, e, old, words); /* the probe's messages */
 	}
 	const double t1 = sdc_now();
 	*sender = t1 - t0;
 	if (!parity)
 		return;
 	for (int i = 0; i < wk->n; i++) {
-		const uint32_t *m = msgs + (size_t)i * 2 * (size_t)mw;
-		/* the two holders check their message's CRC and apply the difference */
-		uint32_t bad = 0;
-		for (int k = 0; k < 2; k++) {
-			const uint32_t *mk = m + (size_t)k * (size_t)mw;
-			bad |= (sdc_crc32c(0, mk, 16) ^ mk[4]) | (sdc_crc32c(0, mk + 6, 4 * (size_t)words) ^ mk[5]);
-		}
-		if (bad)
+		const struct sdc_ec_msg *m = msgs + 2 * i;
+		/* the two holders check their message and apply the difference */
+		if (!sdc_ec_msg_intact(&m[0], words) || !sdc_ec_msg_intact(&m[1], words))
 			wk->bad = 1;
 		else
-			sdc_ec_apply_diff(&wk->st, (int)m[1], (int)m[2], m + 6);
+			sdc_ec_apply_diff(&wk->st, (int)m->from, (int)m->row, m->diff);
 	}
 	*holder = sdc_now() - t1;
 }
@@ -128,7 +110,8 @@ static int bench_main(struct sdc_cmd *cmd)
 	char why[256];
 	int rc = -1;
 	const size_t shard = (size_t)l.rows * (size_t)l.words * 4;
-	uint32_t *out = NULL, *msgs = NULL;
+	uint32_t *out = NULL;
+	struct sdc_ec_msg *msgs = NULL;
 	uint8_t *src = NULL, *dst = NULL;
 	json_t *j = NULL;
 	if (sdc_ec_layout_check(&l, why, sizeof(why))) {
@@ -139,7 +122,7 @@ static int bench_main(struct sdc_cmd *cmd)
 	wk.row = malloc(sizeof(int) * (size_t)wk.n);
 	wk.grad = malloc(sizeof(float) * (size_t)wk.n * (size_t)wk.d);
 	out = malloc(shard);
-	msgs = malloc(sizeof(uint32_t) * (size_t)wk.n * 2 * (size_t)(6 + l.words));
+	msgs = malloc(sizeof(*msgs) * (size_t)wk.n * 2);
 	wk.plain = malloc(shard * (size_t)l.servers);
 	src = malloc(shard * (size_t)l.k), dst = malloc(shard * (size_t)l.k);
 	if (!wk.server || !wk.row || !wk.grad || !out || !wk.plain || !msgs || !src || !dst || sdc_ec_state_alloc(&wk.st, &l)) {

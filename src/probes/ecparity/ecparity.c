@@ -83,18 +83,9 @@ static const char *const ec_selftest_faults[] = {
 	NULL,
 };
 
-/* A difference on its way to a parity: to the stripe's (kind 0) or the column's (kind 1) holder.
- * The header and the difference carry a CRC32C each: the difference's, the same for both
- * messages of an update, is computed once. */
-struct msg {
-	uint32_t seq, from, row, kind;
-	uint32_t hcrc, pcrc; /* of the four words above; of the difference (as many words as an entry has) */
-	uint32_t diff[MAX_DIM + 1];
-};
-
 struct inbox {
 	pthread_mutex_t lock;
-	struct msg *q;
+	struct sdc_ec_msg *q;
 	size_t n, cap;
 };
 
@@ -115,7 +106,7 @@ struct ec_shared {
 	int64_t batch, steps;
 	uint64_t seed;
 	struct inbox *inbox;
-	struct msg **outbox; /* per server: this round's messages, as sent (kept for a resend) */
+	struct sdc_ec_msg **outbox; /* per server: this round's messages, as sent (kept for a resend) */
 	size_t *nout, outcap;
 	uint8_t *touched; /* per server and row: updated this round */
 	/* the barrier that keeps rounds in step */
@@ -193,18 +184,13 @@ static void ec_abort(struct ec_shared *sh)
 
 /* ---- messages ---- */
 
-static bool msg_intact(const struct msg *m, int words)
-{
-	return sdc_crc32c(0, m, 16) == m->hcrc && sdc_crc32c(0, m->diff, 4 * (size_t)words) == m->pcrc;
-}
-
-static int post(struct ec_shared *sh, int to, const struct msg *m)
+static int post(struct ec_shared *sh, int to, const struct sdc_ec_msg *m)
 {
 	struct inbox *b = &sh->inbox[to];
 	pthread_mutex_lock(&b->lock);
 	if (b->n == b->cap) {
 		const size_t cap = b->cap ? 2 * b->cap : 1024;
-		struct msg *q = realloc(b->q, cap * sizeof(*q));
+		struct sdc_ec_msg *q = realloc(b->q, cap * sizeof(*q));
 		if (!q) {
 			pthread_mutex_unlock(&b->lock);
 			return -1;
@@ -233,9 +219,9 @@ static void drain(struct ec_shared *sh, int s)
 	const int words = sh->l.words;
 	pthread_mutex_lock(&b->lock);
 	for (size_t i = 0; i < b->n; i++) {
-		const struct msg *m = &b->q[i];
-		if (!msg_intact(m, words)) {
-			const struct msg *sent = m->from < (uint32_t)sh->S && m->seq < sh->nout[m->from]
+		const struct sdc_ec_msg *m = &b->q[i];
+		if (!sdc_ec_msg_intact(m, words)) {
+			const struct sdc_ec_msg *sent = m->from < (uint32_t)sh->S && m->seq < sh->nout[m->from]
 							 ? &sh->outbox[m->from][m->seq]
 							 : NULL;
 			struct event e = { .owner = sent ? (int)m->from : s, .row = (int)m->row, .col = -1 };
@@ -346,7 +332,7 @@ static int setup_shared(struct sdc_probe_ctx *ctx)
 		return sdc_ctx_error(ctx, "out of memory for %d shards of %d entries", sh->S, sh->l.rows);
 	for (int s = 0; s < sh->S; s++) {
 		pthread_mutex_init(&sh->inbox[s].lock, NULL);
-		if (!(sh->outbox[s] = malloc(sh->outcap * sizeof(struct msg))))
+		if (!(sh->outbox[s] = malloc(sh->outcap * sizeof(struct sdc_ec_msg))))
 			return sdc_ctx_error(ctx, "out of memory for the messages");
 	}
 	/* Weights U(-0.05, 0.05), accumulators 0.1: from the seed, the same on every host. */
@@ -453,22 +439,11 @@ static int train(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t rou
 			sdc_ec_adagrad(e, sh->d, g);
 			sh->touched[(size_t)s * sh->l.rows + (size_t)row] = 1;
 			const int c = sdc_ec_chunk_of(&sh->l, s, row);
+			struct sdc_ec_msg *pair = &sh->outbox[s][sh->nout[s]];
+			sdc_ec_msg_pair(pair, (uint32_t)sh->nout[s], s, row, e, old, words);
+			sh->nout[s] += 2;
 			for (int kind = 0; kind < 2; kind++) {
-				struct msg *m = &sh->outbox[s][sh->nout[s]];
-				m->seq = (uint32_t)sh->nout[s]++;
-				m->from = (uint32_t)s;
-				m->row = (uint32_t)row;
-				m->kind = (uint32_t)kind;
-				m->hcrc = sdc_crc32c(0, m, 16);
-				if (kind == 0) {
-					for (int x = 0; x < words; x++)
-						m->diff[x] = sdc_ec_diff(e[x], old[x]);
-					m->pcrc = sdc_crc32c(0, m->diff, 4 * (size_t)words);
-				} else {
-					memcpy(m->diff, m[-1].diff, 4 * (size_t)words);
-					m->pcrc = m[-1].pcrc;
-				}
-				struct msg sent = *m;
+				struct sdc_ec_msg sent = pair[kind];
 				/* M: the first message of the round changes on its way */
 				for (int i = 0; i < nm && step == 0 && u == 0 && kind == 0; i++) {
 					const int col = mf[i].col >= 0 ? (int)(mf[i].col % words) : 0;
@@ -502,32 +477,6 @@ static int train(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t rou
 	return 0;
 }
 
-/* The stripe parities server p holds, from their members. */
-static void encode_held(struct ec_shared *sh, int p)
-{
-	const int words = sh->l.words;
-	for (int r = 0; r < sh->l.rows; r++)
-		for (int c = 0; c < sdc_ec_chunks(&sh->l); c++) {
-			if (sdc_ec_stripe_parity_server(&sh->l, r, c) != p)
-				continue;
-			uint32_t *q = sdc_ec_stripe_word(&sh->st, r, c);
-			memset(q, 0, 4 * (size_t)words);
-			for (int i = 0; i < sh->l.k; i++) {
-				const uint32_t *m = sdc_ec_entry(&sh->st, sdc_ec_member(&sh->l, r, c, i), r);
-				for (int x = 0; x < words; x++)
-					q[x] += m[x];
-			}
-		}
-	const int held = (p - 1 + sh->S) % sh->S;
-	uint32_t *q = sdc_ec_column_word(&sh->st, held);
-	memset(q, 0, 4 * (size_t)words);
-	for (int r = 0; r < sh->l.rows; r++) {
-		const uint32_t *m = sdc_ec_entry(&sh->st, held, r);
-		for (int x = 0; x < words; x++)
-			q[x] += m[x];
-	}
-}
-
 /* L: server s is lost this round: its shard and the parities it held are gone. */
 static void lose(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t round)
 {
@@ -536,10 +485,11 @@ static void lose(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t rou
 		return; /* (a device's faults go to its first server) */
 	const int words = sh->l.words;
 	memset(sdc_ec_entry(&sh->st, s, 0), 0xA5, (size_t)sh->l.rows * (size_t)words * 4);
-	for (int r = 0; r < sh->l.rows; r++)
-		for (int c = 0; c < sdc_ec_chunks(&sh->l); c++)
-			if (sdc_ec_stripe_parity_server(&sh->l, r, c) == s)
-				memset(sdc_ec_stripe_word(&sh->st, r, c), 0xA5, 4 * (size_t)words);
+	for (int r = 0; r < sh->l.rows; r++) {
+		const int c = sdc_ec_held_chunk(&sh->l, s, r);
+		if (c >= 0)
+			memset(sdc_ec_stripe_word(&sh->st, r, c), 0xA5, 4 * (size_t)words);
+	}
 	memset(sdc_ec_column_word(&sh->st, (s - 1 + sh->S) % sh->S), 0xA5, 4 * (size_t)words);
 	sh->lost = s;
 	sh->lost_fault = lf;
@@ -575,7 +525,7 @@ static void rebuild(struct sdc_worker *w, struct ec_shared *sh, uint64_t round, 
 	const bool same = !memcmp(rebuilt, replayed, bytes_shard);
 	/* the replay is the truth: what goes back into the shard */
 	memcpy(sdc_ec_entry(&sh->st, lost, 0), replayed, bytes_shard);
-	encode_held(sh, lost);
+	sdc_ec_encode_held(&sh->st, lost);
 	/* the rebuild's figures in the report: what it read (k entries a row), how fast */
 	const double bytes = (double)bytes_shard * sh->l.k;
 	struct sdc_run *run = w->ctx->run;
@@ -604,41 +554,19 @@ static void rebuild(struct sdc_worker *w, struct ec_shared *sh, uint64_t round, 
 /* The stripes whose parity server p holds, and the column it holds: their breaks, for everyone. */
 static void verify(struct ec_shared *sh, int p)
 {
-	const int words = sh->l.words;
-	for (int r = 0; r < sh->l.rows; r++)
-		for (int c = 0; c < sdc_ec_chunks(&sh->l); c++) {
-			if (sdc_ec_stripe_parity_server(&sh->l, r, c) != p)
-				continue;
-			const uint32_t *q = sdc_ec_stripe_word(&sh->st, r, c);
-			for (int x = 0; x < words; x++) {
-				uint32_t sum = 0;
-				for (int i = 0; i < sh->l.k; i++)
-					sum += sdc_ec_entry(&sh->st, sdc_ec_member(&sh->l, r, c, i), r)[x];
-				if (q[x] != sum) {
-					pthread_mutex_lock(&sh->elock);
-					if (sh->nsb < MAX_BREAKS)
-						sh->sb[sh->nsb++] = (struct sdc_ec_break){ r, c, x, q[x] - sum };
-					sh->stripe_breaks++;
-					pthread_mutex_unlock(&sh->elock);
-				}
-			}
-		}
-	const int col_of = (p - 1 + sh->S) % sh->S;
-	uint32_t sum[MAX_DIM + 1] = { 0 };
-	for (int r = 0; r < sh->l.rows; r++) {
-		const uint32_t *e = sdc_ec_entry(&sh->st, col_of, r);
-		for (int x = 0; x < words; x++)
-			sum[x] += e[x];
-	}
-	const uint32_t *q = sdc_ec_column_word(&sh->st, col_of);
-	for (int x = 0; x < words; x++)
-		if (q[x] != sum[x]) {
-			pthread_mutex_lock(&sh->elock);
-			if (sh->ncb < MAX_BREAKS)
-				sh->cb[sh->ncb++] = (struct sdc_ec_break){ col_of, -1, x, q[x] - sum[x] };
-			sh->column_breaks++;
-			pthread_mutex_unlock(&sh->elock);
-		}
+	struct sdc_ec_break sb[MAX_BREAKS], cb[MAX_BREAKS];
+	const int64_t ns = sdc_ec_verify_held_stripes(&sh->st, p, sb, MAX_BREAKS);
+	const int64_t nc = sdc_ec_verify_held_column(&sh->st, p, cb, MAX_BREAKS);
+	if (!ns && !nc)
+		return;
+	pthread_mutex_lock(&sh->elock);
+	for (int64_t i = 0; i < ns && i < MAX_BREAKS && sh->nsb < MAX_BREAKS; i++)
+		sh->sb[sh->nsb++] = sb[i];
+	for (int64_t i = 0; i < nc && i < MAX_BREAKS && sh->ncb < MAX_BREAKS; i++)
+		sh->cb[sh->ncb++] = cb[i];
+	sh->stripe_breaks += ns;
+	sh->column_breaks += nc;
+	pthread_mutex_unlock(&sh->elock);
 }
 
 /*
@@ -765,7 +693,7 @@ static void ec_run(struct sdc_worker *w)
 		/* Parities that broke are recomputed by their holders, once the members are right. */
 		if (sh->nsb || sh->ncb)
 			EACH_SERVER(s)
-		encode_held(sh, s);
+		sdc_ec_encode_held(&sh->st, s);
 		if (!ec_barrier(sh, w, false))
 			break;
 		if (w->index == 0)

@@ -43,4 +43,18 @@ static inline char *fuzz_with_true_sha(const uint8_t *data, size_t size, size_t 
 	return text;
 }
 
+/*
+ * The input of a reader of signed files: the first byte picks the rest as it is (bit 0 clear) or
+ * with its true SHA-256 (set; a text that is not a JSON object stays as it is). Returns the text
+ * and its length; *owned is what to free (NULL when the text is the input's own bytes). size >= 1.
+ */
+static inline const char *fuzz_signed_input(const uint8_t *data, size_t size, size_t *len, char **owned)
+{
+	*owned = data[0] & 1 ? fuzz_with_true_sha(data + 1, size - 1, len) : NULL;
+	if (*owned)
+		return *owned;
+	*len = size - 1;
+	return (const char *)data + 1;
+}
+
 #endif

@@ -14,9 +14,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!size)
 		return 0;
-	size_t len = size - 1;
-	char *fixed = data[0] & 1 ? fuzz_with_true_sha(data + 1, size - 1, &len) : NULL;
-	const char *text = fixed ? fixed : (const char *)data + 1;
+	size_t len;
+	char *fixed;
+	const char *text = fuzz_signed_input(data, size, &len, &fixed);
 	const int fd = memfd_create("calibration", 0);
 	if (fd < 0 || write(fd, text, len) != (ssize_t)len)
 		abort();

@@ -8,13 +8,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!size)
 		return 0;
-	size_t len = size - 1;
-	char *fixed = data[0] & 1 ? fuzz_with_true_sha(data + 1, size - 1, &len) : NULL;
+	size_t len;
+	char *owned;
+	const char *text = fuzz_signed_input(data, size, &len, &owned);
 	struct sdc_golden g;
 	char err[512];
 	memset(&g, 0, sizeof(g));
-	if (!sdc_golden_parse(fixed ? fixed : (const char *)data + 1, fixed ? len : size - 1, "fuzz", &g, err, sizeof(err)))
+	if (!sdc_golden_parse(text, len, "fuzz", &g, err, sizeof(err)))
 		sdc_golden_free(&g);
-	free(fixed);
+	free(owned);
 	return 0;
 }

@@ -23,6 +23,25 @@ expect_exit 1 stale_npd "$SDCSCAN" status --state-dir "$ST" --max-age 0.001 --ex
 # SDCSCAN_STATE_DIR is the default directory, as the timer and the health check share it
 SDCSCAN_STATE_DIR=$ST expect_exit 0 status_env "$SDCSCAN" status
 
+# What status reads is checked: another schema major, a verdict whose code and status disagree, a
+# report without its run times or lists, and a file that is not JSON are each UNKNOWN, with why.
+for case in "schema_version=[2,0]|report schema 2.x" "verdict={\"status\":\"OK\",\"code\":2}|verdict is not one of" \
+	"run={}|run.start or run.duration_seconds" "findings=7|no results, devices or findings list"; do
+	edit=${case%%|*} reason=${case#*|}
+	python3 - "$ST/last.json" "$TMP/edited.json" "$edit" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+k, v = sys.argv[3].split("=", 1)
+r[k] = json.loads(v)
+json.dump(r, open(sys.argv[2], "w"))
+PY
+	expect_exit 3 refused "$SDCSCAN" status "$TMP/edited.json"
+	expect_grep refused err "$reason"
+done
+printf '{"schema_version": [1, 0], "verdict"' >"$TMP/cut.json"
+expect_exit 3 cut "$SDCSCAN" status "$TMP/cut.json"
+expect_grep cut err "not JSON"
+
 # Prometheus: promtool accepts it; every probe x device present, 0 when clean.
 if command -v promtool >/dev/null; then
 	promtool check metrics <"$TMP/m.prom" >"$TMP/promtool.out" 2>&1 || fail "promtool: $(cat "$TMP/promtool.out")"

@@ -134,26 +134,29 @@ int64_t sdc_ec_verify_held_column(const struct sdc_ec_state *st, int p, struct s
 	return compare(sdc_ec_column_word(st, s), sum, st->l.words, (struct sdc_ec_break){ s, -1, 0, 0 }, out, max);
 }
 
-/* Every holder's groups in turn, the breaks of all of them into out (up to max). */
-static int64_t verify_all(const struct sdc_ec_state *st, struct sdc_ec_break *out, int max,
-			  int64_t (*held)(const struct sdc_ec_state *, int, struct sdc_ec_break *, int))
-{
-	int64_t broken = 0;
-	for (int p = 0; p < st->l.servers; p++) {
-		const int room = (int)(broken < max ? max - broken : 0);
-		broken += held(st, p, out + (max - room), room);
-	}
-	return broken;
-}
-
 int64_t sdc_ec_verify_stripes(const struct sdc_ec_state *st, struct sdc_ec_break *out, int max)
 {
-	return verify_all(st, out, max, sdc_ec_verify_held_stripes);
+	/* in memory order (holder by holder would stride through the data S / k times) */
+	uint32_t sum[SDC_EC_MAX_DIM + 1];
+	int64_t broken = 0;
+	for (int r = 0; r < st->l.rows; r++)
+		for (int c = 0; c < sdc_ec_chunks(&st->l); c++) {
+			stripe_sum(st, r, c, sum);
+			const int room = (int)(broken < max ? max - broken : 0);
+			broken += compare(sdc_ec_stripe_word(st, r, c), sum, st->l.words, (struct sdc_ec_break){ r, c, 0, 0 },
+					  out + (max - room), room);
+		}
+	return broken;
 }
 
 int64_t sdc_ec_verify_columns(const struct sdc_ec_state *st, struct sdc_ec_break *out, int max)
 {
-	return verify_all(st, out, max, sdc_ec_verify_held_column);
+	int64_t broken = 0;
+	for (int p = 0; p < st->l.servers; p++) {
+		const int room = (int)(broken < max ? max - broken : 0);
+		broken += sdc_ec_verify_held_column(st, p, out + (max - room), room);
+	}
+	return broken;
 }
 
 bool sdc_ec_locate(const struct sdc_ec_state *st, const struct sdc_ec_break *stripe, const struct sdc_ec_break *column,

@@ -266,6 +266,21 @@ void sdc_summary_line(const struct sdc_run *run, enum sdc_verdict v, char *buf, 
 			return;
 		}
 	}
+	/* Else, on rank 0 of a job, the first other rank at that level, in its own words. */
+	json_t *rk;
+	size_t ri;
+	json_array_foreach(run->fleet && v != SDC_OK ? json_object_get(run->fleet, "ranks") : NULL, ri, rk) {
+		const char *rv = json_string_value(json_object_get(rk, "verdict"));
+		const char *sum = json_string_value(json_object_get(rk, "summary"));
+		const json_int_t r = json_integer_value(json_object_get(rk, "rank"));
+		if (!rv || !sum || r == 0 || strcmp(rv, sdc_verdict_name(v)))
+			continue;
+		const size_t skip = strlen(rv) + 2; /* its own "VERDICT: " */
+		snprintf(buf, len, "%s: rank %" JSON_INTEGER_FORMAT " (%s): %s", rv, r,
+			 json_string_value(json_object_get(rk, "host")) ? json_string_value(json_object_get(rk, "host")) : "?",
+			 strlen(sum) > skip && !strncmp(sum, rv, skip - 2) ? sum + skip : sum);
+		return;
+	}
 	if (v == SDC_UNKNOWN) {
 		snprintf(buf, len, "UNKNOWN: %s", run->interrupted ? "interrupted" : "could not test");
 		return;

@@ -65,6 +65,12 @@ static MPI_Request intr_req = MPI_REQUEST_NULL;
 static int32_t intr_buf, intr_me, intr_from = -1;
 static bool intr_sent, thread_multiple;
 static bool peer_failed;
+/* Notices of a rank gone (sdc_fleet_alltoall): its number, plus NOTICE_LEFT when it left on
+ * purpose (no MPI failure). */
+#define NOTICE_TAG 0x7e0
+#define NOTICE_LEFT (1 << 20)
+static MPI_Request notice_req = MPI_REQUEST_NULL;
+static int32_t notice_buf, *notice_vals;
 
 /*
  * The watchdog. A deadline on a wait only holds while the MPI library returns from each call;
@@ -243,6 +249,10 @@ void sdc_fleet_end(int code)
 		MPI_Cancel(&intr_req);
 		MPI_Wait(&intr_req, MPI_STATUS_IGNORE);
 	}
+	if (notice_req != MPI_REQUEST_NULL) {
+		MPI_Cancel(&notice_req);
+		MPI_Wait(&notice_req, MPI_STATUS_IGNORE);
+	}
 	if (ctl != MPI_COMM_NULL)
 		MPI_Comm_free(&ctl);
 	MPI_Comm_free(&comm);
@@ -344,6 +354,135 @@ int sdc_fleet_allgather(const void *in, int bytes, void *out, double timeout)
 		return -1;
 	int idx;
 	return wait_all(&r, 1, timeout, &idx, -1, -1);
+}
+
+/* ---- exchanges among members that may be lost (sdc_fleet_alltoall) ---- */
+
+
+static void notice_send(int32_t value, const bool *live)
+{
+	if (!notice_vals && !(notice_vals = calloc(2 * (size_t)sdc_fleet.size, sizeof(int32_t))))
+		return;
+	/* one buffer per value, alive while the sends are: the requests are freed at once (a gone
+	 * peer must not hold this rank, and an eager message needs no wait) */
+	int32_t *v = &notice_vals[(value & NOTICE_LEFT ? sdc_fleet.size : 0) + (value & ~NOTICE_LEFT)];
+	*v = value;
+	for (int r = 0; r < sdc_fleet.size; r++) {
+		MPI_Request q;
+		if (r != sdc_fleet.rank && live[r] && MPI_Isend(v, 1, MPI_INT32_T, r, NOTICE_TAG, comm, &q) == MPI_SUCCESS)
+			MPI_Request_free(&q);
+	}
+}
+
+/* The next notice that has arrived, or -1. */
+static int32_t notice_poll(void)
+{
+	if (notice_req == MPI_REQUEST_NULL &&
+	    MPI_Irecv(&notice_buf, 1, MPI_INT32_T, MPI_ANY_SOURCE, NOTICE_TAG, comm, &notice_req) != MPI_SUCCESS)
+		return -1;
+	int flag = 0;
+	if (watched_test(&notice_req, &flag, -1, -1) != MPI_SUCCESS || !flag)
+		return -1;
+	notice_req = MPI_REQUEST_NULL;
+	return notice_buf;
+}
+
+/* Gives up on both requests with rank p: the receive cancelled (so nothing lands in its buffer
+ * later), the send left (cancelling a send to a dead peer fails too). */
+static void abandon(MPI_Request *r, int p)
+{
+	if (r[0] != MPI_REQUEST_NULL && MPI_Cancel(&r[0]) == MPI_SUCCESS) {
+		int flag = 0;
+		/* a cancelled receive completes at once, unless the transport is stuck (then leave it) */
+		const double end = sdc_now() + 1;
+		while (!flag && sdc_now() < end && watched_test(&r[0], &flag, -1, p) == MPI_SUCCESS)
+			sched_yield();
+	}
+	r[0] = r[1] = MPI_REQUEST_NULL;
+}
+
+static void gone(MPI_Request *reqs, bool *live, int p, bool failed, bool tell)
+{
+	abandon(&reqs[2 * p], p);
+	live[p] = false;
+	if (failed)
+		peer_failed = true; /* collectives cannot finish any more; MPI_Finalize would wait for it */
+	if (tell)
+		notice_send(p, live);
+}
+
+int sdc_fleet_alltoall(const struct sdc_fleet_part *send, const struct sdc_fleet_part *recv, bool *live, int tag,
+		       double timeout)
+{
+	const int P = sdc_fleet.size, me = sdc_fleet.rank;
+	MPI_Request *r = malloc(2 * (size_t)P * sizeof(*r));
+	if (!r)
+		return -1;
+	int newly = 0;
+	for (int p = 0; p < P; p++) {
+		r[2 * p] = r[2 * p + 1] = MPI_REQUEST_NULL;
+		if (p == me || !live[p])
+			continue;
+		if (MPI_Irecv(recv[p].buf, recv[p].bytes, MPI_BYTE, p, tag, comm, &r[2 * p]) != MPI_SUCCESS ||
+		    MPI_Isend(send[p].buf, send[p].bytes, MPI_BYTE, p, tag, comm, &r[2 * p + 1]) != MPI_SUCCESS) {
+			gone(r, live, p, true, true);
+			newly++;
+		}
+	}
+	double end = sdc_now() + timeout;
+	long spins = 0;
+	for (;;) {
+		bool done = true;
+		for (int p = 0; p < P; p++)
+			for (int i = 0; i < 2 && live[p]; i++) {
+				if (r[2 * p + i] == MPI_REQUEST_NULL)
+					continue;
+				int flag = 0;
+				if (watched_test(&r[2 * p + i], &flag, i ? p : -1, i ? -1 : p) != MPI_SUCCESS) {
+					gone(r, live, p, true, true);
+					newly++;
+				} else
+					done &= flag != 0;
+			}
+		for (int32_t n; (n = notice_poll()) >= 0;) {
+			const int p = n & ~NOTICE_LEFT;
+			if (p == me) {
+				for (int q = 0; q < P; q++)
+					abandon(&r[2 * q], q);
+				free(r);
+				return -1;
+			}
+			if (!(n & NOTICE_LEFT))
+				peer_failed = true; /* (also when this rank had counted it gone from another's view) */
+			if (p < P && live[p]) {
+				gone(r, live, p, false, false);
+				newly++;
+			}
+			end = sdc_now() + timeout;
+		}
+		if (done)
+			break;
+		if (sdc_now() > end) {
+			for (int p = 0; p < P; p++)
+				if (live[p] && (r[2 * p] != MPI_REQUEST_NULL || r[2 * p + 1] != MPI_REQUEST_NULL)) {
+					gone(r, live, p, true, true);
+					newly++;
+				}
+			break;
+		}
+		/* Spin first (bandwidth), then give the core away (a long wait for a slow peer). */
+		if (++spins > 10000)
+			usleep(200);
+		else
+			sched_yield();
+	}
+	free(r);
+	return newly;
+}
+
+void sdc_fleet_leave(const bool *live)
+{
+	notice_send(sdc_fleet.rank | NOTICE_LEFT, live);
 }
 
 int sdc_fleet_test(void *req, int *flag)
@@ -455,6 +594,18 @@ int sdc_fleet_allgather(const void *in, int bytes, void *out, double timeout)
 	(void)timeout;
 	memcpy(out, in, (size_t)bytes);
 	return 0;
+}
+
+int sdc_fleet_alltoall(const struct sdc_fleet_part *send, const struct sdc_fleet_part *recv, bool *live, int tag,
+		       double timeout)
+{
+	(void)send, (void)recv, (void)live, (void)tag, (void)timeout;
+	return -1;
+}
+
+void sdc_fleet_leave(const bool *live)
+{
+	(void)live;
 }
 
 int sdc_fleet_to_root(const char *text, int32_t *answer, int tag)

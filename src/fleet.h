@@ -69,6 +69,21 @@ int sdc_fleet_exchange(const struct sdc_fleet_part *send, int nsend, int dst, co
 int sdc_fleet_allgather(const void *in, int bytes, void *out, double timeout);
 /* Sum of v over all ranks (for agreeing on a count), with a deadline; -1 on timeout. */
 int sdc_fleet_sum_u64(uint64_t *v, double timeout);
+/*
+ * One exchange among the ranks still taking part (live[r]): send[r] to every other live rank r and
+ * recv[r] (its capacity) from each, all posted at once and waited for with one deadline, for
+ * probes whose members may be lost mid-run (ecparity). A rank that fails or does not complete in
+ * time is marked gone in live[] and every live rank is told (a notice), so none of them waits its
+ * deadline out again; a notice that arrives meanwhile marks that rank gone here too and restarts
+ * the deadline (the rank that sent it was late waiting on the gone one, not gone itself). An
+ * abandoned receive is cancelled, so a late message cannot land in a buffer used since.
+ * Returns the ranks newly marked gone, or -1 when a notice says this rank is gone (cut off).
+ */
+int sdc_fleet_alltoall(const struct sdc_fleet_part *send, const struct sdc_fleet_part *recv, bool *live, int tag,
+		       double timeout);
+/* Tells every live rank that this one leaves the exchanges of sdc_fleet_alltoall (a member taken
+ * away on purpose: the others stop waiting for it at once, and MPI stays usable for the rest). */
+void sdc_fleet_leave(const bool *live);
 /* MPI_Test(req (an MPI_Request *), flag) under the watchdog that ends a process whose MPI library
  * stops returning after a peer died (fleet.c); only with MPI. */
 int sdc_fleet_test(void *req, int *flag);

@@ -213,6 +213,9 @@ void sdc_worker_digest(struct sdc_worker *w, uint64_t iter, uint64_t digest);
 /* Faults due at this target and iteration; at most max are written. */
 int sdc_worker_faults(struct sdc_worker *w, const char *target, uint64_t iter, struct sdc_fault *out,
 		      int max);
+/* The same, due on MPI rank `rank` (a probe acting for a rank that is gone: its rebuild). */
+int sdc_worker_faults_of_rank(struct sdc_worker *w, int rank, const char *target, uint64_t iter, struct sdc_fault *out,
+			      int max);
 /* Records a fault the probe applied, with the element and the bits before and after. */
 void sdc_worker_fault_applied(struct sdc_worker *w, const struct sdc_fault *f, const char *target,
 			      uint64_t iter, int64_t row, int64_t col, int bit, const char *before,

@@ -51,7 +51,16 @@ static bool fleet_wide(const char *probe, const char *variant)
 	bool wide = false;
 	if (opts) {
 		sdc_opt_defaults(p->options, opts);
-		wide = find_variant(p, opts, variant, &v) && v.per_rank;
+		if (*variant)
+			wide = find_variant(p, opts, variant, &v) && v.per_rank;
+		else {
+			/* a spec for every variant: wide when every variant is (ecparity under mpirun) */
+			struct sdc_variant all[SDC_VARIANTS_MAX];
+			const int n = p->variants ? p->variants(opts, all, SDC_VARIANTS_MAX) : 0;
+			wide = n > 0;
+			for (int i = 0; i < n; i++)
+				wide &= all[i].per_rank;
+		}
 		free(opts);
 	}
 	return wide;

@@ -42,8 +42,13 @@ static json_t *rank_summary(const struct sdc_run *run, enum sdc_verdict local)
 						       "actual_value", f->actual_value, "xor_mask", f->xor_mask, "detail", f->detail));
 	}
 	sdc_summary_line(run, local, summary, sizeof(summary));
-	return json_pack("{s:i, s:s, s:s, s:s, s:o, s:o}", "rank", sdc_fleet.rank, "host", sdc_fleet.host, "verdict",
-			 sdc_verdict_name(local), "summary", summary, "results", res, "findings", found);
+	json_t *j = json_pack("{s:i, s:s, s:s, s:s, s:o, s:o}", "rank", sdc_fleet.rank, "host", sdc_fleet.host, "verdict",
+			      sdc_verdict_name(local), "summary", summary, "results", res, "findings", found);
+	/* what a probe measured for the whole job on this rank (ecparity's rebuild) goes to the report */
+	json_t *ec = json_object_get(run->environment, "ecparity");
+	if (j && ec)
+		json_object_set_new(j, "environment", json_pack("{s:O}", "ecparity", ec));
+	return j;
 }
 
 static void fleet_finding(struct sdc_run *run, enum sdc_finding_class cls, const char *kind, const char *fmt, ...)
@@ -117,6 +122,11 @@ void *sdc_fleet_rank_record(const char *text, size_t len, int rank, char *why, s
 			if (!(ok = has_fields(e, l ? finding : result, l ? "sssssssssssiii" : "sssssssi", why, whylen, what)))
 				break;
 		}
+	}
+	json_t *env = json_object_get(j, "environment");
+	if (ok && env && (!json_is_object(env) || !json_is_object(json_object_get(env, "ecparity")))) {
+		snprintf(why, whylen, "its environment is not an object with an ecparity object");
+		ok = false;
 	}
 	if (!ok) {
 		json_decref(j);
@@ -242,6 +252,13 @@ enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, v
 		for (enum sdc_verdict k = SDC_OK; k <= SDC_UNKNOWN; k++)
 			if (!strcmp(v, sdc_verdict_name(k)) && k > worst)
 				worst = k;
+		/* a rank's ecparity rebuild into the job's report, when rank 0 did none (with the rank) */
+		json_t *ec = json_object_get(json_object_get(j, "environment"), "ecparity");
+		if (ec && !json_object_get(run->environment, "ecparity")) {
+			json_t *copy = json_deep_copy(ec);
+			json_object_set_new(copy, "rank", json_integer(r));
+			json_object_set_new(run->environment, "ecparity", copy);
+		}
 		json_array_append_new(ranks, j);
 	}
 	free(texts);

@@ -38,10 +38,16 @@ static void poll_fleet_interrupt(void)
 
 /* ---- faults: planned by inject.c, asked for by the probes ---- */
 
+int sdc_worker_faults_of_rank(struct sdc_worker *w, int rank, const char *target, uint64_t iter, struct sdc_fault *out,
+			      int max)
+{
+	return sdc_fault_plan_due(w->ctx->faults, w->index, w->dev, rank, target, iter, out, max);
+}
+
 int sdc_worker_faults(struct sdc_worker *w, const char *target, uint64_t iter, struct sdc_fault *out,
 		      int max)
 {
-	return sdc_fault_plan_due(w->ctx->faults, w->index, w->dev, sdc_fleet.rank, target, iter, out, max);
+	return sdc_worker_faults_of_rank(w, sdc_fleet.rank, target, iter, out, max);
 }
 
 void sdc_worker_fault_applied(struct sdc_worker *w, const struct sdc_fault *f, const char *target,

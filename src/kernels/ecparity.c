@@ -159,17 +159,16 @@ int64_t sdc_ec_verify_columns(const struct sdc_ec_state *st, struct sdc_ec_break
 	return broken;
 }
 
-bool sdc_ec_locate(const struct sdc_ec_state *st, const struct sdc_ec_break *stripe, const struct sdc_ec_break *column,
-		   struct sdc_ec_located *out)
+bool sdc_ec_locate(const struct sdc_ec_layout *l, const uint32_t *shard, const struct sdc_ec_break *stripe,
+		   const struct sdc_ec_break *column, struct sdc_ec_located *out)
 {
-	const struct sdc_ec_layout *l = &st->l;
 	const int s = column->row, r = stripe->row;
 	if (stripe->word != column->word || stripe->delta != column->delta || sdc_ec_chunk_of(l, s, r) != stripe->chunk)
 		return false;
 	out->server = s;
 	out->row = r;
 	out->word = stripe->word;
-	out->actual = sdc_ec_entry(st, s, r)[stripe->word];
+	out->actual = shard[(size_t)r * l->words + stripe->word];
 	/* parity - sum = -(change of the member): the member moved by -delta */
 	out->expected = out->actual + stripe->delta;
 	return true;

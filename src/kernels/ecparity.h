@@ -120,14 +120,15 @@ int64_t sdc_ec_verify_held_column(const struct sdc_ec_state *st, int p, struct s
  * One corrupt word named from one broken stripe word and one broken column word: the server in
  * both, its entry and word, the value it should hold (now minus the breaks' common amount). false
  * when the two do not meet in one word by the same amount (more than one fault, or a parity word
- * itself corrupt: then the stripe or the column alone is broken).
+ * itself corrupt: then the stripe or the column alone is broken). shard: the entries of the
+ * column's server (column->row), wherever they are held.
  */
 struct sdc_ec_located {
 	int server, row, word;
 	uint32_t expected, actual;
 };
-bool sdc_ec_locate(const struct sdc_ec_state *st, const struct sdc_ec_break *stripe, const struct sdc_ec_break *column,
-		   struct sdc_ec_located *out);
+bool sdc_ec_locate(const struct sdc_ec_layout *l, const uint32_t *shard, const struct sdc_ec_break *stripe,
+		   const struct sdc_ec_break *column, struct sdc_ec_located *out);
 
 /*
  * Row-wise Adagrad on one entry (d weights, then the accumulator), as the probe's servers train:

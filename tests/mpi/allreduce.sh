@@ -6,47 +6,8 @@
 # Under mpirun only rank 0 prints: its own lines, then each other rank's summary and findings.
 # usage: allreduce.sh SDCSCAN
 . "$(dirname "$0")/../cli/lib.sh"
-
-if ! command -v mpirun >/dev/null 2>&1; then
-	echo "mpirun not installed (apt-get install openmpi-bin): the mpi suite is skipped"
-	exit 77
-fi
-if ! "$SDCSCAN" list | grep -q "^  allreduce  *available\|needs 2 or more MPI ranks"; then
-	echo "this sdcscan was built without MPI: the mpi suite is skipped"
-	exit 77
-fi
-# (-x SDC_TEST_JOB: the kill and interrupt tests pick their victim among this test's ranks only)
-export SDC_TEST_JOB=$$
-MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 4 --mca btl self,tcp -x SDC_TEST_JOB"
+. "$(dirname "$0")/lib.sh"
 AR="--probe allreduce --set allreduce.bytes=262144 --no-color"
-
-# Waits until every rank of the job writing $1 is past MPI_Init and burning (rank 0 prints its
-# header line then: MPI_Init returns once every rank has joined), then $2 seconds more.
-wait_started() { # wait_started OUTPUT SECONDS
-	for _ in $(seq 60); do
-		grep -q "^sdcscan .*profile" "$1" 2>/dev/null && break
-		sleep 0.5
-	done
-	sleep "$2"
-}
-# The pid of this test's rank 2 (an sdcscan process, not its sh wrapper), or nothing.
-rank2_pid() {
-	for p in $(pgrep -x sdcscan); do
-		grep -qz "^OMPI_COMM_WORLD_RANK=2$" "/proc/$p/environ" 2>/dev/null &&
-			grep -qz "^SDC_TEST_JOB=$SDC_TEST_JOB$" "/proc/$p/environ" && echo "$p"
-	done | head -1
-}
-
-# Each rank appends "RANK CODE" to $1, so the test sees every rank's exit status.
-each_rank() { # each_rank CODES-FILE ARGS...
-	codes=$1
-	shift
-	: > "$codes"
-	$MPIRUN sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$codes" sh "$SDCSCAN" "$@"
-}
-same_code() { # same_code CODES-FILE CODE: every one of the 4 ranks exited CODE
-	[ "$(sort -u "$1" | awk '{print $2}' | sort -u)" = "$2" ] && [ "$(wc -l < "$1")" -eq 4 ]
-}
 
 each_rank "$TMP/clean.codes" run $AR --duration 3 --json "$TMP/clean.json" > "$TMP/clean.out" 2>&1
 same_code "$TMP/clean.codes" 0 || fail "clean: exit codes $(cat "$TMP/clean.codes")"
@@ -113,13 +74,17 @@ grep -q "iteration 5: rank-gradient at G\[[0-9]*\]\[[0-9]*\]: .* xor 0x10000000;
 [ "$(grep -c "rank-gradient\|rank-divergence\|golden-divergence" "$TMP/dpg1.out")" -eq 1 ] ||
 	fail "dp gradient: other findings (the repair did not hold)"
 
-# selftest under mpirun: the hop, compute and data-parallel faults are found across ranks.
+# selftest under mpirun: the hop, compute and data-parallel faults are found across ranks, and
+# ecparity's across its servers (ranks), the lost one's rebuild included.
 each_rank "$TMP/st.codes" selftest --no-color > "$TMP/st.out" 2>&1
 same_code "$TMP/st.codes" 0 || fail "selftest: exit codes $(cat "$TMP/st.codes"): $(grep -v "found and located" "$TMP/st.out" | tail)"
 for f in "rank 1 allreduce/ring cpu0 iteration 1: H\[1\]\[2\] bit 9" "rank 0 allreduce/ring cpu0 iteration 2: H\[0\]\[1\] bit 20" \
 	"rank 1 allreduce/ring cpu0 iteration 3: C\[1\]" "rank 1 minitrain/xfmr-dp cpu0 iteration 3: W" \
-	"rank 0 minitrain/xfmr-dp cpu0 iteration 6: G"; do
-	grep -q "selftest: $f.* found and located" "$TMP/st.out" || fail "selftest: not located: $f"
+	"rank 0 minitrain/xfmr-dp cpu0 iteration 6: G" \
+	"ecparity/adagrad-d32-ranks cpu0 iteration 1: E" "ecparity/adagrad-d32-ranks cpu0 iteration 2: O" \
+	"ecparity/adagrad-d32-ranks cpu0 iteration 3: U" "ecparity/adagrad-d32-ranks cpu0 iteration 1: M" \
+	"ecparity/adagrad-d32-ranks cpu0 iteration 4: L\[11\]\[4\]"; do
+	grep -q "selftest: .*$f.* found and located" "$TMP/st.out" || fail "selftest: not located: $f"
 done
 grep -q "^OK: selftest passed: .* (across every rank)" "$TMP/st.out" || fail "selftest: no fleet summary"
 
@@ -141,7 +106,7 @@ kill_rank2() {
 		run $AR --set allreduce.timeout=5 --duration 20 > "$TMP/kill.out" 2>&1 &
 	launcher=$!
 	wait_started "$TMP/kill.out" 2
-	victim=$(rank2_pid)
+	victim=$(rank_pid 2)
 	[ -n "$victim" ] || fail "kill: rank 2 not found"
 	kill -9 "$victim"
 	launcher_status=0
@@ -189,7 +154,7 @@ $MPIRUN sh -c '"$@" 2> '"$TMP/int.err."'$OMPI_COMM_WORLD_RANK; echo "$OMPI_COMM_
 	sh "$SDCSCAN" run $SMALL --duration 120 --no-color > "$TMP/int.out" 2>&1 &
 launcher=$!
 wait_started "$TMP/int.out" 1
-victim=$(rank2_pid)
+victim=$(rank_pid 2)
 [ -n "$victim" ] || fail "interrupt: rank 2 not found"
 start=$(date +%s)
 kill -INT "$victim"

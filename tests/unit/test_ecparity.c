@@ -121,7 +121,7 @@ int main(void)
 		struct sdc_ec_break bs, bc;
 		struct sdc_ec_located at;
 		const bool ok = sdc_ec_verify_stripes(&st, &bs, 1) == 1 && sdc_ec_verify_columns(&st, &bc, 1) == 1 &&
-				sdc_ec_locate(&st, &bs, &bc, &at) && at.server == s && at.row == r && at.word == w &&
+				sdc_ec_locate(&st.l, sdc_ec_entry(&st, bc.row, 0), &bs, &bc, &at) && at.server == s && at.row == r && at.word == w &&
 				at.expected == was && (at.expected ^ at.actual) == 1u << bit;
 		missed += !ok;
 		e[w] = was;
@@ -146,7 +146,7 @@ int main(void)
 	/* each stripe break meets only its own fault's column break (server 0 row 0, server 1 row 5) */
 	for (int a = 0; a < 2; a++)
 		for (int b = 0; b < 2; b++)
-			CHECK_MSG(sdc_ec_locate(&st, &two_s[a], &two_c[b], &at) == (two_s[a].row == (two_c[b].row ? 5 : 0)),
+			CHECK_MSG(sdc_ec_locate(&st.l, sdc_ec_entry(&st, two_c[b].row, 0), &two_s[a], &two_c[b], &at) == (two_s[a].row == (two_c[b].row ? 5 : 0)),
 				  "two faults: stripe break %d and column break %d", a, b);
 	sdc_ec_entry(&st, 0, 0)[0] ^= 1;
 	sdc_ec_entry(&st, 1, 5)[2] ^= 4;

@@ -31,18 +31,14 @@
 #include "base/rng.h"
 #include "kernels/crc32c.h"
 #include "kernels/ecparity.h"
+#include "fleet.h"
 #include "probe.h"
 #include "probes/ecparity/ecparity.h"
 
 #define MAX_DIM SDC_EC_MAX_DIM
 #define MAX_BREAKS 64
 
-struct ec_opts {
-	int64_t rows, dim, batch, steps, k;
-	double floor;
-};
-
-#define OPT(f) offsetof(struct ec_opts, f)
+#define OPT(f) offsetof(struct sdc_ec_opts, f)
 static const struct sdc_option ec_options[] = {
 	{ .name = "rows", .type = SDC_OPT_INT, .offset = OPT(rows), .def = "65536",
 	  .help = "entries (embedding rows) each server owns", .imin = 16, .imax = 1 << 26 },
@@ -60,6 +56,10 @@ static const struct sdc_option ec_options[] = {
 	{ .name = "floor", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(floor), .def = "0",
 	  .help = "per-server updates below which the server is WARNING (0: no floor)", .dmin = 0, .dmax = 1e6,
 	  .unit = "Mupd/s" },
+	{ .name = "timeout", .type = SDC_OPT_DOUBLE, .offset = OPT(timeout), .def = "30", .neutral = true,
+	  .help = "under mpirun: seconds a rank may keep the others waiting before it is taken as lost (its servers "
+		  "rebuilt elsewhere)",
+	  .dmin = 1, .dmax = 3600, .unit = "s" },
 	SDC_OPT_END,
 };
 
@@ -89,22 +89,12 @@ struct inbox {
 	size_t n, cap;
 };
 
-/* Something a server's own thread reports after the verification. */
-struct event {
-	int owner; /* the server whose device the finding is on */
-	char kind[32], target[4];
-	int row, col;
-	uint32_t expected, actual;
-	char detail[200];
-};
-
 struct ec_shared {
 	struct sdc_ec_layout l;
 	struct sdc_ec_state st;
-	uint32_t *initial; /* the data as built, for the replay of a lost server */
 	int S, T, d; /* servers, worker threads */
 	int64_t batch, steps;
-	uint64_t seed;
+	struct sdc_ec_work wk; /* the workload, for training and for the replay of a lost server */
 	struct inbox *inbox;
 	struct sdc_ec_msg **outbox; /* per server: this round's messages, as sent (kept for a resend) */
 	size_t *nout, outcap;
@@ -120,7 +110,7 @@ struct ec_shared {
 	struct sdc_ec_break sb[MAX_BREAKS], cb[MAX_BREAKS];
 	int nsb, ncb;
 	int64_t stripe_breaks, column_breaks;
-	struct event ev[MAX_BREAKS];
+	struct sdc_ec_event ev[MAX_BREAKS];
 	int nev;
 	int lost; /* a server whose shard was dropped this round, or -1 */
 	struct sdc_fault lost_fault; /* its fault: with a row, the rebuilt copy is corrupted there too */
@@ -129,13 +119,16 @@ struct ec_shared {
 
 static int ec_variants(const void *opts, struct sdc_variant *out, int max)
 {
-	const struct ec_opts *o = opts;
+	const struct sdc_ec_opts *o = opts;
 	if (max < 1)
 		return 0;
 	memset(out, 0, sizeof(*out));
-	snprintf(out->name, sizeof(out->name), "adagrad-d%d", (int)o->dim);
 	out->numerics = SDC_NUMERICS_EXACT;
 	out->devices = 1u << SDC_DEVICE_CPU;
+	/* under mpirun the servers are the ranks (one worker each); on one host, its CPUs */
+	out->per_rank = sdc_fleet.active && sdc_fleet.size > 1;
+	out->world_dependent = out->per_rank;
+	snprintf(out->name, sizeof(out->name), "adagrad-d%d%s", (int)o->dim, out->per_rank ? "-ranks" : "");
 	return 1;
 }
 
@@ -202,7 +195,7 @@ static int post(struct ec_shared *sh, int to, const struct sdc_ec_msg *m)
 	return 0;
 }
 
-static void add_event(struct ec_shared *sh, const struct event *e)
+static void add_event(struct ec_shared *sh, const struct sdc_ec_event *e)
 {
 	pthread_mutex_lock(&sh->elock);
 	if (sh->nev < MAX_BREAKS)
@@ -224,7 +217,7 @@ static void drain(struct ec_shared *sh, int s)
 			const struct sdc_ec_msg *sent = m->from < (uint32_t)sh->S && m->seq < sh->nout[m->from]
 							 ? &sh->outbox[m->from][m->seq]
 							 : NULL;
-			struct event e = { .owner = sent ? (int)m->from : s, .row = (int)m->row, .col = -1 };
+			struct sdc_ec_event e = { .owner = sent ? (int)m->from : s, .row = (int)m->row, .col = -1 };
 			sdc_strlcpy(e.kind, "difference-corrupt", sizeof(e.kind));
 			sdc_strlcpy(e.target, "M", sizeof(e.target));
 			for (int w = 0; sent && w < words && e.col < 0; w++)
@@ -251,45 +244,20 @@ static void drain(struct ec_shared *sh, int s)
 
 /* ---- training ---- */
 
-/* Update u of step `step` of round `round` on server s: its entry and gradient, from the seed. */
-static int draw_update(const struct ec_shared *sh, int s, uint64_t round, int64_t step, int64_t u, float *g)
-{
-	const struct sdc_rng r = sdc_rng_make(sh->seed, SDC_RNG_PROBE_ECPARITY, 0, (unsigned)s, 1);
-	const uint64_t idx = ((round * (uint64_t)sh->steps + (uint64_t)step) * (uint64_t)sh->batch + (uint64_t)u) * 2;
-	const int row = (int)sdc_rng_below(&r, idx * (uint64_t)(sh->d + 1), (uint64_t)sh->l.rows);
-	for (int j = 0; j < sh->d; j++)
-		g[j] = (float)(sdc_rng_uniform(&r, idx * (uint64_t)(sh->d + 1) + 1 + (uint64_t)j) * 2 - 1);
-	return row;
-}
-
-/* Replays server s's training of rounds 0 .. rounds-1 on its initial shard (out: rows words). */
-static void replay(const struct ec_shared *sh, int s, uint64_t rounds, uint32_t *out)
-{
-	const size_t bytes = (size_t)sh->l.rows * (size_t)sh->l.words * 4;
-	memcpy(out, sh->initial + (size_t)s * sh->l.rows * sh->l.words, bytes);
-	float g[MAX_DIM];
-	for (uint64_t round = 0; round < rounds; round++)
-		for (int64_t step = 0; step < sh->steps; step++)
-			for (int64_t u = 0; u < sh->batch; u++) {
-				const int row = draw_update(sh, s, round, step, u, g);
-				sdc_ec_adagrad(out + (size_t)row * sh->l.words, sh->d, g);
-			}
-}
-
 /* ---- setup and teardown ---- */
 
 static void ec_teardown(struct sdc_probe_ctx *ctx)
 {
 	struct ec_shared *sh = ctx->shared;
-	if (!sh)
-		return;
+	if (!sh || ctx->variant->per_rank)
+		return; /* (the ranks' form keeps its state on its worker) */
 	for (int s = 0; sh->inbox && s < sh->S; s++) {
 		free(sh->inbox[s].q);
 		pthread_mutex_destroy(&sh->inbox[s].lock);
 	}
 	for (int s = 0; sh->outbox && s < sh->S; s++)
 		free(sh->outbox[s]);
-	free(sh->inbox), free(sh->outbox), free(sh->nout), free(sh->touched), free(sh->initial);
+	free(sh->inbox), free(sh->outbox), free(sh->nout), free(sh->touched);
 	sdc_ec_state_free(&sh->st);
 	pthread_mutex_destroy(&sh->bl);
 	pthread_cond_destroy(&sh->bc);
@@ -300,7 +268,7 @@ static void ec_teardown(struct sdc_probe_ctx *ctx)
 
 static int setup_shared(struct sdc_probe_ctx *ctx)
 {
-	const struct ec_opts *o = ctx->opts;
+	const struct sdc_ec_opts *o = ctx->opts;
 	struct ec_shared *sh = calloc(1, sizeof(*sh));
 	if (!sh)
 		return sdc_ctx_error(ctx, "out of memory");
@@ -314,39 +282,28 @@ static int setup_shared(struct sdc_probe_ctx *ctx)
 	sh->d = (int)o->dim;
 	sh->batch = o->batch;
 	sh->steps = o->steps;
-	sh->seed = sdc_variant_seed(ctx->variant, ctx->seed);
 	sh->lost = -1;
 	sh->l = (struct sdc_ec_layout){ .servers = sh->S, .k = o->k ? (int)o->k : sdc_ec_auto_k(sh->S), .rows = (int)o->rows,
 					.words = sh->d + 1 };
 	char why[256];
 	if (sdc_ec_layout_check(&sh->l, why, sizeof(why)))
 		return sdc_ctx_error(ctx, "%s", why);
-	const size_t shard = (size_t)sh->l.rows * (size_t)sh->l.words;
 	sh->outcap = (size_t)(sh->steps * sh->batch * 2);
 	sh->inbox = calloc((size_t)sh->S, sizeof(*sh->inbox));
 	sh->outbox = calloc((size_t)sh->S, sizeof(*sh->outbox));
 	sh->nout = calloc((size_t)sh->S, sizeof(*sh->nout));
 	sh->touched = calloc((size_t)sh->S * (size_t)sh->l.rows, 1);
-	sh->initial = malloc((size_t)sh->S * shard * 4);
-	if (!sh->inbox || !sh->outbox || !sh->nout || !sh->touched || !sh->initial || sdc_ec_state_alloc(&sh->st, &sh->l))
+	if (!sh->inbox || !sh->outbox || !sh->nout || !sh->touched || sdc_ec_state_alloc(&sh->st, &sh->l))
 		return sdc_ctx_error(ctx, "out of memory for %d shards of %d entries", sh->S, sh->l.rows);
 	for (int s = 0; s < sh->S; s++) {
 		pthread_mutex_init(&sh->inbox[s].lock, NULL);
 		if (!(sh->outbox[s] = malloc(sh->outcap * sizeof(struct sdc_ec_msg))))
 			return sdc_ctx_error(ctx, "out of memory for the messages");
 	}
-	/* Weights U(-0.05, 0.05), accumulators 0.1: from the seed, the same on every host. */
-	const struct sdc_rng r = sdc_rng_make(sh->seed, SDC_RNG_PROBE_ECPARITY, 0, 0, 0);
-	for (size_t i = 0; i < (size_t)sh->S * (size_t)sh->l.rows; i++) {
-		uint32_t *e = sh->st.data + i * (size_t)sh->l.words;
-		for (int j = 0; j < sh->d; j++) {
-			const float v = (float)((sdc_rng_uniform(&r, i * (uint64_t)sh->d + (uint64_t)j) - 0.5) * 0.1);
-			memcpy(&e[j], &v, 4);
-		}
-		const float acc = 0.1f;
-		memcpy(&e[sh->d], &acc, 4);
-	}
-	memcpy(sh->initial, sh->st.data, (size_t)sh->S * shard * 4);
+	sh->wk = (struct sdc_ec_work){ .seed = sdc_variant_seed(ctx->variant, ctx->seed), .rows = sh->l.rows, .d = sh->d,
+				       .steps = sh->steps, .batch = sh->batch };
+	for (int s = 0; s < sh->S; s++)
+		sdc_ec_initial(&sh->wk, s, sdc_ec_entry(&sh->st, s, 0));
 	sdc_ec_encode(&sh->st);
 	snprintf(sh->operation, sizeof(sh->operation), "ecparity %d servers, k %d, %d entries x %d", sh->S, sh->l.k,
 		 sh->l.rows, sh->d);
@@ -360,6 +317,8 @@ static int setup_shared(struct sdc_probe_ctx *ctx)
 /* (the runner calls teardown only after a setup that succeeded) */
 static int ec_setup(struct sdc_probe_ctx *ctx)
 {
+	if (ctx->variant->per_rank)
+		return sdc_ec_ranks_setup(ctx);
 	const int rc = setup_shared(ctx);
 	if (rc)
 		ec_teardown(ctx);
@@ -367,56 +326,6 @@ static int ec_setup(struct sdc_probe_ctx *ctx)
 }
 
 /* ---- one server ---- */
-
-static void finding_of(struct sdc_finding *f, const struct ec_shared *sh, uint64_t round, const struct event *e)
-{
-	memset(f, 0, sizeof(*f));
-	f->cls = SDC_FINDING_CORRUPTION;
-	sdc_strlcpy(f->kind, e->kind, sizeof(f->kind));
-	sdc_strlcpy(f->operation, sh->operation, sizeof(f->operation));
-	sdc_strlcpy(f->target, e->target, sizeof(f->target));
-	f->iteration = round;
-	f->row = e->row;
-	f->col = e->col;
-	if (e->col >= 0)
-		sdc_finding_set_bits(f, e->expected, e->actual, 32);
-	sdc_strlcpy(f->detail, e->detail, sizeof(f->detail));
-}
-
-/* Faults at rest (E, O) at the end of round `round`, on server s: an entry it did not update this
- * round unless the spec names one. */
-static void rest_faults(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t round)
-{
-	static const char *const targets[] = { "E", "O" };
-	if (s != w->index)
-		return; /* a device's faults go to its first server */
-	for (int t = 0; t < 2; t++) {
-		struct sdc_fault f[4];
-		const int n = sdc_worker_faults(w, targets[t], round, f, 4);
-		for (int i = 0; i < n; i++) {
-			int64_t row = f[i].row;
-			for (unsigned draw = 0; row < 0 && draw < 64; draw++) {
-				const int64_t r = sdc_fault_draw(&f[i], draw, sh->l.rows);
-				if (!sh->touched[(size_t)s * sh->l.rows + (size_t)r] || draw == 63)
-					row = r;
-			}
-			const int64_t col = t ? 0 : f[i].col >= 0 ? f[i].col : sdc_fault_draw(&f[i], 64, sh->d);
-			if (row >= sh->l.rows || col >= sh->d) {
-				sdc_worker_error(w, "--inject %s: entry %" PRId64 " weight %" PRId64 " outside the shard (%d entries "
-						    "of %d weights)",
-						 w->ctx->run->inject[f[i].spec].text, row, col, sh->l.rows, sh->d);
-				continue;
-			}
-			uint32_t *word = sdc_ec_entry(&sh->st, s, (int)row) + (t ? sh->d : col);
-			const int bit = sdc_fault_bit(&f[i], *word, 32, true);
-			char hb[24], ha[24];
-			sdc_hex_bits(hb, sizeof(hb), *word, 32);
-			*word ^= 1u << bit;
-			sdc_hex_bits(ha, sizeof(ha), *word, 32);
-			sdc_worker_fault_applied(w, &f[i], targets[t], round, row, col, bit, hb, ha);
-		}
-	}
-}
 
 /* Server s's training of one round: updates, their differences posted, what has arrived applied. */
 static int train(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t round)
@@ -433,7 +342,7 @@ static int train(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t rou
 	sh->nout[s] = 0;
 	for (int64_t step = 0; step < sh->steps; step++) {
 		for (int64_t u = 0; u < sh->batch; u++) {
-			const int row = draw_update(sh, s, round, step, u, g);
+			const int row = sdc_ec_draw_update(&sh->wk, s, round, step, u, g);
 			uint32_t *e = sdc_ec_entry(&sh->st, s, row);
 			memcpy(old, e, 4 * (size_t)words);
 			sdc_ec_adagrad(e, sh->d, g);
@@ -447,12 +356,7 @@ static int train(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t rou
 				/* M: the first message of the round changes on its way */
 				for (int i = 0; i < nm && step == 0 && u == 0 && kind == 0; i++) {
 					const int col = mf[i].col >= 0 ? (int)(mf[i].col % words) : 0;
-					const int bit = sdc_fault_bit(&mf[i], sent.diff[col], 32, false);
-					char hb[24], ha[24];
-					sdc_hex_bits(hb, sizeof(hb), sent.diff[col], 32);
-					sent.diff[col] ^= 1u << bit;
-					sdc_hex_bits(ha, sizeof(ha), sent.diff[col], 32);
-					sdc_worker_fault_applied(w, &mf[i], "M", round, row, col, bit, hb, ha);
+					sdc_ec_flip(w, &mf[i], "M", round, row, col, &sent.diff[col], false);
 				}
 				const int to = kind ? sdc_ec_column_parity_server(&sh->l, s)
 						    : sdc_ec_stripe_parity_server(&sh->l, row, c);
@@ -464,12 +368,7 @@ static int train(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t rou
 			/* U: the last update of the round stores a wrong result after its difference went */
 			for (int i = 0; i < nu && step == sh->steps - 1 && u == sh->batch - 1; i++) {
 				const int col = uf[i].col >= 0 ? (int)(uf[i].col % words) : (int)sdc_fault_draw(&uf[i], 1, sh->d);
-				const int bit = sdc_fault_bit(&uf[i], e[col], 32, true);
-				char hb[24], ha[24];
-				sdc_hex_bits(hb, sizeof(hb), e[col], 32);
-				e[col] ^= 1u << bit;
-				sdc_hex_bits(ha, sizeof(ha), e[col], 32);
-				sdc_worker_fault_applied(w, &uf[i], "U", round, row, col, bit, hb, ha);
+				sdc_ec_flip(w, &uf[i], "U", round, row, col, &e[col], true);
 			}
 		}
 		drain(sh, s); /* asynchronously from the updates: what has arrived so far */
@@ -512,16 +411,10 @@ static void rebuild(struct sdc_worker *w, struct ec_shared *sh, uint64_t round, 
 	const struct sdc_fault *lf = &sh->lost_fault;
 	if (lf->row >= 0) {
 		const int64_t row = lf->row % sh->l.rows, col = lf->col >= 0 ? lf->col % words : 0;
-		uint32_t *word = rebuilt + row * words + col;
-		const int bit = sdc_fault_bit(lf, *word, 32, true);
-		char hb[24], ha[24];
-		sdc_hex_bits(hb, sizeof(hb), *word, 32);
-		*word ^= 1u << bit;
-		sdc_hex_bits(ha, sizeof(ha), *word, 32);
 		/* recorded on the lost server's device, where the finding goes */
-		sdc_worker_fault_applied(&w->ctx->workers[lost % sh->T], lf, "L", round, row, col, bit, hb, ha);
+		sdc_ec_flip(&w->ctx->workers[lost % sh->T], lf, "L", round, row, col, rebuilt + row * words + col, true);
 	}
-	replay(sh, lost, round + 1, replayed);
+	sdc_ec_replay(&sh->wk, lost, round + 1, replayed);
 	const bool same = !memcmp(rebuilt, replayed, bytes_shard);
 	/* the replay is the truth: what goes back into the shard */
 	memcpy(sdc_ec_entry(&sh->st, lost, 0), replayed, bytes_shard);
@@ -536,7 +429,7 @@ static void rebuild(struct sdc_worker *w, struct ec_shared *sh, uint64_t round, 
 				      "verified_by_replay", same));
 	pthread_mutex_unlock(&run->lock);
 	if (!same) {
-		struct event e = { .owner = lost, .row = -1, .col = -1 };
+		struct sdc_ec_event e = { .owner = lost, .row = -1, .col = -1 };
 		for (size_t i = 0; i < bytes_shard / 4 && e.row < 0; i++)
 			if (rebuilt[i] != replayed[i])
 				e.row = (int)(i / (size_t)words), e.col = (int)(i % (size_t)words), e.expected = replayed[i],
@@ -569,75 +462,20 @@ static void verify(struct ec_shared *sh, int p)
 	pthread_mutex_unlock(&sh->elock);
 }
 
-/*
- * Localisation for server s: a stripe break and a column break that meet in one of its words by the
- * same amount are that word (named, and repaired to the value its updates left); a break of a
- * parity s holds that meets none is that parity's; and what the messages and the rebuild left
- * for s. The pairing is the same greedy one on every server, from the breaks alone.
- */
-static bool pairs(const struct ec_shared *sh, int a, int b)
-{
-	const struct sdc_ec_break *bs = &sh->sb[a], *bc = &sh->cb[b];
-	return bs->word == bc->word && bs->delta == bc->delta && sdc_ec_chunk_of(&sh->l, bc->row, bs->row) == bs->chunk;
-}
-
+/* Localisation for server s (explain.c), and what the messages and the rebuild left for it. */
 static void localise(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t round)
 {
-	bool stripe_used[MAX_BREAKS] = { false }, column_used[MAX_BREAKS] = { false };
+	struct sdc_ec_event ev[2 * MAX_BREAKS];
 	struct sdc_finding f;
-	for (int a = 0; a < sh->nsb; a++)
-		for (int b = 0; b < sh->ncb; b++) {
-			if (column_used[b] || !pairs(sh, a, b))
-				continue;
-			stripe_used[a] = column_used[b] = true;
-			struct sdc_ec_located at;
-			if (sh->cb[b].row != s || !sdc_ec_locate(&sh->st, &sh->sb[a], &sh->cb[b], &at))
-				break; /* another server's word: it names it */
-			const bool opt = at.word == sh->d;
-			const bool updated = sh->touched[(size_t)s * sh->l.rows + (size_t)at.row];
-			struct event e = { .owner = s, .row = at.row, .col = opt && !updated ? 0 : at.word,
-					   .expected = at.expected, .actual = at.actual };
-			sdc_strlcpy(e.kind, updated ? "update-corrupt" : "memory-corrupt", sizeof(e.kind));
-			sdc_strlcpy(e.target, updated ? "U" : opt ? "O" : "E", sizeof(e.target));
-			snprintf(e.detail, sizeof(e.detail),
-				 "%s of entry %d on server %d differs from what its updates sent to stripe (%d, %d) and column "
-				 "%d%s",
-				 opt ? "the Adagrad accumulator" : "a weight", at.row, s, at.row, sh->sb[a].chunk, s,
-				 updated ? ": updated this round, so its arithmetic or its memory since" : ": at rest");
-			finding_of(&f, sh, round, &e);
-			sdc_worker_report(w, &f);
-			sdc_ec_entry(&sh->st, s, at.row)[at.word] = at.expected;
-			break;
-		}
-	for (int a = 0; a < sh->nsb; a++) {
-		if (stripe_used[a] || sdc_ec_stripe_parity_server(&sh->l, sh->sb[a].row, sh->sb[a].chunk) != s)
-			continue;
-		struct event e = { .owner = s, .row = sh->sb[a].row, .col = sh->sb[a].word };
-		sdc_strlcpy(e.kind, "parity-corrupt", sizeof(e.kind));
-		sdc_strlcpy(e.target, "P", sizeof(e.target));
-		snprintf(e.detail, sizeof(e.detail),
-			 "the parity of stripe (%d, %d) on server %d is not the sum of its members while every member "
-			 "agrees with its column: the parity itself",
-			 sh->sb[a].row, sh->sb[a].chunk, s);
-		finding_of(&f, sh, round, &e);
-		sdc_worker_report(w, &f);
-	}
-	for (int b = 0; b < sh->ncb; b++) {
-		if (column_used[b] || sdc_ec_column_parity_server(&sh->l, sh->cb[b].row) != s)
-			continue;
-		struct event e = { .owner = s, .row = -1, .col = sh->cb[b].word };
-		sdc_strlcpy(e.kind, "parity-corrupt", sizeof(e.kind));
-		sdc_strlcpy(e.target, "P", sizeof(e.target));
-		snprintf(e.detail, sizeof(e.detail),
-			 "the column parity of server %d held on server %d is not the sum of its entries while every "
-			 "stripe agrees: the parity itself",
-			 sh->cb[b].row, s);
-		finding_of(&f, sh, round, &e);
+	const int n = sdc_ec_explain(&sh->l, sh->sb, sh->nsb, sh->cb, sh->ncb, s, sdc_ec_entry(&sh->st, s, 0),
+				     sh->touched + (size_t)s * sh->l.rows, ev, 2 * MAX_BREAKS);
+	for (int i = 0; i < n; i++) {
+		sdc_ec_finding(&f, sh->operation, round, &ev[i]);
 		sdc_worker_report(w, &f);
 	}
 	for (int i = 0; i < sh->nev; i++)
 		if (sh->ev[i].owner == s) {
-			finding_of(&f, sh, round, &sh->ev[i]);
+			sdc_ec_finding(&f, sh->operation, round, &sh->ev[i]);
 			sdc_worker_report(w, &f);
 		}
 }
@@ -648,6 +486,10 @@ static void localise(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t
 
 static void ec_run(struct sdc_worker *w)
 {
+	if (w->ctx->variant->per_rank) {
+		sdc_ec_ranks_run(w);
+		return;
+	}
 	struct ec_shared *sh = w->ctx->shared;
 	const size_t shard = (size_t)sh->l.rows * (size_t)sh->l.words * 4;
 	snprintf(w->kernel, sizeof(w->kernel), "%s %d of %d", sh->S > sh->T ? "servers from" : "server", w->index,
@@ -673,7 +515,9 @@ static void ec_run(struct sdc_worker *w)
 		EACH_SERVER(s)
 		{
 			drain(sh, s);
-			rest_faults(w, sh, s, round);
+			if (s == w->index) /* a device's faults go to its first server */
+				sdc_ec_rest_faults(w, &sh->l, sdc_ec_entry(&sh->st, s, 0), sh->touched + (size_t)s * sh->l.rows,
+						   round);
 			lose(w, sh, s, round);
 		}
 		if (!ec_barrier(sh, w, false))
@@ -714,7 +558,7 @@ const struct sdc_probe sdc_probe_ecparity = {
 		   "parities, every parity checked exactly each round; a corrupt entry, optimizer state, update or "
 		   "message named at its server, entry and bits, a lost server rebuilt bit for bit",
 	.options = ec_options,
-	.opts_size = sizeof(struct ec_opts),
+	.opts_size = sizeof(struct sdc_ec_opts),
 	.inject_targets = ec_targets,
 	.selftest_options = ec_selftest_options,
 	.selftest_faults = ec_selftest_faults,

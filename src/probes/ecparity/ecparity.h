@@ -43,6 +43,68 @@ static inline bool sdc_ec_msg_intact(const struct sdc_ec_msg *m, int words)
 	return sdc_crc32c(0, m, 16) == m->hcrc && sdc_crc32c(0, m->diff, 4 * (size_t)words) == m->pcrc;
 }
 
+/* The probe's options (both forms). */
+struct sdc_ec_opts {
+	int64_t rows, dim, batch, steps, k;
+	double floor, timeout;
+};
+
+/* The deterministic workload, the same on one host and across ranks, so any server's training
+ * can be replayed anywhere from the seed. */
+struct sdc_ec_work {
+	uint64_t seed;
+	int rows, d;
+	int64_t steps, batch;
+};
+/* Update u of step `step` of round `round` on server s: its entry (returned) and gradient g. */
+int sdc_ec_draw_update(const struct sdc_ec_work *wk, int s, uint64_t round, int64_t step, int64_t u, float *g);
+/* Server s's entries as built (rows x (d + 1) words): weights U(-0.05, 0.05), accumulators 0.1. */
+void sdc_ec_initial(const struct sdc_ec_work *wk, int s, uint32_t *out);
+/* Server s's shard after rounds 0 .. rounds-1 of training, replayed from the seed into out. */
+void sdc_ec_replay(const struct sdc_ec_work *wk, int s, uint64_t rounds, uint32_t *out);
+
+struct sdc_worker;
+struct sdc_fault;
+/* Flips the fault's bit of *word and records the fault (the element and the bits before and after). */
+void sdc_ec_flip(struct sdc_worker *w, const struct sdc_fault *f, const char *target, uint64_t round, int64_t row,
+		 int64_t col, uint32_t *word, bool is_float);
+/* The faults due on MPI rank `rank` (this one's, or a lost one's that its rebuilder acts for).
+ * Across ranks a fault happens once in the job: a spec without rank= lands on one rank, drawn
+ * from the seed (the same draw on every rank). */
+int sdc_ec_faults(struct sdc_worker *w, int rank, const char *target, uint64_t round, struct sdc_fault *out, int max);
+/* The faults at rest (E, O) due at the end of round `round` on a server's shard: an entry it did
+ * not update this round unless the spec names one. */
+void sdc_ec_rest_faults(struct sdc_worker *w, const struct sdc_ec_layout *l, uint32_t *shard, const uint8_t *touched,
+			uint64_t round);
+
+/* Something a server's rank or thread reports after a round's verification. */
+struct sdc_ec_event {
+	int owner; /* the server whose device the finding is on */
+	char kind[32], target[4];
+	int row, col;
+	uint32_t expected, actual;
+	char detail[200];
+};
+
+/*
+ * What a round's breaks (every holder's, in the same order wherever this runs) say about server
+ * s: a stripe break and a column break that meet in one of its words by the same amount are that
+ * word (an event, and the word repaired in shard to the value its updates left); a break of a
+ * parity s holds that meets none is that parity's. touched: s's entries updated this round (a
+ * word that broke there is the update's). Returns the events written (at most max).
+ */
+int sdc_ec_explain(const struct sdc_ec_layout *l, const struct sdc_ec_break *sb, int nsb, const struct sdc_ec_break *cb,
+		   int ncb, int s, uint32_t *shard, const uint8_t *touched, struct sdc_ec_event *out, int max);
+
+struct sdc_finding;
+/* The finding of an event of round `round`. */
+void sdc_ec_finding(struct sdc_finding *f, const char *operation, uint64_t round, const struct sdc_ec_event *e);
+
+/* The probe across MPI ranks (ranks.c): one server a rank, messages over MPI. */
+struct sdc_probe_ctx;
+int sdc_ec_ranks_setup(struct sdc_probe_ctx *ctx);
+void sdc_ec_ranks_run(struct sdc_worker *w);
+
 struct sdc_command;
 extern const struct sdc_command sdc_ecparity_bench;
 

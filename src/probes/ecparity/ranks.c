@@ -1,0 +1,1009 @@
+/*
+ * ecparity across MPI ranks (ECRM, seeds/README: 002): server s is rank s at the start, with its
+ * shard, the stripe parities it holds and the column parity of server s - 1 in its own memory;
+ * every difference travels to its parity's rank as an MPI message with its CRC32C, and every
+ * verification gathers the members' entries at the parity's rank. Nothing assumes the others
+ * share this host.
+ *
+ * A round: the servers train `steps` steps (after each, the step's messages are exchanged and
+ * applied: asynchronously from the updates, as ECRM does); messages whose CRC failed are asked
+ * for again; faults at rest; the ranks agree on who is still there and whether to go on; lost
+ * servers are rebuilt; every parity is verified; the breaks are shared and each rank names what
+ * is its own.
+ *
+ * A lost rank (killed, stuck, or taken away by --inject ...:L) is found by the deadline of an
+ * exchange (option timeout) or by a notice from a rank that found it (fleet.h); the ranks agree on
+ * it, and then, while the rest keep their state:
+ *   - every holder takes back what it applied this round from the lost rank's servers, so the
+ *     parities are those of the lost servers' state at the end of the last round (a consistent cut
+ *     whatever part of this round's messages got through);
+ *   - each lost server is rebuilt on the next surviving rank from its stripes' parities and the
+ *     other members (each sends its part; the rebuilder sums), timed, and checked bit for bit
+ *     against a replay of its training from the seed (which any rank can compute);
+ *   - the parities it held are recomputed from their members on its new rank, and its training
+ *     of this round is done again there: the run goes on with every server.
+ * Exchanges are all-to-all among the live ranks (sdc_fleet_alltoall), each with a tag of its own
+ * phase; the order of every buffer is one both sides enumerate from the layout, so no indices
+ * travel. The ranks' agreement is a loop of exchanges of what each has seen lost, until every
+ * view is the same; a rank lost during the agreement itself can leave the others apart (each
+ * names the other: UNKNOWN, never a corruption finding).
+ */
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fleet.h"
+#include "inject.h"
+#include "kernels/crc32c.h"
+#include "kernels/ecparity.h"
+#include "probe.h"
+#include "probes/ecparity/ecparity.h"
+
+#define MAX_BREAKS 64
+#define MAX_PENDING 64 /* corrupt messages a rank asks again for in one round */
+#define SHARED_BREAKS (8 * MAX_BREAKS) /* every rank's, as shared */
+#define HDR 6          /* words of a message before its difference (struct sdc_ec_msg) */
+
+enum tag { TAG_TRAIN = 0x4c10, TAG_REQUEST, TAG_RESEND, TAG_AGREE, TAG_REBUILD, TAG_ENCODE, TAG_VERIFY, TAG_BREAKS };
+
+struct server { /* one this rank hosts */
+	uint32_t *shard, *held; /* rows x words each: its entries; the stripe parities it holds, by row */
+	uint32_t col[SDC_EC_MAX_DIM + 1]; /* the column parity of server id - 1 */
+	uint8_t *touched;
+	struct sdc_ec_msg *outbox; /* this round's messages as sent (for a resend), by seq */
+	size_t nout, outcap;
+};
+
+struct pending { /* a message that failed its CRC32C, waiting for the sender's copy */
+	struct sdc_ec_msg m;
+	int rank;
+};
+
+struct rk {
+	struct sdc_worker *w;
+	struct sdc_ec_layout l;
+	struct sdc_ec_work wk;
+	int S, P, me, d, words;
+	double timeout;
+	int *host;   /* per server: the rank that holds it */
+	bool *live;  /* per rank */
+	struct server **srv; /* per server: non-NULL when held here */
+	uint32_t **out, **in; /* per rank: this exchange's buffers (words) */
+	size_t *nout, *outcap, *incap;
+	size_t *cursor; /* per rank: words of in[] read so far */
+	struct sdc_fleet_part *sp, *rp;
+	uint32_t *log; /* this round's applied messages: from, kind, row, then the difference */
+	size_t nlog, logcap;
+	struct pending pend[MAX_PENDING];
+	int npend;
+	struct sdc_ec_break sb[SHARED_BREAKS], cb[SHARED_BREAKS];
+	int nsb, ncb;
+	bool cut_off; /* a notice said this rank is lost */
+	char operation[96];
+};
+
+#define RECORD(k) ((size_t)(HDR + (k)->words))
+
+static int hosted_by(const struct rk *k, int p)
+{
+	int n = 0;
+	for (int s = 0; s < k->S; s++)
+		n += k->host[s] == p;
+	return n;
+}
+
+/* ---- buffers ---- */
+
+static int grow(uint32_t **buf, size_t *cap, size_t words)
+{
+	if (words <= *cap)
+		return 0;
+	const size_t want = words > 2 * *cap ? words : 2 * *cap;
+	uint32_t *b = realloc(*buf, want * 4);
+	if (!b)
+		return -1;
+	*buf = b, *cap = want;
+	return 0;
+}
+
+static int put(struct rk *k, int p, const uint32_t *v, size_t words)
+{
+	if (grow(&k->out[p], &k->outcap[p], k->nout[p] + words))
+		return -1;
+	memcpy(k->out[p] + k->nout[p], v, words * 4);
+	k->nout[p] += words;
+	return 0;
+}
+
+static void clear_out(struct rk *k)
+{
+	for (int p = 0; p < k->P; p++)
+		k->nout[p] = 0;
+}
+
+/* The next `words` words that came from rank p, or NULL when p sent fewer than its part (a peer's
+ * bytes are checked, never trusted). */
+static const uint32_t *take(struct rk *k, int p, size_t words)
+{
+	if (k->cursor[p] + words > k->incap[p])
+		return NULL;
+	const uint32_t *v = k->in[p] + k->cursor[p];
+	k->cursor[p] += words;
+	return v;
+}
+
+/*
+ * The exchange of out[] for in[] among the live ranks; in[p] must hold cap[p] words. Returns the
+ * ranks newly lost, or -1 when this rank was cut off or out of memory.
+ */
+static int exchange(struct rk *k, int tag, const size_t *cap)
+{
+	for (int p = 0; p < k->P; p++) {
+		if (grow(&k->in[p], &k->incap[p], cap[p] ? cap[p] : 1))
+			return sdc_worker_error(k->w, "out of memory for the messages"), -1;
+		k->cursor[p] = 0;
+		k->sp[p] = (struct sdc_fleet_part){ k->out[p], (int)(k->nout[p] * 4) };
+		k->rp[p] = (struct sdc_fleet_part){ k->in[p], (int)(cap[p] * 4) };
+	}
+	/* what this rank sends itself goes through the same reading as a peer's */
+	if (k->nout[k->me])
+		memcpy(k->in[k->me], k->out[k->me], k->nout[k->me] * 4);
+	const int n = sdc_fleet_alltoall(k->sp, k->rp, k->live, tag, k->timeout);
+	if (n < 0) {
+		k->cut_off = true;
+		sdc_worker_error(k->w, "this rank was taken as lost by the others (it kept them waiting over %.0f s): it "
+				       "leaves the ecparity job",
+				 k->timeout);
+	}
+	return n;
+}
+
+/* ---- messages ---- */
+
+/* The server whose parity a message moves. */
+static int holder_of(const struct rk *k, const struct sdc_ec_msg *m)
+{
+	return m->kind ? sdc_ec_column_parity_server(&k->l, (int)m->from)
+		       : sdc_ec_stripe_parity_server(&k->l, (int)m->row, sdc_ec_chunk_of(&k->l, (int)m->from, (int)m->row));
+}
+
+static void apply(struct rk *k, const struct sdc_ec_msg *m)
+{
+	struct server *h = k->srv[holder_of(k, m)];
+	uint32_t *p = m->kind ? h->col : h->held + (size_t)m->row * k->words;
+	for (int x = 0; x < k->words; x++)
+		p[x] += m->diff[x];
+	/* logged: taken back if the sender turns out lost this round */
+	if (!grow(&k->log, &k->logcap, k->nlog + 3 + (size_t)k->words)) {
+		uint32_t *e = k->log + k->nlog;
+		e[0] = m->from, e[1] = m->kind, e[2] = m->row;
+		memcpy(e + 3, m->diff, 4 * (size_t)k->words);
+		k->nlog += 3 + (size_t)k->words;
+	}
+}
+
+/* The fields that must hold before a message is used: it is for a server held here, from a
+ * server the sender holds. (Its CRC32C is checked before any of them.) */
+static bool addressed_here(const struct rk *k, const struct sdc_ec_msg *m, int p)
+{
+	return m->from < (uint32_t)k->S && m->row < (uint32_t)k->l.rows && m->kind < 2 && k->host[m->from] == p &&
+	       k->srv[holder_of(k, m)];
+}
+
+static void report_event(struct rk *k, uint64_t round, const struct sdc_ec_event *e)
+{
+	struct sdc_finding f;
+	sdc_ec_finding(&f, k->operation, round, e);
+	sdc_worker_report(k->w, &f);
+}
+
+/* Reads the messages rank p sent in this exchange: count, then records. */
+static int read_messages(struct rk *k, int p, uint64_t round, bool resend)
+{
+	const uint32_t *n = take(k, p, 1);
+	if (!n)
+		return 0; /* (a rank lost in the exchange sent nothing) */
+	const size_t count = *n;
+	for (size_t i = 0; i < count; i++) {
+		const uint32_t *v = take(k, p, RECORD(k));
+		if (!v)
+			return sdc_worker_error(k->w, "rank %d (%s) sent %zu messages, more than its part: refused", p,
+						sdc_fleet_host(p), count),
+			       -1;
+		struct sdc_ec_msg m;
+		memcpy(&m, v, RECORD(k) * 4);
+		if (!sdc_ec_msg_intact(&m, k->words)) {
+			if (resend) {
+				struct sdc_ec_event e = { .owner = -1, .row = (int)m.row, .col = -1 };
+				sdc_strlcpy(e.kind, "difference-corrupt", sizeof(e.kind));
+				sdc_strlcpy(e.target, "M", sizeof(e.target));
+				snprintf(e.detail, sizeof(e.detail),
+					 "a difference from rank %d (%s) failed its CRC32C twice, sent and sent again: the link "
+					 "to rank %d changes it; its parity is recomputed from the members",
+					 p, sdc_fleet_host(p), k->me);
+				report_event(k, round, &e);
+			} else if (k->npend < MAX_PENDING)
+				k->pend[k->npend++] = (struct pending){ .m = m, .rank = p };
+			continue;
+		}
+		if (!addressed_here(k, &m, p))
+			return sdc_worker_error(k->w, "rank %d (%s) sent a message with a good CRC32C for server %u's entry %u "
+						      "that is not for this rank: the ranks disagree on the layout",
+						p, sdc_fleet_host(p), m.from, m.row),
+			       -1;
+		if (resend) {
+			/* the sender's copy names what changed on the way */
+			for (int j = 0; j < k->npend; j++) {
+				struct pending *q = &k->pend[j];
+				if (q->rank != p || q->m.seq != m.seq || q->m.from != m.from)
+					continue;
+				struct sdc_ec_event e = { .owner = (int)m.from, .row = (int)m.row, .col = -1 };
+				for (int x = 0; x < k->words && e.col < 0; x++)
+					if (q->m.diff[x] != m.diff[x])
+						e.col = x, e.expected = m.diff[x], e.actual = q->m.diff[x];
+				sdc_strlcpy(e.kind, "difference-corrupt", sizeof(e.kind));
+				sdc_strlcpy(e.target, "M", sizeof(e.target));
+				snprintf(e.detail, sizeof(e.detail),
+					 "a difference of server %u's entry %u failed its CRC32C from rank %d (%.20s) to rank %d: "
+					 "the link (memory or transport) changed it; applied as sent again",
+					 m.from, m.row, p, sdc_fleet_host(p), k->me);
+				report_event(k, round, &e);
+				q->rank = -1;
+			}
+		}
+		apply(k, &m);
+	}
+	return 0;
+}
+
+/* Capacity for what each rank sends in a message exchange: its servers' messages of one step. */
+static void message_caps(const struct rk *k, size_t *cap, size_t per_server)
+{
+	for (int p = 0; p < k->P; p++)
+		cap[p] = k->live[p] ? 1 + (size_t)hosted_by(k, p) * per_server * RECORD(k) : 0;
+}
+
+/* ---- training ---- */
+
+/* The servers in train[] (held here or not: every rank takes part in the exchanges) train round
+ * `round`: each step's messages exchanged and applied. */
+static int train_round(struct rk *k, uint64_t round, const bool *train)
+{
+	const int words = k->words;
+	float g[SDC_EC_MAX_DIM];
+	uint32_t old[SDC_EC_MAX_DIM + 1];
+	struct sdc_fault uf[2], mf[2];
+	struct sdc_worker *w = k->w;
+	/* a rank's faults go to its own server */
+	const bool primary = train[k->me] && k->srv[k->me];
+	const int nu = primary ? sdc_ec_faults(w, k->me, "U", round, uf, 2) : 0;
+	const int nm = primary ? sdc_ec_faults(w, k->me, "M", round, mf, 2) : 0;
+	size_t *cap = calloc((size_t)k->P, sizeof(size_t));
+	if (!cap)
+		return sdc_worker_error(w, "out of memory"), -1;
+	for (int s = 0; s < k->S; s++) {
+		struct server *v = train[s] ? k->srv[s] : NULL;
+		if (!v)
+			continue;
+		memset(v->touched, 0, (size_t)k->l.rows);
+		v->nout = 0;
+		const size_t need = (size_t)(k->wk.steps * k->wk.batch * 2);
+		if (v->outcap < need) {
+			struct sdc_ec_msg *o = realloc(v->outbox, need * sizeof(*o));
+			if (!o) {
+				free(cap);
+				return sdc_worker_error(w, "out of memory for the messages"), -1;
+			}
+			v->outbox = o, v->outcap = need;
+		}
+	}
+	int rc = 0;
+	for (int64_t step = 0; step < k->wk.steps && !rc; step++) {
+		clear_out(k);
+		for (int p = 0; p < k->P; p++)
+			if (k->live[p] && put(k, p, (const uint32_t[]){ 0 }, 1))
+				rc = -1;
+		for (int s = 0; s < k->S && !rc; s++) {
+			struct server *v = train[s] ? k->srv[s] : NULL;
+			if (!v)
+				continue;
+			for (int64_t u = 0; u < k->wk.batch; u++) {
+				const int row = sdc_ec_draw_update(&k->wk, s, round, step, u, g);
+				uint32_t *e = v->shard + (size_t)row * words;
+				memcpy(old, e, 4 * (size_t)words);
+				sdc_ec_adagrad(e, k->d, g);
+				v->touched[row] = 1;
+				struct sdc_ec_msg *pair = &v->outbox[v->nout];
+				sdc_ec_msg_pair(pair, (uint32_t)v->nout, s, row, e, old, words);
+				v->nout += 2;
+				for (int kind = 0; kind < 2; kind++) {
+					struct sdc_ec_msg sent = pair[kind];
+					/* M: the first message of the round changes on its way */
+					for (int i = 0; i < nm && s == k->me && step == 0 && u == 0 && kind == 0; i++) {
+						const int col = mf[i].col >= 0 ? (int)(mf[i].col % words) : 0;
+						sdc_ec_flip(w, &mf[i], "M", round, row, col, &sent.diff[col], false);
+					}
+					const int to = k->host[holder_of(k, &sent)];
+					/* a holder on a lost rank: its parities are recomputed where it is rebuilt */
+					if (to < 0 || !k->live[to])
+						continue;
+					uint32_t *count = k->out[to];
+					(*count)++;
+					if (put(k, to, (const uint32_t *)&sent, RECORD(k))) {
+						rc = -1;
+						break;
+					}
+				}
+				/* U: the last update of the round stores a wrong result after its difference went */
+				for (int i = 0; i < nu && s == k->me && step == k->wk.steps - 1 && u == k->wk.batch - 1; i++) {
+					const int col = uf[i].col >= 0 ? (int)(uf[i].col % words) : (int)sdc_fault_draw(&uf[i], 1, k->d);
+					sdc_ec_flip(w, &uf[i], "U", round, row, col, &e[col], true);
+				}
+			}
+		}
+		if (rc) {
+			sdc_worker_error(w, "out of memory for the messages");
+			break;
+		}
+		message_caps(k, cap, (size_t)k->wk.batch * 2);
+		if (exchange(k, TAG_TRAIN, cap) < 0) {
+			rc = -1;
+			break;
+		}
+		for (int p = 0; p < k->P && !rc; p++)
+			if (k->live[p] || p == k->me)
+				rc = read_messages(k, p, round, false);
+	}
+	free(cap);
+	return rc;
+}
+
+/* The messages that failed their CRC32C asked for again from their senders, and applied. */
+static int resend_round(struct rk *k, uint64_t round)
+{
+	size_t *cap = calloc((size_t)k->P, sizeof(size_t));
+	if (!cap)
+		return sdc_worker_error(k->w, "out of memory"), -1;
+	clear_out(k);
+	int rc = 0;
+	for (int p = 0; p < k->P; p++)
+		if (k->live[p]) {
+			uint32_t n = 0;
+			for (int i = 0; i < k->npend; i++)
+				n += k->pend[i].rank == p;
+			rc |= put(k, p, &n, 1);
+			for (int i = 0; i < k->npend; i++)
+				if (k->pend[i].rank == p)
+					rc |= put(k, p, (const uint32_t[]){ k->pend[i].m.from, k->pend[i].m.seq }, 2);
+			cap[p] = 1 + 2 * MAX_PENDING;
+		}
+	if (rc || exchange(k, TAG_REQUEST, cap) < 0) {
+		free(cap);
+		return -1;
+	}
+	/* what each rank asks for, from the outboxes */
+	clear_out(k);
+	for (int p = 0; p < k->P && !rc; p++) {
+		if (!k->live[p] && p != k->me)
+			continue;
+		const uint32_t *n = take(k, p, 1);
+		if (k->live[p])
+			rc |= put(k, p, (const uint32_t[]){ 0 }, 1);
+		for (uint32_t i = 0; n && i < *n && i < MAX_PENDING && !rc; i++) {
+			const uint32_t *q = take(k, p, 2);
+			const struct server *v = q && q[0] < (uint32_t)k->S ? k->srv[q[0]] : NULL;
+			if (!v || q[1] >= v->nout) {
+				sdc_worker_error(k->w, "rank %d (%s) asked again for a message this rank did not send", p,
+						 sdc_fleet_host(p));
+				rc = -1;
+				break;
+			}
+			k->out[p][0]++;
+			rc |= put(k, p, (const uint32_t *)&v->outbox[q[1]], RECORD(k));
+		}
+	}
+	for (int p = 0; p < k->P; p++)
+		cap[p] = k->live[p] ? 1 + MAX_PENDING * RECORD(k) : 0;
+	if (rc || exchange(k, TAG_RESEND, cap) < 0) {
+		free(cap);
+		return -1;
+	}
+	for (int p = 0; p < k->P && !rc; p++)
+		if (k->live[p] || p == k->me)
+			rc = read_messages(k, p, round, true);
+	/* asked of a rank lost since: its messages of the round are taken back anyway */
+	k->npend = 0;
+	free(cap);
+	return rc;
+}
+
+/* ---- agreement ---- */
+
+/*
+ * Every live rank's view of who is still there, and whether it goes on; repeated until every
+ * view received is this rank's own. Returns the ranks lost since the last agreement (in lost[]),
+ * or -1 (cut off); *go_on: every rank goes on.
+ */
+static int agree(struct rk *k, bool mine, bool *go_on, const bool *before)
+{
+	size_t *cap = calloc((size_t)k->P, sizeof(size_t));
+	uint32_t *view = malloc(((size_t)k->P + 1) * 4);
+	int rc = -1;
+	if (!cap || !view)
+		goto out;
+	for (;;) {
+		clear_out(k);
+		view[0] = mine;
+		for (int p = 0; p < k->P; p++)
+			view[1 + p] = k->live[p];
+		for (int p = 0; p < k->P; p++) {
+			cap[p] = k->live[p] ? (size_t)k->P + 1 : 0;
+			if (k->live[p] && put(k, p, view, (size_t)k->P + 1))
+				goto out;
+		}
+		const int lost = exchange(k, TAG_AGREE, cap);
+		if (lost < 0)
+			goto out;
+		bool same = lost == 0;
+		*go_on = mine;
+		for (int p = 0; p < k->P; p++) {
+			if (!k->live[p])
+				continue;
+			const uint32_t *v = take(k, p, (size_t)k->P + 1);
+			if (!v)
+				goto out;
+			*go_on &= v[0] != 0;
+			for (int r = 0; r < k->P; r++) {
+				same &= (v[1 + r] != 0) == (view[1 + r] != 0);
+				if (!v[1 + r])
+					k->live[r] = false; /* lost in another's view: lost in all */
+			}
+		}
+		if (!k->live[k->me]) {
+			k->cut_off = true;
+			sdc_worker_error(k->w, "the other ranks took this rank as lost: it leaves the ecparity job");
+			goto out;
+		}
+		if (same)
+			break;
+	}
+	rc = 0;
+	for (int p = 0; p < k->P; p++)
+		rc += before[p] && !k->live[p];
+out:
+	free(cap), free(view);
+	return rc;
+}
+
+/* ---- contributions: parities encoded or verified at their holders, servers rebuilt ---- */
+
+/* A server's part in one row's sum, and with which sign. */
+struct part {
+	int x, sign;
+};
+
+static int by_server(const void *a, const void *b)
+{
+	return ((const struct part *)a)->x - ((const struct part *)b)->x;
+}
+
+/* The members of the stripes through row r whose parity is held here by a server in set[], by
+ * member (the order every sender writes its entries in); x's holder in out[].sign. */
+static int held_members(const struct rk *k, const bool *set, int r, struct part *out)
+{
+	int n = 0;
+	for (int p = 0; p < k->S; p++) {
+		const int c = k->srv[p] && set[p] ? sdc_ec_held_chunk(&k->l, p, r) : -1;
+		for (int i = 0; c >= 0 && i < k->l.k; i++)
+			out[n++] = (struct part){ sdc_ec_member(&k->l, r, c, i), p };
+	}
+	qsort(out, (size_t)n, sizeof(*out), by_server);
+	return n;
+}
+
+/*
+ * The members' entries to the holders in set[] (holder servers), and the columns: sent in row
+ * order, then by member; received and summed per held stripe. verify: compared with the held
+ * parities (breaks into k->sb, k->cb); else stored as the parities (encoding). A rank lost in the
+ * exchange leaves sums short: the caller does not use such a verification.
+ */
+static int contribute(struct rk *k, const bool *set, bool verify, int64_t *broken)
+{
+	const struct sdc_ec_layout *l = &k->l;
+	const int words = k->words;
+	size_t *cap = calloc((size_t)k->P, sizeof(size_t));
+	uint32_t *col = calloc((size_t)words, 4), (*sum)[SDC_EC_MAX_DIM + 1] = calloc((size_t)k->S, sizeof(*sum));
+	int here = 0;
+	for (int p = 0; p < k->S; p++)
+		here += k->srv[p] != NULL;
+	struct part *mem = calloc((size_t)(here ? here : 1) * (size_t)l->k, sizeof(*mem));
+	int rc = -1;
+	if (!cap || !col || !sum || !mem)
+		goto out;
+	clear_out(k);
+	for (int r = 0; r < l->rows; r++)
+		for (int x = 0; x < k->S; x++) {
+			const struct server *v = k->srv[x];
+			if (!v)
+				continue;
+			const int p = sdc_ec_stripe_parity_server(l, r, sdc_ec_chunk_of(l, x, r));
+			if (set[p] && k->live[k->host[p]] && put(k, k->host[p], v->shard + (size_t)r * words, (size_t)words))
+				goto out;
+		}
+	for (int x = 0; x < k->S; x++) {
+		const struct server *v = k->srv[x];
+		const int p = sdc_ec_column_parity_server(l, x);
+		if (!v || !set[p] || !k->live[k->host[p]])
+			continue;
+		memset(col, 0, 4 * (size_t)words);
+		for (int r = 0; r < l->rows; r++)
+			for (int c = 0; c < words; c++)
+				col[c] += v->shard[(size_t)r * words + c];
+		if (put(k, k->host[p], col, (size_t)words))
+			goto out;
+	}
+	/* what each rank sends here: its members of the stripes held here, and their columns */
+	for (int r = 0; r < l->rows; r++) {
+		const int n = held_members(k, set, r, mem);
+		for (int i = 0; i < n; i++)
+			cap[k->host[mem[i].x]] += (size_t)words;
+	}
+	for (int x = 0; x < k->S; x++) {
+		const int p = sdc_ec_column_parity_server(l, x);
+		if (k->srv[p] && set[p])
+			cap[k->host[x]] += (size_t)words;
+	}
+	if (exchange(k, verify ? TAG_VERIFY : TAG_ENCODE, cap) < 0)
+		goto out;
+	*broken = 0;
+	k->nsb = k->ncb = 0;
+	for (int r = 0; r < l->rows; r++) {
+		const int n = held_members(k, set, r, mem);
+		for (int i = 0; i < n; i++)
+			memset(sum[mem[i].sign], 0, 4 * (size_t)words);
+		for (int i = 0; i < n; i++) {
+			const uint32_t *e = k->live[k->host[mem[i].x]] ? take(k, k->host[mem[i].x], (size_t)words) : NULL;
+			if (!e && k->live[k->host[mem[i].x]])
+				goto out;
+			for (int c = 0; e && c < words; c++)
+				sum[mem[i].sign][c] += e[c];
+		}
+		for (int p = 0; p < k->S; p++) {
+			const int c = k->srv[p] && set[p] ? sdc_ec_held_chunk(l, p, r) : -1;
+			if (c < 0)
+				continue;
+			uint32_t *held = k->srv[p]->held + (size_t)r * words;
+			for (int w = 0; w < words; w++) {
+				if (!verify)
+					held[w] = sum[p][w];
+				else if (held[w] != sum[p][w] && (*broken)++ < MAX_BREAKS)
+					k->sb[k->nsb++] = (struct sdc_ec_break){ r, c, w, held[w] - sum[p][w] };
+			}
+		}
+	}
+	for (int x = 0; x < k->S; x++) {
+		const int p = sdc_ec_column_parity_server(l, x);
+		if (!k->srv[p] || !set[p] || !k->live[k->host[x]])
+			continue;
+		const uint32_t *e = take(k, k->host[x], (size_t)words);
+		if (!e)
+			goto out;
+		for (int c = 0; c < words; c++) {
+			if (!verify)
+				k->srv[p]->col[c] = e[c];
+			else if (k->srv[p]->col[c] != e[c] && (*broken)++ < 2 * MAX_BREAKS && k->ncb < MAX_BREAKS)
+				k->cb[k->ncb++] = (struct sdc_ec_break){ x, -1, c, k->srv[p]->col[c] - e[c] };
+		}
+	}
+	rc = 0;
+out:
+	if (rc && !k->cut_off)
+		sdc_worker_error(k->w, "out of memory, or a rank sent less than its part of a verification");
+	free(cap), free(col), free(sum), free(mem);
+	return rc;
+}
+
+/* Every rank's breaks to every rank, in rank order: the same lists everywhere. */
+static int share_breaks(struct rk *k)
+{
+	const size_t rec = 4, most = 2 + 2 * MAX_BREAKS * rec;
+	size_t *cap = calloc((size_t)k->P, sizeof(size_t));
+	uint32_t *mine = calloc(most, 4);
+	int rc = -1;
+	if (!cap || !mine)
+		goto out;
+	mine[0] = (uint32_t)k->nsb, mine[1] = (uint32_t)k->ncb;
+	for (int i = 0; i < k->nsb; i++)
+		memcpy(mine + 2 + rec * (size_t)i, &k->sb[i], 16);
+	for (int i = 0; i < k->ncb; i++)
+		memcpy(mine + 2 + rec * (size_t)(k->nsb + i), &k->cb[i], 16);
+	clear_out(k);
+	for (int p = 0; p < k->P; p++) {
+		cap[p] = k->live[p] ? most : 0;
+		if (k->live[p] && put(k, p, mine, 2 + rec * (size_t)(k->nsb + k->ncb)))
+			goto out;
+	}
+	if (exchange(k, TAG_BREAKS, cap) < 0)
+		goto out;
+	k->nsb = k->ncb = 0;
+	for (int p = 0; p < k->P; p++) {
+		const uint32_t *n = k->live[p] ? take(k, p, 2) : NULL;
+		if (!n)
+			continue;
+		if (n[0] > MAX_BREAKS || n[1] > MAX_BREAKS) {
+			sdc_worker_error(k->w, "rank %d (%s) sent %u and %u breaks, more than %d: refused", p, sdc_fleet_host(p),
+					 n[0], n[1], MAX_BREAKS);
+			goto out;
+		}
+		const uint32_t ns = n[0], nc = n[1];
+		for (uint32_t i = 0; i < ns + nc; i++) {
+			const uint32_t *b = take(k, p, rec);
+			struct sdc_ec_break x;
+			if (!b || k->nsb >= SHARED_BREAKS || k->ncb >= SHARED_BREAKS)
+				break; /* (more breaks than named: the first ones are enough to say where) */
+			memcpy(&x, b, 16);
+			if (x.row < 0 || x.row >= (i < ns ? k->l.rows : k->S) || x.word < 0 || x.word >= k->words ||
+			    (i < ns && (x.chunk < 0 || x.chunk >= sdc_ec_chunks(&k->l)))) {
+				sdc_worker_error(k->w, "rank %d (%s) sent a break outside the layout: refused", p, sdc_fleet_host(p));
+				goto out;
+			}
+			if (i < ns)
+				k->sb[k->nsb++] = x;
+			else
+				k->cb[k->ncb++] = x;
+		}
+	}
+	rc = 0;
+out:
+	free(cap), free(mine);
+	return rc;
+}
+
+/* ---- a lost rank's servers ---- */
+
+static struct server *server_new(const struct rk *k)
+{
+	struct server *v = calloc(1, sizeof(*v));
+	const size_t shard = (size_t)k->l.rows * (size_t)k->words;
+	if (!v || !(v->shard = calloc(shard, 4)) || !(v->held = calloc(shard, 4)) ||
+	    !(v->touched = calloc((size_t)k->l.rows, 1))) {
+		if (v)
+			free(v->shard), free(v->held);
+		free(v);
+		return NULL;
+	}
+	return v;
+}
+
+static void server_free(struct server *v)
+{
+	if (v)
+		free(v->shard), free(v->held), free(v->touched), free(v->outbox);
+	free(v);
+}
+
+/* Who holds a part of lost server D's entry r: its stripe's other members (to subtract) and its
+ * parity (to add), by server. */
+static int contributors(const struct sdc_ec_layout *l, int D, int r, struct part *out)
+{
+	const int c = sdc_ec_chunk_of(l, D, r);
+	int n = 0;
+	for (int i = 0; i < l->k; i++)
+		if (sdc_ec_member(l, r, c, i) != D)
+			out[n++] = (struct part){ sdc_ec_member(l, r, c, i), -1 };
+	out[n++] = (struct part){ sdc_ec_stripe_parity_server(l, r, c), 1 };
+	qsort(out, (size_t)n, sizeof(*out), by_server);
+	return n;
+}
+
+/*
+ * The lost servers (lost[], hosts already moved to the survivors) rebuilt where they now are:
+ * every rank sends its part of each lost server's stripes (the parity, minus the other members),
+ * the new host sums them, checks the result against a replay of the server's training of rounds
+ * 0 .. round-1, and keeps the replay's.
+ */
+static int rebuild(struct rk *k, uint64_t round, const bool *lost, const int *was_host)
+{
+	const struct sdc_ec_layout *l = &k->l;
+	const int words = k->words;
+	size_t *cap = calloc((size_t)k->P, sizeof(size_t));
+	uint32_t *part = malloc(4 * (size_t)words);
+	struct part *who = calloc((size_t)l->k + 1, sizeof(*who));
+	int rc = -1;
+	if (!cap || !part || !who)
+		goto out;
+	clear_out(k);
+	for (int D = 0; D < k->S; D++) {
+		if (!lost[D])
+			continue;
+		for (int r = 0; r < l->rows; r++) {
+			const int n = contributors(l, D, r, who);
+			for (int i = 0; i < n; i++) {
+				const struct server *v = lost[who[i].x] ? NULL : k->srv[who[i].x];
+				if (!v)
+					continue;
+				const uint32_t *e = (who[i].sign > 0 ? v->held : v->shard) + (size_t)r * words;
+				for (int c = 0; c < words; c++)
+					part[c] = who[i].sign > 0 ? e[c] : 0u - e[c];
+				if (put(k, k->host[D], part, (size_t)words))
+					goto out;
+			}
+			if (k->host[D] == k->me)
+				for (int i = 0; i < n; i++)
+					cap[k->host[who[i].x]] += (size_t)words;
+		}
+	}
+	const double t0 = sdc_now();
+	if (exchange(k, TAG_REBUILD, cap) < 0)
+		goto out;
+	for (int D = 0; D < k->S; D++) {
+		if (!lost[D] || k->host[D] != k->me)
+			continue;
+		struct server *v = server_new(k);
+		uint32_t *replayed = malloc((size_t)l->rows * (size_t)words * 4);
+		if (!v || !replayed) {
+			server_free(v), free(replayed);
+			goto out;
+		}
+		for (int r = 0; r < l->rows; r++) {
+			uint32_t *o = v->shard + (size_t)r * words;
+			const int n = contributors(l, D, r, who);
+			for (int i = 0; i < n; i++) {
+				const int x = who[i].x;
+				const uint32_t *e = !lost[x] && k->live[k->host[x]] ? take(k, k->host[x], (size_t)words) : NULL;
+				if (!e) {
+					server_free(v), free(replayed);
+					sdc_worker_error(k->w, "server %d cannot be rebuilt: server %d, which holds a part of its "
+							       "stripe through entry %d, was lost with it or sent less than its part",
+							 D, x, r);
+					goto out;
+				}
+				for (int c = 0; c < words; c++)
+					o[c] += e[c];
+			}
+		}
+		const double dt = sdc_now() - t0;
+		/* L with a row: the rebuilt copy goes wrong there (this survivor's memory), which the
+		 * replay must catch; the fault is the lost rank's spec, applied and recorded here */
+		struct sdc_fault lf;
+		if (sdc_ec_faults(k->w, was_host[D], "L", round, &lf, 1) && lf.row >= 0) {
+			const int64_t row = lf.row % l->rows, col = lf.col >= 0 ? lf.col % words : 0;
+			sdc_ec_flip(k->w, &lf, "L", round, row, col, v->shard + (size_t)row * words + (size_t)col, true);
+		}
+		sdc_ec_replay(&k->wk, D, round, replayed);
+		const bool same = !memcmp(v->shard, replayed, (size_t)l->rows * (size_t)words * 4);
+		if (!same) {
+			struct sdc_ec_event e = { .owner = D, .row = -1, .col = -1 };
+			for (size_t i = 0; i < (size_t)l->rows * (size_t)words && e.row < 0; i++)
+				if (v->shard[i] != replayed[i])
+					e.row = (int)(i / (size_t)words), e.col = (int)(i % (size_t)words), e.expected = replayed[i],
+					e.actual = v->shard[i];
+			sdc_strlcpy(e.kind, "rebuild-mismatch", sizeof(e.kind));
+			sdc_strlcpy(e.target, "L", sizeof(e.target));
+			snprintf(e.detail, sizeof(e.detail),
+				 "server %d (lost with rank %d) rebuilt on rank %d from the parities differs from a replay "
+				 "of its training at entry %d: the rebuild went wrong here; the replay's kept",
+				 D, was_host[D], k->me, e.row);
+			report_event(k, round, &e);
+		}
+		memcpy(v->shard, replayed, (size_t)l->rows * (size_t)words * 4);
+		free(replayed);
+		k->srv[D] = v;
+		const double bytes = (double)l->rows * words * 4 * l->k;
+		struct sdc_run *run = k->w->ctx->run;
+		pthread_mutex_lock(&run->lock);
+		json_object_set_new(run->environment, "ecparity",
+				    json_pack("{s:{s:i, s:i, s:i, s:I, s:f, s:f, s:f, s:b}}", "rebuild", "server", D, "lost_rank",
+					      was_host[D], "rebuilt_on_rank", k->me, "round", (json_int_t)round, "bytes_read", bytes,
+					      "seconds", dt, "gb_per_s", dt > 0 ? bytes / dt / 1e9 : 0, "verified_by_replay", same));
+		pthread_mutex_unlock(&run->lock);
+		sdc_note("ecparity: server %d (rank %d lost) rebuilt on rank %d in %.3f s (%.2f GB/s), %s", D, was_host[D],
+			 k->me, dt, dt > 0 ? bytes / dt / 1e9 : 0, same ? "the same bits as a replay of its training" :
+									   "NOT the bits of a replay of its training");
+	}
+	rc = 0;
+out:
+	free(cap), free(part), free(who);
+	return rc;
+}
+
+/*
+ * After the agreement found ranks lost (before[] the live ranks before it): their servers move to
+ * the next surviving rank, every holder takes back what it applied from them this round, they are
+ * rebuilt and checked, their parities recomputed, and their round trained again.
+ */
+static int recover(struct rk *k, uint64_t round, const bool *before)
+{
+	bool *lost = calloc((size_t)k->S, sizeof(bool));
+	int *was = calloc((size_t)k->S, sizeof(int));
+	int rc = -1;
+	if (!lost || !was)
+		goto out;
+	for (int s = 0; s < k->S; s++) {
+		was[s] = k->host[s];
+		lost[s] = !k->live[k->host[s]];
+	}
+	(void)before;
+	/* what this round's messages from them did to the parities held here, taken back */
+	for (size_t i = 0; i < k->nlog; i += 3 + (size_t)k->words) {
+		const uint32_t *e = k->log + i;
+		if (!lost[e[0]])
+			continue;
+		const struct sdc_ec_msg m = { .from = e[0], .kind = e[1], .row = e[2] };
+		struct server *h = k->srv[holder_of(k, &m)];
+		uint32_t *p = m.kind ? h->col : h->held + (size_t)m.row * k->words;
+		for (int x = 0; x < k->words; x++)
+			p[x] -= e[3 + x];
+	}
+	for (int s = 0; s < k->S; s++) {
+		if (!lost[s])
+			continue;
+		int q = k->host[s];
+		for (int i = 1; i <= k->P && !k->live[q]; i++)
+			q = (k->host[s] + i) % k->P;
+		k->host[s] = q;
+	}
+	if (rebuild(k, round, lost, was))
+		goto out;
+	if (contribute(k, lost, false, &(int64_t){ 0 }))
+		goto out;
+	if (train_round(k, round, lost) || resend_round(k, round))
+		goto out;
+	rc = 0;
+out:
+	free(lost), free(was);
+	return rc;
+}
+
+/* ---- setup and the run ---- */
+
+int sdc_ec_ranks_setup(struct sdc_probe_ctx *ctx)
+{
+	const struct sdc_ec_opts *o = ctx->opts;
+	const int S = sdc_fleet.size;
+	const struct sdc_ec_layout l = { .servers = S, .k = o->k ? (int)o->k : sdc_ec_auto_k(S), .rows = (int)o->rows,
+					 .words = (int)o->dim + 1 };
+	char why[256];
+	if (sdc_ec_layout_check(&l, why, sizeof(why)))
+		return sdc_ctx_error(ctx, "%s", why);
+	sdc_fleet.timeout = o->timeout; /* the gather at the end waits no longer than the probe's waits */
+	sdc_strlcpy(ctx->rate_unit, "Mupd/s", sizeof(ctx->rate_unit));
+	sdc_strlcpy(ctx->iter_unit, "rounds", sizeof(ctx->iter_unit));
+	ctx->rate_scale = 1e6;
+	ctx->floor = o->floor;
+	return 0;
+}
+
+static void rk_free(struct rk *k)
+{
+	for (int s = 0; k->srv && s < k->S; s++)
+		server_free(k->srv[s]);
+	for (int p = 0; k->out && p < k->P; p++)
+		free(k->out[p]), free(k->in[p]);
+	free(k->srv), free(k->host), free(k->live), free(k->out), free(k->in), free(k->nout), free(k->outcap);
+	free(k->incap), free(k->cursor), free(k->sp), free(k->rp), free(k->log);
+}
+
+static int rk_init(struct rk *k, struct sdc_worker *w)
+{
+	const struct sdc_ec_opts *o = w->ctx->opts;
+	k->w = w;
+	k->P = k->S = sdc_fleet.size;
+	k->me = sdc_fleet.rank;
+	k->d = (int)o->dim, k->words = k->d + 1;
+	k->timeout = o->timeout;
+	k->l = (struct sdc_ec_layout){ .servers = k->S, .k = o->k ? (int)o->k : sdc_ec_auto_k(k->S), .rows = (int)o->rows,
+				       .words = k->words };
+	k->wk = (struct sdc_ec_work){ .seed = sdc_variant_seed(w->ctx->variant, w->ctx->seed), .rows = k->l.rows,
+				      .d = k->d, .steps = o->steps, .batch = o->batch };
+	const size_t P = (size_t)k->P;
+	k->host = calloc(P, sizeof(int)), k->live = calloc(P, sizeof(bool)), k->srv = calloc(P, sizeof(*k->srv));
+	k->out = calloc(P, sizeof(*k->out)), k->in = calloc(P, sizeof(*k->in)), k->nout = calloc(P, sizeof(size_t));
+	k->outcap = calloc(P, sizeof(size_t)), k->incap = calloc(P, sizeof(size_t)), k->cursor = calloc(P, sizeof(size_t));
+	k->sp = calloc(P, sizeof(*k->sp)), k->rp = calloc(P, sizeof(*k->rp));
+	if (!k->host || !k->live || !k->srv || !k->out || !k->in || !k->nout || !k->outcap || !k->incap || !k->cursor ||
+	    !k->sp || !k->rp || !(k->srv[k->me] = server_new(k)))
+		return -1;
+	for (int p = 0; p < k->P; p++)
+		k->host[p] = p, k->live[p] = true;
+	sdc_ec_initial(&k->wk, k->me, k->srv[k->me]->shard);
+	snprintf(k->operation, sizeof(k->operation), "ecparity %d ranks, k %d, %d entries x %d", k->S, k->l.k, k->l.rows,
+		 k->d);
+	snprintf(w->kernel, sizeof(w->kernel), "server %d of %d (MPI rank)", k->me, k->S);
+	return 0;
+}
+
+/* L: this rank is taken away: its servers dropped, the others told, and it leaves the job. */
+static bool taken_away(struct rk *k, uint64_t round)
+{
+	struct sdc_fault lf;
+	if (!k->srv[k->me] || !sdc_ec_faults(k->w, k->me, "L", round, &lf, 1))
+		return false;
+	if (lf.row < 0) /* (with a row, the rebuilder applies and records it) */
+		sdc_worker_fault_applied(k->w, &lf, "L", round, -1, -1, -1, "", "");
+	for (int s = 0; s < k->S; s++) {
+		server_free(k->srv[s]);
+		k->srv[s] = NULL;
+	}
+	sdc_fleet_leave(k->live);
+	sdc_note("ecparity: rank %d leaves the job at round %" PRIu64 " (--inject L): its servers are rebuilt elsewhere",
+		 k->me, round);
+	return true;
+}
+
+void sdc_ec_ranks_run(struct sdc_worker *w)
+{
+	struct rk k = { 0 };
+	if (rk_init(&k, w)) {
+		sdc_worker_error(w, "out of memory for a shard of %d entries", (int)((const struct sdc_ec_opts *)w->ctx->opts)->rows);
+		rk_free(&k);
+		return;
+	}
+	bool *before = calloc((size_t)k.P, sizeof(bool)), *all = calloc((size_t)k.S, sizeof(bool));
+	int64_t broken = 0;
+	bool go_on = true, reencode = false;
+	if (!before || !all)
+		goto out;
+	for (int s = 0; s < k.S; s++)
+		all[s] = true;
+	if (contribute(&k, all, false, &broken))
+		goto out;
+	for (uint64_t round = 0; go_on; round++) {
+		k.nlog = 0;
+		memcpy(before, k.live, (size_t)k.P);
+		if (train_round(&k, round, all) || resend_round(&k, round))
+			break;
+		struct server *mine = k.srv[k.me];
+		if (mine)
+			sdc_ec_rest_faults(w, &k.l, mine->shard, mine->touched, round);
+		if (taken_away(&k, round))
+			break;
+		/* agree on who is there; rebuild what was lost; verify; again if a rank was lost meanwhile */
+		bool verified = false;
+		while (!verified) {
+			/* whether this rank would go on after this round (it is counted below) */
+			const bool more = sdc_worker_continue(w) &&
+					  !(w->ctx->max_iterations && atomic_load(&w->iterations) + 1 >= w->ctx->max_iterations);
+			const int lost = agree(&k, more, &go_on, before);
+			if (lost < 0)
+				goto out;
+			if (lost) {
+				memcpy(before, k.live, (size_t)k.P);
+				if (recover(&k, round, before))
+					goto out;
+				/* a rank lost during the recovery leaves parities short: all recomputed once the
+				 * ranks agree again (this round's faults at rest go unseen then) */
+				reencode |= memcmp(before, k.live, (size_t)k.P) != 0;
+				continue;
+			}
+			if (reencode && contribute(&k, all, false, &broken))
+				goto out;
+			reencode = false;
+			if (contribute(&k, all, true, &broken) || share_breaks(&k))
+				goto out;
+			verified = true;
+			for (int p = 0; p < k.P; p++)
+				verified &= k.live[p] == before[p];
+		}
+		for (int s = 0; s < k.S; s++) {
+			struct server *v = k.srv[s];
+			struct sdc_ec_event ev[2 * MAX_BREAKS];
+			const int n = v ? sdc_ec_explain(&k.l, k.sb, k.nsb, k.cb, k.ncb, s, v->shard, v->touched, ev, 2 * MAX_BREAKS) : 0;
+			for (int i = 0; i < n; i++)
+				report_event(&k, round, &ev[i]);
+		}
+		/* parities that broke are recomputed by their holders, once the members are right */
+		if ((k.nsb || k.ncb) && contribute(&k, all, false, &broken))
+			break;
+		int held = 0;
+		for (int s = 0; s < k.S; s++)
+			held += k.srv[s] != NULL;
+		sdc_worker_account(w, (double)(k.wk.steps * k.wk.batch * held));
+	}
+out:
+	free(before), free(all);
+	rk_free(&k);
+}

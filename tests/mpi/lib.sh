@@ -1,0 +1,41 @@
+# Shared helpers of the mpi suite: 4 ranks on one host over TCP loopback (CONVENTIONS.md).
+# Sourced after tests/cli/lib.sh; skips (77) without mpirun or an MPI build.
+if ! command -v mpirun >/dev/null 2>&1; then
+	echo "mpirun not installed (apt-get install openmpi-bin): the mpi suite is skipped"
+	exit 77
+fi
+if ! "$SDCSCAN" list | grep -q "^  allreduce  *available\|needs 2 or more MPI ranks"; then
+	echo "this sdcscan was built without MPI: the mpi suite is skipped"
+	exit 77
+fi
+# (-x SDC_TEST_JOB: the kill and interrupt tests pick their victim among this test's ranks only)
+export SDC_TEST_JOB=$$
+MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 4 --mca btl self,tcp -x SDC_TEST_JOB"
+
+# Waits until every rank of the job writing $1 is past MPI_Init and burning (rank 0 prints its
+# header line then: MPI_Init returns once every rank has joined), then $2 seconds more.
+wait_started() { # wait_started OUTPUT SECONDS
+	for _ in $(seq 60); do
+		grep -q "^sdcscan .*profile" "$1" 2>/dev/null && break
+		sleep 0.5
+	done
+	sleep "$2"
+}
+# The pid of this test's rank N (an sdcscan process, not its sh wrapper), or nothing.
+rank_pid() { # rank_pid N
+	for p in $(pgrep -x sdcscan); do
+		grep -qz "^OMPI_COMM_WORLD_RANK=$1$" "/proc/$p/environ" 2>/dev/null &&
+			grep -qz "^SDC_TEST_JOB=$SDC_TEST_JOB$" "/proc/$p/environ" && echo "$p"
+	done | head -1
+}
+
+# Each rank appends "RANK CODE" to $1, so the test sees every rank's exit status.
+each_rank() { # each_rank CODES-FILE ARGS...
+	codes=$1
+	shift
+	: > "$codes"
+	$MPIRUN sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$codes" sh "$SDCSCAN" "$@"
+}
+same_code() { # same_code CODES-FILE CODE: every one of the 4 ranks exited CODE
+	[ "$(sort -u "$1" | awk '{print $2}' | sort -u)" = "$2" ] && [ "$(wc -l < "$1")" -eq 4 ]
+}

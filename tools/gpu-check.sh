@@ -18,7 +18,9 @@
 #         quick      sdcscan run --profile quick (quick.json)
 #         calibrate  sdcscan calibrate gemm --gpus (calibration.json)
 #         tightness  sdcscan campaign gemm --gpus: Table 7's e_max, then the calibration's
-#         bench      sdcscan bench overhead --gpus (bench.json): plain cuBLASLt against checked
+#         bench      sdcscan bench overhead --gpus (bench.json): plain cuBLASLt against checked;
+#                    sdcscan bench minitrain --gpus (bench-minitrain.json): the exact class's bits
+#                    and its GEMM against cuBLAS sgemm, n = 512 ... 4096
 #         sanitizer  compute-sanitizer memcheck, racecheck and synccheck on a short GPU run
 #       Exit status: 0 when every stage did (the suite may skip: 77), 1 otherwise.
 set -u
@@ -136,7 +138,10 @@ run() {
 				stage tightness-cal "$S" campaign gemm --gpus 0 --calibration "$out/calibration.json" \
 					--json "$out/tightness-calibrated.json"
 			;;
-		bench) stage bench "$S" bench overhead --gpus 0 --json "$out/bench.json" ;;
+		bench)
+			stage bench "$S" bench overhead --gpus 0 --json "$out/bench.json"
+			stage bench-minitrain "$S" bench minitrain --gpus 0 --json "$out/bench-minitrain.json"
+			;;
 		sanitizer) stage sanitizer sanitize ;;
 		*) echo "gpu-check: no stage '$s'" >&2; failed=1 ;;
 		esac

@@ -25,13 +25,10 @@ void sdc_xgemm_plain(int m, int n, int k, const float *a, int lda, const float *
 const char *sdc_xgemm_kernel(void);
 
 /*
- * The same GEMM on a GPU: kernels/cuda/, built into the GPU module and reached through its table
- * (gpu.h), on device pointers, enqueued on a stream (a cudaStream_t). Every element is summed in
- * the same order with __fmul_rn/__fadd_rn, so its bits equal sdc_xgemm_plain's. Returns 0 or a
- * CUDA error code.
+ * The same GEMM on a GPU: kernels/cuda/xgemm.cu, in the GPU module (its xgemm entry, gpu_module.h).
+ * Every element is summed through sdc_xdot/sdc_xmac (xops.h), the function sdc_xgemm_plain sums
+ * with, so its bits equal this file's kernels'.
  */
-typedef int (*sdc_xgemm_device_fn)(int m, int n, int k, const float *a, int lda, const float *b, int ldb,
-				   float *c, int ldc, void *stream);
 
 /* out[j][i] = in[i][j] for an m x n matrix: a copy, exact by construction. */
 void sdc_xtranspose(int m, int n, const float *in, int ldin, float *out, int ldout);

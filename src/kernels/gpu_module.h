@@ -19,7 +19,7 @@
 
 #include "base/hd.h"
 
-#define SDC_GPU_MODULE_ABI 2
+#define SDC_GPU_MODULE_ABI 3
 #define SDC_GPU_MODULE_SYMBOL "sdc_gpu_module"
 
 /* What the CUDA runtime says of one GPU. */
@@ -158,6 +158,17 @@ struct sdc_gpu_module {
 	int (*gemm_sm_replay)(struct sdc_gpu_gemm *g, struct sdc_gpu_sm_replay *r, char *err, size_t errlen);
 	/* What ran: "cuBLASLt algo 23, tile 128x256, ..." */
 	const char *(*gemm_kernel)(struct sdc_gpu_gemm *g);
+
+	/* ---- the exact class (kernels/xops.h, kernels/cuda/xgemm.cu), on the calling thread's GPU ---- */
+	/* C = A B (m x k, k x n, row-major, host memory) by the exact GEMM kernel: each element summed
+	 * as sdc_xgemm_plain sums it, from the same source, so the bits must be the CPU's. */
+	int (*xgemm)(int m, int n, int k, const float *a, const float *b, float *c, double timeout, char *err,
+		     size_t errlen);
+	/* exp and log of n doubles (host memory) on the GPU, as sdc_exp and sdc_log compute them. */
+	int (*xmath)(int n, const double *x, double *exp_out, double *log_out, double timeout, char *err, size_t errlen);
+	/* n x n x n: the exact kernel and cuBLAS sgemm on the same device operands, reps each back to
+	 * back; seconds per GEMM of each (the best of three turns). */
+	int (*xgemm_bench)(int n, int reps, double *exact_s, double *sgemm_s, double timeout, char *err, size_t errlen);
 };
 
 typedef const struct sdc_gpu_module *(*sdc_gpu_module_fn)(void);

@@ -71,9 +71,9 @@ struct sdc_mt_hooks {
 struct sdc_mt_model;
 
 /*
- * The GPU form of these steps (kernels/cuda/, in the GPU module, gpu.h) keeps the model in device
- * memory and runs every operation as a CUDA kernel that mirrors the CPU loop it names, so a step
- * gives the same bits on a GPU as here; its GEMMs are sdc_xgemm_device_fn (exact_gemm.h).
+ * On a GPU only the arithmetic these steps are built from runs so far (the exact GEMM, exp and log:
+ * kernels/xops.h and kernels/cuda/xgemm.cu, bit-identical to this file's by construction and
+ * checked by bench minitrain --gpus); the steps themselves run on the CPU.
  */
 
 /* NULL with a message in err when the configuration is unusable. */

@@ -183,6 +183,18 @@ PY
 expect_exit 3 benchdt "$SDCSCAN" bench overhead --dtypes int8
 expect_grep benchdt err "it needs --gpus"
 
+# bench minitrain --gpus: the exact class's bits against this CPU's, from the module's host twin
+# (kernels/xops.h): the same; and a port of the exact GEMM that contracts one element is named at
+# it. (The fake module cannot time a GPU: the speed table is the GPU suite's.)
+expect_exit 3 mtbench "$SDCSCAN" bench minitrain --gpus 0 --sizes 64
+expect_grep mtbench out "^bits: exact GEMM 67 x 131 x 77 (tile edges), every element against this CPU's: the same$"
+expect_grep mtbench out "^bits: exp and log of 8192 values against this CPU's: the same$"
+expect_grep mtbench err "the fake GPU module has no GPU to time"
+FAKE_GPU_XGEMM_BUG=1 "$SDCSCAN" bench minitrain --gpus 0 --sizes 64 >"$TMP/mtbug.out" 2>"$TMP/mtbug.err"
+expect_grep mtbug out "^bits: exact GEMM 67 x 131 x 77 (tile edges), every element against this CPU's: DIFFERENT, C\[1\]\[2\]: expected 0x[0-9a-f]*, actual 0x[0-9a-f]*, xor 0x[0-9a-f]*  MISSED"
+expect_exit 3 mtjson "$SDCSCAN" bench minitrain --json "$TMP/mt.json"
+expect_grep mtjson err "only the GPU benchmark (--gpus) writes a report"
+
 # calibrate --gpus: e_max per fast type into the file's "gpus" section. The fake GPU rounds each
 # element of C once to fp32 from an exact sum, and the check sums in double, so on positive data
 # |E| / |checksum| <= 2 u32 (fp32, tf32), plus the bf16 rounding of the checksum columns

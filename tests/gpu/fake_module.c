@@ -16,6 +16,10 @@
  *                         B[0][1] (a port of the generator that went wrong)
  *   FAKE_GPU_ACC_BITS=B   the bf16/fp16 accumulator keeps B significant bits (a tensor core whose
  *                         accumulator is narrower than the exactness bound assumes)
+ *   FAKE_GPU_XGEMM_BUG=1  the exact GEMM fuses the multiply-add of C[1][2] (a port of the exact
+ *                         kernel built with contraction)
+ *
+ * The exact class (xgemm, xmath) is the device code's host twin: the same xops.h functions.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -28,6 +32,7 @@
 #include "kernels/gemm_data.h"
 #include "kernels/gpu_module.h"
 #include "kernels/half.h"
+#include "kernels/xops.h"
 
 #define SMS 8
 
@@ -551,6 +556,40 @@ static const char *fake_kernel(struct sdc_gpu_gemm *g)
 	return g->kernel;
 }
 
+static int fake_xgemm(int m, int n, int k, const float *a, const float *b, float *c, double timeout, char *err,
+		      size_t errlen)
+{
+	(void)timeout, (void)err, (void)errlen;
+	const char *bug = getenv("FAKE_GPU_XGEMM_BUG");
+	for (int i = 0; i < m; i++)
+		for (int j = 0; j < n; j++) {
+			float acc = sdc_xdot(k, a + (long)i * k, 1, b + j, n);
+			if (bug && *bug == '1' && i == 1 && j == 2) {
+				acc = 0.0f;
+				for (int p = 0; p < k; p++)
+					acc = fmaf(a[(long)i * k + p], b[(long)p * n + j], acc);
+			}
+			c[(long)i * n + j] = acc;
+		}
+	return 0;
+}
+
+static int fake_xmath(int n, const double *x, double *e, double *l, double timeout, char *err, size_t errlen)
+{
+	(void)timeout, (void)err, (void)errlen;
+	for (int i = 0; i < n; i++)
+		e[i] = sdc_xexp(x[i]), l[i] = sdc_xlog(x[i]);
+	return 0;
+}
+
+static int fake_xgemm_bench(int n, int reps, double *exact_s, double *sgemm_s, double timeout, char *err,
+			    size_t errlen)
+{
+	(void)n, (void)reps, (void)exact_s, (void)sgemm_s, (void)timeout;
+	snprintf(err, errlen, "the fake GPU module has no GPU to time and no cuBLAS");
+	return -1;
+}
+
 static const struct sdc_gpu_module fake = {
 	.abi = SDC_GPU_MODULE_ABI,
 	.cuda_runtime = "fake",
@@ -568,6 +607,9 @@ static const struct sdc_gpu_module fake = {
 	.gemm_flip = fake_flip,
 	.gemm_sm_replay = fake_sm_replay,
 	.gemm_kernel = fake_kernel,
+	.xgemm = fake_xgemm,
+	.xmath = fake_xmath,
+	.xgemm_bench = fake_xgemm_bench,
 };
 
 const struct sdc_gpu_module *sdc_gpu_module(void);

@@ -8,7 +8,9 @@
 #   4. a persistent fault needs a GPU to have it: instead, a C fault in one tile is named at that
 #      tile and the SM replay finds every SM right (transient);
 #   5. the GPU's calibration and tightness table and benchmark run end to end (the full-size
-#      figures come from tools/gpu-check.sh).
+#      figures come from tools/gpu-check.sh);
+#   6. the exact class (minitrain's arithmetic): the GPU's exact GEMM, exp and log bit-identical
+#      to the CPU's (bench minitrain --gpus, which also times the GEMM against cuBLAS sgemm).
 # usage: gpu_suite.sh SDCSCAN (the module next to it, as installed)
 . "$(dirname "$0")/../cli/lib.sh"
 unset SDCSCAN_GPU_MODULE SDCSCAN_NVML_LIBRARY
@@ -77,4 +79,13 @@ expect_grep tight out "^target: no threshold below its row's |E|: 0 false positi
 rc=$?
 case $rc in 0 | 2) ;; *) fail "bench overhead --gpus: exit $rc"; cat "$TMP/bench.err" >&2 ;; esac
 cat "$TMP/bench.out"
+
+# 6. The exact class's bits on the GPU: every line "the same" (a speed target may be missed).
+"$SDCSCAN" bench minitrain --gpus 0 --sizes 512,1536 >"$TMP/mt.out" 2>"$TMP/mt.err"
+rc=$?
+case $rc in 0 | 2) ;; *) fail "bench minitrain --gpus: exit $rc"; cat "$TMP/mt.err" >&2 ;; esac
+cat "$TMP/mt.out"
+expect_grep mt out "^bits: exact GEMM 67 x 131 x 77 (tile edges), every element against this CPU's: the same$"
+expect_grep mt out "^bits: exp and log of 8192 values against this CPU's: the same$"
+[ "$(grep -c "^ *[0-9]*  same  " "$TMP/mt.out")" = 2 ] || fail "bench minitrain --gpus: a size's GEMM differs from the CPU's"
 finish

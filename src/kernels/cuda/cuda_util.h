@@ -20,7 +20,8 @@ int sdc_cuda_poll(cudaEvent_t ev, double timeout, const char *what, char *err, s
 /* Waits for everything queued on stream s so far: records ev there and polls it. */
 int sdc_cuda_wait(cudaStream_t s, cudaEvent_t ev, double timeout, const char *what, char *err, size_t errlen);
 
-/* Fills the engine's entries of the module table (gemm.cu). */
+/* Fills the engine's entries of the module table (gemm.cu), and the exact class's (xgemm.cu). */
 void sdc_cuda_gemm_ops(struct sdc_gpu_module *m);
+void sdc_cuda_xops(struct sdc_gpu_module *m);
 
 #endif

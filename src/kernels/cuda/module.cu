@@ -90,6 +90,7 @@ extern "C" const struct sdc_gpu_module *sdc_gpu_module(void)
 		m.props = m_props;
 		m.bind = m_bind;
 		sdc_cuda_gemm_ops(&m);
+		sdc_cuda_xops(&m);
 		m.abi = SDC_GPU_MODULE_ABI;
 	}
 	return &m;

@@ -113,7 +113,7 @@ struct bench_opts {
 #define OPT(f) offsetof(struct bench_opts, f)
 static const struct sdc_option bench_options[] = {
 	{ .name = "sizes", .short_name = 'z', .metavar = "LIST", .type = SDC_OPT_CUSTOM, .offset = OPT(sizes),
-	  .parse = sdc_cli_opt_sizes, .def = "128,256,512,1024", .help = "square GEMM sizes n" },
+	  .parse = sdc_cli_opt_sizes, .help = "square GEMM sizes n (default 128,256,512,1024; with --gpus 512,1024,2048,4096)" },
 	{ .name = "seconds", .short_name = 't', .metavar = "S", .type = SDC_OPT_CUSTOM, .offset = OPT(seconds),
 	  .parse = sdc_cli_opt_seconds, .def = "2", .help = "time per contender and size" },
 	SDC_OPT_END,
@@ -124,8 +124,16 @@ static int bench_main(struct sdc_cmd *cmd)
 	const struct bench_opts *o = cmd->opts;
 	const double seconds = o->seconds;
 	struct sdc_run run;
+	if (cmd->cli.json && !cmd->cli.have_gpus)
+		return sdc_cli_bad(&cmd->cli, "--json: only the GPU benchmark (--gpus) writes a report");
 	if (sdc_cli_bench_start(cmd, &run))
 		return sdc_cli_unknown(&cmd->cli);
+	if (cmd->cli.have_gpus) {
+		/* a GPU: the exact class's bits and its GEMM against cuBLAS sgemm (n = 512 ... 4096 unless told) */
+		const int code = sdc_minitrain_bench_gpu(cmd, &run, &o->sizes);
+		sdc_run_release(&run);
+		return code;
+	}
 	const struct sdc_device *dev = &run.devices[0];
 	int rc = 0;
 	sdc_blas_single_thread();
@@ -133,8 +141,9 @@ static int bench_main(struct sdc_cmd *cmd)
 	       "GEMM, GFLOP/s (square n; exact: fixed k order, no FMA; target: tiled >= 30%% of OpenBLAS)\n"
 	       "    n      tiled      plain   openblas   tiled/openblas\n",
 	       dev->id, dev->model, sdc_xgemm_kernel(), SDC_BENCH_ROUNDS);
-	for (int i = 0; i < o->sizes.n && !rc; i++)
-		rc = bench_gemm(o->sizes.v[i].n, seconds);
+	static const int defaults[] = { 128, 256, 512, 1024 };
+	for (int i = 0; i < (o->sizes.n ? o->sizes.n : 4) && !rc; i++)
+		rc = bench_gemm(o->sizes.n ? o->sizes.v[i].n : defaults[i], seconds);
 	/* The quick profile's models. */
 	const struct sdc_mt_cfg dlrm = { .kind = SDC_MT_DLRM, .seed = 1, .batch = 128, .dense = 16, .bottom = 64,
 					 .emb_dim = 32, .tables = 4, .rows = 4096, .pooling = 8, .top = 64 };
@@ -150,9 +159,10 @@ static int bench_main(struct sdc_cmd *cmd)
 
 const struct sdc_command sdc_minitrain_bench = {
 	.name = "minitrain",
-	.summary = "the exact GEMM against OpenBLAS, and training steps/s, on one pinned core",
+	.summary = "the exact GEMM against OpenBLAS, and training steps/s, on one pinned core (--gpus: the GPU's exact "
+		   "GEMM and exp/log against the CPU's bits and against cuBLAS sgemm)",
 	.options = bench_options,
 	.opts_size = sizeof(struct bench_opts),
-	.common = SDC_CF_CPUS,
+	.common = SDC_CF_CPUS | SDC_CF_GPUS | SDC_CF_JSON,
 	.fn = bench_main,
 };

@@ -130,5 +130,9 @@ bool mt_dp_step_check(struct mt_worker *mw, uint64_t *entry_io);
 
 /* bench.c */
 extern const struct sdc_command sdc_minitrain_bench; /* sdcscan bench minitrain */
+struct sdc_cmd;
+struct sdc_size_list;
+/* bench minitrain --gpus: the exact class on a GPU (bench_gpu.c). */
+int sdc_minitrain_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const struct sdc_size_list *sizes);
 
 #endif

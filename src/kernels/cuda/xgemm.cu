@@ -1,0 +1,243 @@
+/*
+ * The exact class on the GPU (kernels/xops.h): minitrain's GEMM, whose every element is summed
+ * k = 0, 1, ..., K-1 from +0, each step a correctly rounded product then a correctly rounded sum
+ * (sdc_xmac: __fmul_rn, __fadd_rn), as sdc_xgemm_plain sums it on the CPU from the same source;
+ * and exp and log (sdc_xexp, sdc_xlog) for the softmax and the loss. Nothing here depends on the
+ * launch shape: a tile only changes which thread owns an element, never the order of its sum, and
+ * the edge of k is never padded (a padded +0 product would turn a -0 sum into +0).
+ *
+ * The benchmark times this kernel against cuBLAS sgemm on the same device operands (issue: the
+ * exact GEMM at least 30% of sgemm; without FMA its ceiling is about half the FMA peak).
+ */
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cuda/cuda_util.h"
+#include "kernels/xops.h"
+
+/* A block computes a BM x BN tile of C, BK of k at a time from shared memory; each of its 256
+ * threads owns a TM x TN patch of the tile in registers. */
+#define BM 64
+#define BN 64
+#define BK 16
+#define TM 4
+#define TN 4
+
+__global__ void __launch_bounds__(256) k_xgemm(int m, int n, int k, const float *__restrict__ a, int lda,
+					       const float *__restrict__ b, int ldb, float *__restrict__ c, int ldc)
+{
+	__shared__ float as[BK][BM + 4]; /* A's tile transposed: as[p][row] */
+	__shared__ float bs[BK][BN];
+	const int tid = threadIdx.x, tx = tid % (BN / TN), ty = tid / (BN / TN);
+	const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+	float acc[TM][TN];
+	for (int i = 0; i < TM; i++)
+		for (int j = 0; j < TN; j++)
+			acc[i][j] = 0.0f;
+	for (int k0 = 0; k0 < k; k0 += BK) {
+		const int kk = k - k0 < BK ? k - k0 : BK;
+		/* 256 threads load 64 x 16 of A and 16 x 64 of B, four elements each (zeros outside
+		 * the matrices are loaded but never summed: the loop below stops at kk) */
+		for (int e = tid; e < BM * BK; e += 256) {
+			const int r = e / BK, p = e % BK;
+			as[p][r] = row0 + r < m && p < kk ? a[(long)(row0 + r) * lda + k0 + p] : 0.0f;
+		}
+		for (int e = tid; e < BK * BN; e += 256) {
+			const int p = e / BN, col = e % BN;
+			bs[p][col] = col0 + col < n && p < kk ? b[(long)(k0 + p) * ldb + col0 + col] : 0.0f;
+		}
+		__syncthreads();
+		for (int p = 0; p < kk; p++) {
+			float av[TM], bv[TN];
+			for (int i = 0; i < TM; i++)
+				av[i] = as[p][ty * TM + i];
+			for (int j = 0; j < TN; j++)
+				bv[j] = bs[p][tx * TN + j];
+			for (int i = 0; i < TM; i++)
+				for (int j = 0; j < TN; j++)
+					acc[i][j] = sdc_xmac(acc[i][j], av[i], bv[j]);
+		}
+		__syncthreads();
+	}
+	for (int i = 0; i < TM; i++)
+		for (int j = 0; j < TN; j++) {
+			const int r = row0 + ty * TM + i, col = col0 + tx * TN + j;
+			if (r < m && col < n)
+				c[(long)r * ldc + col] = acc[i][j];
+		}
+}
+
+__global__ void k_xmath(int n, const double *x, double *e, double *l)
+{
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+		e[i] = sdc_xexp(x[i]);
+		l[i] = sdc_xlog(x[i]);
+	}
+}
+
+static void launch_xgemm(int m, int n, int k, const float *a, const float *b, float *c, cudaStream_t s)
+{
+	const dim3 grid((unsigned)((n + BN - 1) / BN), (unsigned)((m + BM - 1) / BM));
+	k_xgemm<<<grid, 256, 0, s>>>(m, n, k, a, k, b, n, c, n);
+}
+
+/* Device buffers, a stream and an event, freed together. */
+struct xwork {
+	void *buf[4];
+	cudaStream_t s;
+	cudaEvent_t ev, t0, t1;
+	cublasHandle_t blas;
+};
+
+static void xwork_free(struct xwork *w)
+{
+	for (int i = 0; i < 4; i++)
+		if (w->buf[i])
+			cudaFree(w->buf[i]);
+	if (w->blas)
+		cublasDestroy(w->blas);
+	if (w->t1)
+		cudaEventDestroy(w->t1);
+	if (w->t0)
+		cudaEventDestroy(w->t0);
+	if (w->ev)
+		cudaEventDestroy(w->ev);
+	if (w->s)
+		cudaStreamDestroy(w->s);
+}
+
+#define XTRY(call, what)                                                                                       \
+	do {                                                                                                   \
+		const cudaError_t e_ = (call);                                                                 \
+		if (e_ != cudaSuccess) {                                                                       \
+			sdc_cuda_error(err, errlen, what, e_);                                                 \
+			goto fail;                                                                             \
+		}                                                                                              \
+	} while (0)
+
+static int xwork_init(struct xwork *w, const size_t *bytes, int nbuf, char *err, size_t errlen)
+{
+	memset(w, 0, sizeof(*w));
+	XTRY(cudaStreamCreateWithFlags(&w->s, cudaStreamNonBlocking), "cudaStreamCreate");
+	XTRY(cudaEventCreateWithFlags(&w->ev, cudaEventDisableTiming), "cudaEventCreate");
+	for (int i = 0; i < nbuf; i++)
+		XTRY(cudaMalloc(&w->buf[i], bytes[i]), "cudaMalloc");
+	return 0;
+fail:
+	xwork_free(w);
+	return -1;
+}
+
+static int m_xgemm(int m, int n, int k, const float *a, const float *b, float *c, double timeout, char *err,
+		   size_t errlen)
+{
+	struct xwork w;
+	const size_t bytes[3] = { (size_t)m * k * 4, (size_t)k * n * 4, (size_t)m * n * 4 };
+	if (xwork_init(&w, bytes, 3, err, errlen))
+		return -1;
+	XTRY(cudaMemcpyAsync(w.buf[0], a, bytes[0], cudaMemcpyHostToDevice, w.s), "cudaMemcpy A");
+	XTRY(cudaMemcpyAsync(w.buf[1], b, bytes[1], cudaMemcpyHostToDevice, w.s), "cudaMemcpy B");
+	launch_xgemm(m, n, k, (const float *)w.buf[0], (const float *)w.buf[1], (float *)w.buf[2], w.s);
+	XTRY(cudaGetLastError(), "the exact GEMM kernel");
+	XTRY(cudaMemcpyAsync(c, w.buf[2], bytes[2], cudaMemcpyDeviceToHost, w.s), "cudaMemcpy C");
+	if (sdc_cuda_wait(w.s, w.ev, timeout, "the exact GEMM", err, errlen))
+		goto fail;
+	xwork_free(&w);
+	return 0;
+fail:
+	xwork_free(&w);
+	return -1;
+}
+
+static int m_xmath(int n, const double *x, double *e, double *l, double timeout, char *err, size_t errlen)
+{
+	struct xwork w;
+	const size_t bytes[3] = { (size_t)n * 8, (size_t)n * 8, (size_t)n * 8 };
+	if (xwork_init(&w, bytes, 3, err, errlen))
+		return -1;
+	XTRY(cudaMemcpyAsync(w.buf[0], x, bytes[0], cudaMemcpyHostToDevice, w.s), "cudaMemcpy x");
+	k_xmath<<<(unsigned)((n + 255) / 256), 256, 0, w.s>>>(n, (const double *)w.buf[0], (double *)w.buf[1],
+							      (double *)w.buf[2]);
+	XTRY(cudaGetLastError(), "the exp/log kernel");
+	XTRY(cudaMemcpyAsync(e, w.buf[1], bytes[1], cudaMemcpyDeviceToHost, w.s), "cudaMemcpy exp");
+	XTRY(cudaMemcpyAsync(l, w.buf[2], bytes[2], cudaMemcpyDeviceToHost, w.s), "cudaMemcpy log");
+	if (sdc_cuda_wait(w.s, w.ev, timeout, "exp and log", err, errlen))
+		goto fail;
+	xwork_free(&w);
+	return 0;
+fail:
+	xwork_free(&w);
+	return -1;
+}
+
+__global__ void k_fill(float *p, size_t n, uint32_t seed)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+		uint32_t h = (uint32_t)i * 0x9E3779B1u ^ seed;
+		h ^= h >> 15, h *= 0x2C1B3C6Du, h ^= h >> 12;
+		p[i] = (float)(h >> 8) * (1.0f / 16777216.0f) - 0.5f;
+	}
+}
+
+/*
+ * n x n x n, the exact kernel and cuBLAS sgemm (row-major C = A B as C^T = B^T A^T, column-major)
+ * on the same operands, reps of each back to back after a warm-up, timed with events; the two
+ * alternate three times and each keeps its best (a shared GPU's noise only slows a turn).
+ */
+static int m_xgemm_bench(int n, int reps, double *exact_s, double *sgemm_s, double timeout, char *err, size_t errlen)
+{
+	struct xwork w;
+	const size_t bytes[3] = { (size_t)n * n * 4, (size_t)n * n * 4, (size_t)n * n * 4 };
+	float *a, *b, *c;
+	const float one = 1.0f, zero = 0.0f;
+	if (xwork_init(&w, bytes, 3, err, errlen))
+		return -1;
+	a = (float *)w.buf[0], b = (float *)w.buf[1], c = (float *)w.buf[2];
+	XTRY(cudaEventCreate(&w.t0), "cudaEventCreate");
+	XTRY(cudaEventCreate(&w.t1), "cudaEventCreate");
+	if (cublasCreate(&w.blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(w.blas, w.s) != CUBLAS_STATUS_SUCCESS) {
+		snprintf(err, errlen, "cublasCreate failed");
+		goto fail;
+	}
+	k_fill<<<1024, 256, 0, w.s>>>(a, (size_t)n * n, 1);
+	k_fill<<<1024, 256, 0, w.s>>>(b, (size_t)n * n, 2);
+	*exact_s = *sgemm_s = 1e30;
+	for (int turn = 0; turn < 3; turn++)
+		for (int who = 0; who < 2; who++) {
+			for (int r = -1; r < reps; r++) {
+				if (r == 0)
+					XTRY(cudaEventRecord(w.t0, w.s), "cudaEventRecord");
+				if (!who)
+					launch_xgemm(n, n, n, a, b, c, w.s);
+				else if (cublasSgemm(w.blas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, n, a, n, &zero, c, n) !=
+					 CUBLAS_STATUS_SUCCESS) {
+					snprintf(err, errlen, "cublasSgemm failed");
+					goto fail;
+				}
+			}
+			XTRY(cudaGetLastError(), who ? "cublasSgemm" : "the exact GEMM kernel");
+			XTRY(cudaEventRecord(w.t1, w.s), "cudaEventRecord");
+			if (sdc_cuda_poll(w.t1, timeout, who ? "cublasSgemm" : "the exact GEMM", err, errlen))
+				goto fail;
+			float ms = 0;
+			XTRY(cudaEventElapsedTime(&ms, w.t0, w.t1), "cudaEventElapsedTime");
+			double *best = who ? sgemm_s : exact_s;
+			if (ms / 1e3 / reps < *best)
+				*best = ms / 1e3 / reps;
+		}
+	xwork_free(&w);
+	return 0;
+fail:
+	xwork_free(&w);
+	return -1;
+}
+
+void sdc_cuda_xops(struct sdc_gpu_module *m)
+{
+	m->xgemm = m_xgemm;
+	m->xmath = m_xmath;
+	m->xgemm_bench = m_xgemm_bench;
+}

@@ -20,7 +20,8 @@
 #         tightness  sdcscan campaign gemm --gpus: Table 7's e_max, then the calibration's
 #         bench      sdcscan bench overhead --gpus (bench.json): plain cuBLASLt against checked;
 #                    sdcscan bench minitrain --gpus (bench-minitrain.json): the exact class's bits
-#                    and its GEMM against cuBLAS sgemm, n = 512 ... 4096
+#                    and its GEMM against cuBLAS sgemm, n = 512 ... 4096; sdcscan bench ring-hops
+#                    --gpus (bench-ring-hops.json): the hop checks' bits and GB/s
 #         sanitizer  compute-sanitizer memcheck, racecheck and synccheck on a short GPU run
 #       Exit status: 0 when every stage did (the suite may skip: 77), 1 otherwise.
 set -u
@@ -141,6 +142,7 @@ run() {
 		bench)
 			stage bench "$S" bench overhead --gpus 0 --json "$out/bench.json"
 			stage bench-minitrain "$S" bench minitrain --gpus 0 --json "$out/bench-minitrain.json"
+			stage bench-ring-hops "$S" bench ring-hops --gpus 0 --json "$out/bench-ring-hops.json"
 			;;
 		sanitizer) stage sanitizer sanitize ;;
 		*) echo "gpu-check: no stage '$s'" >&2; failed=1 ;;

@@ -21,8 +21,7 @@ uint32_t sdc_crc32c_shift(uint32_t reg);
 /* "sse4.2" or "portable": which one sdc_crc32c uses here. */
 const char *sdc_crc32c_impl(void);
 
-/* CRC32C of a buffer in GPU memory, computed there (kernels/cuda/, in the GPU module, gpu.h): *crc
- * (device memory) gets the same value sdc_crc32c(0, ...) gives. Returns 0 or a CUDA error. */
-typedef int (*sdc_crc32c_device_fn)(const void *buf, size_t len, uint32_t *crc, void *stream);
+/* On a GPU: kernels/ring_hd.h (one byte at a time, pieces joined with sdc_crc32c_combine) in the
+ * GPU module's crc32c entry (kernels/cuda/ring.cu); the unit test holds both to this one. */
 
 #endif

@@ -169,6 +169,18 @@ struct sdc_gpu_module {
 	/* n x n x n: the exact kernel and cuBLAS sgemm on the same device operands, reps each back to
 	 * back; seconds per GEMM of each (the best of three turns). */
 	int (*xgemm_bench)(int n, int reps, double *exact_s, double *sgemm_s, double timeout, char *err, size_t errlen);
+
+	/* ---- the allreduce probe's hop checks (kernels/ring_hd.h, kernels/cuda/ring.cu) ---- */
+	/* The CRC32C of len bytes (host memory) computed on the GPU, in pieces joined there. */
+	int (*crc32c)(const void *buf, uint64_t len, uint32_t *crc, double timeout, char *err, size_t errlen);
+	/* A reduce-scatter hop's check on the GPU (sdc_ring_check_add_crc's): n received elements of
+	 * iteration it (got, bit patterns) against the sum of count ranks adding up to rsum, the terms
+	 * drawn on the device; dst = own + the expected sums, *wrong and the CRC32C of dst. Host memory. */
+	int (*ring_check)(int64_t n, uint64_t it, int count, int rsum, const float *own, const uint32_t *got, float *dst,
+			  int64_t *wrong, uint32_t *crc, double timeout, char *err, size_t errlen);
+	/* On bytes of device data, reps each: seconds per CRC32C pass, and per check with its CRC. */
+	int (*ring_bench)(uint64_t bytes, int reps, double *crc_s, double *check_s, double timeout, char *err,
+			  size_t errlen);
 };
 
 typedef const struct sdc_gpu_module *(*sdc_gpu_module_fn)(void);

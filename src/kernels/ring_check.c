@@ -1,6 +1,7 @@
 #include "kernels/ring_check.h"
 
 #include "kernels/crc32c.h"
+#include "kernels/ring_hd.h"
 
 #include <stdbool.h>
 #include <string.h>
@@ -12,21 +13,13 @@
 
 #include "kernels/clones.h"
 
-/* 32-bit arithmetic only (a murmur-style finaliser; multiply-shift to the ranges), so the loop
- * vectorises: the terms cost about what writing them costs. */
+/* 32-bit arithmetic only (ring_hd.h, the GPU's too), so the loop vectorises: the terms cost about
+ * what writing them costs. */
 CLONES void sdc_ring_terms(int64_t n, uint64_t it, int8_t *restrict f, int8_t *restrict g)
 {
-	const uint32_t salt = (uint32_t)(it * 0x85EBCA77u) ^ (uint32_t)(it >> 32) ^ 0x27D4EB2Fu;
-	for (int64_t i = 0; i < n; i++) {
-		uint32_t x = (uint32_t)i * 0x9E3779B1u ^ salt;
-		x ^= x >> 15;
-		x *= 0x2C1B3C6Du;
-		x ^= x >> 12;
-		x *= 0x297A2D39u;
-		x ^= x >> 15;
-		f[i] = (int8_t)((int)(((x & 0xFFFFu) * 17u) >> 16) - 8);
-		g[i] = (int8_t)((int)(((x >> 16) * 5u) >> 16) - 2);
-	}
+	const uint32_t salt = sdc_ring_salt(it);
+	for (int64_t i = 0; i < n; i++)
+		sdc_ring_term(i, salt, &f[i], &g[i]);
 }
 
 CLONES void sdc_ring_values(float *restrict buf, int64_t n, int r, const int8_t *restrict f,

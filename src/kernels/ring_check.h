@@ -57,13 +57,7 @@ void sdc_ring_hop_verdict(const uint32_t header[3], uint32_t step, const void *c
 /* The header a sender puts ahead of a chunk whose CRC32C is crc. */
 void sdc_ring_hop_header(uint32_t header[3], uint32_t crc, uint32_t step);
 
-/*
- * The hop checks on a GPU (kernels/cuda/, in the GPU module, gpu.h), for NCCL rings: the same
- * arithmetic on device pointers, the count of wrong elements and the CRC32C of dst written to
- * device memory (crc may be NULL), enqueued on a stream (a cudaStream_t). Returns 0 or a CUDA error.
- */
-typedef int (*sdc_ring_check_add_device_fn)(float *dst, const float *own, const uint32_t *got, const int8_t *f,
-					    const int8_t *g, int64_t n, int count, int rsum, uint32_t *crc,
-					    unsigned long long *wrong, void *stream);
+/* The hop checks on a GPU, for NCCL rings: kernels/ring_hd.h (the same terms, expected values and
+ * CRC32C), run by the GPU module's ring_check entry (kernels/cuda/ring.cu). */
 
 #endif

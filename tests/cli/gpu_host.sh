@@ -195,6 +195,18 @@ expect_grep mtbug out "^bits: exact GEMM 67 x 131 x 77 (tile edges), every eleme
 expect_exit 3 mtjson "$SDCSCAN" bench minitrain --json "$TMP/mt.json"
 expect_grep mtjson err "only the GPU benchmark (--gpus) writes a report"
 
+# bench ring-hops --gpus: the GPU's hop checks against this CPU's bits (the module's host twin,
+# kernels/ring_hd.h): the same; a join of the CRC's pieces that goes wrong is caught.
+expect_exit 3 hops "$SDCSCAN" bench ring-hops --gpus 0
+expect_grep hops out "^bits: CRC32C of 10 buffers (0 B to 16 MiB, odd lengths) against this CPU's: the same$"
+expect_grep hops out "^bits: a hop's check (3000017 elements, 7 wrong) against this CPU's: the same count, sums and CRC32C$"
+expect_grep hops err "the fake GPU module has no GPU to time"
+FAKE_GPU_CRC_BUG=1 "$SDCSCAN" bench ring-hops --gpus 0 >"$TMP/hopsbug.out" 2>"$TMP/hopsbug.err"
+expect_grep hopsbug out "^bits: CRC32C of 10 buffers .*: DIFFERENT, 257 bytes: expected 0x[0-9a-f]*, actual 0x[0-9a-f]*  MISSED"
+expect_grep hopsbug out "^bits: a hop's check .*: DIFFERENT, CRC32C of the sums: CPU 0x[0-9a-f]*, GPU 0x[0-9a-f]*  MISSED"
+expect_exit 3 hopsnogpu "$SDCSCAN" bench ring-hops
+expect_grep hopsnogpu err "it needs --gpus"
+
 # calibrate --gpus: e_max per fast type into the file's "gpus" section. The fake GPU rounds each
 # element of C once to fp32 from an exact sum, and the check sums in double, so on positive data
 # |E| / |checksum| <= 2 u32 (fp32, tf32), plus the bf16 rounding of the checksum columns

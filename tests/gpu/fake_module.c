@@ -19,7 +19,10 @@
  *   FAKE_GPU_XGEMM_BUG=1  the exact GEMM fuses the multiply-add of C[1][2] (a port of the exact
  *                         kernel built with contraction)
  *
- * The exact class (xgemm, xmath) is the device code's host twin: the same xops.h functions.
+ *   FAKE_GPU_CRC_BUG=1    the GPU's CRC32C joins its pieces wrong (the pieces' lengths swapped)
+ *
+ * The exact class (xgemm, xmath) and the hop checks (crc32c, ring_check) are the device code's
+ * host twins: the same xops.h and ring_hd.h functions, over every index as the kernels' threads.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -32,6 +35,7 @@
 #include "kernels/gemm_data.h"
 #include "kernels/gpu_module.h"
 #include "kernels/half.h"
+#include "kernels/ring_hd.h"
 #include "kernels/xops.h"
 
 #define SMS 8
@@ -590,6 +594,55 @@ static int fake_xgemm_bench(int n, int reps, double *exact_s, double *sgemm_s, d
 	return -1;
 }
 
+static int fake_crc32c(const void *buf, uint64_t len, uint32_t *out, double timeout, char *err, size_t errlen)
+{
+	(void)timeout;
+	const uint64_t seg = 256, n0 = len ? (len + seg - 1) / seg : 1;
+	uint32_t *crc = malloc(n0 * 4), *c2 = malloc(n0 * 4);
+	uint64_t *ln = malloc(n0 * 8), *l2 = malloc(n0 * 8);
+	const char *bug = getenv("FAKE_GPU_CRC_BUG");
+	if (!crc || !c2 || !ln || !l2) {
+		free(crc), free(c2), free(ln), free(l2);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (uint64_t s = 0; s < n0; s++)
+		sdc_crc32c_piece(buf, len, seg, s, &crc[s], &ln[s]);
+	for (int64_t n = (int64_t)n0; n > 1; n = (n + 1) / 2) {
+		for (int64_t i = 0; i < (n + 1) / 2; i++) {
+			sdc_crc32c_join(crc, ln, n, i, &c2[i], &l2[i]);
+			if (bug && *bug == '1' && 2 * i + 1 < n && ln[2 * i] != ln[2 * i + 1])
+				c2[i] = sdc_crc32c_combine(crc[2 * i], crc[2 * i + 1], ln[2 * i]);
+		}
+		memcpy(crc, c2, (size_t)(n + 1) / 2 * 4);
+		memcpy(ln, l2, (size_t)(n + 1) / 2 * 8);
+	}
+	*out = crc[0];
+	free(crc), free(c2), free(ln), free(l2);
+	return 0;
+}
+
+static int fake_ring_check(int64_t n, uint64_t it, int count, int rsum, const float *own, const uint32_t *got, float *dst,
+			   int64_t *wrong, uint32_t *crc, double timeout, char *err, size_t errlen)
+{
+	const uint32_t salt = sdc_ring_salt(it);
+	*wrong = 0;
+	for (int64_t i = 0; i < n; i++) {
+		int8_t f, g;
+		sdc_ring_term(i, salt, &f, &g);
+		*wrong += sdc_ring_check_add_one(&dst[i], own[i], got[i], f, g, count, rsum);
+	}
+	return fake_crc32c(dst, (uint64_t)n * 4, crc, timeout, err, errlen);
+}
+
+static int fake_ring_bench(uint64_t bytes, int reps, double *crc_s, double *check_s, double timeout, char *err,
+			   size_t errlen)
+{
+	(void)bytes, (void)reps, (void)crc_s, (void)check_s, (void)timeout;
+	snprintf(err, errlen, "the fake GPU module has no GPU to time");
+	return -1;
+}
+
 static const struct sdc_gpu_module fake = {
 	.abi = SDC_GPU_MODULE_ABI,
 	.cuda_runtime = "fake",
@@ -610,6 +663,9 @@ static const struct sdc_gpu_module fake = {
 	.xgemm = fake_xgemm,
 	.xmath = fake_xmath,
 	.xgemm_bench = fake_xgemm_bench,
+	.crc32c = fake_crc32c,
+	.ring_check = fake_ring_check,
+	.ring_bench = fake_ring_bench,
 };
 
 const struct sdc_gpu_module *sdc_gpu_module(void);

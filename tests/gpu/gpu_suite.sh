@@ -10,7 +10,9 @@
 #   5. the GPU's calibration and tightness table and benchmark run end to end (the full-size
 #      figures come from tools/gpu-check.sh);
 #   6. the exact class (minitrain's arithmetic): the GPU's exact GEMM, exp and log bit-identical
-#      to the CPU's (bench minitrain --gpus, which also times the GEMM against cuBLAS sgemm).
+#      to the CPU's (bench minitrain --gpus, which also times the GEMM against cuBLAS sgemm);
+#   7. the allreduce probe's hop checks on the GPU (CRC32C, a hop's check) bit-identical to the
+#      CPU's (bench ring-hops --gpus, which also gives their GB/s).
 # usage: gpu_suite.sh SDCSCAN (the module next to it, as installed)
 . "$(dirname "$0")/../cli/lib.sh"
 unset SDCSCAN_GPU_MODULE SDCSCAN_NVML_LIBRARY
@@ -88,4 +90,10 @@ cat "$TMP/mt.out"
 expect_grep mt out "^bits: exact GEMM 67 x 131 x 77 (tile edges), every element against this CPU's: the same$"
 expect_grep mt out "^bits: exp and log of 8192 values against this CPU's: the same$"
 [ "$(grep -c "^ *[0-9]*  same  " "$TMP/mt.out")" = 2 ] || fail "bench minitrain --gpus: a size's GEMM differs from the CPU's"
+
+# 7. The hop checks' bits on the GPU.
+expect_exit 0 hops "$SDCSCAN" bench ring-hops --gpus 0 --max-bytes 67108864
+cat "$TMP/hops.out"
+expect_grep hops out "^bits: CRC32C of 10 buffers (0 B to 16 MiB, odd lengths) against this CPU's: the same$"
+expect_grep hops out "^bits: a hop's check (3000017 elements, 7 wrong) against this CPU's: the same count, sums and CRC32C$"
 finish

@@ -1,8 +1,8 @@
 #!/bin/sh
 # The kernels' PTX, compiled with the module's own flags, holds no fused multiply-add and no
-# flush-to-zero: the exact kernels and the host's twins (gpu_truth.c) must round alike, so no
-# contraction may change a bit (DESIGN.md, GPU.md). And the lint must be able to fail: the same
-# source built without -fmad=false does contract somewhere.
+# flush-to-zero: the exact kernels and the host's twins (gpu_truth.c, xops.h, ring_hd.h) must
+# round alike, so no contraction may change a bit (DESIGN.md, GPU.md). And the lint must be able
+# to fail: a canary built without -fmad=false does contract, and with the flags does not.
 # usage: ptx_lint.sh NVCC SOURCE.cu INCLUDE_DIR... -- NVCC_FLAGS...
 set -u
 NVCC=$1 SRC=$2
@@ -37,12 +37,21 @@ if grep -n '\.ftz' "$TMP/project.ptx" >"$TMP/ftz"; then
 	head -3 "$TMP/ftz" >&2
 	failed=1
 fi
-# The self-check: without -fmad=false nvcc contracts (so the grep above can find what it seeks).
+# The self-check: the grep must be able to find what it seeks. A kernel that contracts where
+# nothing forbids it, built with these flags but -fmad=false, must show an fma (the file under lint
+# may hold none to contract: its exact arithmetic is all _rn intrinsics).
 NOFMAD=$(echo "$FLAGS" | sed 's/-fmad=false//')
+printf '__global__ void canary(float *a) { a[0] = a[1] * a[2] + a[3]; }\n' >"$TMP/canary.cu"
 # shellcheck disable=SC2086
-"$NVCC" $NOFMAD $INCS -arch=compute_90 -ptx "$SRC" -o "$TMP/fmad.ptx" 2>/dev/null
+"$NVCC" $NOFMAD -arch=compute_90 -ptx "$TMP/canary.cu" -o "$TMP/fmad.ptx" 2>/dev/null
 if ! grep -q 'fma\.' "$TMP/fmad.ptx"; then
 	echo "FAIL: the self-check found no fma even with contraction allowed: the lint cannot see one" >&2
+	failed=1
+fi
+# shellcheck disable=SC2086
+"$NVCC" $FLAGS -arch=compute_90 -ptx "$TMP/canary.cu" -o "$TMP/nofmad.ptx" 2>/dev/null
+if grep -q 'fma\.' "$TMP/nofmad.ptx"; then
+	echo "FAIL: the module's flags let nvcc contract the canary: -fmad=false is not in effect" >&2
 	failed=1
 fi
 [ $failed = 0 ] && echo "PASS: $(grep -c '^' "$TMP/project.ptx") lines of PTX, no fma, no ftz"

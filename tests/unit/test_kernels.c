@@ -13,6 +13,7 @@
 #include "kernels/gemm_float.h"
 #include "kernels/gemm_int8.h"
 #include "kernels/ring_check.h"
+#include "kernels/ring_hd.h"
 #include "base/rng.h"
 
 struct rows_seen {
@@ -261,6 +262,78 @@ static void check_hop_attribution(void)
 	}
 }
 
+/*
+ * The GPU's hop arithmetic (ring_hd.h: the same source the CUDA kernels compile) against the CPU's
+ * own kernels: CRC32C one byte at a time and in pieces joined as the GPU joins them, against the
+ * SSE4.2 / slicing CRC; each element's check-add against sdc_ring_check_add_crc.
+ */
+static void check_ring_twins(void)
+{
+	enum { MAX = 70000 };
+	uint8_t *buf = malloc(MAX);
+	CHECK(buf != NULL);
+	if (!buf)
+		return;
+	const struct sdc_rng r = sdc_rng_make(5, SDC_RNG_PROBE_ALLREDUCE, 9, 0, 0);
+	for (int i = 0; i < MAX; i++)
+		buf[i] = (uint8_t)sdc_rng_below(&r, (uint64_t)i, 256);
+	static const int lens[] = { 0, 1, 3, 8, 63, 64, 65, 1000, 4095, 4096, 4097, 12289, MAX };
+	static const int segs[] = { 1, 7, 64, 1024, 4096 };
+	for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+		const uint64_t len = (uint64_t)lens[l];
+		const uint32_t want = sdc_crc32c(0, buf, len);
+		CHECK_MSG(sdc_crc32c_hd(0, buf, len) == want, "crc32c_hd of %d bytes", lens[l]);
+		for (size_t sg = 0; sg < sizeof(segs) / sizeof(segs[0]) && len; sg++) {
+			const uint64_t seg = (uint64_t)segs[sg], n0 = (len + seg - 1) / seg;
+			uint32_t *crc = malloc(n0 * 4), *c2 = malloc(n0 * 4);
+			uint64_t *ln = malloc(n0 * 8), *l2 = malloc(n0 * 8);
+			if (!crc || !c2 || !ln || !l2) {
+				free(crc), free(c2), free(ln), free(l2);
+				CHECK(false);
+				continue;
+			}
+			for (uint64_t s = 0; s < n0; s++)
+				sdc_crc32c_piece(buf, len, seg, s, &crc[s], &ln[s]);
+			for (int64_t n = (int64_t)n0; n > 1; n = (n + 1) / 2) {
+				for (int64_t i = 0; i < (n + 1) / 2; i++)
+					sdc_crc32c_join(crc, ln, n, i, &c2[i], &l2[i]);
+				memcpy(crc, c2, (size_t)(n + 1) / 2 * 4);
+				memcpy(ln, l2, (size_t)(n + 1) / 2 * 8);
+			}
+			CHECK_MSG(crc[0] == want && ln[0] == len, "crc32c of %d bytes in pieces of %d: %08x, want %08x",
+				  lens[l], segs[sg], crc[0], want);
+			free(crc), free(c2), free(ln), free(l2);
+		}
+	}
+	free(buf);
+	/* the check-add, element by element, against the CPU's fused loop; wrong elements planted */
+	enum { N = 5000 };
+	int8_t f[N], g[N];
+	float own[N], dst[N], dst_hd[N];
+	uint32_t got[N];
+	for (int P = 2; P <= 2896; P = P * 7 + 3)
+		for (int count = 1; count < P; count += P / 3 + 1) {
+			const int rsum = count * (count - 1) / 2 + (P - count);
+			sdc_ring_terms(N, (uint64_t)P * 31 + (uint64_t)count, f, g);
+			sdc_ring_values(own, N, 1, f, g);
+			for (int i = 0; i < N; i++) {
+				const float e = sdc_ring_expected(f, g, i, count, rsum);
+				memcpy(&got[i], &e, 4);
+				if (i % 997 == 13)
+					got[i] ^= 1u << (i % 32);
+			}
+			uint32_t crc = 0;
+			const int64_t nbad = sdc_ring_check_add_crc(dst, own, got, f, g, N, count, rsum, &crc);
+			int64_t nbad_hd = 0;
+			for (int i = 0; i < N; i++)
+				nbad_hd += sdc_ring_check_add_one(&dst_hd[i], own[i], got[i], f[i], g[i], count, rsum);
+			CHECK_MSG(nbad_hd == nbad && nbad == 6 && !memcmp(dst, dst_hd, sizeof(dst)) &&
+					  sdc_crc32c_hd(0, (const uint8_t *)dst_hd, sizeof(dst_hd)) == crc,
+				  "check-add twin, %d ranks, count %d: %lld wrong (CPU %lld)", P, count, (long long)nbad_hd,
+				  (long long)nbad);
+		}
+}
+
 int main(void)
 {
 	static const int shapes[][3] = { { 1, 1, 4 },   { 1, 16, 4 },    { 6, 64, 4 },   { 7, 65, 9 },
@@ -292,5 +365,6 @@ int main(void)
 	check_ring(1000, 64);
 	check_ring(300, 2896); /* the most ranks the kernels' fp32 arithmetic is exact for */
 	check_hop_attribution();
+	check_ring_twins();
 	return check_done("test_kernels");
 }

@@ -23,5 +23,7 @@ int sdc_cuda_wait(cudaStream_t s, cudaEvent_t ev, double timeout, const char *wh
 /* Fills the engine's entries of the module table (gemm.cu), and the exact class's (xgemm.cu). */
 void sdc_cuda_gemm_ops(struct sdc_gpu_module *m);
 void sdc_cuda_xops(struct sdc_gpu_module *m);
+/* ... and the allreduce probe's hop checks' (ring.cu). */
+void sdc_cuda_ring_ops(struct sdc_gpu_module *m);
 
 #endif

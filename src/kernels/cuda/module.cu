@@ -91,6 +91,7 @@ extern "C" const struct sdc_gpu_module *sdc_gpu_module(void)
 		m.bind = m_bind;
 		sdc_cuda_gemm_ops(&m);
 		sdc_cuda_xops(&m);
+		sdc_cuda_ring_ops(&m);
 		m.abi = SDC_GPU_MODULE_ABI;
 	}
 	return &m;

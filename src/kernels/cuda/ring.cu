@@ -1,0 +1,215 @@
+/*
+ * The allreduce probe's hop checks on the GPU (kernels/ring_hd.h), the pieces an NCCL ring is
+ * built from: the CRC32C of a chunk computed in pieces that are joined on the device into the
+ * value the CPU's sdc_crc32c gives, and a reduce-scatter hop's check (every received partial sum
+ * against the value the receiver predicts from the terms, dst = own + that value), one element a
+ * thread, with the terms drawn on the device. Counts are integer atomics; nothing in a float
+ * depends on the launch shape.
+ */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cuda/cuda_util.h"
+#include "kernels/ring_hd.h"
+
+#define PIECE 256 /* bytes a thread CRCs before the pieces are joined */
+
+__global__ void k_pieces(const uint8_t *p, uint64_t len, uint64_t n, uint32_t *crc, uint64_t *plen)
+{
+	for (uint64_t s = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; s < n; s += (uint64_t)gridDim.x * blockDim.x)
+		sdc_crc32c_piece(p, len, PIECE, s, &crc[s], &plen[s]);
+}
+
+__global__ void k_join(const uint32_t *crc, const uint64_t *len, int64_t n, uint32_t *ocrc, uint64_t *olen)
+{
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n + 1) / 2; i += (int64_t)gridDim.x * blockDim.x)
+		sdc_crc32c_join(crc, len, n, i, &ocrc[i], &olen[i]);
+}
+
+__global__ void k_check(int64_t n, uint32_t salt, int count, int rsum, const float *own, const uint32_t *got, float *dst,
+			unsigned long long *wrong)
+{
+	unsigned long long bad = 0;
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+		int8_t f, g;
+		sdc_ring_term(i, salt, &f, &g);
+		bad += (unsigned long long)sdc_ring_check_add_one(dst ? &dst[i] : NULL, own[i], got[i], f, g, count, rsum);
+	}
+	if (bad)
+		atomicAdd(wrong, bad);
+}
+
+static unsigned blocks_for(uint64_t n)
+{
+	const uint64_t b = (n + 255) / 256;
+	return (unsigned)(b < 65536 ? (b ? b : 1) : 65536);
+}
+
+/* Scratch for the pieces of len bytes: two levels' CRCs and lengths. */
+struct crc_scratch {
+	uint32_t *c[2];
+	uint64_t *l[2];
+};
+
+static uint64_t pieces_of(uint64_t len)
+{
+	return len ? (len + PIECE - 1) / PIECE : 1;
+}
+
+/* Enqueues the CRC32C of device bytes p: the result ends in sc->c[*which][0]. */
+static void crc_enqueue(const uint8_t *p, uint64_t len, struct crc_scratch *sc, int *which, cudaStream_t s)
+{
+	int64_t n = (int64_t)pieces_of(len);
+	k_pieces<<<blocks_for((uint64_t)n), 256, 0, s>>>(p, len, (uint64_t)n, sc->c[0], sc->l[0]);
+	int w = 0;
+	for (; n > 1; n = (n + 1) / 2, w ^= 1)
+		k_join<<<blocks_for((uint64_t)(n + 1) / 2), 256, 0, s>>>(sc->c[w], sc->l[w], n, sc->c[w ^ 1], sc->l[w ^ 1]);
+	*which = w;
+}
+
+#define RTRY(call, what)                                                                                       \
+	do {                                                                                                   \
+		const cudaError_t e_ = (call);                                                                 \
+		if (e_ != cudaSuccess) {                                                                       \
+			sdc_cuda_error(err, errlen, what, e_);                                                 \
+			goto out;                                                                              \
+		}                                                                                              \
+	} while (0)
+
+struct rwork {
+	void *buf[8];
+	cudaStream_t s;
+	cudaEvent_t ev, t0, t1;
+};
+
+static void rwork_free(struct rwork *w)
+{
+	for (int i = 0; i < 8; i++)
+		if (w->buf[i])
+			cudaFree(w->buf[i]);
+	if (w->t1)
+		cudaEventDestroy(w->t1);
+	if (w->t0)
+		cudaEventDestroy(w->t0);
+	if (w->ev)
+		cudaEventDestroy(w->ev);
+	if (w->s)
+		cudaStreamDestroy(w->s);
+}
+
+static int rwork_init(struct rwork *w, const uint64_t *bytes, int nbuf, bool timing, char *err, size_t errlen)
+{
+	memset(w, 0, sizeof(*w));
+	RTRY(cudaStreamCreateWithFlags(&w->s, cudaStreamNonBlocking), "cudaStreamCreate");
+	RTRY(cudaEventCreateWithFlags(&w->ev, cudaEventDisableTiming), "cudaEventCreate");
+	if (timing) {
+		RTRY(cudaEventCreate(&w->t0), "cudaEventCreate");
+		RTRY(cudaEventCreate(&w->t1), "cudaEventCreate");
+	}
+	for (int i = 0; i < nbuf; i++)
+		RTRY(cudaMalloc(&w->buf[i], bytes[i] ? bytes[i] : 1), "cudaMalloc");
+	return 0;
+out:
+	rwork_free(w);
+	return -1;
+}
+
+static int m_crc32c(const void *buf, uint64_t len, uint32_t *crc, double timeout, char *err, size_t errlen)
+{
+	struct rwork w;
+	const uint64_t np = pieces_of(len);
+	const uint64_t bytes[5] = { len, np * 4, np * 8, np * 4, np * 8 };
+	int which = 0, rc = -1;
+	if (rwork_init(&w, bytes, 5, false, err, errlen))
+		return -1;
+	struct crc_scratch sc = { { (uint32_t *)w.buf[1], (uint32_t *)w.buf[3] }, { (uint64_t *)w.buf[2], (uint64_t *)w.buf[4] } };
+	RTRY(cudaMemcpyAsync(w.buf[0], buf, len, cudaMemcpyHostToDevice, w.s), "cudaMemcpy");
+	crc_enqueue((const uint8_t *)w.buf[0], len, &sc, &which, w.s);
+	RTRY(cudaGetLastError(), "the CRC32C kernels");
+	RTRY(cudaMemcpyAsync(crc, sc.c[which], 4, cudaMemcpyDeviceToHost, w.s), "cudaMemcpy");
+	if (sdc_cuda_wait(w.s, w.ev, timeout, "CRC32C", err, errlen))
+		goto out;
+	rc = 0;
+out:
+	rwork_free(&w);
+	return rc;
+}
+
+static int m_ring_check(int64_t n, uint64_t it, int count, int rsum, const float *own, const uint32_t *got, float *dst,
+			int64_t *wrong, uint32_t *crc, double timeout, char *err, size_t errlen)
+{
+	struct rwork w;
+	const uint64_t nb = (uint64_t)n * 4, np = pieces_of(nb);
+	const uint64_t bytes[8] = { nb, nb, nb, 8, np * 4, np * 8, np * 4, np * 8 };
+	unsigned long long bad = 0;
+	int which = 0, rc = -1;
+	if (rwork_init(&w, bytes, 8, false, err, errlen))
+		return -1;
+	struct crc_scratch sc = { { (uint32_t *)w.buf[4], (uint32_t *)w.buf[6] }, { (uint64_t *)w.buf[5], (uint64_t *)w.buf[7] } };
+	RTRY(cudaMemcpyAsync(w.buf[0], own, nb, cudaMemcpyHostToDevice, w.s), "cudaMemcpy");
+	RTRY(cudaMemcpyAsync(w.buf[1], got, nb, cudaMemcpyHostToDevice, w.s), "cudaMemcpy");
+	RTRY(cudaMemsetAsync(w.buf[3], 0, 8, w.s), "cudaMemset");
+	k_check<<<blocks_for((uint64_t)n), 256, 0, w.s>>>(n, sdc_ring_salt(it), count, rsum, (const float *)w.buf[0],
+							   (const uint32_t *)w.buf[1], (float *)w.buf[2],
+							   (unsigned long long *)w.buf[3]);
+	crc_enqueue((const uint8_t *)w.buf[2], nb, &sc, &which, w.s);
+	RTRY(cudaGetLastError(), "the hop check kernels");
+	RTRY(cudaMemcpyAsync(dst, w.buf[2], nb, cudaMemcpyDeviceToHost, w.s), "cudaMemcpy");
+	RTRY(cudaMemcpyAsync(&bad, w.buf[3], 8, cudaMemcpyDeviceToHost, w.s), "cudaMemcpy");
+	RTRY(cudaMemcpyAsync(crc, sc.c[which], 4, cudaMemcpyDeviceToHost, w.s), "cudaMemcpy");
+	if (sdc_cuda_wait(w.s, w.ev, timeout, "the hop check", err, errlen))
+		goto out;
+	*wrong = (int64_t)bad;
+	rc = 0;
+out:
+	rwork_free(&w);
+	return rc;
+}
+
+/* bytes of device data: the CRC32C alone, then the check with the CRC of what it writes (a
+ * reduce-scatter hop's work on the GPU), reps each back to back after a warm-up. */
+static int m_ring_bench(uint64_t bytes, int reps, double *crc_s, double *check_s, double timeout, char *err,
+			size_t errlen)
+{
+	struct rwork w;
+	const int64_t n = (int64_t)(bytes / 4);
+	const uint64_t np = pieces_of(bytes);
+	const uint64_t b[8] = { bytes, bytes, bytes, 8, np * 4, np * 8, np * 4, np * 8 };
+	int which = 0, rc = -1;
+	if (rwork_init(&w, b, 8, true, err, errlen))
+		return -1;
+	struct crc_scratch sc = { { (uint32_t *)w.buf[4], (uint32_t *)w.buf[6] }, { (uint64_t *)w.buf[5], (uint64_t *)w.buf[7] } };
+	RTRY(cudaMemsetAsync(w.buf[0], 0x3c, bytes, w.s), "cudaMemset");
+	RTRY(cudaMemsetAsync(w.buf[1], 0x41, bytes, w.s), "cudaMemset");
+	for (int who = 0; who < 2; who++) {
+		for (int r = -1; r < reps; r++) {
+			if (r == 0)
+				RTRY(cudaEventRecord(w.t0, w.s), "cudaEventRecord");
+			if (who)
+				k_check<<<blocks_for((uint64_t)n), 256, 0, w.s>>>(n, 1, 2, 1, (const float *)w.buf[0],
+										   (const uint32_t *)w.buf[1], (float *)w.buf[2],
+										   (unsigned long long *)w.buf[3]);
+			crc_enqueue((const uint8_t *)w.buf[who ? 2 : 0], bytes, &sc, &which, w.s);
+		}
+		RTRY(cudaGetLastError(), "the hop check kernels");
+		RTRY(cudaEventRecord(w.t1, w.s), "cudaEventRecord");
+		if (sdc_cuda_poll(w.t1, timeout, "the hop check benchmark", err, errlen))
+			goto out;
+		float ms = 0;
+		RTRY(cudaEventElapsedTime(&ms, w.t0, w.t1), "cudaEventElapsedTime");
+		*(who ? check_s : crc_s) = ms / 1e3 / reps;
+	}
+	rc = 0;
+out:
+	rwork_free(&w);
+	return rc;
+}
+
+void sdc_cuda_ring_ops(struct sdc_gpu_module *m)
+{
+	m->crc32c = m_crc32c;
+	m->ring_check = m_ring_check;
+	m->ring_bench = m_ring_bench;
+}

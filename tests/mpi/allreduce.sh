@@ -120,6 +120,7 @@ for attempt in 1 2 3; do
 	kill_rank2
 	[ "$launcher_status" -eq 139 ] || break
 	echo "kill: mpirun crashed (SIGSEGV) on attempt $attempt; running the job again"
+	wait_job_gone # (its ranks would go on writing this test's files)
 done
 took=$(( $(date +%s) - start ))
 [ "$took" -le 40 ] || fail "kill: the job took ${took}s (deadline 5 s + duration)"

@@ -57,32 +57,35 @@ grep -q "rank 3 cpu0 iteration 3: rebuild-mismatch at L\[11\]\[4\]: .* xor 0x000
 # Rank 3 killed (SIGKILL) mid-run: the others find it gone within the deadline, rebuild its server
 # on rank 0 (the next one) bit for bit, train on with it, and the job is UNKNOWN naming rank 3.
 # (--enable-recovery: mpirun must not end the survivors when a rank dies)
-kill_rank3() {
-	: > "$TMP/k.codes"
-	$MPIRUN --enable-recovery sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$TMP/k.codes" sh "$SDCSCAN" \
-		$EC --set ecparity.rows=16384 --set ecparity.steps=20 --duration 14 --json "$TMP/k.json" > "$TMP/k.out" 2>&1 &
+kill_rank3() { # kill_rank3 ATTEMPT: files $TMP/kATTEMPT.{codes,out,json}
+	K=$TMP/k$1
+	: > "$K.codes"
+	$MPIRUN --enable-recovery sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$K.codes" sh "$SDCSCAN" \
+		$EC --set ecparity.rows=16384 --set ecparity.steps=20 --duration 14 --json "$K.json" > "$K.out" 2>&1 &
 	launcher=$!
-	wait_started "$TMP/k.out" 3
+	wait_started "$K.out" 3
 	victim=$(rank_pid 3)
 	[ -n "$victim" ] || fail "kill: rank 3 not found"
 	kill -9 "$victim"
 	launcher_status=0
 	wait "$launcher" || launcher_status=$?
 }
-# (Open MPI 4.1.4's mpirun sometimes segfaults relaying a survivor's "peer hung up": see allreduce.sh)
+# (Open MPI 4.1.4's mpirun sometimes segfaults relaying a survivor's "peer hung up": see
+# allreduce.sh; that attempt's ranks are waited out and the job runs again with files of its own)
 for attempt in 1 2 3; do
-	kill_rank3
+	kill_rank3 $attempt
 	[ "$launcher_status" -eq 139 ] || break
 	echo "kill: mpirun crashed (SIGSEGV) on attempt $attempt; running the job again"
+	wait_job_gone
 done
-[ "$(grep -v "^3 " "$TMP/k.codes" | awk '{print $2}' | sort -u)" = 3 ] && [ "$(grep -vc "^3 " "$TMP/k.codes")" -eq 3 ] ||
-	fail "kill: survivors' codes $(cat "$TMP/k.codes")"
-grep -q "rank 3 (.*) sent no results" "$TMP/k.out" || fail "kill: rank 3 not named"
-[ "$(json_get "$TMP/k.json" "[r['run']['environment']['ecparity']['rebuild'][x] for x in ('server', 'lost_rank', 'rebuilt_on_rank', 'verified_by_replay')]")" = \
-	"[3, 3, 0, True]" ] || fail "kill: $(json_get "$TMP/k.json" "r['run']['environment'].get('ecparity')")"
-[ "$(json_get "$TMP/k.json" "r['results'][0]['iterations'] > r['run']['environment']['ecparity']['rebuild']['round'] + 2")" = True ] ||
+[ "$(grep -v "^3 " "$K.codes" | awk '{print $2}' | sort -u)" = 3 ] && [ "$(grep -vc "^3 " "$K.codes")" -eq 3 ] ||
+	fail "kill: survivors' codes $(cat "$K.codes")"
+grep -q "rank 3 (.*) sent no results" "$K.out" || fail "kill: rank 3 not named"
+[ "$(json_get "$K.json" "[r['run']['environment']['ecparity']['rebuild'][x] for x in ('server', 'lost_rank', 'rebuilt_on_rank', 'verified_by_replay')]")" = \
+	"[3, 3, 0, True]" ] || fail "kill: $(json_get "$K.json" "r['run']['environment'].get('ecparity')"): $(tail -5 "$K.out")"
+[ "$(json_get "$K.json" "r['results'][0]['iterations'] > r['run']['environment']['ecparity']['rebuild']['round'] + 2")" = True ] ||
 	fail "kill: training did not go on after the rebuild"
-[ "$(json_get "$TMP/k.json" "sum(len(k['findings']) for k in r['fleet']['ranks']) + len([f for f in r['findings'] if f['probe'] == 'ecparity'])")" = 0 ] ||
+[ "$(json_get "$K.json" "sum(len(k['findings']) for k in r['fleet']['ranks']) + len([f for f in r['findings'] if f['probe'] == 'ecparity'])")" = 0 ] ||
 	fail "kill: corruption findings after the rebuild"
 
 # A layout the ranks cannot make: refused on every rank.

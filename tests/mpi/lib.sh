@@ -39,3 +39,16 @@ each_rank() { # each_rank CODES-FILE ARGS...
 same_code() { # same_code CODES-FILE CODE: every one of the 4 ranks exited CODE
 	[ "$(sort -u "$1" | awk '{print $2}' | sort -u)" = "$2" ] && [ "$(wc -l < "$1")" -eq 4 ]
 }
+# Waits (30 s at most) until no sdcscan process of this test is left (after a launcher that
+# crashed: its ranks may go on writing their files for a while).
+wait_job_gone() {
+	for _ in $(seq 60); do
+		left=""
+		for p in $(pgrep -x sdcscan); do
+			grep -qz "^SDC_TEST_JOB=$SDC_TEST_JOB$" "/proc/$p/environ" 2>/dev/null && left="$left $p"
+		done
+		[ -z "$left" ] && return 0
+		sleep 0.5
+	done
+	kill -9 $left 2>/dev/null
+}

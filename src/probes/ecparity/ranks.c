@@ -951,6 +951,13 @@ void sdc_ec_ranks_run(struct sdc_worker *w)
 		all[s] = true;
 	if (contribute(&k, all, false, &broken))
 		goto out;
+	/* a rank lost before every parity held its part: nothing can be rebuilt from them */
+	for (int p = 0; p < k.P; p++)
+		if (!k.live[p]) {
+			sdc_worker_error(w, "rank %d (%s) was lost before the parities were built: its server cannot be rebuilt",
+					 p, sdc_fleet_host(p));
+			goto out;
+		}
 	for (uint64_t round = 0; go_on; round++) {
 		k.nlog = 0;
 		memcpy(before, k.live, (size_t)k.P);

@@ -71,6 +71,12 @@ static bool peer_failed;
 #define NOTICE_LEFT (1 << 20)
 static MPI_Request notice_req = MPI_REQUEST_NULL;
 static int32_t notice_buf, *notice_vals;
+/* Heartbeats (sdc_fleet_keepalive): a rank waiting in an exchange, or busy in a long computation
+ * between two, says it is there, so a rank blocked behind a lost one is not taken as lost too. */
+#define BEAT_TAG 0x7e1
+static MPI_Request beat_req = MPI_REQUEST_NULL;
+static int32_t beat_buf, beat_val;
+static double *heard, last_beat;
 
 /*
  * The watchdog. A deadline on a wait only holds while the MPI library returns from each call;
@@ -149,6 +155,15 @@ static int watched_test(MPI_Request *req, int *flag, int dst, int src)
 	while (dst >= 0 && stall_rank == sdc_fleet.rank)
 		sleep(1);
 	const int rc = MPI_Test(req, flag, MPI_STATUS_IGNORE);
+	watch_leave(slot);
+	return rc;
+}
+
+/* The same, with the status (whose message completed a receive from any rank). */
+static int watched_test_status(MPI_Request *req, int *flag, MPI_Status *st)
+{
+	const int slot = watch_enter(-1, -1);
+	const int rc = MPI_Test(req, flag, st);
 	watch_leave(slot);
 	return rc;
 }
@@ -252,6 +267,10 @@ void sdc_fleet_end(int code)
 	if (notice_req != MPI_REQUEST_NULL) {
 		MPI_Cancel(&notice_req);
 		MPI_Wait(&notice_req, MPI_STATUS_IGNORE);
+	}
+	if (beat_req != MPI_REQUEST_NULL) {
+		MPI_Cancel(&beat_req);
+		MPI_Wait(&beat_req, MPI_STATUS_IGNORE);
 	}
 	if (ctl != MPI_COMM_NULL)
 		MPI_Comm_free(&ctl);
@@ -387,6 +406,41 @@ static int32_t notice_poll(void)
 	return notice_buf;
 }
 
+/* Takes in every heartbeat that has arrived: heard[rank] = now. */
+static void beat_poll(void)
+{
+	if (!heard && !(heard = calloc((size_t)sdc_fleet.size, sizeof(double))))
+		return;
+	for (;;) {
+		if (beat_req == MPI_REQUEST_NULL &&
+		    MPI_Irecv(&beat_buf, 1, MPI_INT32_T, MPI_ANY_SOURCE, BEAT_TAG, comm, &beat_req) != MPI_SUCCESS)
+			return;
+		int flag = 0;
+		MPI_Status st;
+		if (watched_test_status(&beat_req, &flag, &st) != MPI_SUCCESS || !flag)
+			return;
+		beat_req = MPI_REQUEST_NULL;
+		if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < sdc_fleet.size)
+			heard[st.MPI_SOURCE] = sdc_now();
+	}
+}
+
+void sdc_fleet_keepalive(const bool *live, double period)
+{
+	const double now = sdc_now();
+	if (now - last_beat >= period) {
+		last_beat = now;
+		for (int r = 0; r < sdc_fleet.size; r++) {
+			MPI_Request q;
+			/* freed at once: an eager message needs no wait, and a gone peer must not hold this rank */
+			if (r != sdc_fleet.rank && live[r] &&
+			    MPI_Isend(&beat_val, 1, MPI_INT32_T, r, BEAT_TAG, comm, &q) == MPI_SUCCESS)
+				MPI_Request_free(&q);
+		}
+	}
+	beat_poll();
+}
+
 /* Gives up on both requests with rank p: the receive cancelled (so nothing lands in its buffer
  * later), the send left (cancelling a send to a dead peer fails too). */
 static void abandon(MPI_Request *r, int p)
@@ -429,10 +483,14 @@ int sdc_fleet_alltoall(const struct sdc_fleet_part *send, const struct sdc_fleet
 			newly++;
 		}
 	}
-	double end = sdc_now() + timeout;
+	/* A peer is taken as lost when nothing has come from it, data or heartbeat, for the timeout
+	 * since this exchange began: one blocked behind a lost rank keeps beating from its own wait. */
+	const double start = sdc_now();
+	double end = start + timeout;
 	long spins = 0;
 	for (;;) {
 		bool done = true;
+		sdc_fleet_keepalive(live, timeout / 5);
 		for (int p = 0; p < P; p++)
 			for (int i = 0; i < 2 && live[p]; i++) {
 				if (r[2 * p + i] == MPI_REQUEST_NULL)
@@ -441,8 +499,11 @@ int sdc_fleet_alltoall(const struct sdc_fleet_part *send, const struct sdc_fleet
 				if (watched_test(&r[2 * p + i], &flag, i ? p : -1, i ? -1 : p) != MPI_SUCCESS) {
 					gone(r, live, p, true, true);
 					newly++;
-				} else
+				} else {
 					done &= flag != 0;
+					if (flag && heard)
+						heard[p] = sdc_now();
+				}
 			}
 		for (int32_t n; (n = notice_poll()) >= 0;) {
 			const int p = n & ~NOTICE_LEFT;
@@ -463,12 +524,19 @@ int sdc_fleet_alltoall(const struct sdc_fleet_part *send, const struct sdc_fleet
 		if (done)
 			break;
 		if (sdc_now() > end) {
-			for (int p = 0; p < P; p++)
-				if (live[p] && (r[2 * p] != MPI_REQUEST_NULL || r[2 * p + 1] != MPI_REQUEST_NULL)) {
+			bool waiting = false;
+			for (int p = 0; p < P; p++) {
+				if (!live[p] || (r[2 * p] == MPI_REQUEST_NULL && r[2 * p + 1] == MPI_REQUEST_NULL))
+					continue;
+				const double last = heard && heard[p] > start ? heard[p] : start;
+				if (sdc_now() - last > timeout) {
 					gone(r, live, p, true, true);
 					newly++;
-				}
-			break;
+				} else
+					waiting = true;
+			}
+			if (!waiting)
+				break;
 		}
 		/* Spin first (bandwidth), then give the core away (a long wait for a slow peer). */
 		if (++spins > 10000)
@@ -606,6 +674,11 @@ int sdc_fleet_alltoall(const struct sdc_fleet_part *send, const struct sdc_fleet
 void sdc_fleet_leave(const bool *live)
 {
 	(void)live;
+}
+
+void sdc_fleet_keepalive(const bool *live, double period)
+{
+	(void)live, (void)period;
 }
 
 int sdc_fleet_to_root(const char *text, int32_t *answer, int tag)

@@ -73,14 +73,18 @@ int sdc_fleet_sum_u64(uint64_t *v, double timeout);
  * One exchange among the ranks still taking part (live[r]): send[r] to every other live rank r and
  * recv[r] (its capacity) from each, all posted at once and waited for with one deadline, for
  * probes whose members may be lost mid-run (ecparity). A rank that fails or does not complete in
- * time is marked gone in live[] and every live rank is told (a notice), so none of them waits its
- * deadline out again; a notice that arrives meanwhile marks that rank gone here too and restarts
- * the deadline (the rank that sent it was late waiting on the gone one, not gone itself). An
+ * time (nothing from it, data or heartbeat, for timeout seconds: a rank blocked behind a lost one
+ * keeps beating) is marked gone in live[] and every live rank is told (a notice), so none of them
+ * waits its deadline out again; a notice that arrives meanwhile marks that rank gone here too. An
  * abandoned receive is cancelled, so a late message cannot land in a buffer used since.
  * Returns the ranks newly marked gone, or -1 when a notice says this rank is gone (cut off).
  */
 int sdc_fleet_alltoall(const struct sdc_fleet_part *send, const struct sdc_fleet_part *recv, bool *live, int tag,
 		       double timeout);
+/* Says to every live rank that this one is there, at most once a period (seconds), and takes in
+ * theirs: sdc_fleet_alltoall calls it while it waits, and a rank computing longer than a fraction
+ * of the timeout between two exchanges calls it now and then (a rebuild's replay). */
+void sdc_fleet_keepalive(const bool *live, double period);
 /* Tells every live rank that this one leaves the exchanges of sdc_fleet_alltoall (a member taken
  * away on purpose: the others stop waiting for it at once, and MPI stays usable for the rest). */
 void sdc_fleet_leave(const bool *live);

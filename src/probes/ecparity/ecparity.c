@@ -414,7 +414,7 @@ static void rebuild(struct sdc_worker *w, struct ec_shared *sh, uint64_t round, 
 		/* recorded on the lost server's device, where the finding goes */
 		sdc_ec_flip(&w->ctx->workers[lost % sh->T], lf, "L", round, row, col, rebuilt + row * words + col, true);
 	}
-	sdc_ec_replay(&sh->wk, lost, round + 1, replayed);
+	sdc_ec_replay(&sh->wk, lost, round + 1, replayed, NULL, NULL);
 	const bool same = !memcmp(rebuilt, replayed, bytes_shard);
 	/* the replay is the truth: what goes back into the shard */
 	memcpy(sdc_ec_entry(&sh->st, lost, 0), replayed, bytes_shard);

@@ -699,6 +699,13 @@ static int contributors(const struct sdc_ec_layout *l, int D, int r, struct part
 	return n;
 }
 
+/* The replay of a lost server can outlast the timeout: the others hear from this rank meanwhile. */
+static void keepalive(void *arg)
+{
+	const struct rk *k = arg;
+	sdc_fleet_keepalive(k->live, k->timeout / 5);
+}
+
 /*
  * The lost servers (lost[], hosts already moved to the survivors) rebuilt where they now are:
  * every rank sends its part of each lost server's stripes (the parity, minus the other members),
@@ -773,7 +780,7 @@ static int rebuild(struct rk *k, uint64_t round, const bool *lost, const int *wa
 			const int64_t row = lf.row % l->rows, col = lf.col >= 0 ? lf.col % words : 0;
 			sdc_ec_flip(k->w, &lf, "L", round, row, col, v->shard + (size_t)row * words + (size_t)col, true);
 		}
-		sdc_ec_replay(&k->wk, D, round, replayed);
+		sdc_ec_replay(&k->wk, D, round, replayed, keepalive, k);
 		const bool same = !memcmp(v->shard, replayed, (size_t)l->rows * (size_t)words * 4);
 		if (!same) {
 			struct sdc_ec_event e = { .owner = D, .row = -1, .col = -1 };

@@ -119,16 +119,20 @@ void sdc_ec_initial(const struct sdc_ec_work *wk, int s, uint32_t *out)
 	}
 }
 
-void sdc_ec_replay(const struct sdc_ec_work *wk, int s, uint64_t rounds, uint32_t *out)
+void sdc_ec_replay(const struct sdc_ec_work *wk, int s, uint64_t rounds, uint32_t *out, void (*tick)(void *),
+		   void *arg)
 {
 	float g[SDC_EC_MAX_DIM];
 	sdc_ec_initial(wk, s, out);
 	for (uint64_t round = 0; round < rounds; round++)
-		for (int64_t step = 0; step < wk->steps; step++)
+		for (int64_t step = 0; step < wk->steps; step++) {
 			for (int64_t u = 0; u < wk->batch; u++) {
 				const int row = sdc_ec_draw_update(wk, s, round, step, u, g);
 				sdc_ec_adagrad(out + (size_t)row * (size_t)(wk->d + 1), wk->d, g);
 			}
+			if (tick)
+				tick(arg);
+		}
 }
 
 void sdc_ec_flip(struct sdc_worker *w, const struct sdc_fault *f, const char *target, uint64_t round, int64_t row,

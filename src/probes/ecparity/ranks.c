@@ -71,6 +71,8 @@ struct rk {
 	int *host;   /* per server: the rank that holds it */
 	bool *live;  /* per rank */
 	struct server **srv; /* per server: non-NULL when held here */
+	int *here, nhere;    /* the servers held here, ascending (every loop walks these, not all S) */
+	int *count;          /* per rank: how many servers it holds */
 	uint32_t **out, **in; /* per rank: this exchange's buffers (words) */
 	size_t *nout, *outcap, *incap;
 	size_t *cursor; /* per rank: words of in[] read so far */
@@ -87,12 +89,18 @@ struct rk {
 
 #define RECORD(k) ((size_t)(HDR + (k)->words))
 
-static int hosted_by(const struct rk *k, int p)
+/* The list of the servers held here and the count of each rank's, after host[] or srv[] changed. */
+static void hosts_changed(struct rk *k)
 {
-	int n = 0;
-	for (int s = 0; s < k->S; s++)
-		n += k->host[s] == p;
-	return n;
+	k->nhere = 0;
+	for (int p = 0; p < k->P; p++)
+		k->count[p] = 0;
+	for (int s = 0; s < k->S; s++) {
+		if (k->host[s] >= 0)
+			k->count[k->host[s]]++;
+		if (k->srv[s])
+			k->here[k->nhere++] = s;
+	}
 }
 
 /* ---- buffers ---- */
@@ -263,7 +271,7 @@ static int read_messages(struct rk *k, int p, uint64_t round, bool resend)
 static void message_caps(const struct rk *k, size_t *cap, size_t per_server)
 {
 	for (int p = 0; p < k->P; p++)
-		cap[p] = k->live[p] ? 1 + (size_t)hosted_by(k, p) * per_server * RECORD(k) : 0;
+		cap[p] = k->live[p] ? 1 + (size_t)k->count[p] * per_server * RECORD(k) : 0;
 }
 
 /* ---- training ---- */
@@ -284,8 +292,8 @@ static int train_round(struct rk *k, uint64_t round, const bool *train)
 	size_t *cap = calloc((size_t)k->P, sizeof(size_t));
 	if (!cap)
 		return sdc_worker_error(w, "out of memory"), -1;
-	for (int s = 0; s < k->S; s++) {
-		struct server *v = train[s] ? k->srv[s] : NULL;
+	for (int h = 0; h < k->nhere; h++) {
+		struct server *v = train[k->here[h]] ? k->srv[k->here[h]] : NULL;
 		if (!v)
 			continue;
 		memset(v->touched, 0, (size_t)k->l.rows);
@@ -306,7 +314,8 @@ static int train_round(struct rk *k, uint64_t round, const bool *train)
 		for (int p = 0; p < k->P; p++)
 			if (k->live[p] && put(k, p, (const uint32_t[]){ 0 }, 1))
 				rc = -1;
-		for (int s = 0; s < k->S && !rc; s++) {
+		for (int h = 0; h < k->nhere && !rc; h++) {
+			const int s = k->here[h];
 			struct server *v = train[s] ? k->srv[s] : NULL;
 			if (!v)
 				continue;
@@ -490,13 +499,18 @@ static int by_server(const void *a, const void *b)
 	return ((const struct part *)a)->x - ((const struct part *)b)->x;
 }
 
+static int by_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
 /* The members of the stripes through row r whose parity is held here by a server in set[], by
  * member (the order every sender writes its entries in); x's holder in out[].sign. */
 static int held_members(const struct rk *k, const bool *set, int r, struct part *out)
 {
 	int n = 0;
-	for (int p = 0; p < k->S; p++) {
-		const int c = k->srv[p] && set[p] ? sdc_ec_held_chunk(&k->l, p, r) : -1;
+	for (int h = 0; h < k->nhere; h++) {
+		const int p = k->here[h], c = set[p] ? sdc_ec_held_chunk(&k->l, p, r) : -1;
 		for (int i = 0; c >= 0 && i < k->l.k; i++)
 			out[n++] = (struct part){ sdc_ec_member(&k->l, r, c, i), p };
 	}
@@ -516,27 +530,25 @@ static int contribute(struct rk *k, const bool *set, bool verify, int64_t *broke
 	const int words = k->words;
 	size_t *cap = calloc((size_t)k->P, sizeof(size_t));
 	uint32_t *col = calloc((size_t)words, 4), (*sum)[SDC_EC_MAX_DIM + 1] = calloc((size_t)k->S, sizeof(*sum));
-	int here = 0;
-	for (int p = 0; p < k->S; p++)
-		here += k->srv[p] != NULL;
-	struct part *mem = calloc((size_t)(here ? here : 1) * (size_t)l->k, sizeof(*mem));
+	struct part *mem = calloc((size_t)(k->nhere ? k->nhere : 1) * (size_t)l->k, sizeof(*mem));
+	int *cols = calloc((size_t)(k->nhere ? k->nhere : 1), sizeof(int)), ncols = 0;
 	int rc = -1;
-	if (!cap || !col || !sum || !mem)
+	if (!cap || !col || !sum || !mem || !cols)
 		goto out;
 	clear_out(k);
 	for (int r = 0; r < l->rows; r++)
-		for (int x = 0; x < k->S; x++) {
+		for (int h = 0; h < k->nhere; h++) {
+			const int x = k->here[h];
 			const struct server *v = k->srv[x];
-			if (!v)
-				continue;
 			const int p = sdc_ec_stripe_parity_server(l, r, sdc_ec_chunk_of(l, x, r));
 			if (set[p] && k->live[k->host[p]] && put(k, k->host[p], v->shard + (size_t)r * words, (size_t)words))
 				goto out;
 		}
-	for (int x = 0; x < k->S; x++) {
+	for (int h = 0; h < k->nhere; h++) {
+		const int x = k->here[h];
 		const struct server *v = k->srv[x];
 		const int p = sdc_ec_column_parity_server(l, x);
-		if (!v || !set[p] || !k->live[k->host[p]])
+		if (!set[p] || !k->live[k->host[p]])
 			continue;
 		memset(col, 0, 4 * (size_t)words);
 		for (int r = 0; r < l->rows; r++)
@@ -551,11 +563,13 @@ static int contribute(struct rk *k, const bool *set, bool verify, int64_t *broke
 		for (int i = 0; i < n; i++)
 			cap[k->host[mem[i].x]] += (size_t)words;
 	}
-	for (int x = 0; x < k->S; x++) {
-		const int p = sdc_ec_column_parity_server(l, x);
-		if (k->srv[p] && set[p])
-			cap[k->host[x]] += (size_t)words;
-	}
+	/* the columns held here, by the server they sum (the order their senders write them in) */
+	for (int h = 0; h < k->nhere; h++)
+		if (set[k->here[h]])
+			cols[ncols++] = (k->here[h] - 1 + k->S) % k->S;
+	qsort(cols, (size_t)ncols, sizeof(int), by_int);
+	for (int i = 0; i < ncols; i++)
+		cap[k->host[cols[i]]] += (size_t)words;
 	if (exchange(k, verify ? TAG_VERIFY : TAG_ENCODE, cap) < 0)
 		goto out;
 	*broken = 0;
@@ -571,8 +585,8 @@ static int contribute(struct rk *k, const bool *set, bool verify, int64_t *broke
 			for (int c = 0; e && c < words; c++)
 				sum[mem[i].sign][c] += e[c];
 		}
-		for (int p = 0; p < k->S; p++) {
-			const int c = k->srv[p] && set[p] ? sdc_ec_held_chunk(l, p, r) : -1;
+		for (int h = 0; h < k->nhere; h++) {
+			const int p = k->here[h], c = set[p] ? sdc_ec_held_chunk(l, p, r) : -1;
 			if (c < 0)
 				continue;
 			uint32_t *held = k->srv[p]->held + (size_t)r * words;
@@ -584,9 +598,9 @@ static int contribute(struct rk *k, const bool *set, bool verify, int64_t *broke
 			}
 		}
 	}
-	for (int x = 0; x < k->S; x++) {
-		const int p = sdc_ec_column_parity_server(l, x);
-		if (!k->srv[p] || !set[p] || !k->live[k->host[x]])
+	for (int i = 0; i < ncols; i++) {
+		const int x = cols[i], p = sdc_ec_column_parity_server(l, x);
+		if (!k->live[k->host[x]])
 			continue;
 		const uint32_t *e = take(k, k->host[x], (size_t)words);
 		if (!e)
@@ -602,7 +616,7 @@ static int contribute(struct rk *k, const bool *set, bool verify, int64_t *broke
 out:
 	if (rc && !k->cut_off)
 		sdc_worker_error(k->w, "out of memory, or a rank sent less than its part of a verification");
-	free(cap), free(col), free(sum), free(mem);
+	free(cap), free(col), free(sum), free(mem), free(cols);
 	return rc;
 }
 
@@ -799,6 +813,7 @@ static int rebuild(struct rk *k, uint64_t round, const bool *lost, const int *wa
 		memcpy(v->shard, replayed, (size_t)l->rows * (size_t)words * 4);
 		free(replayed);
 		k->srv[D] = v;
+		hosts_changed(k);
 		const double bytes = (double)l->rows * words * 4 * l->k;
 		struct sdc_run *run = k->w->ctx->run;
 		pthread_mutex_lock(&run->lock);
@@ -853,6 +868,7 @@ static int recover(struct rk *k, uint64_t round, const bool *before)
 			q = (k->host[s] + i) % k->P;
 		k->host[s] = q;
 	}
+	hosts_changed(k);
 	if (rebuild(k, round, lost, was))
 		goto out;
 	if (contribute(k, lost, false, &(int64_t){ 0 }))
@@ -891,7 +907,7 @@ static void rk_free(struct rk *k)
 	for (int p = 0; k->out && p < k->P; p++)
 		free(k->out[p]), free(k->in[p]);
 	free(k->srv), free(k->host), free(k->live), free(k->out), free(k->in), free(k->nout), free(k->outcap);
-	free(k->incap), free(k->cursor), free(k->sp), free(k->rp), free(k->log);
+	free(k->incap), free(k->cursor), free(k->sp), free(k->rp), free(k->log), free(k->here), free(k->count);
 }
 
 static int rk_init(struct rk *k, struct sdc_worker *w)
@@ -911,11 +927,13 @@ static int rk_init(struct rk *k, struct sdc_worker *w)
 	k->out = calloc(P, sizeof(*k->out)), k->in = calloc(P, sizeof(*k->in)), k->nout = calloc(P, sizeof(size_t));
 	k->outcap = calloc(P, sizeof(size_t)), k->incap = calloc(P, sizeof(size_t)), k->cursor = calloc(P, sizeof(size_t));
 	k->sp = calloc(P, sizeof(*k->sp)), k->rp = calloc(P, sizeof(*k->rp));
+	k->here = calloc(P, sizeof(int)), k->count = calloc(P, sizeof(int));
 	if (!k->host || !k->live || !k->srv || !k->out || !k->in || !k->nout || !k->outcap || !k->incap || !k->cursor ||
-	    !k->sp || !k->rp || !(k->srv[k->me] = server_new(k)))
+	    !k->sp || !k->rp || !k->here || !k->count || !(k->srv[k->me] = server_new(k)))
 		return -1;
 	for (int p = 0; p < k->P; p++)
 		k->host[p] = p, k->live[p] = true;
+	hosts_changed(k);
 	sdc_ec_initial(&k->wk, k->me, k->srv[k->me]->shard);
 	snprintf(k->operation, sizeof(k->operation), "ecparity %d ranks, k %d, %d entries x %d", k->S, k->l.k, k->l.rows,
 		 k->d);
@@ -935,6 +953,7 @@ static bool taken_away(struct rk *k, uint64_t round)
 		server_free(k->srv[s]);
 		k->srv[s] = NULL;
 	}
+	hosts_changed(k);
 	sdc_fleet_leave(k->live);
 	sdc_note("ecparity: rank %d leaves the job at round %" PRIu64 " (--inject L): its servers are rebuilt elsewhere",
 		 k->me, round);

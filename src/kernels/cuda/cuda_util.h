@@ -20,6 +20,29 @@ int sdc_cuda_poll(cudaEvent_t ev, double timeout, const char *what, char *err, s
 /* Waits for everything queued on stream s so far: records ev there and polls it. */
 int sdc_cuda_wait(cudaStream_t s, cudaEvent_t ev, double timeout, const char *what, char *err, size_t errlen);
 
+/*
+ * A one-call workspace (the exact class's and the hop checks' entries): device buffers of the given
+ * sizes, a stream, an event to wait on, and with timing two timing events. init: 0, or -1 with err
+ * (everything made so far freed); free takes what is there.
+ */
+#define SDC_CUDA_WORK_BUFS 8
+struct sdc_cuda_work {
+	void *buf[SDC_CUDA_WORK_BUFS];
+	cudaStream_t s;
+	cudaEvent_t ev, t0, t1;
+};
+int sdc_cuda_work_init(struct sdc_cuda_work *w, const size_t *bytes, int nbuf, int timing, char *err, size_t errlen);
+void sdc_cuda_work_free(struct sdc_cuda_work *w);
+/* A CUDA call in a function with err, errlen and a fail: label. */
+#define SDC_CUDA_TRY(call, what)                                                                               \
+	do {                                                                                                   \
+		const cudaError_t e_ = (call);                                                                 \
+		if (e_ != cudaSuccess) {                                                                       \
+			sdc_cuda_error(err, errlen, what, e_);                                                 \
+			goto fail;                                                                             \
+		}                                                                                              \
+	} while (0)
+
 /* Fills the engine's entries of the module table (gemm.cu), and the exact class's (xgemm.cu). */
 void sdc_cuda_gemm_ops(struct sdc_gpu_module *m);
 void sdc_cuda_xops(struct sdc_gpu_module *m);

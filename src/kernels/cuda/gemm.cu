@@ -85,6 +85,39 @@ int sdc_cuda_wait(cudaStream_t s, cudaEvent_t ev, double timeout, const char *wh
 	return sdc_cuda_poll(ev, timeout, what, err, errlen);
 }
 
+void sdc_cuda_work_free(struct sdc_cuda_work *w)
+{
+	for (int i = 0; i < SDC_CUDA_WORK_BUFS; i++)
+		if (w->buf[i])
+			cudaFree(w->buf[i]);
+	if (w->t1)
+		cudaEventDestroy(w->t1);
+	if (w->t0)
+		cudaEventDestroy(w->t0);
+	if (w->ev)
+		cudaEventDestroy(w->ev);
+	if (w->s)
+		cudaStreamDestroy(w->s);
+	memset(w, 0, sizeof(*w));
+}
+
+int sdc_cuda_work_init(struct sdc_cuda_work *w, const size_t *bytes, int nbuf, int timing, char *err, size_t errlen)
+{
+	memset(w, 0, sizeof(*w));
+	SDC_CUDA_TRY(cudaStreamCreateWithFlags(&w->s, cudaStreamNonBlocking), "cudaStreamCreate");
+	SDC_CUDA_TRY(cudaEventCreateWithFlags(&w->ev, cudaEventDisableTiming), "cudaEventCreate");
+	if (timing) {
+		SDC_CUDA_TRY(cudaEventCreate(&w->t0), "cudaEventCreate");
+		SDC_CUDA_TRY(cudaEventCreate(&w->t1), "cudaEventCreate");
+	}
+	for (int i = 0; i < nbuf && i < SDC_CUDA_WORK_BUFS; i++)
+		SDC_CUDA_TRY(cudaMalloc(&w->buf[i], bytes[i] ? bytes[i] : 1), "cudaMalloc");
+	return 0;
+fail:
+	sdc_cuda_work_free(w);
+	return -1;
+}
+
 /* ---- the engine's state ---- */
 
 /*

@@ -69,102 +69,55 @@ static void crc_enqueue(const uint8_t *p, uint64_t len, struct crc_scratch *sc, 
 	*which = w;
 }
 
-#define RTRY(call, what)                                                                                       \
-	do {                                                                                                   \
-		const cudaError_t e_ = (call);                                                                 \
-		if (e_ != cudaSuccess) {                                                                       \
-			sdc_cuda_error(err, errlen, what, e_);                                                 \
-			goto out;                                                                              \
-		}                                                                                              \
-	} while (0)
-
-struct rwork {
-	void *buf[8];
-	cudaStream_t s;
-	cudaEvent_t ev, t0, t1;
-};
-
-static void rwork_free(struct rwork *w)
-{
-	for (int i = 0; i < 8; i++)
-		if (w->buf[i])
-			cudaFree(w->buf[i]);
-	if (w->t1)
-		cudaEventDestroy(w->t1);
-	if (w->t0)
-		cudaEventDestroy(w->t0);
-	if (w->ev)
-		cudaEventDestroy(w->ev);
-	if (w->s)
-		cudaStreamDestroy(w->s);
-}
-
-static int rwork_init(struct rwork *w, const uint64_t *bytes, int nbuf, bool timing, char *err, size_t errlen)
-{
-	memset(w, 0, sizeof(*w));
-	RTRY(cudaStreamCreateWithFlags(&w->s, cudaStreamNonBlocking), "cudaStreamCreate");
-	RTRY(cudaEventCreateWithFlags(&w->ev, cudaEventDisableTiming), "cudaEventCreate");
-	if (timing) {
-		RTRY(cudaEventCreate(&w->t0), "cudaEventCreate");
-		RTRY(cudaEventCreate(&w->t1), "cudaEventCreate");
-	}
-	for (int i = 0; i < nbuf; i++)
-		RTRY(cudaMalloc(&w->buf[i], bytes[i] ? bytes[i] : 1), "cudaMalloc");
-	return 0;
-out:
-	rwork_free(w);
-	return -1;
-}
-
 static int m_crc32c(const void *buf, uint64_t len, uint32_t *crc, double timeout, char *err, size_t errlen)
 {
-	struct rwork w;
+	struct sdc_cuda_work w;
 	const uint64_t np = pieces_of(len);
-	const uint64_t bytes[5] = { len, np * 4, np * 8, np * 4, np * 8 };
+	const size_t bytes[5] = { len, np * 4, np * 8, np * 4, np * 8 };
 	int which = 0, rc = -1;
-	if (rwork_init(&w, bytes, 5, false, err, errlen))
+	if (sdc_cuda_work_init(&w, bytes, 5, 0, err, errlen))
 		return -1;
 	struct crc_scratch sc = { { (uint32_t *)w.buf[1], (uint32_t *)w.buf[3] }, { (uint64_t *)w.buf[2], (uint64_t *)w.buf[4] } };
-	RTRY(cudaMemcpyAsync(w.buf[0], buf, len, cudaMemcpyHostToDevice, w.s), "cudaMemcpy");
+	SDC_CUDA_TRY(cudaMemcpyAsync(w.buf[0], buf, len, cudaMemcpyHostToDevice, w.s), "cudaMemcpy");
 	crc_enqueue((const uint8_t *)w.buf[0], len, &sc, &which, w.s);
-	RTRY(cudaGetLastError(), "the CRC32C kernels");
-	RTRY(cudaMemcpyAsync(crc, sc.c[which], 4, cudaMemcpyDeviceToHost, w.s), "cudaMemcpy");
+	SDC_CUDA_TRY(cudaGetLastError(), "the CRC32C kernels");
+	SDC_CUDA_TRY(cudaMemcpyAsync(crc, sc.c[which], 4, cudaMemcpyDeviceToHost, w.s), "cudaMemcpy");
 	if (sdc_cuda_wait(w.s, w.ev, timeout, "CRC32C", err, errlen))
-		goto out;
+		goto fail;
 	rc = 0;
-out:
-	rwork_free(&w);
+fail:
+	sdc_cuda_work_free(&w);
 	return rc;
 }
 
 static int m_ring_check(int64_t n, uint64_t it, int count, int rsum, const float *own, const uint32_t *got, float *dst,
 			int64_t *wrong, uint32_t *crc, double timeout, char *err, size_t errlen)
 {
-	struct rwork w;
+	struct sdc_cuda_work w;
 	const uint64_t nb = (uint64_t)n * 4, np = pieces_of(nb);
-	const uint64_t bytes[8] = { nb, nb, nb, 8, np * 4, np * 8, np * 4, np * 8 };
+	const size_t bytes[8] = { nb, nb, nb, 8, np * 4, np * 8, np * 4, np * 8 };
 	unsigned long long bad = 0;
 	int which = 0, rc = -1;
-	if (rwork_init(&w, bytes, 8, false, err, errlen))
+	if (sdc_cuda_work_init(&w, bytes, 8, 0, err, errlen))
 		return -1;
 	struct crc_scratch sc = { { (uint32_t *)w.buf[4], (uint32_t *)w.buf[6] }, { (uint64_t *)w.buf[5], (uint64_t *)w.buf[7] } };
-	RTRY(cudaMemcpyAsync(w.buf[0], own, nb, cudaMemcpyHostToDevice, w.s), "cudaMemcpy");
-	RTRY(cudaMemcpyAsync(w.buf[1], got, nb, cudaMemcpyHostToDevice, w.s), "cudaMemcpy");
-	RTRY(cudaMemsetAsync(w.buf[3], 0, 8, w.s), "cudaMemset");
+	SDC_CUDA_TRY(cudaMemcpyAsync(w.buf[0], own, nb, cudaMemcpyHostToDevice, w.s), "cudaMemcpy");
+	SDC_CUDA_TRY(cudaMemcpyAsync(w.buf[1], got, nb, cudaMemcpyHostToDevice, w.s), "cudaMemcpy");
+	SDC_CUDA_TRY(cudaMemsetAsync(w.buf[3], 0, 8, w.s), "cudaMemset");
 	k_check<<<blocks_for((uint64_t)n), 256, 0, w.s>>>(n, sdc_ring_salt(it), count, rsum, (const float *)w.buf[0],
 							   (const uint32_t *)w.buf[1], (float *)w.buf[2],
 							   (unsigned long long *)w.buf[3]);
 	crc_enqueue((const uint8_t *)w.buf[2], nb, &sc, &which, w.s);
-	RTRY(cudaGetLastError(), "the hop check kernels");
-	RTRY(cudaMemcpyAsync(dst, w.buf[2], nb, cudaMemcpyDeviceToHost, w.s), "cudaMemcpy");
-	RTRY(cudaMemcpyAsync(&bad, w.buf[3], 8, cudaMemcpyDeviceToHost, w.s), "cudaMemcpy");
-	RTRY(cudaMemcpyAsync(crc, sc.c[which], 4, cudaMemcpyDeviceToHost, w.s), "cudaMemcpy");
+	SDC_CUDA_TRY(cudaGetLastError(), "the hop check kernels");
+	SDC_CUDA_TRY(cudaMemcpyAsync(dst, w.buf[2], nb, cudaMemcpyDeviceToHost, w.s), "cudaMemcpy");
+	SDC_CUDA_TRY(cudaMemcpyAsync(&bad, w.buf[3], 8, cudaMemcpyDeviceToHost, w.s), "cudaMemcpy");
+	SDC_CUDA_TRY(cudaMemcpyAsync(crc, sc.c[which], 4, cudaMemcpyDeviceToHost, w.s), "cudaMemcpy");
 	if (sdc_cuda_wait(w.s, w.ev, timeout, "the hop check", err, errlen))
-		goto out;
+		goto fail;
 	*wrong = (int64_t)bad;
 	rc = 0;
-out:
-	rwork_free(&w);
+fail:
+	sdc_cuda_work_free(&w);
 	return rc;
 }
 
@@ -173,37 +126,37 @@ out:
 static int m_ring_bench(uint64_t bytes, int reps, double *crc_s, double *check_s, double timeout, char *err,
 			size_t errlen)
 {
-	struct rwork w;
+	struct sdc_cuda_work w;
 	const int64_t n = (int64_t)(bytes / 4);
 	const uint64_t np = pieces_of(bytes);
-	const uint64_t b[8] = { bytes, bytes, bytes, 8, np * 4, np * 8, np * 4, np * 8 };
+	const size_t b[8] = { bytes, bytes, bytes, 8, np * 4, np * 8, np * 4, np * 8 };
 	int which = 0, rc = -1;
-	if (rwork_init(&w, b, 8, true, err, errlen))
+	if (sdc_cuda_work_init(&w, b, 8, 1, err, errlen))
 		return -1;
 	struct crc_scratch sc = { { (uint32_t *)w.buf[4], (uint32_t *)w.buf[6] }, { (uint64_t *)w.buf[5], (uint64_t *)w.buf[7] } };
-	RTRY(cudaMemsetAsync(w.buf[0], 0x3c, bytes, w.s), "cudaMemset");
-	RTRY(cudaMemsetAsync(w.buf[1], 0x41, bytes, w.s), "cudaMemset");
+	SDC_CUDA_TRY(cudaMemsetAsync(w.buf[0], 0x3c, bytes, w.s), "cudaMemset");
+	SDC_CUDA_TRY(cudaMemsetAsync(w.buf[1], 0x41, bytes, w.s), "cudaMemset");
 	for (int who = 0; who < 2; who++) {
 		for (int r = -1; r < reps; r++) {
 			if (r == 0)
-				RTRY(cudaEventRecord(w.t0, w.s), "cudaEventRecord");
+				SDC_CUDA_TRY(cudaEventRecord(w.t0, w.s), "cudaEventRecord");
 			if (who)
 				k_check<<<blocks_for((uint64_t)n), 256, 0, w.s>>>(n, 1, 2, 1, (const float *)w.buf[0],
 										   (const uint32_t *)w.buf[1], (float *)w.buf[2],
 										   (unsigned long long *)w.buf[3]);
 			crc_enqueue((const uint8_t *)w.buf[who ? 2 : 0], bytes, &sc, &which, w.s);
 		}
-		RTRY(cudaGetLastError(), "the hop check kernels");
-		RTRY(cudaEventRecord(w.t1, w.s), "cudaEventRecord");
+		SDC_CUDA_TRY(cudaGetLastError(), "the hop check kernels");
+		SDC_CUDA_TRY(cudaEventRecord(w.t1, w.s), "cudaEventRecord");
 		if (sdc_cuda_poll(w.t1, timeout, "the hop check benchmark", err, errlen))
-			goto out;
+			goto fail;
 		float ms = 0;
-		RTRY(cudaEventElapsedTime(&ms, w.t0, w.t1), "cudaEventElapsedTime");
+		SDC_CUDA_TRY(cudaEventElapsedTime(&ms, w.t0, w.t1), "cudaEventElapsedTime");
 		*(who ? check_s : crc_s) = ms / 1e3 / reps;
 	}
 	rc = 0;
-out:
-	rwork_free(&w);
+fail:
+	sdc_cuda_work_free(&w);
 	return rc;
 }
 

@@ -84,92 +84,45 @@ static void launch_xgemm(int m, int n, int k, const float *a, const float *b, fl
 	k_xgemm<<<grid, 256, 0, s>>>(m, n, k, a, k, b, n, c, n);
 }
 
-/* Device buffers, a stream and an event, freed together. */
-struct xwork {
-	void *buf[4];
-	cudaStream_t s;
-	cudaEvent_t ev, t0, t1;
-	cublasHandle_t blas;
-};
-
-static void xwork_free(struct xwork *w)
-{
-	for (int i = 0; i < 4; i++)
-		if (w->buf[i])
-			cudaFree(w->buf[i]);
-	if (w->blas)
-		cublasDestroy(w->blas);
-	if (w->t1)
-		cudaEventDestroy(w->t1);
-	if (w->t0)
-		cudaEventDestroy(w->t0);
-	if (w->ev)
-		cudaEventDestroy(w->ev);
-	if (w->s)
-		cudaStreamDestroy(w->s);
-}
-
-#define XTRY(call, what)                                                                                       \
-	do {                                                                                                   \
-		const cudaError_t e_ = (call);                                                                 \
-		if (e_ != cudaSuccess) {                                                                       \
-			sdc_cuda_error(err, errlen, what, e_);                                                 \
-			goto fail;                                                                             \
-		}                                                                                              \
-	} while (0)
-
-static int xwork_init(struct xwork *w, const size_t *bytes, int nbuf, char *err, size_t errlen)
-{
-	memset(w, 0, sizeof(*w));
-	XTRY(cudaStreamCreateWithFlags(&w->s, cudaStreamNonBlocking), "cudaStreamCreate");
-	XTRY(cudaEventCreateWithFlags(&w->ev, cudaEventDisableTiming), "cudaEventCreate");
-	for (int i = 0; i < nbuf; i++)
-		XTRY(cudaMalloc(&w->buf[i], bytes[i]), "cudaMalloc");
-	return 0;
-fail:
-	xwork_free(w);
-	return -1;
-}
-
 static int m_xgemm(int m, int n, int k, const float *a, const float *b, float *c, double timeout, char *err,
 		   size_t errlen)
 {
-	struct xwork w;
+	struct sdc_cuda_work w;
 	const size_t bytes[3] = { (size_t)m * k * 4, (size_t)k * n * 4, (size_t)m * n * 4 };
-	if (xwork_init(&w, bytes, 3, err, errlen))
+	if (sdc_cuda_work_init(&w, bytes, 3, 0, err, errlen))
 		return -1;
-	XTRY(cudaMemcpyAsync(w.buf[0], a, bytes[0], cudaMemcpyHostToDevice, w.s), "cudaMemcpy A");
-	XTRY(cudaMemcpyAsync(w.buf[1], b, bytes[1], cudaMemcpyHostToDevice, w.s), "cudaMemcpy B");
+	SDC_CUDA_TRY(cudaMemcpyAsync(w.buf[0], a, bytes[0], cudaMemcpyHostToDevice, w.s), "cudaMemcpy A");
+	SDC_CUDA_TRY(cudaMemcpyAsync(w.buf[1], b, bytes[1], cudaMemcpyHostToDevice, w.s), "cudaMemcpy B");
 	launch_xgemm(m, n, k, (const float *)w.buf[0], (const float *)w.buf[1], (float *)w.buf[2], w.s);
-	XTRY(cudaGetLastError(), "the exact GEMM kernel");
-	XTRY(cudaMemcpyAsync(c, w.buf[2], bytes[2], cudaMemcpyDeviceToHost, w.s), "cudaMemcpy C");
+	SDC_CUDA_TRY(cudaGetLastError(), "the exact GEMM kernel");
+	SDC_CUDA_TRY(cudaMemcpyAsync(c, w.buf[2], bytes[2], cudaMemcpyDeviceToHost, w.s), "cudaMemcpy C");
 	if (sdc_cuda_wait(w.s, w.ev, timeout, "the exact GEMM", err, errlen))
 		goto fail;
-	xwork_free(&w);
+	sdc_cuda_work_free(&w);
 	return 0;
 fail:
-	xwork_free(&w);
+	sdc_cuda_work_free(&w);
 	return -1;
 }
 
 static int m_xmath(int n, const double *x, double *e, double *l, double timeout, char *err, size_t errlen)
 {
-	struct xwork w;
+	struct sdc_cuda_work w;
 	const size_t bytes[3] = { (size_t)n * 8, (size_t)n * 8, (size_t)n * 8 };
-	if (xwork_init(&w, bytes, 3, err, errlen))
+	if (sdc_cuda_work_init(&w, bytes, 3, 0, err, errlen))
 		return -1;
-	XTRY(cudaMemcpyAsync(w.buf[0], x, bytes[0], cudaMemcpyHostToDevice, w.s), "cudaMemcpy x");
+	SDC_CUDA_TRY(cudaMemcpyAsync(w.buf[0], x, bytes[0], cudaMemcpyHostToDevice, w.s), "cudaMemcpy x");
 	k_xmath<<<(unsigned)((n + 255) / 256), 256, 0, w.s>>>(n, (const double *)w.buf[0], (double *)w.buf[1],
 							      (double *)w.buf[2]);
-	XTRY(cudaGetLastError(), "the exp/log kernel");
-	XTRY(cudaMemcpyAsync(e, w.buf[1], bytes[1], cudaMemcpyDeviceToHost, w.s), "cudaMemcpy exp");
-	XTRY(cudaMemcpyAsync(l, w.buf[2], bytes[2], cudaMemcpyDeviceToHost, w.s), "cudaMemcpy log");
+	SDC_CUDA_TRY(cudaGetLastError(), "the exp/log kernel");
+	SDC_CUDA_TRY(cudaMemcpyAsync(e, w.buf[1], bytes[1], cudaMemcpyDeviceToHost, w.s), "cudaMemcpy exp");
+	SDC_CUDA_TRY(cudaMemcpyAsync(l, w.buf[2], bytes[2], cudaMemcpyDeviceToHost, w.s), "cudaMemcpy log");
 	if (sdc_cuda_wait(w.s, w.ev, timeout, "exp and log", err, errlen))
 		goto fail;
-	xwork_free(&w);
+	sdc_cuda_work_free(&w);
 	return 0;
 fail:
-	xwork_free(&w);
+	sdc_cuda_work_free(&w);
 	return -1;
 }
 
@@ -189,16 +142,15 @@ __global__ void k_fill(float *p, size_t n, uint32_t seed)
  */
 static int m_xgemm_bench(int n, int reps, double *exact_s, double *sgemm_s, double timeout, char *err, size_t errlen)
 {
-	struct xwork w;
+	struct sdc_cuda_work w;
+	cublasHandle_t blas = NULL;
 	const size_t bytes[3] = { (size_t)n * n * 4, (size_t)n * n * 4, (size_t)n * n * 4 };
 	float *a, *b, *c;
 	const float one = 1.0f, zero = 0.0f;
-	if (xwork_init(&w, bytes, 3, err, errlen))
+	if (sdc_cuda_work_init(&w, bytes, 3, 1, err, errlen))
 		return -1;
 	a = (float *)w.buf[0], b = (float *)w.buf[1], c = (float *)w.buf[2];
-	XTRY(cudaEventCreate(&w.t0), "cudaEventCreate");
-	XTRY(cudaEventCreate(&w.t1), "cudaEventCreate");
-	if (cublasCreate(&w.blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(w.blas, w.s) != CUBLAS_STATUS_SUCCESS) {
+	if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(blas, w.s) != CUBLAS_STATUS_SUCCESS) {
 		snprintf(err, errlen, "cublasCreate failed");
 		goto fail;
 	}
@@ -209,29 +161,33 @@ static int m_xgemm_bench(int n, int reps, double *exact_s, double *sgemm_s, doub
 		for (int who = 0; who < 2; who++) {
 			for (int r = -1; r < reps; r++) {
 				if (r == 0)
-					XTRY(cudaEventRecord(w.t0, w.s), "cudaEventRecord");
+					SDC_CUDA_TRY(cudaEventRecord(w.t0, w.s), "cudaEventRecord");
 				if (!who)
 					launch_xgemm(n, n, n, a, b, c, w.s);
-				else if (cublasSgemm(w.blas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, n, a, n, &zero, c, n) !=
+				else if (cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, n, a, n, &zero, c, n) !=
 					 CUBLAS_STATUS_SUCCESS) {
 					snprintf(err, errlen, "cublasSgemm failed");
 					goto fail;
 				}
 			}
-			XTRY(cudaGetLastError(), who ? "cublasSgemm" : "the exact GEMM kernel");
-			XTRY(cudaEventRecord(w.t1, w.s), "cudaEventRecord");
+			SDC_CUDA_TRY(cudaGetLastError(), who ? "cublasSgemm" : "the exact GEMM kernel");
+			SDC_CUDA_TRY(cudaEventRecord(w.t1, w.s), "cudaEventRecord");
 			if (sdc_cuda_poll(w.t1, timeout, who ? "cublasSgemm" : "the exact GEMM", err, errlen))
 				goto fail;
 			float ms = 0;
-			XTRY(cudaEventElapsedTime(&ms, w.t0, w.t1), "cudaEventElapsedTime");
+			SDC_CUDA_TRY(cudaEventElapsedTime(&ms, w.t0, w.t1), "cudaEventElapsedTime");
 			double *best = who ? sgemm_s : exact_s;
 			if (ms / 1e3 / reps < *best)
 				*best = ms / 1e3 / reps;
 		}
-	xwork_free(&w);
+	if (blas)
+		cublasDestroy(blas);
+	sdc_cuda_work_free(&w);
 	return 0;
 fail:
-	xwork_free(&w);
+	if (blas)
+		cublasDestroy(blas);
+	sdc_cuda_work_free(&w);
 	return -1;
 }
 

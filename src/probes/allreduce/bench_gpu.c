@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench.h"
 #include "base/rng.h"
 #include "command.h"
 #include "gpu.h"
@@ -129,17 +130,13 @@ static int hops_main(struct sdc_cmd *cmd)
 	int64_t bad = check_crc(m, first, sizeof(first), err, sizeof(err));
 	if (bad < 0)
 		goto fail;
-	printf("bits: CRC32C of 10 buffers (0 B to 16 MiB, odd lengths) against this CPU's: %s%s%s\n",
-	       bad ? "DIFFERENT, " : "the same", bad ? first : "", bad ? "  MISSED" : "");
-	met &= !bad;
-	json_object_set_new(out, "crc_differing", json_integer(bad));
+	sdc_bench_bits("CRC32C of 10 buffers (0 B to 16 MiB, odd lengths)", "the same", bad, first, out, "crc_differing",
+		       &met);
 	bad = check_hop(m, 3000017, first, sizeof(first), err, sizeof(err));
 	if (bad < 0)
 		goto fail;
-	printf("bits: a hop's check (3000017 elements, 7 wrong) against this CPU's: %s%s%s\n",
-	       bad ? "DIFFERENT, " : "the same count, sums and CRC32C", bad ? first : "", bad ? "  MISSED" : "");
-	met &= !bad;
-	json_object_set_new(out, "hop_differing", json_integer(bad));
+	sdc_bench_bits("a hop's check (3000017 elements, 7 wrong)", "the same count, sums and CRC32C", bad, first, out,
+		       "hop_differing", &met);
 	printf("\nOn device buffers (best of the reps back to back):\n       bytes   CRC32C GB/s   check+CRC GB/s\n");
 	for (int64_t bytes = 1 << 20; bytes <= o->max_bytes; bytes *= 4) {
 		double tc = 0, tk = 0;

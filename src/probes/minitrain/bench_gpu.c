@@ -141,17 +141,12 @@ int sdc_minitrain_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const stru
 	long bad = check_gemm(m, 67, 131, 77, 67, first, sizeof(first), err, sizeof(err));
 	if (bad < 0)
 		goto fail;
-	printf("bits: exact GEMM 67 x 131 x 77 (tile edges), every element against this CPU's: %s%s%s\n",
-	       bad ? "DIFFERENT, " : "the same", bad ? first : "", bad ? "  MISSED" : "");
-	met &= !bad;
-	json_object_set_new(out, "edges_differing", json_integer(bad));
+	sdc_bench_bits("exact GEMM 67 x 131 x 77 (tile edges), every element", "the same", bad, first, out,
+		       "edges_differing", &met);
 	bad = check_math(m, first, sizeof(first), err, sizeof(err));
 	if (bad < 0)
 		goto fail;
-	printf("bits: exp and log of 8192 values against this CPU's: %s%s%s\n", bad ? "DIFFERENT, " : "the same",
-	       bad ? first : "", bad ? "  MISSED" : "");
-	met &= !bad;
-	json_object_set_new(out, "math_differing", json_integer(bad));
+	sdc_bench_bits("exp and log of 8192 values", "the same", bad, first, out, "math_differing", &met);
 	printf("\nGEMM, square n (bits: against this CPU's exact kernel, all rows up to 1024, else the first and "
 	       "last 8;\nspeed: best of three turns of back-to-back GEMMs; target: exact >= %.0f%% of cuBLAS sgemm)\n"
 	       "    n  bits       exact GFLOP/s  sgemm GFLOP/s  exact/sgemm  target\n",

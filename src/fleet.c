@@ -465,7 +465,7 @@ static void gone(MPI_Request *reqs, bool *live, int p, bool failed, bool tell)
 		notice_send(p, live);
 }
 
-int sdc_fleet_alltoall(const struct sdc_fleet_part *send, const struct sdc_fleet_part *recv, bool *live, int tag,
+int sdc_fleet_alltoall(const struct sdc_fleet_part *send, struct sdc_fleet_part *recv, bool *live, int tag,
 		       double timeout)
 {
 	const int P = sdc_fleet.size, me = sdc_fleet.rank;
@@ -495,15 +495,20 @@ int sdc_fleet_alltoall(const struct sdc_fleet_part *send, const struct sdc_fleet
 			for (int i = 0; i < 2 && live[p]; i++) {
 				if (r[2 * p + i] == MPI_REQUEST_NULL)
 					continue;
-				int flag = 0;
-				if (watched_test(&r[2 * p + i], &flag, i ? p : -1, i ? -1 : p) != MPI_SUCCESS) {
+				int flag = 0, got = 0;
+				MPI_Status st;
+				if ((i ? watched_test(&r[2 * p + i], &flag, p, -1)
+				       : watched_test_status(&r[2 * p + i], &flag, &st)) != MPI_SUCCESS) {
 					gone(r, live, p, true, true);
 					newly++;
-				} else {
-					done &= flag != 0;
-					if (flag && heard)
-						heard[p] = sdc_now();
+					continue;
 				}
+				done &= flag != 0;
+				if (flag && heard)
+					heard[p] = sdc_now();
+				/* what arrived, not what there was room for */
+				if (flag && !i)
+					recv[p].bytes = MPI_Get_count(&st, MPI_BYTE, &got) == MPI_SUCCESS ? got : 0;
 			}
 		for (int32_t n; (n = notice_poll()) >= 0;) {
 			const int p = n & ~NOTICE_LEFT;
@@ -664,7 +669,7 @@ int sdc_fleet_allgather(const void *in, int bytes, void *out, double timeout)
 	return 0;
 }
 
-int sdc_fleet_alltoall(const struct sdc_fleet_part *send, const struct sdc_fleet_part *recv, bool *live, int tag,
+int sdc_fleet_alltoall(const struct sdc_fleet_part *send, struct sdc_fleet_part *recv, bool *live, int tag,
 		       double timeout)
 {
 	(void)send, (void)recv, (void)live, (void)tag, (void)timeout;

@@ -71,7 +71,7 @@ int sdc_fleet_allgather(const void *in, int bytes, void *out, double timeout);
 int sdc_fleet_sum_u64(uint64_t *v, double timeout);
 /*
  * One exchange among the ranks still taking part (live[r]): send[r] to every other live rank r and
- * recv[r] (its capacity) from each, all posted at once and waited for with one deadline, for
+ * recv[r] (its capacity; on return recv[r].bytes is what arrived) from each, all posted at once and waited for with one deadline, for
  * probes whose members may be lost mid-run (ecparity). A rank that fails or does not complete in
  * time (nothing from it, data or heartbeat, for timeout seconds: a rank blocked behind a lost one
  * keeps beating) is marked gone in live[] and every live rank is told (a notice), so none of them
@@ -79,7 +79,7 @@ int sdc_fleet_sum_u64(uint64_t *v, double timeout);
  * abandoned receive is cancelled, so a late message cannot land in a buffer used since.
  * Returns the ranks newly marked gone, or -1 when a notice says this rank is gone (cut off).
  */
-int sdc_fleet_alltoall(const struct sdc_fleet_part *send, const struct sdc_fleet_part *recv, bool *live, int tag,
+int sdc_fleet_alltoall(const struct sdc_fleet_part *send, struct sdc_fleet_part *recv, bool *live, int tag,
 		       double timeout);
 /* Says to every live rank that this one is there, at most once a period (seconds), and takes in
  * theirs: sdc_fleet_alltoall calls it while it waits, and a rank computing longer than a fraction

@@ -192,6 +192,8 @@ expect_grep mtbench out "^bits: exp and log of 8192 values against this CPU's: t
 expect_grep mtbench err "the fake GPU module has no GPU to time"
 FAKE_GPU_XGEMM_BUG=1 "$SDCSCAN" bench minitrain --gpus 0 --sizes 64 >"$TMP/mtbug.out" 2>"$TMP/mtbug.err"
 expect_grep mtbug out "^bits: exact GEMM 67 x 131 x 77 (tile edges), every element against this CPU's: DIFFERENT, C\[1\]\[2\]: expected 0x[0-9a-f]*, actual 0x[0-9a-f]*, xor 0x[0-9a-f]*  MISSED"
+FAKE_GPU_XMATH_BUG=1 "$SDCSCAN" bench minitrain --gpus 0 --sizes 64 >"$TMP/mtexp.out" 2>"$TMP/mtexp.err"
+expect_grep mtexp out "^bits: exp and log of 8192 values against this CPU's: DIFFERENT, exp(.*): CPU .*, GPU .*  MISSED"
 expect_exit 3 mtjson "$SDCSCAN" bench minitrain --json "$TMP/mt.json"
 expect_grep mtjson err "only the GPU benchmark (--gpus) writes a report"
 
@@ -204,6 +206,9 @@ expect_grep hops err "the fake GPU module has no GPU to time"
 FAKE_GPU_CRC_BUG=1 "$SDCSCAN" bench ring-hops --gpus 0 >"$TMP/hopsbug.out" 2>"$TMP/hopsbug.err"
 expect_grep hopsbug out "^bits: CRC32C of 10 buffers .*: DIFFERENT, 257 bytes: expected 0x[0-9a-f]*, actual 0x[0-9a-f]*  MISSED"
 expect_grep hopsbug out "^bits: a hop's check .*: DIFFERENT, CRC32C of the sums: CPU 0x[0-9a-f]*, GPU 0x[0-9a-f]*  MISSED"
+FAKE_GPU_HOP_BUG=1 "$SDCSCAN" bench ring-hops --gpus 0 >"$TMP/hopcount.out" 2>"$TMP/hopcount.err"
+expect_grep hopcount out "^bits: CRC32C of 10 buffers .*: the same$"
+expect_grep hopcount out "^bits: a hop's check .*: DIFFERENT, wrong elements: CPU 7, GPU 6  MISSED"
 expect_exit 3 hopsnogpu "$SDCSCAN" bench ring-hops
 expect_grep hopsnogpu err "it needs --gpus"
 

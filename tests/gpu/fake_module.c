@@ -20,6 +20,8 @@
  *                         kernel built with contraction)
  *
  *   FAKE_GPU_CRC_BUG=1    the GPU's CRC32C joins its pieces wrong (the pieces' lengths swapped)
+ *   FAKE_GPU_XMATH_BUG=1  exp is libm's, not the exact class's (a port that called the library)
+ *   FAKE_GPU_HOP_BUG=1    the hop check misses the last wrong element it meets
  *
  * The exact class (xgemm, xmath) and the hop checks (crc32c, ring_check) are the device code's
  * host twins: the same xops.h and ring_hd.h functions, over every index as the kernels' threads.
@@ -581,8 +583,9 @@ static int fake_xgemm(int m, int n, int k, const float *a, const float *b, float
 static int fake_xmath(int n, const double *x, double *e, double *l, double timeout, char *err, size_t errlen)
 {
 	(void)timeout, (void)err, (void)errlen;
+	const char *bug = getenv("FAKE_GPU_XMATH_BUG");
 	for (int i = 0; i < n; i++)
-		e[i] = sdc_xexp(x[i]), l[i] = sdc_xlog(x[i]);
+		e[i] = bug && *bug == '1' ? exp(x[i]) : sdc_xexp(x[i]), l[i] = sdc_xlog(x[i]);
 	return 0;
 }
 
@@ -626,12 +629,17 @@ static int fake_ring_check(int64_t n, uint64_t it, int count, int rsum, const fl
 			   int64_t *wrong, uint32_t *crc, double timeout, char *err, size_t errlen)
 {
 	const uint32_t salt = sdc_ring_salt(it);
+	const char *bug = getenv("FAKE_GPU_HOP_BUG");
+	int64_t last = -1;
 	*wrong = 0;
 	for (int64_t i = 0; i < n; i++) {
 		int8_t f, g;
 		sdc_ring_term(i, salt, &f, &g);
-		*wrong += sdc_ring_check_add_one(&dst[i], own[i], got[i], f, g, count, rsum);
+		if (sdc_ring_check_add_one(&dst[i], own[i], got[i], f, g, count, rsum))
+			(*wrong)++, last = i;
 	}
+	if (bug && *bug == '1' && last >= 0)
+		(*wrong)--;
 	return fake_crc32c(dst, (uint64_t)n * 4, crc, timeout, err, errlen);
 }
 

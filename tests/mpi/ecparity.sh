@@ -3,7 +3,8 @@
 # parity exact (no finding in over a million group verifications); each fault kind is found and
 # located at its rank, entry, word and bit, once; a rank taken away (--inject L) or killed mid-run
 # (SIGKILL) has its server rebuilt on the next rank from the parities, bit for bit against a replay,
-# while the others go on training; a bad layout is refused with exit 3 on every rank.
+# while the others go on training; a peer's count that does not match its bytes is refused, naming
+# it; a bad layout is refused with exit 3 on every rank.
 # usage: ecparity.sh SDCSCAN
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
@@ -32,6 +33,9 @@ grep -q "rank 3 cpu0 iteration 3: update-corrupt at U\[[0-9]*\]\[2\]: .* xor 0x0
 	fail "faults: U not named on rank 3"
 grep -q "iteration 4: difference-corrupt at M\[[0-9]*\]\[3\]: .* xor 0x00000200; .*failed its CRC32C from rank 1 " \
 	"$TMP/f.out" || fail "faults: M not named as rank 1's link"
+# (rank 0 found nothing itself: the job's verdict line names the first rank that did)
+grep -q "^CRITICAL: rank 1 (.*): cpu0 ecparity adagrad-d32-ranks: 1 corrupt result" "$TMP/f.out" ||
+	fail "faults: the verdict line does not name rank 1: $(grep "^[A-Z]*: " "$TMP/f.out")"
 m_rank=$(grep -o "rank [0-9] cpu0 iteration 4: difference" "$TMP/f.out" | cut -c6)
 [ "$(json_get "$TMP/f.json" "sorted((k['rank'], f['target'], f['iteration']) for k in r['fleet']['ranks'] for f in k['findings']) == sorted([(1, 'E', 1), (2, 'O', 2), (3, 'U', 3), ($m_rank, 'M', 4)])")" = True ] ||
 	fail "faults: not exactly one finding a fault: $(json_get "$TMP/f.json" "[(k['rank'], f['kind']) for k in r['fleet']['ranks'] for f in k['findings']]")"
@@ -87,6 +91,16 @@ grep -q "rank 3 (.*) sent no results" "$K.out" || fail "kill: rank 3 not named"
 	fail "kill: training did not go on after the rebuild"
 [ "$(json_get "$K.json" "sum(len(k['findings']) for k in r['fleet']['ranks']) + len([f for f in r['findings'] if f['probe'] == 'ecparity'])")" = 0 ] ||
 	fail "kill: corruption findings after the rebuild"
+
+# A peer whose bytes are wrong (SDCSCAN_TEST_EC_OVERCOUNT=2: rank 2 says one message more than it
+# sends): every other rank refuses them, naming rank 2, UNKNOWN; nothing is read past what arrived.
+: > "$TMP/oc.codes"
+$MPIRUN --enable-recovery -x SDCSCAN_TEST_EC_OVERCOUNT=2 sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$TMP/oc.codes" \
+	sh "$SDCSCAN" $EC $SMALL > "$TMP/oc.out" 2>&1
+[ "$(grep -v "^2 " "$TMP/oc.codes" | awk '{print $2}' | sort -u)" = 3 ] || fail "overcount: exit codes $(cat "$TMP/oc.codes")"
+[ "$(grep -c "rank 2 (.*) said it sent [0-9]* messages and sent fewer: refused" "$TMP/oc.out")" -ge 3 ] ||
+	fail "overcount: not refused by every other rank: $(grep -v "^ " "$TMP/oc.out" | head -5)"
+if grep -q "corrupt" "$TMP/oc.out"; then fail "overcount: a corruption finding from a peer's bad count"; fi
 
 # A layout the ranks cannot make: refused on every rank.
 each_rank "$TMP/k3.codes" $EC --set ecparity.k=3 --duration 1 > "$TMP/k3.out" 2>&1

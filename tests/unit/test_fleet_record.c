@@ -30,6 +30,12 @@ int main(void)
 	json_t *r = sdc_fleet_rank_record(good, strlen(good), 2, why, sizeof(why));
 	CHECK_MSG(r != NULL, "a well-formed record refused: %s", why);
 	json_decref(r);
+	/* a rank's ecparity rebuild rides along (fleet_vote.c) */
+	char with_env[2048];
+	edited(with_env, sizeof(with_env), "\"summary\"", "\"environment\": {\"ecparity\": {\"rebuild\": {}}}, \"summary\"");
+	r = sdc_fleet_rank_record(with_env, strlen(with_env), 2, why, sizeof(why));
+	CHECK_MSG(r != NULL, "a record with an ecparity environment refused: %s", why);
+	json_decref(r);
 	CHECK(!sdc_fleet_rank_record(good, strlen(good), 3, why, sizeof(why)) && strstr(why, "rank 2"));
 	static const struct {
 		const char *from, *to, *why;
@@ -40,6 +46,8 @@ int main(void)
 		{ "\"row\": 1", "\"row\": null", "findings[0] has no integer row" },
 		{ "\"results\": [", "\"results\": 5, \"x\": [", "no results list" },
 		{ "\"host\": \"n2\"", "\"hostname\": \"n2\"", "no string host" },
+		{ "\"summary\"", "\"environment\": [1], \"summary\"", "its environment is not an object" },
+		{ "\"summary\"", "\"environment\": {\"ecparity\": 3}, \"summary\"", "with an ecparity object" },
 	};
 	char buf[2048];
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -139,4 +139,45 @@ SDC_HD int sdc_ring_check_add_one(float *dst, float own, uint32_t got, int8_t f,
 	return u != got;
 }
 
+/*
+ * NCCL's native collectives on the same data (the allreduce probe's nccl variant): what rank r of
+ * P puts in and what every output element must be, with cn = n / P elements a chunk. 'A'
+ * all-reduce: in n, out n; 'R' reduce-scatter: in n, out chunk r; 'G' all-gather: in chunk r,
+ * out n (chunk q from rank q). Inputs are rank r's values f + r g at their place in the whole
+ * vector, so an all-gather's output is every rank's own value at each place.
+ */
+SDC_HD int64_t sdc_coll_in_count(char op, int64_t n, int P)
+{
+	return op == 'G' ? n / P : n;
+}
+SDC_HD int64_t sdc_coll_out_count(char op, int64_t n, int P)
+{
+	return op == 'R' ? n / P : n;
+}
+/* Input element i of rank r: rank r's value at its place (all-gather: i + r cn). */
+SDC_HD float sdc_coll_input(char op, int64_t i, int r, int P, int64_t n, uint32_t salt)
+{
+	const int64_t at = op == 'G' ? i + (int64_t)r * (n / P) : i;
+	int8_t f, g;
+	sdc_ring_term(at, salt, &f, &g);
+	return (float)(f + r * g); /* |f + r g| <= 8 + 2 r: an exact integer in fp32 */
+}
+/* Output element i of rank r: the sum over every rank (all-reduce; reduce-scatter at i + r cn),
+ * or the one rank whose chunk it lies in (all-gather). */
+SDC_HD float sdc_coll_expect(char op, int64_t i, int r, int P, int64_t n, uint32_t salt)
+{
+	const int64_t cn = n / P, at = op == 'R' ? i + (int64_t)r * cn : i;
+	int8_t f, g;
+	sdc_ring_term(at, salt, &f, &g);
+	if (op == 'G')
+		return sdc_ring_expect(1, (int)(i / cn), f, g);
+	return sdc_ring_expect(P, P * (P - 1) / 2, f, g);
+}
+/* nccl-tests' busbw factor (doc/PERFORMANCE.md): all-reduce 2(n-1)/n, reduce-scatter and
+ * all-gather (n-1)/n, where their algbw counts the whole vector's bytes. */
+SDC_HD double sdc_coll_bus_factor(char op, int P)
+{
+	return (op == 'A' ? 2.0 : 1.0) * (P - 1) / P;
+}
+
 #endif

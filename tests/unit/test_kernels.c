@@ -334,6 +334,43 @@ static void check_ring_twins(void)
 		}
 }
 
+/*
+ * NCCL's native collectives' data (ring_hd.h, what the GPU and the fake module check against): each
+ * rank's inputs summed in int64 as each collective defines its output, against sdc_coll_expect, bit
+ * for bit; and nccl-tests' busbw factors (doc/PERFORMANCE.md) for 8 ranks.
+ */
+static void check_collectives(void)
+{
+	static const char ops[] = { 'A', 'R', 'G' };
+	static const int ranks[] = { 2, 3, 8, 61 };
+	for (size_t o = 0; o < 3; o++)
+		for (size_t pi = 0; pi < sizeof(ranks) / sizeof(ranks[0]); pi++) {
+			const int P = ranks[pi];
+			const int64_t n = (int64_t)P * 37;
+			const int64_t cn = n / P;
+			const char op = ops[o];
+			const uint32_t salt = sdc_ring_salt((uint64_t)P * 5 + o);
+			CHECK(sdc_coll_in_count(op, n, P) == (op == 'G' ? cn : n) &&
+			      sdc_coll_out_count(op, n, P) == (op == 'R' ? cn : n));
+			int64_t bad = 0;
+			for (int r = 0; r < P; r += P / 3 + 1)
+				for (int64_t i = 0; i < sdc_coll_out_count(op, n, P); i++) {
+					int64_t want = 0;
+					if (op == 'G') /* chunk q of the output is rank q's input */
+						want = (int64_t)sdc_coll_input(op, i % cn, (int)(i / cn), P, n, salt);
+					else
+						for (int q = 0; q < P; q++)
+							want += (int64_t)sdc_coll_input(op, op == 'R' ? i + r * cn : i, q, P, n, salt);
+					const float e = sdc_coll_expect(op, i, r, P, n, salt), w = (float)want;
+					bad += memcmp(&e, &w, 4) != 0;
+				}
+			CHECK_MSG(!bad, "collective %c, %d ranks: %lld expected values differ from the inputs' sums", op, P,
+				  (long long)bad);
+		}
+	CHECK(sdc_coll_bus_factor('A', 8) == 1.75 && sdc_coll_bus_factor('R', 8) == 0.875 &&
+	      sdc_coll_bus_factor('G', 8) == 0.875);
+}
+
 int main(void)
 {
 	static const int shapes[][3] = { { 1, 1, 4 },   { 1, 16, 4 },    { 6, 64, 4 },   { 7, 65, 9 },
@@ -366,5 +403,6 @@ int main(void)
 	check_ring(300, 2896); /* the most ranks the kernels' fp32 arithmetic is exact for */
 	check_hop_attribution();
 	check_ring_twins();
+	check_collectives();
 	return check_done("test_kernels");
 }

@@ -20,7 +20,7 @@
 #include <mpi.h>
 #endif
 
-struct sdc_fleet sdc_fleet = { .rank = 0, .size = 1, .timeout = 30 };
+struct sdc_fleet sdc_fleet = { .rank = 0, .size = 1, .local_size = 1, .timeout = 30 };
 
 /* The task count the launcher or scheduler announced (0: none). */
 static long announced_tasks(const char **who)
@@ -202,6 +202,13 @@ int sdc_fleet_init(int *argc, char ***argv)
 		peer_failed = true;
 		return -1;
 	}
+	/* one rank per GPU: a rank's GPU is picked by its place among its host's ranks */
+	sdc_fleet.local_size = 0;
+	for (int r = 0; r < sdc_fleet.size; r++)
+		if (!strcmp(hosts[r], sdc_fleet.host)) {
+			sdc_fleet.local_rank += r < sdc_fleet.rank;
+			sdc_fleet.local_size++;
+		}
 	thread_multiple = provided >= MPI_THREAD_MULTIPLE;
 	if (thread_multiple) {
 		MPI_Comm_dup(comm, &ctl);

@@ -20,6 +20,7 @@
 struct sdc_fleet {
 	bool active; /* MPI initialised with more than zero ranks */
 	int rank, size;
+	int local_rank, local_size; /* this rank's place among the ranks on its host, and their count */
 	char host[64];
 	double timeout; /* seconds any one wait may take */
 };

@@ -270,17 +270,20 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* Whether device d runs variant v: its kind, and for a per-rank variant only the first such device. */
+/* Whether device d runs variant v: its kind, and for a per-rank variant one such device: the first,
+ * or on GPUs the one the rank's place on its host picks (one rank per GPU, as NCCL needs: two
+ * ranks on one GPU would be refused). */
 static bool runs_on(const struct sdc_run *run, const struct sdc_probe *p, const struct sdc_variant *v, int d)
 {
 	if (!(v->devices & (1u << run->devices[d].kind)))
 		return false;
 	if (!v->per_rank && !(p->needs & SDC_NEED_MPI))
 		return true;
-	for (int i = 0; i < d; i++)
+	int before = 0, all = 0;
+	for (int i = 0; i < run->ndevices; i++)
 		if (v->devices & (1u << run->devices[i].kind))
-			return false;
-	return true;
+			before += i < d, all++;
+	return before == (run->devices[d].kind == SDC_DEVICE_GPU ? sdc_fleet.local_rank % all : 0);
 }
 
 /* Results of a variant that did not run, one per device it would have run on; returns how many. */

@@ -19,7 +19,7 @@
 
 #include "base/hd.h"
 
-#define SDC_GPU_MODULE_ABI 3
+#define SDC_GPU_MODULE_ABI 4
 #define SDC_GPU_MODULE_SYMBOL "sdc_gpu_module"
 
 /* What the CUDA runtime says of one GPU. */
@@ -118,6 +118,17 @@ struct sdc_gpu_sm_replay {
 
 struct sdc_gpu_gemm;
 
+/* NCCL (kernels/cuda/nccl.cu): the unique id's size, and what one checked collective found. */
+#define SDC_GPU_NCCL_ID_BYTES 128
+struct sdc_gpu_comm;
+struct sdc_gpu_coll_result {
+	int64_t wrong;         /* output elements that are not their exact value */
+	int64_t first;         /* the first of them (-1: none) */
+	float got, expected;   /* its value and the exact one */
+	double seconds;        /* the collective alone, between events on its stream */
+	int timed_out;         /* the deadline passed: the communicator must be aborted */
+};
+
 struct sdc_gpu_module {
 	int abi;
 	const char *cuda_runtime; /* "13.0" */
@@ -181,6 +192,31 @@ struct sdc_gpu_module {
 	/* On bytes of device data, reps each: seconds per CRC32C pass, and per check with its CRC. */
 	int (*ring_bench)(uint64_t bytes, int reps, double *crc_s, double *check_s, double timeout, char *err,
 			  size_t errlen);
+
+	/* ---- NCCL's native collectives, checked exactly (kernels/ring_hd.h, kernels/cuda/nccl.cu) ----
+	 * libnccl.so.2 is opened at run time, so the module loads on hosts without it. */
+	/* NCCL's version ("2.28.9"), or NULL with why it cannot be used. */
+	const char *(*nccl_version)(char *why, size_t len);
+	/* ncclGetUniqueId: what one rank makes and the others are given (SDC_GPU_NCCL_ID_BYTES). */
+	int (*nccl_unique_id)(uint8_t *id, char *err, size_t errlen);
+	/* A non-blocking communicator (ncclCommInitRankConfig, blocking = 0) of nranks, this rank on the
+	 * calling thread's GPU, its initialisation polled until the deadline and aborted past it. algo
+	 * and proto (NULL or "": NCCL's choice) are NCCL_ALGO and NCCL_PROTO while it initialises (its
+	 * tuning reads them there); n: floats a collective moves, device buffers for them made here. */
+	struct sdc_gpu_comm *(*nccl_init)(const uint8_t *id, int nranks, int rank, const char *algo, const char *proto,
+					  int64_t n, double timeout, char *err, size_t errlen);
+	/* Frees it: ncclCommFinalize then ncclCommDestroy, or ncclCommAbort (abort: after a deadline,
+	 * when nothing on it may be waited for). */
+	void (*nccl_destroy)(struct sdc_gpu_comm *c, int abort);
+	/* One collective (op 'A' ncclAllReduce, 'R' ncclReduceScatter, 'G' ncclAllGather; counts as
+	 * ring_hd.h's sdc_coll_*) on iteration it's exact data, drawn on the device; its output checked
+	 * there. flip_el >= 0: that bit of that output element flipped before the check (a fault in GPU
+	 * memory). Every wait polled (ncclCommGetAsyncError, cudaStreamQuery) until the deadline. */
+	int (*nccl_collective)(struct sdc_gpu_comm *c, char op, uint64_t it, int64_t flip_el, int flip_bit,
+			       struct sdc_gpu_coll_result *res, double timeout, char *err, size_t errlen);
+	/* Whether the calling thread's GPU still runs a kernel within the deadline (after a collective
+	 * timed out: a stuck GPU is told from a peer that never came). */
+	int (*ping)(double timeout, char *err, size_t errlen);
 };
 
 typedef const struct sdc_gpu_module *(*sdc_gpu_module_fn)(void);

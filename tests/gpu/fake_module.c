@@ -23,6 +23,18 @@
  *   FAKE_GPU_XMATH_BUG=1  exp is libm's, not the exact class's (a port that called the library)
  *   FAKE_GPU_HOP_BUG=1    the hop check misses the last wrong element it meets
  *
+ *   NCCL, as MPI's collectives on host memory (the module is built with MPI where sdcscan is):
+ *   FAKE_GPU_NCCL=0       no NCCL library on this host
+ *   FAKE_GPU_NCCL_BUG=R,OP,ALGO,PROTO   on rank R the collective OP ('A', 'R' or 'G') of the path
+ *                         ALGO/PROTO gives output element 1 with bit 21 flipped (one of NCCL's
+ *                         kernels wrong, on one GPU: the paths not averaged together must show it)
+ *   FAKE_GPU_NCCL_REFUSE=ALGO/PROTO     every rank's communicator for that path fails to
+ *                         initialise (a protocol NCCL does not offer on this host)
+ *   FAKE_GPU_NCCL_HANG=R  rank R's GPU stops: its collectives never start and its ping never
+ *                         ends (both wait out the deadline)
+ *   Two ranks of one host on the same GPU are refused, as NCCL refuses them ("Using the same CUDA
+ *   device multiple times as different ranks of the same NCCL communicator is not supported").
+ *
  * The exact class (xgemm, xmath) and the hop checks (crc32c, ring_check) are the device code's
  * host twins: the same xops.h and ring_hd.h functions, over every index as the kernels' threads.
  */
@@ -32,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "kernels/abft_ref.h"
 #include "kernels/gemm_data.h"
@@ -39,6 +52,12 @@
 #include "kernels/half.h"
 #include "kernels/ring_hd.h"
 #include "kernels/xops.h"
+#include "sdc_config.h"
+
+#if HAVE_MPI
+#include <mpi.h>
+#include <unistd.h>
+#endif
 
 #define SMS 8
 
@@ -651,6 +670,200 @@ static int fake_ring_bench(uint64_t bytes, int reps, double *crc_s, double *chec
 	return -1;
 }
 
+/* ---- NCCL's collectives, as MPI's on host memory ---- */
+
+#if HAVE_MPI
+struct sdc_gpu_comm {
+	MPI_Comm comm;
+	int P, rank;
+	int64_t n;
+	float *in, *out;
+	char algo[16], proto[16];
+};
+
+static double fake_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static bool this_rank_hangs(int rank)
+{
+	const char *h = getenv("FAKE_GPU_NCCL_HANG");
+	return h && *h && atoi(h) == rank;
+}
+
+static int world_rank(void)
+{
+	int r = -1;
+	MPI_Comm_rank(MPI_COMM_WORLD, &r);
+	return r;
+}
+
+static const char *fake_nccl_version(char *why, size_t len)
+{
+	const char *v = getenv("FAKE_GPU_NCCL");
+	if (v && !strcmp(v, "0")) {
+		snprintf(why, len, "NCCL cannot be loaded: libnccl.so.2: cannot open shared object file (fake)");
+		return NULL;
+	}
+	return "fake 2.28 (MPI)";
+}
+
+static int fake_nccl_unique_id(uint8_t *id, char *err, size_t errlen)
+{
+	if (!fake_nccl_version(err, errlen))
+		return -1;
+	/* different on every call and every rank, so the ranks must be given the one rank 0 made */
+	static unsigned calls;
+	memset(id, 0, SDC_GPU_NCCL_ID_BYTES);
+	const uint64_t v[2] = { (uint64_t)getpid() << 20 ^ ++calls, (uint64_t)fake_now() };
+	memcpy(id, v, sizeof(v));
+	return 0;
+}
+
+static void fake_nccl_destroy(struct sdc_gpu_comm *c, int abort)
+{
+	if (!c)
+		return;
+	if (!abort) /* (after a deadline a collective may still be posted on it: left as it is) */
+		MPI_Comm_free(&c->comm);
+	free(c->in), free(c->out), free(c);
+}
+
+static struct sdc_gpu_comm *fake_nccl_init(const uint8_t *id, int nranks, int rank, const char *algo,
+					   const char *proto, int64_t n, double timeout, char *err, size_t errlen)
+{
+	(void)timeout;
+	if (!fake_nccl_version(err, errlen))
+		return NULL;
+	struct sdc_gpu_comm *c = calloc(1, sizeof(*c));
+	if (!c || !(c->in = malloc((size_t)n * 4)) || !(c->out = malloc((size_t)n * 4))) {
+		if (c)
+			free(c->in), free(c);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	c->P = nranks, c->rank = rank, c->n = n;
+	snprintf(c->algo, sizeof(c->algo), "%s", algo ? algo : "");
+	snprintf(c->proto, sizeof(c->proto), "%s", proto ? proto : "");
+	MPI_Comm_dup(MPI_COMM_WORLD, &c->comm);
+	/* every rank must hold the same unique id (the one rank 0 made), as NCCL needs */
+	uint64_t mine[2], lo[2], hi[2];
+	memcpy(mine, id, sizeof(mine));
+	MPI_Allreduce(mine, lo, 2, MPI_UINT64_T, MPI_MIN, c->comm);
+	MPI_Allreduce(mine, hi, 2, MPI_UINT64_T, MPI_MAX, c->comm);
+	int size = 0;
+	MPI_Comm_size(c->comm, &size);
+	struct {
+		char host[64];
+		int32_t gpu;
+	} me = { .gpu = bound }, *all = calloc((size_t)size, sizeof(me));
+	gethostname(me.host, sizeof(me.host) - 1);
+	int dup = -1;
+	if (all) {
+		MPI_Allgather(&me, (int)sizeof(me), MPI_BYTE, all, (int)sizeof(me), MPI_BYTE, c->comm);
+		for (int q = 0; q < size && dup < 0; q++)
+			if (q != rank && all[q].gpu == me.gpu && !strcmp(all[q].host, me.host))
+				dup = q;
+		free(all);
+	}
+	const char *refuse = getenv("FAKE_GPU_NCCL_REFUSE");
+	char path[40];
+	snprintf(path, sizeof(path), "%s/%s", c->algo, c->proto);
+	if (memcmp(lo, hi, sizeof(lo)) || size != nranks || rank != world_rank())
+		snprintf(err, errlen, "ncclCommInitRankConfig: invalid argument: the ranks hold different unique ids or "
+			 "ranks (fake)");
+	else if (dup >= 0)
+		snprintf(err, errlen, "ncclCommInitRankConfig: invalid usage: Duplicate GPU detected: rank %d and rank %d "
+			 "both on CUDA device %d (fake)", rank, dup, me.gpu);
+	else if (refuse && !strcasecmp(refuse, path))
+		snprintf(err, errlen, "ncclCommInitRankConfig: invalid usage: no algorithm/protocol available for %s "
+			 "(fake)", path);
+	else
+		return c;
+	fake_nccl_destroy(c, 0);
+	return NULL;
+}
+
+static int fake_nccl_collective(struct sdc_gpu_comm *c, char op, uint64_t it, int64_t flip_el, int flip_bit,
+				struct sdc_gpu_coll_result *res, double timeout, char *err, size_t errlen)
+{
+	memset(res, 0, sizeof(*res));
+	res->first = -1;
+	const int P = c->P;
+	const int64_t n = c->n, nin = sdc_coll_in_count(op, n, P), nout = sdc_coll_out_count(op, n, P);
+	const uint32_t salt = sdc_ring_salt(it);
+	const double t0 = fake_now();
+	if (this_rank_hangs(c->rank)) {
+		while (fake_now() - t0 < timeout)
+			usleep(20000);
+		snprintf(err, errlen, "the collective did not finish in time (fake: this GPU stopped)");
+		res->timed_out = 1;
+		return -1;
+	}
+	for (int64_t i = 0; i < nin; i++)
+		c->in[i] = sdc_coll_input(op, i, c->rank, P, n, salt);
+	MPI_Request req;
+	if (op == 'A')
+		MPI_Iallreduce(c->in, c->out, (int)n, MPI_FLOAT, MPI_SUM, c->comm, &req);
+	else if (op == 'R')
+		MPI_Ireduce_scatter_block(c->in, c->out, (int)nout, MPI_FLOAT, MPI_SUM, c->comm, &req);
+	else
+		MPI_Iallgather(c->in, (int)nin, MPI_FLOAT, c->out, (int)nin, MPI_FLOAT, c->comm, &req);
+	int done = 0;
+	while (!done && fake_now() - t0 < timeout) {
+		MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+		if (!done)
+			usleep(200);
+	}
+	if (!done) {
+		snprintf(err, errlen, "the collective did not finish in time (a peer that never came, fake)");
+		res->timed_out = 1;
+		return -1;
+	}
+	res->seconds = fake_now() - t0;
+	const char *bug = getenv("FAKE_GPU_NCCL_BUG");
+	int brank = -1;
+	char bop = 0, balgo[16] = "", bproto[16] = "";
+	if (bug && sscanf(bug, "%d,%c,%15[^,],%15s", &brank, &bop, balgo, bproto) == 4 && brank == c->rank &&
+	    bop == op && !strcasecmp(balgo, c->algo) && !strcasecmp(bproto, c->proto) && nout > 1) {
+		uint32_t u;
+		memcpy(&u, &c->out[1], 4);
+		u ^= 1u << 21;
+		memcpy(&c->out[1], &u, 4);
+	}
+	if (flip_el >= 0 && flip_el < nout) {
+		uint32_t u;
+		memcpy(&u, &c->out[flip_el], 4);
+		u ^= 1u << (flip_bit & 31);
+		memcpy(&c->out[flip_el], &u, 4);
+	}
+	/* the check kernel's twin: every element against its exact value */
+	for (int64_t i = 0; i < nout; i++) {
+		const float e = sdc_coll_expect(op, i, c->rank, P, n, salt);
+		if (memcmp(&e, &c->out[i], 4) && !res->wrong++) {
+			res->first = i;
+			res->got = c->out[i];
+			res->expected = e;
+		}
+	}
+	return 0;
+}
+
+static int fake_ping(double timeout, char *err, size_t errlen)
+{
+	if (!this_rank_hangs(world_rank()))
+		return 0;
+	const double t0 = fake_now();
+	while (fake_now() - t0 < timeout)
+		usleep(20000);
+	snprintf(err, errlen, "a kernel of one thread did not finish in time (fake: this GPU stopped)");
+	return -1;
+}
+#endif
+
 static const struct sdc_gpu_module fake = {
 	.abi = SDC_GPU_MODULE_ABI,
 	.cuda_runtime = "fake",
@@ -674,6 +887,14 @@ static const struct sdc_gpu_module fake = {
 	.crc32c = fake_crc32c,
 	.ring_check = fake_ring_check,
 	.ring_bench = fake_ring_bench,
+#if HAVE_MPI
+	.nccl_version = fake_nccl_version,
+	.nccl_unique_id = fake_nccl_unique_id,
+	.nccl_init = fake_nccl_init,
+	.nccl_destroy = fake_nccl_destroy,
+	.nccl_collective = fake_nccl_collective,
+	.ping = fake_ping,
+#endif
 };
 
 const struct sdc_gpu_module *sdc_gpu_module(void);

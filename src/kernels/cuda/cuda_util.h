@@ -48,5 +48,7 @@ void sdc_cuda_gemm_ops(struct sdc_gpu_module *m);
 void sdc_cuda_xops(struct sdc_gpu_module *m);
 /* ... and the allreduce probe's hop checks' (ring.cu). */
 void sdc_cuda_ring_ops(struct sdc_gpu_module *m);
+/* ... and NCCL's collectives checked exactly, and the GPU's ping (nccl.cu). */
+void sdc_cuda_nccl_ops(struct sdc_gpu_module *m);
 
 #endif

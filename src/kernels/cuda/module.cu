@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/cuda/cuda_util.h"
+#include "sdc_config.h"
 #include "kernels/gpu_module.h"
 
 static int m_count(char *why, size_t len)
@@ -92,6 +93,9 @@ extern "C" const struct sdc_gpu_module *sdc_gpu_module(void)
 		sdc_cuda_gemm_ops(&m);
 		sdc_cuda_xops(&m);
 		sdc_cuda_ring_ops(&m);
+#if HAVE_NCCL
+		sdc_cuda_nccl_ops(&m); /* (without nccl.h at build time the entries stay NULL) */
+#endif
 		m.abi = SDC_GPU_MODULE_ABI;
 	}
 	return &m;

@@ -25,6 +25,7 @@
 
 #include "fleet.h"
 #include "kernels/crc32c.h"
+#include "probes/allreduce/allreduce.h"
 #include "kernels/ring_check.h"
 #include "command.h"
 #include "probe.h"
@@ -37,18 +38,26 @@ void *sdc_fleet_comm(void);
 
 int sdc_bench_allreduce(int argc, char **argv);
 
-static const char *const variant_names[] = { "ring", "mpi", NULL };
+static const char *const variant_names[] = { "ring", "mpi", "nccl", NULL };
 
 struct allreduce_opts {
-	uint32_t variants;
+	uint32_t variants, nccl_paths;
 	int64_t bytes;
 	double timeout, floor;
 };
 
 #define OPT(f) offsetof(struct allreduce_opts, f)
 static const struct sdc_option allreduce_options[] = {
-	{ .name = "variants", .type = SDC_OPT_SET, .offset = OPT(variants), .def = "ring,mpi", .neutral = true,
-	  .help = "ring: sdcscan's checked ring all-reduce; mpi: MPI_Allreduce checked exactly", .choices = variant_names },
+	{ .name = "variants", .type = SDC_OPT_SET, .offset = OPT(variants), .def = "ring,mpi,nccl", .neutral = true,
+	  .help = "ring: sdcscan's checked ring all-reduce; mpi: MPI_Allreduce checked exactly; nccl: NCCL's "
+		  "all-reduce, reduce-scatter and all-gather between the ranks' GPUs (one rank a GPU), checked exactly "
+		  "on each path of nccl_paths (left out where the ranks have no GPU)",
+	  .choices = variant_names },
+	{ .name = "nccl_paths", .type = SDC_OPT_SET, .offset = OPT(nccl_paths),
+	  .def = "auto,ring/simple,ring/ll,ring/ll128,tree/simple,tree/ll,tree/ll128", .neutral = true,
+	  .help = "the nccl variant's NCCL_ALGO/NCCL_PROTO paths, a communicator each (auto: NCCL's own choice); one "
+		  "NCCL refuses on this host is left out and said in run.environment.nccl",
+	  .choices = sdc_ar_nccl_paths },
 	{ .name = "bytes", .type = SDC_OPT_INT, .offset = OPT(bytes), .def = "4194304",
 	  .help = "bytes of fp32 data all-reduced per iteration", .imin = 4096, .imax = (int64_t)1 << 31 },
 	{ .name = "timeout", .type = SDC_OPT_DOUBLE, .offset = OPT(timeout), .def = "30", .neutral = true,
@@ -65,6 +74,8 @@ static const char *const allreduce_targets[] = {
 	"tensor=rs|ag picks the phase (default rs), rs-header|ag-header corrupts the chunk's header (its CRC) "
 	"instead of its data; the ring runs forward",
 	"C: the sender's arithmetic: row = the rank whose reduce-scatter sum goes wrong at its first step, bit",
+	"V: NCCL's result in GPU memory before the check (nccl variant): row = rank, col = element of the first "
+	"path's all-reduce, bit",
 	NULL,
 };
 
@@ -76,12 +87,6 @@ static const char *const allreduce_selftest_faults[] = {
 	"allreduce/ring:H:iter=3,row=2,tensor=ag-header,bit=5",
 	"allreduce/ring:C:iter=3,row=1,bit=25",
 	NULL,
-};
-
-struct ar_shared {
-	int64_t n; /* floats */
-	double timeout;
-	char operation[96];
 };
 
 
@@ -100,7 +105,7 @@ static bool hop_tensor(const char *tn, int *phase, bool *header)
 	return false;
 }
 
-enum { VARIANT_RING, VARIANT_MPI };
+enum { VARIANT_RING, VARIANT_MPI, VARIANT_NCCL };
 
 static int allreduce_variants(const void *opts, struct sdc_variant *out, int max)
 {
@@ -109,8 +114,10 @@ static int allreduce_variants(const void *opts, struct sdc_variant *out, int max
 	for (int i = 0; variant_names[i] && n < max; i++) {
 		if (!sdc_opt_set_has(o->variants, i))
 			continue;
-		/* one worker a rank; exact data, so every rank's sums are the same whatever the world */
-		out[n] = (struct sdc_variant){ .devices = SDC_ON_CPU, .per_rank = true, .param = { i } };
+		/* one worker a rank (nccl: on the rank's GPU); exact data, so every rank's sums are the
+		 * same whatever the world */
+		out[n] = (struct sdc_variant){ .devices = i == VARIANT_NCCL ? SDC_ON_GPU : SDC_ON_CPU, .per_rank = true,
+					       .param = { i } };
 		sdc_strlcpy(out[n++].name, variant_names[i], SDC_NAME_MAX);
 	}
 	return n;
@@ -148,6 +155,7 @@ static int allreduce_setup(struct sdc_probe_ctx *ctx)
 	/* a whole number of floats per chunk */
 	sh->n = o->bytes / 4 / sdc_fleet.size * sdc_fleet.size;
 	sh->timeout = o->timeout;
+	sh->nccl_paths = o->nccl_paths;
 	sdc_fleet.timeout = o->timeout; /* the gather at the end waits no longer than the probe's waits */
 	snprintf(sh->operation, sizeof(sh->operation), "%s all-reduce of %" PRId64 " fp32 over %d ranks", ctx->variant->name,
 		 sh->n, sdc_fleet.size);
@@ -191,10 +199,7 @@ static inline uint64_t draw(int r, uint64_t it)
 
 /* A finding with the expected and actual value of an element, or (crcs not NULL, when no element
  * is wrong) the chunk's CRC32C as computed and as its header gave it. */
-static void report(struct sdc_worker *w, uint64_t iter, const char *kind, const char *target, int64_t row,
-		   int64_t col, float expected, float actual, const uint32_t *crcs, const char *fmt, ...)
-	SDC_PRINTF(10, 11);
-static void report(struct sdc_worker *w, uint64_t iter, const char *kind, const char *target, int64_t row,
+void sdc_ar_report(struct sdc_worker *w, uint64_t iter, const char *kind, const char *target, int64_t row,
 		   int64_t col, float expected, float actual, const uint32_t *crcs, const char *fmt, ...)
 {
 	const struct ar_shared *sh = w->ctx->shared;
@@ -213,7 +218,7 @@ static void report(struct sdc_worker *w, uint64_t iter, const char *kind, const 
 	sdc_worker_report(w, &f);
 }
 
-static void unresponsive(struct sdc_worker *w, int peer, const char *what)
+void sdc_ar_unresponsive(struct sdc_worker *w, int peer, const char *what)
 {
 	struct sdc_finding f = { .cls = SDC_FINDING_ERROR, .row = peer, .col = -1 };
 	sdc_strlcpy(f.kind, "rank-unresponsive", sizeof(f.kind));
@@ -233,11 +238,11 @@ static void unresponsive(struct sdc_worker *w, int peer, const char *what)
 
 /* Whether every rank goes on to another iteration. Everyone stops together: a rank that stopped
  * alone would leave its peers waiting. */
-static bool all_go_on(struct sdc_worker *w)
+bool sdc_ar_all_go_on(struct sdc_worker *w)
 {
 	uint64_t stop = !sdc_worker_continue(w);
 	if (sdc_fleet_sum_u64(&stop, ((const struct ar_shared *)w->ctx->shared)->timeout)) {
-		unresponsive(w, -1, "the agreement to go on");
+		sdc_ar_unresponsive(w, -1, "the agreement to go on");
 		return false;
 	}
 	return !stop;
@@ -368,7 +373,7 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, const st
 			const struct sdc_fleet_part sp[2] = { { hdr, 12 }, { payload, (int)cb } },
 						    rp[2] = { { rhdr, 12 }, { into, (int)cb } };
 			if (sdc_fleet_exchange(sp, 2, next, rp, 2, prev, 100 + phase * 64 + s, sh->timeout, &late)) {
-				unresponsive(w, late, what);
+				sdc_ar_unresponsive(w, late, what);
 				return -1;
 			}
 			/* what the sender should have sent: the partial sum of positions prev-s .. prev */
@@ -403,13 +408,13 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, const st
 				const float e = el >= 0 ? sdc_ring_expected(fc, gc, first_bad, count, rsum) : 0;
 				const uint32_t crcs[2] = { crc, rhdr[0] };
 				if (!crc_ok)
-					report(w, it, "link-corrupt", "H", prev, me, e, got0, nbad ? NULL : crcs,
+					sdc_ar_report(w, it, "link-corrupt", "H", prev, me, e, got0, nbad ? NULL : crcs,
 					       "%s: CRC32C of the chunk%s from rank %d (%s) to rank %d (%s) failed: the link "
 					       "corrupted it (%" PRId64 " wrong elements, first element %" PRId64 "%s)",
 					       what, hdr_ok ? "" : "'s header", prev, sdc_fleet_host(prev), me, sdc_fleet_host(me), nbad, el,
 					       nbad ? "" : "; expected and actual are the data's CRC32C and the header's");
 				else
-					report(w, it, "sender-compute", "C", prev, el, e, got0, NULL,
+					sdc_ar_report(w, it, "sender-compute", "C", prev, el, e, got0, NULL,
 					       "%s: rank %d (%s) sent a chunk whose CRC32C holds but whose values are wrong: its "
 					       "arithmetic or memory (%" PRId64 " wrong elements, first element %" PRId64 ")",
 					       what, prev, sdc_fleet_host(prev), nbad, el);
@@ -455,7 +460,7 @@ static void ring_run(struct sdc_worker *w)
 	static const char *const names[] = { "forward", "reversed", "shuffled" };
 	uint64_t it = 0;
 	for (;; it++) {
-		if (!all_go_on(w))
+		if (!sdc_ar_all_go_on(w))
 			break;
 		for (int r = 0; r < P; r++) {
 			g[0].order[r] = r;
@@ -501,21 +506,21 @@ static void mpi_run(struct sdc_worker *w)
 		goto done;
 	}
 	for (uint64_t it = 0;; it++) {
-		if (!all_go_on(w))
+		if (!sdc_ar_all_go_on(w))
 			break;
 		sdc_ring_terms(sh->n, it, f, gt);
 		sdc_ring_values(in, sh->n, sdc_fleet.rank, f, gt);
 		MPI_Request req;
 		const double t0 = sdc_now();
 		if (MPI_Iallreduce(in, out, (int)sh->n, MPI_FLOAT, MPI_SUM, comm, &req) != MPI_SUCCESS) {
-			unresponsive(w, -1, "MPI_Allreduce");
+			sdc_ar_unresponsive(w, -1, "MPI_Allreduce");
 			break;
 		}
 		int flag = 0;
 		while (!flag && sdc_now() - t0 < sh->timeout)
 			sdc_fleet_test(&req, &flag);
 		if (!flag) {
-			unresponsive(w, -1, "MPI_Allreduce");
+			sdc_ar_unresponsive(w, -1, "MPI_Allreduce");
 			break;
 		}
 		const int all = P * (P - 1) / 2;
@@ -523,12 +528,12 @@ static void mpi_run(struct sdc_worker *w)
 		const int64_t first = wrong ? sdc_ring_first_wrong(out, f, gt, sh->n, P, all, false, NULL) : -1;
 		uint64_t total = wrong;
 		if (sdc_fleet_sum_u64(&total, sh->timeout)) {
-			unresponsive(w, -1, "the count of wrong elements");
+			sdc_ar_unresponsive(w, -1, "the count of wrong elements");
 			break;
 		}
 		if (wrong) {
 			const float e = sdc_ring_expected(f, gt, first, P, all);
-			report(w, it, "collective-wrong", "V", sdc_fleet.rank, first, e, out[first], NULL,
+			sdc_ar_report(w, it, "collective-wrong", "V", sdc_fleet.rank, first, e, out[first], NULL,
 			       "MPI_Allreduce gave rank %d (%s) %" PRIu64 " wrong elements of %" PRId64 " (%" PRIu64
 			       " on all ranks); first element %" PRId64,
 			       sdc_fleet.rank, sdc_fleet.host, wrong, sh->n, total, first);
@@ -642,8 +647,10 @@ static void allreduce_run(struct sdc_worker *w)
 		 sdc_fleet.size);
 	if (w->ctx->variant->param[0] == VARIANT_RING)
 		ring_run(w);
-	else
+	else if (w->ctx->variant->param[0] == VARIANT_MPI)
 		mpi_run(w);
+	else
+		sdc_ar_nccl_run(w);
 }
 
 #else

@@ -1,0 +1,32 @@
+/* The allreduce probe's own header: what its variants share (allreduce.c, nccl.c). */
+#ifndef SDC_PROBES_ALLREDUCE_H
+#define SDC_PROBES_ALLREDUCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "probe.h"
+
+struct ar_shared {
+	int64_t n; /* floats */
+	double timeout;
+	uint32_t nccl_paths; /* the nccl variant's (algorithm, protocol) paths: bits of sdc_ar_nccl_paths */
+	char operation[96];
+};
+
+/* A finding with the expected and actual value of an element, or (crcs not NULL, when no element
+ * is wrong) the chunk's CRC32C as computed and as its header gave it. */
+void sdc_ar_report(struct sdc_worker *w, uint64_t iter, const char *kind, const char *target, int64_t row,
+		   int64_t col, float expected, float actual, const uint32_t *crcs, const char *fmt, ...)
+	SDC_PRINTF(10, 11);
+/* A peer (peer >= 0) or some rank (-1) that did not answer within the timeout during `what`:
+ * an error finding, and the worker failed (UNKNOWN). */
+void sdc_ar_unresponsive(struct sdc_worker *w, int peer, const char *what);
+/* Whether every rank goes on to another iteration (everyone stops together). */
+bool sdc_ar_all_go_on(struct sdc_worker *w);
+
+/* The nccl variant (nccl.c): its paths' names (the option's choices), and its run. */
+extern const char *const sdc_ar_nccl_paths[];
+void sdc_ar_nccl_run(struct sdc_worker *w);
+
+#endif

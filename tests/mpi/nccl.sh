@@ -1,0 +1,120 @@
+#!/bin/sh
+# The allreduce probe's nccl variant across 4 ranks, with the fake GPU module (tests/gpu/
+# fake_module.c) standing in for the GPUs and for NCCL (its collectives are MPI's on host memory,
+# checked by the twin of the device's check): what CI can prove of the host side without a GPU.
+# One rank a GPU (the rank's place on its host picks it: two ranks on one GPU are refused, as NCCL
+# refuses them); every path's collectives clean; a wrong element in one path's collective on one
+# rank names that rank, path and collective; a fault in GPU memory names its rank and element; a
+# path NCCL refuses is said and left out; a stuck GPU and a killed rank are named, UNKNOWN, within
+# the deadline and a few seconds; no NCCL is UNKNOWN with what to do.
+# usage: nccl.sh SDCSCAN FAKE_GPU_MODULE FAKE_NVML
+. "$(dirname "$0")/../cli/lib.sh"
+. "$(dirname "$0")/lib.sh"
+FAKE_GPU=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+FAKE_NVML=$(cd "$(dirname "$3")" && pwd)/$(basename "$3")
+MPIRUN="$MPIRUN -x SDCSCAN_GPU_MODULE=$FAKE_GPU -x SDCSCAN_NVML_LIBRARY=$FAKE_NVML -x FAKE_GPU_COUNT=4"
+NC="--probe allreduce --set allreduce.variants=nccl --set allreduce.bytes=65536 --no-color"
+PATHS="auto ring/simple ring/ll ring/ll128 tree/simple tree/ll tree/ll128"
+
+each_rank "$TMP/clean.codes" run $NC --duration 3 --json "$TMP/clean.json" > "$TMP/clean.out" 2>&1
+same_code "$TMP/clean.codes" 0 || fail "clean: exit codes $(cat "$TMP/clean.codes"); $(tail -5 "$TMP/clean.out")"
+# every path ran every collective it has, with nccl-tests' busbw (all-reduce 2(n-1)/n = 1.5 x algbw
+# on 4 ranks, the others (n-1)/n = 0.75 x)
+for p in $PATHS; do
+	want="['all_gather', 'all_reduce', 'reduce_scatter']"
+	case $p in tree/*) want="['all_reduce']" ;; esac
+	[ "$(json_get "$TMP/clean.json" "sorted(r['run']['environment']['nccl']['paths']['$p'])")" = "$want" ] ||
+		fail "clean: path $p ran $(json_get "$TMP/clean.json" "list(r['run']['environment']['nccl']['paths']['$p'])")"
+done
+[ "$(json_get "$TMP/clean.json" "set(round(c['busbw_gb_s'] / c['algbw_gb_s'], 6) for p in r['run']['environment']['nccl']['paths'].values() for k, c in p.items() if k == 'all_reduce')")" = "{1.5}" ] ||
+	fail "clean: all-reduce busbw is not 2(n-1)/n algbw"
+[ "$(json_get "$TMP/clean.json" "set(round(c['busbw_gb_s'] / c['algbw_gb_s'], 6) for p in r['run']['environment']['nccl']['paths'].values() for k, c in p.items() if k != 'all_reduce')")" = "{0.75}" ] ||
+	fail "clean: reduce-scatter / all-gather busbw is not (n-1)/n algbw"
+grep -q "corrupt\|wrong" "$TMP/clean.out" && fail "clean: a finding on a clean run"
+
+# Two ranks on one GPU: NCCL refuses it, and the run says so (never OK)
+MPIRUN2=$(echo "$MPIRUN" | sed 's/FAKE_GPU_COUNT=4/FAKE_GPU_COUNT=2/')
+$MPIRUN2 "$SDCSCAN" run $NC --duration 2 > "$TMP/dup.out" 2>&1
+grep -q "UNKNOWN.*NCCL refused every path.*Duplicate GPU" "$TMP/dup.out" || fail "two ranks a GPU: not refused"
+
+# One path's all-gather wrong on rank 2 only: that rank, path and collective named, nothing else
+MPIRUN_SAVED=$MPIRUN
+MPIRUN="$MPIRUN -x FAKE_GPU_NCCL_BUG=2,G,ring,LL"
+each_rank "$TMP/bug.codes" run $NC --duration 2 > "$TMP/bug.out" 2>&1
+MPIRUN=$MPIRUN_SAVED
+same_code "$TMP/bug.codes" 2 || fail "bug: exit codes $(cat "$TMP/bug.codes")"
+grep -q "rank 2 gpu2 iteration 0: collective-wrong at V\[2\]\[1\]: .* xor 0x00200000; ncclAllGather on path ring/ll gave rank 2" \
+	"$TMP/bug.out" || fail "bug: rank 2's all-gather on ring/ll not named: $(grep collective "$TMP/bug.out" | head -3)"
+grep "collective-wrong" "$TMP/bug.out" | grep -qv "ncclAllGather on path ring/ll gave rank 2" &&
+	fail "bug: another rank, path or collective named"
+
+# A flipped bit in GPU memory after the collective, before the check (V), on rank 3
+each_rank "$TMP/v.codes" run $NC --duration 2 --inject "allreduce/nccl:V:iter=2,row=3,col=7,bit=3" \
+	> "$TMP/v.out" 2>&1
+same_code "$TMP/v.codes" 2 || fail "V: exit codes $(cat "$TMP/v.codes")"
+grep -q "rank 3 gpu3 iteration 2: collective-wrong at V\[3\]\[7\]: .* xor 0x00000008; ncclAllReduce on path auto" \
+	"$TMP/v.out" || fail "V: rank 3's element 7 not named"
+[ "$(grep -c "collective-wrong at" "$TMP/v.out")" -eq 1 ] || fail "V: other findings"
+
+# A path NCCL refuses on this host: said in the report, left out, the rest runs clean
+MPIRUN="$MPIRUN_SAVED -x FAKE_GPU_NCCL_REFUSE=ring/ll128"
+each_rank "$TMP/ref.codes" run $NC --duration 2 --json "$TMP/ref.json" > "$TMP/ref.out" 2>&1
+MPIRUN=$MPIRUN_SAVED
+same_code "$TMP/ref.codes" 0 || fail "refused path: exit codes $(cat "$TMP/ref.codes")"
+[ "$(json_get "$TMP/ref.json" "r['run']['environment']['nccl']['paths']['ring/ll128']['ranks_refusing']")" = 4 ] ||
+	fail "refused path: not in the report"
+
+# No NCCL on the host: UNKNOWN, saying what to do
+MPIRUN="$MPIRUN_SAVED -x FAKE_GPU_NCCL=0"
+each_rank "$TMP/none.codes" run $NC --duration 2 > "$TMP/none.out" 2>&1
+MPIRUN=$MPIRUN_SAVED
+same_code "$TMP/none.codes" 3 || fail "no NCCL: exit codes $(cat "$TMP/none.codes")"
+grep -q "UNKNOWN.*libnccl.so.2.*install NCCL" "$TMP/none.out" || fail "no NCCL: not said"
+
+# Rank 1's GPU stops (deadline 3 s): every rank names it, UNKNOWN, within 3 s + the ping and the
+# exchange (3 + 4 s) and the results' gather
+start=$(date +%s)
+MPIRUN="$MPIRUN_SAVED -x FAKE_GPU_NCCL_HANG=1"
+each_rank "$TMP/hang.codes" run $NC --duration 30 --set allreduce.timeout=3 > "$TMP/hang.out" 2>&1
+MPIRUN=$MPIRUN_SAVED
+took=$(( $(date +%s) - start ))
+same_code "$TMP/hang.codes" 3 || fail "stuck GPU: exit codes $(cat "$TMP/hang.codes")"
+[ "$took" -le 25 ] || fail "stuck GPU: the job took ${took}s"
+grep -q "^UNKNOWN: .*rank 1 (.*)'s GPU is stuck: ncclAllReduce on path auto did not finish within 3 s" "$TMP/hang.out" ||
+	fail "stuck GPU: rank 1 not named in the verdict: $(tail -4 "$TMP/hang.out")"
+grep -q "gpu-unresponsive: .*rank 1's GPU .* did not run a kernel of one thread" "$TMP/hang.out" ||
+	fail "stuck GPU: no finding"
+
+# Rank 2 killed mid-run: the survivors name it, UNKNOWN, within the deadline and a few seconds
+kill_rank2() {
+	start=$(date +%s)
+	: > "$TMP/kill.codes"
+	$MPIRUN --enable-recovery sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$TMP/kill.codes" sh "$SDCSCAN" \
+		run $NC --set allreduce.timeout=3 --duration 30 > "$TMP/kill.out" 2>&1 &
+	launcher=$!
+	wait_started "$TMP/kill.out" 2
+	victim=$(rank_pid 2)
+	[ -n "$victim" ] || fail "kill: rank 2 not found"
+	kill -9 "$victim"
+	killed=$(date +%s)
+	launcher_status=0
+	wait "$launcher" || launcher_status=$?
+}
+for attempt in 1 2 3; do # (mpirun 4.1.4 itself may crash relaying "peer hung up": allreduce.sh)
+	kill_rank2
+	[ "$launcher_status" -eq 139 ] || break
+	echo "kill: mpirun crashed (SIGSEGV) on attempt $attempt; running the job again"
+	wait_job_gone
+done
+took=$(( $(date +%s) - killed ))
+[ "$took" -le 20 ] || fail "kill: the survivors took ${took}s after the kill"
+grep -q "rank 2 (.*) did not answer" "$TMP/kill.out" || fail "kill: rank 2 not named: $(tail -5 "$TMP/kill.out")"
+[ "$(grep -v "^2 " "$TMP/kill.codes" | awk '{print $2}' | sort -u)" = 3 ] ||
+	fail "kill: survivors' codes $(cat "$TMP/kill.codes")"
+grep "did not answer" "$TMP/kill.out" | grep -qv "rank 2 (" && fail "kill: a survivor named"
+
+# A path that is not one
+"$SDCSCAN" run $NC --set allreduce.nccl_paths=ring/fast --duration 1 > "$TMP/badopt.out" 2>&1
+[ $? -eq 3 ] || fail "bad path: exit code"
+grep -q "nccl_paths" "$TMP/badopt.out" || fail "bad path: not named"
+finish

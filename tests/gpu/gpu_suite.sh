@@ -12,7 +12,10 @@
 #   6. the exact class (minitrain's arithmetic): the GPU's exact GEMM, exp and log bit-identical
 #      to the CPU's (bench minitrain --gpus, which also times the GEMM against cuBLAS sgemm);
 #   7. the allreduce probe's hop checks on the GPU (CRC32C, a hop's check) bit-identical to the
-#      CPU's (bench ring-hops --gpus, which also gives their GB/s).
+#      CPU's (bench ring-hops --gpus, which also gives their GB/s);
+#   8. NCCL between the GPUs (allreduce's nccl variant, one rank a GPU): every path clean with its
+#      busbw, and a V fault named at its rank and element; needs mpirun, NCCL and 2 GPUs or more
+#      (NCCL takes no two ranks on one GPU), and says which is missing otherwise.
 # usage: gpu_suite.sh SDCSCAN (the module next to it, as installed)
 . "$(dirname "$0")/../cli/lib.sh"
 unset SDCSCAN_GPU_MODULE SDCSCAN_NVML_LIBRARY
@@ -96,4 +99,27 @@ expect_exit 0 hops "$SDCSCAN" bench ring-hops --gpus 0 --max-bytes 67108864
 cat "$TMP/hops.out"
 expect_grep hops out "^bits: CRC32C of 10 buffers (0 B to 16 MiB, odd lengths) against this CPU's: the same$"
 expect_grep hops out "^bits: a hop's check (3000017 elements, 7 wrong) against this CPU's: the same count, sums and CRC32C$"
+
+# 8. NCCL between the GPUs.
+ngpus=$(echo "$gpus" | sed -n 's/^\([0-9]*\) .*/\1/p')
+if ! command -v mpirun >/dev/null 2>&1; then
+	echo "8. NCCL: not tested: no mpirun here (apt-get install openmpi-bin)"
+elif [ "${ngpus:-0}" -lt 2 ]; then
+	echo "8. NCCL: not tested: ${ngpus:-0} GPU (NCCL takes no two ranks on one GPU)"
+else
+	NCCL_RUN="mpirun --allow-run-as-root -np $ngpus $SDCSCAN run --probe allreduce --set allreduce.variants=nccl \
+--set allreduce.bytes=67108864 --no-color"
+	$NCCL_RUN --duration 20 --json "$TMP/nccl.json" >"$TMP/nccl.out" 2>&1
+	rc=$?
+	cat "$TMP/nccl.out"
+	if grep -q "libnccl.so.2" "$TMP/nccl.out"; then
+		echo "8. NCCL: not tested: NCCL cannot be loaded here"
+	else
+		[ $rc -eq 0 ] || fail "nccl: exit $rc"
+		json_get "$TMP/nccl.json" "r['run']['environment']['nccl']"
+		$NCCL_RUN --duration 5 --inject "allreduce/nccl:V:iter=1,row=1,col=12345,bit=7" >"$TMP/ncclv.out" 2>&1
+		grep -q "collective-wrong at V\[1\]\[12345\]: .* xor 0x00000080; ncclAllReduce on path auto gave rank 1" \
+			"$TMP/ncclv.out" || fail "nccl: the V fault on rank 1 was not named"
+	fi
+fi
 finish

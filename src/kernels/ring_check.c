@@ -243,11 +243,19 @@ void sdc_ring_hop_header(uint32_t header[3], uint32_t crc, uint32_t step)
 	header[2] = sdc_crc32c(0, header, 8);
 }
 
+void sdc_ring_hop_verdict_crc(const uint32_t header[3], uint32_t step, uint32_t chunk_crc, int64_t nbad,
+			      struct sdc_hop_verdict *v)
+{
+	v->header_ok = header[1] == step && header[2] == sdc_crc32c(0, header, 8);
+	v->crc = chunk_crc;
+	const bool crc_ok = v->header_ok && header[0] == v->crc;
+	v->fault = !crc_ok ? SDC_HOP_LINK : nbad ? SDC_HOP_SENDER : SDC_HOP_OK;
+}
+
 void sdc_ring_hop_verdict(const uint32_t header[3], uint32_t step, const void *chunk, size_t cb, int64_t nbad,
 			  struct sdc_hop_verdict *v)
 {
-	v->header_ok = header[1] == step && header[2] == sdc_crc32c(0, header, 8);
-	v->crc = nbad || !v->header_ok ? sdc_crc32c(0, chunk, cb) : header[0];
-	const bool crc_ok = v->header_ok && header[0] == v->crc;
-	v->fault = !crc_ok ? SDC_HOP_LINK : nbad ? SDC_HOP_SENDER : SDC_HOP_OK;
+	/* the chunk's CRC only when it can matter: the sender's stands for it otherwise */
+	const bool header_ok = header[1] == step && header[2] == sdc_crc32c(0, header, 8);
+	sdc_ring_hop_verdict_crc(header, step, nbad || !header_ok ? sdc_crc32c(0, chunk, cb) : header[0], nbad, v);
 }

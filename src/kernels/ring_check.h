@@ -54,6 +54,9 @@ struct sdc_hop_verdict {
 };
 void sdc_ring_hop_verdict(const uint32_t header[3], uint32_t step, const void *chunk, size_t cb, int64_t nbad,
 			  struct sdc_hop_verdict *v);
+/* The same, where the chunk's CRC32C as it arrived was taken elsewhere (on a GPU, every hop). */
+void sdc_ring_hop_verdict_crc(const uint32_t header[3], uint32_t step, uint32_t chunk_crc, int64_t nbad,
+			      struct sdc_hop_verdict *v);
 /* The header a sender puts ahead of a chunk whose CRC32C is crc. */
 void sdc_ring_hop_header(uint32_t header[3], uint32_t crc, uint32_t step);
 

@@ -180,4 +180,32 @@ SDC_HD double sdc_coll_bus_factor(char op, int P)
 	return (op == 'A' ? 2.0 : 1.0) * (P - 1) / P;
 }
 
+/*
+ * The ring all-reduce's schedule (reduce-scatter, then all-gather), the same for the MPI ring and
+ * the NCCL one: at step s (0 .. P-2) of phase 0 (reduce-scatter) or 1 (all-gather), the rank at
+ * ring position p sends chunk send_c to the next position and receives chunk recv_c from the
+ * previous one; what it receives must be the partial sum of the count ranks at positions first ..
+ * first + count - 1 (mod P).
+ */
+struct sdc_ring_step {
+	int send_c, recv_c, first, count;
+};
+SDC_HD struct sdc_ring_step sdc_ring_step_at(int phase, int s, int p, int P)
+{
+	struct sdc_ring_step st;
+	st.send_c = phase == 0 ? ((p - s) % P + P) % P : ((p + 1 - s) % P + P) % P;
+	st.recv_c = phase == 0 ? ((p - s - 1) % P + P) % P : ((p - s) % P + P) % P;
+	st.first = phase == 0 ? p - 1 - s : p + 1;
+	st.count = phase == 0 ? s + 1 : P;
+	return st;
+}
+/* The sum of the ranks at positions first .. first + count - 1 (mod P) of order. */
+SDC_HD int sdc_ring_rank_sum(const int *order, int P, int first, int count)
+{
+	int s = 0;
+	for (int k = 0; k < count; k++)
+		s += order[((first + k) % P + P) % P];
+	return s;
+}
+
 #endif

@@ -27,6 +27,7 @@
 #include "kernels/crc32c.h"
 #include "probes/allreduce/allreduce.h"
 #include "kernels/ring_check.h"
+#include "kernels/ring_hd.h"
 #include "command.h"
 #include "probe.h"
 #include "sdc_config.h"
@@ -271,13 +272,41 @@ struct ring {
 	int P, pos, *order, *where; /* order[position] = rank; where[rank] = position */
 };
 
-/* The sum of the ranks at positions first .. first + count - 1 (mod P). */
-static int64_t rank_sum(const struct ring *g, int first, int count)
+/* The report of a hop whose verdict is not OK (what arrived from prev at this rank me in step
+ * `what`): a bad CRC names the link, a good CRC on wrong values the sender. el: the first wrong
+ * element's index in the whole vector (-1: none); crcs of the chunk and of its header go in as the
+ * bits when no element is wrong (the header alone was hit). */
+void sdc_ar_hop_report(struct sdc_worker *w, uint64_t it, const char *what, int prev, int me,
+		       const struct sdc_hop_verdict *hv, const uint32_t *rhdr, int64_t nbad, int64_t el, float expected,
+		       float got)
 {
-	int64_t s = 0;
-	for (int k = 0; k < count; k++)
-		s += g->order[((first + k) % g->P + g->P) % g->P];
-	return s;
+	const uint32_t crcs[2] = { hv->crc, rhdr[0] };
+	if (hv->fault == SDC_HOP_LINK)
+		sdc_ar_report(w, it, "link-corrupt", "H", prev, me, expected, got, nbad ? NULL : crcs,
+			      "%s: CRC32C of the chunk%s from rank %d (%s) to rank %d (%s) failed: the link "
+			      "corrupted it (%" PRId64 " wrong elements, first element %" PRId64 "%s)",
+			      what, hv->header_ok ? "" : "'s header", prev, sdc_fleet_host(prev), me, sdc_fleet_host(me), nbad,
+			      el, nbad ? "" : "; expected and actual are the data's CRC32C and the header's");
+	else if (hv->fault == SDC_HOP_SENDER)
+		sdc_ar_report(w, it, "sender-compute", "C", prev, el, expected, got, NULL,
+			      "%s: rank %d (%s) sent a chunk whose CRC32C holds but whose values are wrong: its "
+			      "arithmetic or memory (%" PRId64 " wrong elements, first element %" PRId64 ")",
+			      what, prev, sdc_fleet_host(prev), nbad, el);
+}
+
+void sdc_ar_ring_orders(int P, uint64_t it, int *fwd, int *rev, int *shuf)
+{
+	for (int r = 0; r < P; r++) {
+		fwd[r] = r;
+		rev[r] = P - 1 - r;
+		shuf[r] = r;
+	}
+	/* the shuffle: the same on every rank, new every iteration */
+	for (int r = P - 1; r > 0; r--) {
+		const int j = (int)(draw(r, it) % (uint64_t)(r + 1));
+		const int t = shuf[r];
+		shuf[r] = shuf[j], shuf[j] = t;
+	}
 }
 
 /* A chunk each: what arrives in the reduce-scatter, the partial sums it sends on (one buffer used
@@ -326,8 +355,8 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, const st
 	uint8_t *const recvb = bufs->recv;
 	for (int phase = 0; phase < 2; phase++) {
 		for (int s = 0; s < P - 1; s++) {
-			const int send_c = phase == 0 ? ((p - s) % P + P) % P : ((p + 1 - s) % P + P) % P;
-			const int recv_c = phase == 0 ? ((p - s - 1) % P + P) % P : ((p - s) % P + P) % P;
+			const struct sdc_ring_step st = sdc_ring_step_at(phase, s, p, P);
+			const int send_c = st.send_c, recv_c = st.recv_c;
 			/* The chunk leaves from where it lies, its header (CRC32C, step, the header's own CRC)
 			 * ahead of it: the first reduce-scatter step sends this rank's own chunk, later ones
 			 * the sums it made, the all-gather what it received. */
@@ -377,9 +406,8 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, const st
 				return -1;
 			}
 			/* what the sender should have sent: the partial sum of positions prev-s .. prev */
-			const int first = phase == 0 ? p - 1 - s : p + 1;
-			const int count = phase == 0 ? s + 1 : P;
-			const int rsum = (int)rank_sum(g, first, count);
+			const int count = st.count;
+			const int rsum = sdc_ring_rank_sum(g->order, P, st.first, count);
 			const int8_t *fc = f + recv_c * cn, *gc = gt + recv_c * cn;
 			/* a reduce-scatter step's sums go out next, with the CRC32C the check took of them */
 			uint32_t sum_crc = 0;
@@ -389,7 +417,6 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, const st
 			/* whose fault, from what arrived, before any repair */
 			struct sdc_hop_verdict hv;
 			sdc_ring_hop_verdict(rhdr, step_id, into, cb, nbad, &hv);
-			const bool hdr_ok = hv.header_ok, crc_ok = hv.fault != SDC_HOP_LINK;
 			const uint32_t crc = hv.crc;
 			/* the first wrong element, looked for only when there is one; in the all-gather the
 			 * wrong values are then put right, so a fault does not echo through later steps */
@@ -406,18 +433,7 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, const st
 				bad = 1;
 				const int64_t el = first_bad >= 0 ? recv_c * cn + first_bad : -1;
 				const float e = el >= 0 ? sdc_ring_expected(fc, gc, first_bad, count, rsum) : 0;
-				const uint32_t crcs[2] = { crc, rhdr[0] };
-				if (!crc_ok)
-					sdc_ar_report(w, it, "link-corrupt", "H", prev, me, e, got0, nbad ? NULL : crcs,
-					       "%s: CRC32C of the chunk%s from rank %d (%s) to rank %d (%s) failed: the link "
-					       "corrupted it (%" PRId64 " wrong elements, first element %" PRId64 "%s)",
-					       what, hdr_ok ? "" : "'s header", prev, sdc_fleet_host(prev), me, sdc_fleet_host(me), nbad, el,
-					       nbad ? "" : "; expected and actual are the data's CRC32C and the header's");
-				else
-					sdc_ar_report(w, it, "sender-compute", "C", prev, el, e, got0, NULL,
-					       "%s: rank %d (%s) sent a chunk whose CRC32C holds but whose values are wrong: its "
-					       "arithmetic or memory (%" PRId64 " wrong elements, first element %" PRId64 ")",
-					       what, prev, sdc_fleet_host(prev), nbad, el);
+				sdc_ar_hop_report(w, it, what, prev, me, &hv, rhdr, nbad, el, e, got0);
 			}
 			for (int k = 0; af && first_step && k < af->n; k++) {
 				const struct sdc_fault *ft = &af->f[k];
@@ -462,17 +478,7 @@ static void ring_run(struct sdc_worker *w)
 	for (;; it++) {
 		if (!sdc_ar_all_go_on(w))
 			break;
-		for (int r = 0; r < P; r++) {
-			g[0].order[r] = r;
-			g[1].order[r] = P - 1 - r;
-			g[2].order[r] = r;
-		}
-		/* the shuffle: the same on every rank, new every iteration */
-		for (int r = P - 1; r > 0; r--) {
-			const int j = (int)(draw(r, it) % (uint64_t)(r + 1));
-			const int t = g[2].order[r];
-			g[2].order[r] = g[2].order[j], g[2].order[j] = t;
-		}
+		sdc_ar_ring_orders(P, it, g[0].order, g[1].order, g[2].order);
 		struct ar_faults faults;
 		due_faults(w, it, &faults);
 		sdc_ring_terms(sh->n, it, f, gt);

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kernels/ring_check.h"
 #include "probe.h"
 
 struct ar_shared {
@@ -24,6 +25,17 @@ void sdc_ar_report(struct sdc_worker *w, uint64_t iter, const char *kind, const 
 void sdc_ar_unresponsive(struct sdc_worker *w, int peer, const char *what);
 /* Whether every rank goes on to another iteration (everyone stops together). */
 bool sdc_ar_all_go_on(struct sdc_worker *w);
+/* The finding of a hop whose verdict is not OK, what arrived from rank prev at rank me in the
+ * step `what`: a bad CRC names the link, a good CRC on wrong values the sender. el: the first
+ * wrong element in the whole vector (-1: none, then the chunk's and its header's CRC32C are the
+ * bits reported). */
+void sdc_ar_hop_report(struct sdc_worker *w, uint64_t it, const char *what, int prev, int me,
+		       const struct sdc_hop_verdict *hv, const uint32_t *rhdr, int64_t nbad, int64_t el, float expected,
+		       float got);
+/* The iteration's three ring orders (order[position] = rank): forward, reversed and shuffled (the
+ * same shuffle on every rank, new every iteration), so a bad node (all its links fail) is told
+ * from a bad link. */
+void sdc_ar_ring_orders(int P, uint64_t it, int *fwd, int *rev, int *shuf);
 
 /* The nccl variant (nccl.c): its paths' names (the option's choices), and its run. */
 extern const char *const sdc_ar_nccl_paths[];

@@ -66,6 +66,20 @@ static bool fleet_wide(const char *probe, const char *variant)
 	return wide;
 }
 
+/* An injection as a finding on another rank sees it: a device index is its own rank's (the sender
+ * of a hop on its GPU 1, the receiver that finds it on its GPU 2), so across ranks the device is
+ * not compared; everything else is. */
+static const struct sdc_injection *as_seen_by(const struct sdc_injection *in, const struct sdc_finding *f,
+					      bool other_rank)
+{
+	static _Thread_local struct sdc_injection x;
+	if (!other_rank)
+		return in;
+	x = *in;
+	x.device = f->device;
+	return &x;
+}
+
 static int build_plan(struct sdc_plan *plan, struct sdc_run *run, int *expected)
 {
 	memset(plan, 0, sizeof(*plan));
@@ -242,7 +256,8 @@ static struct tally evaluate(json_t *all, const struct sdc_output *out, bool qui
 		const bool wide = fleet_wide(in->probe, in->variant);
 		bool ok = false;
 		for (size_t y = 0; y < nf && !ok; y++)
-			ok = (fnd[y].rec == inj[x].rec || wide) && sdc_finding_locates(&fnd[y].f, in);
+			ok = (fnd[y].rec == inj[x].rec || wide) &&
+			     sdc_finding_locates(&fnd[y].f, as_seen_by(in, &fnd[y].f, fnd[y].rec != inj[x].rec));
 		t.injected++;
 		ok ? t.located++ : t.missed++;
 		if (!quiet || !ok)
@@ -255,7 +270,7 @@ static struct tally evaluate(json_t *all, const struct sdc_output *out, bool qui
 		bool explained = false;
 		for (size_t x = 0; x < ni && !explained; x++)
 			explained = (inj[x].rec == fnd[y].rec || fleet_wide(inj[x].in.probe, inj[x].in.variant)) &&
-				    sdc_finding_at(f, &inj[x].in);
+				    sdc_finding_at(f, as_seen_by(&inj[x].in, f, inj[x].rec != fnd[y].rec));
 		if (explained)
 			continue;
 		t.false_alarms++;

@@ -129,6 +129,23 @@ struct sdc_gpu_coll_result {
 	int timed_out;         /* the deadline passed: the communicator must be aborted */
 };
 
+/* The checked ring over NCCL (nccl_ring): one hop as its receiver saw it. */
+struct sdc_gpu_hop {
+	uint32_t hdr[3];      /* the header as it arrived: the sender's CRC32C of the chunk, step, its own CRC */
+	uint32_t crc;         /* the CRC32C of the chunk as it arrived, taken on the GPU */
+	int64_t nbad, first;  /* elements that are not the partial sum they must be; the first (-1), in the chunk */
+	float got, expected;  /* its value, and the right one */
+};
+/* A fault the ring applies on this rank: 'H' the chunk it sends at (phase, step), after its CRC
+ * (element el, a bit); 'h' that chunk's header (its CRC word); 'C' the sums of its first
+ * reduce-scatter step (element el), before their CRC is taken: a good CRC on wrong values. */
+#define SDC_GPU_RING_FAULTS 4
+struct sdc_gpu_ring_fault {
+	char kind;
+	int phase, step, bit;
+	int64_t el;
+};
+
 struct sdc_gpu_module {
 	int abi;
 	const char *cuda_runtime; /* "13.0" */
@@ -214,6 +231,17 @@ struct sdc_gpu_module {
 	 * memory). Every wait polled (ncclCommGetAsyncError, cudaStreamQuery) until the deadline. */
 	int (*nccl_collective)(struct sdc_gpu_comm *c, char op, uint64_t it, int64_t flip_el, int flip_bit,
 			       struct sdc_gpu_coll_result *res, double timeout, char *err, size_t errlen);
+	/* sdcscan's ring all-reduce of the communicator's n floats of iteration it (reduce-scatter, then
+	 * all-gather: ring_hd.h's schedule) in ring order order[P] (order[position] = rank) over NCCL's
+	 * send and receive, one group a step: every chunk goes with a header holding its CRC32C, taken
+	 * on the GPU; what arrives is CRC'd and checked element by element on the GPU against the
+	 * partial sum it must be (reduce-scatter: the sums sent on are own + that value, so a wrong one
+	 * does not echo; all-gather: wrong ones put right). hops[2 (P - 1)]: what this rank received at
+	 * each step, reduce-scatter's first; faults[nfaults]: this rank's. seconds: the ring with its
+	 * checks, between events. Every wait polled to the deadline (res.timed_out as nccl_collective). */
+	int (*nccl_ring)(struct sdc_gpu_comm *c, const int *order, uint64_t it, const struct sdc_gpu_ring_fault *faults,
+			 int nfaults, struct sdc_gpu_hop *hops, double *seconds, int *timed_out, double timeout, char *err,
+			 size_t errlen);
 	/* Whether the calling thread's GPU still runs a kernel within the deadline (after a collective
 	 * timed out: a stuck GPU is told from a peer that never came). */
 	int (*ping)(double timeout, char *err, size_t errlen);

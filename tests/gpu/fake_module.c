@@ -678,6 +678,7 @@ struct sdc_gpu_comm {
 	int P, rank;
 	int64_t n;
 	float *in, *out;
+	float *recv, *sums, *fault; /* the checked ring's chunks */
 	char algo[16], proto[16];
 };
 
@@ -729,7 +730,7 @@ static void fake_nccl_destroy(struct sdc_gpu_comm *c, int abort)
 		return;
 	if (!abort) /* (after a deadline a collective may still be posted on it: left as it is) */
 		MPI_Comm_free(&c->comm);
-	free(c->in), free(c->out), free(c);
+	free(c->in), free(c->out), free(c->recv), free(c->sums), free(c->fault), free(c);
 }
 
 static struct sdc_gpu_comm *fake_nccl_init(const uint8_t *id, int nranks, int rank, const char *algo,
@@ -852,6 +853,118 @@ static int fake_nccl_collective(struct sdc_gpu_comm *c, char op, uint64_t it, in
 	return 0;
 }
 
+
+/* Waits for reqs within the deadline (t0 + timeout); false past it. */
+static bool fake_wait(MPI_Request *reqs, int n, double t0, double timeout)
+{
+	int done = 0;
+	while (!done && fake_now() - t0 < timeout) {
+		MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
+		if (!done)
+			usleep(200);
+	}
+	return done;
+}
+
+/* The checked ring's twin (kernels/cuda/nccl.cu's m_nccl_ring): the same schedule and per-element
+ * checks (ring_hd.h), the CRC32C one byte at a time, each step's chunk and header by MPI. */
+static int fake_nccl_ring(struct sdc_gpu_comm *c, const int *order, uint64_t it, const struct sdc_gpu_ring_fault *faults,
+			  int nfaults, struct sdc_gpu_hop *hops, double *seconds, int *timed_out, double timeout, char *err,
+			  size_t errlen)
+{
+	*timed_out = 0;
+	const int P = c->P;
+	const int64_t n = c->n, cn = n / P;
+	const size_t cb = (size_t)cn * 4;
+	const uint32_t salt = sdc_ring_salt(it);
+	const double t0 = fake_now();
+	if (this_rank_hangs(c->rank)) {
+		while (fake_now() - t0 < timeout)
+			usleep(20000);
+		snprintf(err, errlen, "the checked ring did not finish in time (fake: this GPU stopped)");
+		*timed_out = 1;
+		return -1;
+	}
+	if (!c->recv && (!(c->recv = malloc(cb)) || !(c->sums = malloc(cb)) || !(c->fault = malloc(cb)))) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	int p = 0;
+	while (p < P && order[p] != c->rank)
+		p++;
+	const int next = order[(p + 1) % P], prev = order[(p - 1 + P) % P];
+	for (int64_t i = 0; i < n; i++)
+		c->in[i] = sdc_coll_input('A', i, c->rank, P, n, salt);
+	for (int phase = 0; phase < 2; phase++)
+		for (int s = 0; s < P - 1; s++) {
+			const int h = phase * (P - 1) + s;
+			const struct sdc_ring_step st = sdc_ring_step_at(phase, s, p, P);
+			const int64_t off = (int64_t)st.recv_c * cn;
+			const float *payload = phase == 0 && s == 0 ? c->in + (int64_t)st.send_c * cn
+					       : phase == 0	     ? c->sums
+								     : c->out + (int64_t)st.send_c * cn;
+			uint32_t hdr[4] = { sdc_crc32c_hd(0, (const uint8_t *)payload, cb), (uint32_t)(phase << 16 | s), 0, 0 };
+			hdr[2] = sdc_crc32c_hd(0, (const uint8_t *)hdr, 8);
+			for (int k = 0; k < nfaults; k++) {
+				const struct sdc_gpu_ring_fault *f = &faults[k];
+				if ((f->kind != 'H' && f->kind != 'h') || f->phase != phase || f->step != s)
+					continue;
+				if (f->kind == 'h') {
+					hdr[0] ^= 1u << (f->bit & 31);
+				} else {
+					uint32_t u;
+					memcpy(c->fault, payload, cb);
+					memcpy(&u, &c->fault[f->el % cn], 4);
+					u ^= 1u << (f->bit & 31);
+					memcpy(&c->fault[f->el % cn], &u, 4);
+					payload = c->fault;
+				}
+			}
+			float *into = phase == 0 ? c->recv : c->out + off;
+			uint32_t rhdr[4];
+			MPI_Request q[4];
+			MPI_Isend(hdr, 12, MPI_BYTE, next, 2 * h, c->comm, &q[0]);
+			MPI_Isend(payload, (int)cb, MPI_BYTE, next, 2 * h + 1, c->comm, &q[1]);
+			MPI_Irecv(rhdr, 12, MPI_BYTE, prev, 2 * h, c->comm, &q[2]);
+			MPI_Irecv(into, (int)cb, MPI_BYTE, prev, 2 * h + 1, c->comm, &q[3]);
+			if (!fake_wait(q, 4, t0, timeout)) {
+				snprintf(err, errlen, "the ring's send/receive did not finish in time (a peer that never came, fake)");
+				*timed_out = 1;
+				return -1;
+			}
+			struct sdc_gpu_hop *o = &hops[h];
+			memcpy(o->hdr, rhdr, 12);
+			o->crc = sdc_crc32c_hd(0, (const uint8_t *)into, cb);
+			o->nbad = 0, o->first = -1, o->got = 0, o->expected = 0;
+			const int rsum = sdc_ring_rank_sum(order, P, st.first, st.count);
+			float *dst = phase == 0 ? (s < P - 2 ? c->sums : c->out + off) : NULL;
+			for (int64_t i = 0; i < cn; i++) {
+				int8_t f, g;
+				uint32_t u;
+				sdc_ring_term(off + i, salt, &f, &g);
+				memcpy(&u, &into[i], 4);
+				if (sdc_ring_check_add_one(dst ? &dst[i] : NULL, phase == 0 ? c->in[off + i] : 0, u, f, g, st.count,
+							   rsum) &&
+				    !o->nbad++) {
+					o->first = i;
+					o->got = into[i];
+					o->expected = sdc_ring_expect(st.count, rsum, f, g);
+				}
+				if (phase == 1)
+					into[i] = sdc_ring_expect(st.count, rsum, f, g); /* put right */
+			}
+			for (int k = 0; k < nfaults && phase == 0 && s == 0; k++)
+				if (faults[k].kind == 'C') {
+					uint32_t u;
+					memcpy(&u, &dst[faults[k].el % cn], 4);
+					u ^= 1u << (faults[k].bit & 31);
+					memcpy(&dst[faults[k].el % cn], &u, 4);
+				}
+		}
+	*seconds = fake_now() - t0;
+	return 0;
+}
+
 static int fake_ping(double timeout, char *err, size_t errlen)
 {
 	if (!this_rank_hangs(world_rank()))
@@ -893,6 +1006,7 @@ static const struct sdc_gpu_module fake = {
 	.nccl_init = fake_nccl_init,
 	.nccl_destroy = fake_nccl_destroy,
 	.nccl_collective = fake_nccl_collective,
+	.nccl_ring = fake_nccl_ring,
 	.ping = fake_ping,
 #endif
 };

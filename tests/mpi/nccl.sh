@@ -113,6 +113,35 @@ grep -q "rank 2 (.*) did not answer" "$TMP/kill.out" || fail "kill: rank 2 not n
 	fail "kill: survivors' codes $(cat "$TMP/kill.codes")"
 grep "did not answer" "$TMP/kill.out" | grep -qv "rank 2 (" && fail "kill: a survivor named"
 
+# sdcscan's checked ring over NCCL's send and receive (nccl-ring): clean, with its busbw; each hop
+# fault of the MPI ring's selftest named exactly as the MPI ring names it (the link, or the sender)
+RING="--probe allreduce --set allreduce.variants=nccl-ring --set allreduce.bytes=65536 --no-color"
+each_rank "$TMP/ring.codes" run $RING --duration 3 --json "$TMP/ring.json" > "$TMP/ring.out" 2>&1
+same_code "$TMP/ring.codes" 0 || fail "ring clean: exit codes $(cat "$TMP/ring.codes"); $(tail -3 "$TMP/ring.out")"
+[ "$(json_get "$TMP/ring.json" "round(r['run']['environment']['nccl']['ring']['checked_ring']['busbw_gb_s'] / r['run']['environment']['nccl']['ring']['checked_ring']['algbw_gb_s'], 6)")" = 1.5 ] ||
+	fail "ring clean: no busbw of the checked ring"
+ring_fault() { # ring_fault NAME SPEC PATTERN
+	each_rank "$TMP/$1.codes" run $RING --duration 3 --inject "$2" > "$TMP/$1.out" 2>&1
+	same_code "$TMP/$1.codes" 2 || fail "ring $1: exit codes $(cat "$TMP/$1.codes")"
+	grep -q "$3" "$TMP/$1.out" || fail "ring $1: not named: $(grep "corrupt\|compute" "$TMP/$1.out" | head -2)"
+	[ "$(grep -c "link-corrupt at\|sender-compute at" "$TMP/$1.out")" -eq 1 ] || fail "ring $1: other links or ranks named"
+}
+ring_fault hop "allreduce/nccl-ring:H:iter=1,row=1,bit=9" \
+	"rank 2 gpu2 iteration 1: link-corrupt at H\[1\]\[2\]: .* xor 0x00000200; the forward checked ring over NCCL's reduce-scatter step 0"
+ring_fault ag "allreduce/nccl-ring:H:iter=2,row=0,tensor=ag,bit=20" \
+	"rank 1 gpu1 iteration 2: link-corrupt at H\[0\]\[1\]: .* xor 0x00100000; the forward checked ring over NCCL's all-gather step 0"
+ring_fault header "allreduce/nccl-ring:H:iter=3,row=2,tensor=ag-header,bit=5" \
+	"rank 3 gpu3 iteration 3: link-corrupt at H\[2\]\[3\]: .* xor 0x00000020; .*CRC32C of the chunk's header from rank 2"
+ring_fault compute "allreduce/nccl-ring:C:iter=3,row=1,bit=25" \
+	"rank 2 gpu2 iteration 3: sender-compute at C\[1\]\[[0-9]*\]: .* xor 0x02000000; .*rank 1 (.*) sent a chunk whose CRC32C holds"
+# a stuck GPU in the ring: named as in the collectives
+MPIRUN="$MPIRUN_SAVED -x FAKE_GPU_NCCL_HANG=3"
+each_rank "$TMP/rhang.codes" run $RING --duration 30 --set allreduce.timeout=3 > "$TMP/rhang.out" 2>&1
+MPIRUN=$MPIRUN_SAVED
+same_code "$TMP/rhang.codes" 3 || fail "ring stuck GPU: exit codes $(cat "$TMP/rhang.codes")"
+grep -q "^UNKNOWN: .*rank 3 (.*)'s GPU is stuck: the forward checked ring over NCCL did not finish" "$TMP/rhang.out" ||
+	fail "ring stuck GPU: rank 3 not named: $(tail -3 "$TMP/rhang.out")"
+
 # A path that is not one
 "$SDCSCAN" run $NC --set allreduce.nccl_paths=ring/fast --duration 1 > "$TMP/badopt.out" 2>&1
 [ $? -eq 3 ] || fail "bad path: exit code"

@@ -43,6 +43,19 @@ void sdc_cuda_work_free(struct sdc_cuda_work *w);
 		}                                                                                              \
 	} while (0)
 
+/*
+ * The CRC32C of device bytes on the GPU (ring.cu): pieces of 256 bytes each CRC'd by a thread,
+ * then joined pairwise into the value sdc_crc32c gives. The scratch: two levels of the pieces'
+ * CRCs (c) and lengths (l), sdc_cuda_crc_pieces(len) entries each. The result ends in
+ * sc->c[*which][0], on stream s.
+ */
+struct sdc_crc_scratch {
+	uint32_t *c[2];
+	uint64_t *l[2];
+};
+uint64_t sdc_cuda_crc_pieces(uint64_t len);
+void sdc_cuda_crc_enqueue(const uint8_t *p, uint64_t len, struct sdc_crc_scratch *sc, int *which, cudaStream_t s);
+
 /* Fills the engine's entries of the module table (gemm.cu), and the exact class's (xgemm.cu). */
 void sdc_cuda_gemm_ops(struct sdc_gpu_module *m);
 void sdc_cuda_xops(struct sdc_gpu_module *m);

@@ -47,21 +47,14 @@ static unsigned blocks_for(uint64_t n)
 	return (unsigned)(b < 65536 ? (b ? b : 1) : 65536);
 }
 
-/* Scratch for the pieces of len bytes: two levels' CRCs and lengths. */
-struct crc_scratch {
-	uint32_t *c[2];
-	uint64_t *l[2];
-};
-
-static uint64_t pieces_of(uint64_t len)
+uint64_t sdc_cuda_crc_pieces(uint64_t len)
 {
 	return len ? (len + PIECE - 1) / PIECE : 1;
 }
 
-/* Enqueues the CRC32C of device bytes p: the result ends in sc->c[*which][0]. */
-static void crc_enqueue(const uint8_t *p, uint64_t len, struct crc_scratch *sc, int *which, cudaStream_t s)
+void sdc_cuda_crc_enqueue(const uint8_t *p, uint64_t len, struct sdc_crc_scratch *sc, int *which, cudaStream_t s)
 {
-	int64_t n = (int64_t)pieces_of(len);
+	int64_t n = (int64_t)sdc_cuda_crc_pieces(len);
 	k_pieces<<<blocks_for((uint64_t)n), 256, 0, s>>>(p, len, (uint64_t)n, sc->c[0], sc->l[0]);
 	int w = 0;
 	for (; n > 1; n = (n + 1) / 2, w ^= 1)
@@ -72,14 +65,14 @@ static void crc_enqueue(const uint8_t *p, uint64_t len, struct crc_scratch *sc, 
 static int m_crc32c(const void *buf, uint64_t len, uint32_t *crc, double timeout, char *err, size_t errlen)
 {
 	struct sdc_cuda_work w;
-	const uint64_t np = pieces_of(len);
+	const uint64_t np = sdc_cuda_crc_pieces(len);
 	const size_t bytes[5] = { len, np * 4, np * 8, np * 4, np * 8 };
 	int which = 0, rc = -1;
 	if (sdc_cuda_work_init(&w, bytes, 5, 0, err, errlen))
 		return -1;
-	struct crc_scratch sc = { { (uint32_t *)w.buf[1], (uint32_t *)w.buf[3] }, { (uint64_t *)w.buf[2], (uint64_t *)w.buf[4] } };
+	struct sdc_crc_scratch sc = { { (uint32_t *)w.buf[1], (uint32_t *)w.buf[3] }, { (uint64_t *)w.buf[2], (uint64_t *)w.buf[4] } };
 	SDC_CUDA_TRY(cudaMemcpyAsync(w.buf[0], buf, len, cudaMemcpyHostToDevice, w.s), "cudaMemcpy");
-	crc_enqueue((const uint8_t *)w.buf[0], len, &sc, &which, w.s);
+	sdc_cuda_crc_enqueue((const uint8_t *)w.buf[0], len, &sc, &which, w.s);
 	SDC_CUDA_TRY(cudaGetLastError(), "the CRC32C kernels");
 	SDC_CUDA_TRY(cudaMemcpyAsync(crc, sc.c[which], 4, cudaMemcpyDeviceToHost, w.s), "cudaMemcpy");
 	if (sdc_cuda_wait(w.s, w.ev, timeout, "CRC32C", err, errlen))
@@ -94,20 +87,20 @@ static int m_ring_check(int64_t n, uint64_t it, int count, int rsum, const float
 			int64_t *wrong, uint32_t *crc, double timeout, char *err, size_t errlen)
 {
 	struct sdc_cuda_work w;
-	const uint64_t nb = (uint64_t)n * 4, np = pieces_of(nb);
+	const uint64_t nb = (uint64_t)n * 4, np = sdc_cuda_crc_pieces(nb);
 	const size_t bytes[8] = { nb, nb, nb, 8, np * 4, np * 8, np * 4, np * 8 };
 	unsigned long long bad = 0;
 	int which = 0, rc = -1;
 	if (sdc_cuda_work_init(&w, bytes, 8, 0, err, errlen))
 		return -1;
-	struct crc_scratch sc = { { (uint32_t *)w.buf[4], (uint32_t *)w.buf[6] }, { (uint64_t *)w.buf[5], (uint64_t *)w.buf[7] } };
+	struct sdc_crc_scratch sc = { { (uint32_t *)w.buf[4], (uint32_t *)w.buf[6] }, { (uint64_t *)w.buf[5], (uint64_t *)w.buf[7] } };
 	SDC_CUDA_TRY(cudaMemcpyAsync(w.buf[0], own, nb, cudaMemcpyHostToDevice, w.s), "cudaMemcpy");
 	SDC_CUDA_TRY(cudaMemcpyAsync(w.buf[1], got, nb, cudaMemcpyHostToDevice, w.s), "cudaMemcpy");
 	SDC_CUDA_TRY(cudaMemsetAsync(w.buf[3], 0, 8, w.s), "cudaMemset");
 	k_check<<<blocks_for((uint64_t)n), 256, 0, w.s>>>(n, sdc_ring_salt(it), count, rsum, (const float *)w.buf[0],
 							   (const uint32_t *)w.buf[1], (float *)w.buf[2],
 							   (unsigned long long *)w.buf[3]);
-	crc_enqueue((const uint8_t *)w.buf[2], nb, &sc, &which, w.s);
+	sdc_cuda_crc_enqueue((const uint8_t *)w.buf[2], nb, &sc, &which, w.s);
 	SDC_CUDA_TRY(cudaGetLastError(), "the hop check kernels");
 	SDC_CUDA_TRY(cudaMemcpyAsync(dst, w.buf[2], nb, cudaMemcpyDeviceToHost, w.s), "cudaMemcpy");
 	SDC_CUDA_TRY(cudaMemcpyAsync(&bad, w.buf[3], 8, cudaMemcpyDeviceToHost, w.s), "cudaMemcpy");
@@ -128,12 +121,12 @@ static int m_ring_bench(uint64_t bytes, int reps, double *crc_s, double *check_s
 {
 	struct sdc_cuda_work w;
 	const int64_t n = (int64_t)(bytes / 4);
-	const uint64_t np = pieces_of(bytes);
+	const uint64_t np = sdc_cuda_crc_pieces(bytes);
 	const size_t b[8] = { bytes, bytes, bytes, 8, np * 4, np * 8, np * 4, np * 8 };
 	int which = 0, rc = -1;
 	if (sdc_cuda_work_init(&w, b, 8, 1, err, errlen))
 		return -1;
-	struct crc_scratch sc = { { (uint32_t *)w.buf[4], (uint32_t *)w.buf[6] }, { (uint64_t *)w.buf[5], (uint64_t *)w.buf[7] } };
+	struct sdc_crc_scratch sc = { { (uint32_t *)w.buf[4], (uint32_t *)w.buf[6] }, { (uint64_t *)w.buf[5], (uint64_t *)w.buf[7] } };
 	SDC_CUDA_TRY(cudaMemsetAsync(w.buf[0], 0x3c, bytes, w.s), "cudaMemset");
 	SDC_CUDA_TRY(cudaMemsetAsync(w.buf[1], 0x41, bytes, w.s), "cudaMemset");
 	for (int who = 0; who < 2; who++) {
@@ -144,7 +137,7 @@ static int m_ring_bench(uint64_t bytes, int reps, double *crc_s, double *check_s
 				k_check<<<blocks_for((uint64_t)n), 256, 0, w.s>>>(n, 1, 2, 1, (const float *)w.buf[0],
 										   (const uint32_t *)w.buf[1], (float *)w.buf[2],
 										   (unsigned long long *)w.buf[3]);
-			crc_enqueue((const uint8_t *)w.buf[who ? 2 : 0], bytes, &sc, &which, w.s);
+			sdc_cuda_crc_enqueue((const uint8_t *)w.buf[who ? 2 : 0], bytes, &sc, &which, w.s);
 		}
 		SDC_CUDA_TRY(cudaGetLastError(), "the hop check kernels");
 		SDC_CUDA_TRY(cudaEventRecord(w.t1, w.s), "cudaEventRecord");

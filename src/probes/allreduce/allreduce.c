@@ -39,7 +39,7 @@ void *sdc_fleet_comm(void);
 
 int sdc_bench_allreduce(int argc, char **argv);
 
-static const char *const variant_names[] = { "ring", "mpi", "nccl", NULL };
+static const char *const variant_names[] = { "ring", "mpi", "nccl", "nccl-ring", NULL };
 
 struct allreduce_opts {
 	uint32_t variants, nccl_paths;
@@ -49,10 +49,12 @@ struct allreduce_opts {
 
 #define OPT(f) offsetof(struct allreduce_opts, f)
 static const struct sdc_option allreduce_options[] = {
-	{ .name = "variants", .type = SDC_OPT_SET, .offset = OPT(variants), .def = "ring,mpi,nccl", .neutral = true,
+	{ .name = "variants", .type = SDC_OPT_SET, .offset = OPT(variants), .def = "ring,mpi,nccl,nccl-ring",
+	  .neutral = true,
 	  .help = "ring: sdcscan's checked ring all-reduce; mpi: MPI_Allreduce checked exactly; nccl: NCCL's "
 		  "all-reduce, reduce-scatter and all-gather between the ranks' GPUs (one rank a GPU), checked exactly "
-		  "on each path of nccl_paths (left out where the ranks have no GPU)",
+		  "on each path of nccl_paths; nccl-ring: the checked ring between the GPUs over NCCL's send and "
+		  "receive, every hop checked on the GPU (the nccl ones are left out where the ranks have no GPU)",
 	  .choices = variant_names },
 	{ .name = "nccl_paths", .type = SDC_OPT_SET, .offset = OPT(nccl_paths),
 	  .def = "auto,ring/simple,ring/ll,ring/ll128,tree/simple,tree/ll,tree/ll128", .neutral = true,
@@ -76,24 +78,29 @@ static const char *const allreduce_targets[] = {
 	"instead of its data; the ring runs forward",
 	"C: the sender's arithmetic: row = the rank whose reduce-scatter sum goes wrong at its first step, bit",
 	"V: NCCL's result in GPU memory before the check (nccl variant): row = rank, col = element of the first "
-	"path's all-reduce, bit",
+	"path's all-reduce, bit (H and C act on the ring and nccl-ring variants alike)",
 	NULL,
 };
 
-/* Under mpirun (2 ranks or more): a hop in each phase and one rank's arithmetic. */
-static const char *const allreduce_selftest_options[] = { "variants=ring", "bytes=262144", NULL };
+/* Under mpirun (2 ranks or more): a hop in each phase and one rank's arithmetic, on the MPI ring
+ * and (where the ranks have GPUs) on the ring over NCCL; a wrong element of NCCL's all-reduce. */
+static const char *const allreduce_selftest_options[] = { "variants=ring,nccl,nccl-ring", "nccl_paths=auto,ring/ll",
+							  "bytes=262144", NULL };
 static const char *const allreduce_selftest_faults[] = {
 	"allreduce/ring:H:iter=1,row=1,bit=9",
 	"allreduce/ring:H:iter=2,row=0,tensor=ag,bit=20",
 	"allreduce/ring:H:iter=3,row=2,tensor=ag-header,bit=5",
 	"allreduce/ring:C:iter=3,row=1,bit=25",
+	"allreduce/nccl-ring:H:iter=1,row=1,bit=9",
+	"allreduce/nccl-ring:H:iter=2,row=0,tensor=ag,bit=20",
+	"allreduce/nccl-ring:H:iter=3,row=2,tensor=ag-header,bit=5",
+	"allreduce/nccl-ring:C:iter=3,row=1,bit=25",
+	"allreduce/nccl:V:iter=1,row=1,col=100,bit=7",
 	NULL,
 };
 
 
-/* What an H fault's tensor= names: the phase (0 reduce-scatter, 1 all-gather) and whether it
- * corrupts the chunk's header instead of its data; false for anything else. Left out: rs. */
-static bool hop_tensor(const char *tn, int *phase, bool *header)
+bool sdc_ar_hop_tensor(const char *tn, int *phase, bool *header)
 {
 	static const char *const names[] = { "", "rs", "ag", "rs-header", "ag-header" };
 	*phase = 0, *header = false;
@@ -106,7 +113,7 @@ static bool hop_tensor(const char *tn, int *phase, bool *header)
 	return false;
 }
 
-enum { VARIANT_RING, VARIANT_MPI, VARIANT_NCCL };
+enum { VARIANT_RING, VARIANT_MPI, VARIANT_NCCL, VARIANT_NCCL_RING };
 
 static int allreduce_variants(const void *opts, struct sdc_variant *out, int max)
 {
@@ -117,7 +124,7 @@ static int allreduce_variants(const void *opts, struct sdc_variant *out, int max
 			continue;
 		/* one worker a rank (nccl: on the rank's GPU); exact data, so every rank's sums are the
 		 * same whatever the world */
-		out[n] = (struct sdc_variant){ .devices = i == VARIANT_NCCL ? SDC_ON_GPU : SDC_ON_CPU, .per_rank = true,
+		out[n] = (struct sdc_variant){ .devices = i >= VARIANT_NCCL ? SDC_ON_GPU : SDC_ON_CPU, .per_rank = true,
 					       .param = { i } };
 		sdc_strlcpy(out[n++].name, variant_names[i], SDC_NAME_MAX);
 	}
@@ -148,7 +155,7 @@ static int allreduce_setup(struct sdc_probe_ctx *ctx)
 		const struct sdc_inject_spec *in = &ctx->run->inject[i];
 		int phase;
 		bool header;
-		const bool known = !in->tensor[0] || (!strcmp(in->target, "H") && hop_tensor(in->tensor, &phase, &header));
+		const bool known = !in->tensor[0] || (!strcmp(in->target, "H") && sdc_ar_hop_tensor(in->tensor, &phase, &header));
 		if (!strcmp(in->probe, "allreduce") && !known)
 			return sdc_ctx_error(ctx, "--inject %s: tensor=%s: allreduce takes tensor= only for H faults: rs, ag, "
 						  "rs-header or ag-header", in->text, in->tensor);
@@ -377,7 +384,7 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, const st
 				const int dst = ft->col >= 0 ? (int)ft->col : g->order[(g->where[src] + 1) % P];
 				int ph;
 				bool header;
-				hop_tensor(w->ctx->run->inject[ft->spec].tensor, &ph, &header); /* setup refused others */
+				sdc_ar_hop_tensor(w->ctx->run->inject[ft->spec].tensor, &ph, &header); /* setup refused others */
 				if (src != me || dst != next || ph != phase || s != 0)
 					continue;
 				const int bit = ft->bit >= 0 ? ft->bit % 32 : header ? 3 : 20;
@@ -655,8 +662,10 @@ static void allreduce_run(struct sdc_worker *w)
 		ring_run(w);
 	else if (w->ctx->variant->param[0] == VARIANT_MPI)
 		mpi_run(w);
-	else
+	else if (w->ctx->variant->param[0] == VARIANT_NCCL)
 		sdc_ar_nccl_run(w);
+	else
+		sdc_ar_nccl_ring_run(w);
 }
 
 #else

@@ -37,8 +37,14 @@ void sdc_ar_hop_report(struct sdc_worker *w, uint64_t it, const char *what, int 
  * from a bad link. */
 void sdc_ar_ring_orders(int P, uint64_t it, int *fwd, int *rev, int *shuf);
 
-/* The nccl variant (nccl.c): its paths' names (the option's choices), and its run. */
+/* What an H fault's tensor= names: the phase (0 reduce-scatter, 1 all-gather) and whether it
+ * corrupts the chunk's header instead of its data; false for anything else. Left out: rs. */
+bool sdc_ar_hop_tensor(const char *tn, int *phase, bool *header);
+
+/* The nccl variants (nccl.c): the paths' names (option nccl_paths' choices); NCCL's collectives
+ * checked on every path, and sdcscan's checked ring over NCCL's send and receive. */
 extern const char *const sdc_ar_nccl_paths[];
 void sdc_ar_nccl_run(struct sdc_worker *w);
+void sdc_ar_nccl_ring_run(struct sdc_worker *w);
 
 #endif

@@ -64,6 +64,7 @@ struct nc_run {
 	bool *live;
 	struct nc_word *all;
 	struct sdc_gpu_comm *comm[NPATHS];
+	const char *version;
 	json_t *paths; /* per path: the collectives' bandwidth, or why NCCL refused it */
 	char refusal[200]; /* the first path NCCL refused, and why (this rank's words, or another's) */
 };
@@ -154,8 +155,8 @@ static int agree(struct nc_run *r, struct nc_word mine, const char *what)
 	return 0;
 }
 
-/* The communicators of every path asked for: an id from rank 0 each, every rank's init agreed. */
-static int open_paths(struct nc_run *r)
+/* The communicators of every path in the mask: an id from rank 0 each, every rank's init agreed. */
+static int open_paths(struct nc_run *r, uint32_t mask)
 {
 	const int P = sdc_fleet.size;
 	struct {
@@ -169,7 +170,7 @@ static int open_paths(struct nc_run *r)
 	}
 	int opened = 0, rc = 0;
 	for (int k = 0; k < NPATHS && !rc; k++) {
-		if (!sdc_opt_set_has(r->sh->nccl_paths, k))
+		if (!sdc_opt_set_has(mask, k))
 			continue;
 		memset(&mine, 0, sizeof(mine));
 		mine.ok = sdc_fleet.rank != 0 || !r->m->nccl_unique_id(mine.id, mine.why, sizeof(mine.why));
@@ -234,42 +235,75 @@ static void keep_bw(struct nc_run *r, int k, char op, double seconds)
 				      algbw * sdc_coll_bus_factor(op, sdc_fleet.size)));
 }
 
+/* What both variants start with: NCCL there, the ranks' exchange ready, the communicators of the
+ * paths in mask open. 0, or -1 (the worker says why). */
+static int nc_start(struct nc_run *r, struct sdc_worker *w, uint32_t mask)
+{
+	const int P = sdc_fleet.size;
+	char why[256] = "";
+	*r = (struct nc_run){ .w = w, .m = sdc_gpu_ops(), .sh = w->ctx->shared };
+	if (!r->m || !r->m->nccl_init) {
+		sdc_worker_error(w, "this GPU module was built without NCCL (nccl.h missing at build time)");
+		return -1;
+	}
+	if (!(r->version = r->m->nccl_version(why, sizeof(why)))) {
+		sdc_worker_error(w, "%s: install NCCL (libnccl2) or leave the nccl variants out of allreduce.variants",
+				 why);
+		return -1;
+	}
+	r->live = malloc((size_t)P * sizeof(bool));
+	r->all = calloc((size_t)P, sizeof(*r->all));
+	r->paths = json_object();
+	if (!r->live || !r->all || !r->paths) {
+		sdc_worker_error(w, "out of memory");
+		return -1;
+	}
+	for (int p = 0; p < P; p++)
+		r->live[p] = true;
+	snprintf(w->kernel, sizeof(w->kernel), "nccl %s, rank %d of %d", r->version, sdc_fleet.rank, P);
+	return open_paths(r, mask);
+}
+
+/* Whether every rank goes on to another iteration: all do, or all stop, through the same exchange
+ * (which names a rank gone). */
+static bool nc_go_on(struct nc_run *r)
+{
+	if (agree(r, (struct nc_word){ .stop = !sdc_worker_continue(r->w) }, "the agreement to go on"))
+		return false;
+	for (int p = 0; p < sdc_fleet.size; p++)
+		if (r->all[p].stop)
+			return false;
+	return true;
+}
+
+/* The communicators closed (aborted after a failure), the figures into the report. */
+static void nc_end(struct nc_run *r, const char *key)
+{
+	for (int k = 0; k < NPATHS; k++)
+		if (r->comm[k])
+			r->m->nccl_destroy(r->comm[k], r->w->failed);
+	if (r->paths) {
+		struct sdc_run *run = r->w->ctx->run;
+		pthread_mutex_lock(&run->lock);
+		json_t *env = json_object_get(run->environment, "nccl");
+		if (!env)
+			json_object_set_new(run->environment, "nccl",
+					    env = json_pack("{s:s, s:i}", "version", r->version ? r->version : "", "ranks",
+							    sdc_fleet.size));
+		json_object_set_new(env, key, r->paths);
+		pthread_mutex_unlock(&run->lock);
+	}
+	free(r->live), free(r->all);
+}
+
 void sdc_ar_nccl_run(struct sdc_worker *w)
 {
 	const struct ar_shared *sh = w->ctx->shared;
 	const int P = sdc_fleet.size;
-	struct nc_run r = { .w = w, .m = sdc_gpu_ops(), .sh = sh };
-	char why[256] = "";
-	if (!r.m || !r.m->nccl_init) {
-		sdc_worker_error(w, "this GPU module was built without NCCL (nccl.h missing at build time)");
-		return;
-	}
-	const char *version = r.m->nccl_version(why, sizeof(why));
-	if (!version) {
-		sdc_worker_error(w, "%s: install NCCL (libnccl2) or leave nccl out of allreduce.variants", why);
-		return;
-	}
-	r.live = malloc((size_t)P * sizeof(bool));
-	r.all = calloc((size_t)P, sizeof(*r.all));
-	r.paths = json_object();
-	if (!r.live || !r.all || !r.paths) {
-		sdc_worker_error(w, "out of memory");
+	struct nc_run r;
+	if (nc_start(&r, w, sh->nccl_paths))
 		goto out;
-	}
-	for (int p = 0; p < P; p++)
-		r.live[p] = true;
-	snprintf(w->kernel, sizeof(w->kernel), "nccl %s, rank %d of %d", version, sdc_fleet.rank, P);
-	if (open_paths(&r))
-		goto out;
-	for (uint64_t it = 0;; it++) {
-		/* everyone goes on, or everyone stops (through the same exchange, which names a rank gone) */
-		if (agree(&r, (struct nc_word){ .stop = !sdc_worker_continue(w) }, "the agreement to go on"))
-			goto out;
-		bool stop = false;
-		for (int p = 0; p < P; p++)
-			stop |= r.all[p].stop != 0;
-		if (stop)
-			break;
+	for (uint64_t it = 0; nc_go_on(&r); it++) {
 		struct sdc_fault vf[4];
 		const int nv = sdc_worker_faults(w, "V", it, vf, 4);
 		uint64_t total = 0;
@@ -332,16 +366,120 @@ void sdc_ar_nccl_run(struct sdc_worker *w)
 		sdc_worker_account(w, moved);
 	}
 out:
-	for (int k = 0; k < NPATHS; k++)
-		if (r.comm[k])
-			r.m->nccl_destroy(r.comm[k], w->failed);
-	if (r.paths) {
-		struct sdc_run *run = w->ctx->run;
-		pthread_mutex_lock(&run->lock);
-		json_object_set_new(run->environment, "nccl",
-				    json_pack("{s:s, s:i, s:o}", "version", version, "ranks", P, "paths", r.paths));
-		pthread_mutex_unlock(&run->lock);
+	nc_end(&r, "paths");
+}
+
+/* This rank's part of the iteration's H and C faults (allreduce.c's plan: every rank gets the
+ * list, the one a fault names acts), for the forward ring at position p. */
+static int ring_faults(struct sdc_worker *w, uint64_t it, const int *fwd, int p, struct sdc_gpu_ring_fault *out)
+{
+	const int P = sdc_fleet.size, me = sdc_fleet.rank;
+	const int64_t cn = ((const struct ar_shared *)w->ctx->shared)->n / P;
+	struct sdc_fault f[SDC_GPU_RING_FAULTS];
+	int n = 0;
+	const int nh = sdc_worker_faults(w, "H", it, f, SDC_GPU_RING_FAULTS);
+	for (int i = 0; i < nh && n < SDC_GPU_RING_FAULTS; i++) {
+		int phase;
+		bool header;
+		const int src = f[i].row >= 0 ? (int)f[i].row : 0;
+		int at = 0;
+		while (at < P && fwd[at] != src)
+			at++;
+		const int dst = f[i].col >= 0 ? (int)f[i].col : fwd[(at + 1) % P];
+		sdc_ar_hop_tensor(w->ctx->run->inject[f[i].spec].tensor, &phase, &header); /* setup refused others */
+		if (src != me || dst != fwd[(p + 1) % P])
+			continue;
+		const int bit = f[i].bit >= 0 ? (int)(f[i].bit % 32) : header ? 3 : 20;
+		out[n++] = (struct sdc_gpu_ring_fault){ .kind = header ? 'h' : 'H', .phase = phase, .step = 0, .bit = bit,
+							.el = cn / 3 };
+		sdc_worker_fault_applied(w, &f[i], "H", it, src, dst, bit, "", "");
 	}
-	free(r.live), free(r.all);
+	const int nc = sdc_worker_faults(w, "C", it, f, SDC_GPU_RING_FAULTS);
+	for (int i = 0; i < nc && n < SDC_GPU_RING_FAULTS; i++) {
+		if ((f[i].row >= 0 ? f[i].row : 0) != me)
+			continue;
+		const int bit = f[i].bit >= 0 ? (int)(f[i].bit % 32) : 22;
+		out[n++] = (struct sdc_gpu_ring_fault){ .kind = 'C', .bit = bit, .el = cn / 5 };
+		sdc_worker_fault_applied(w, &f[i], "C", it, me, sdc_ring_step_at(0, 0, p, P).recv_c * cn + cn / 5, bit, "",
+					 "");
+	}
+	return n;
+}
+
+void sdc_ar_nccl_ring_run(struct sdc_worker *w)
+{
+	const struct ar_shared *sh = w->ctx->shared;
+	const int P = sdc_fleet.size, me = sdc_fleet.rank, nh = 2 * (P - 1);
+	const int64_t cn = sh->n / P;
+	static const char *const names[] = { "forward", "reversed", "shuffled" };
+	struct nc_run r;
+	int *orders = malloc(3 * sizeof(int) * (size_t)P);
+	struct sdc_gpu_hop *hops = malloc(sizeof(*hops) * (size_t)nh);
+	double best = 0;
+	if (!orders || !hops) {
+		sdc_worker_error(w, "out of memory");
+		r = (struct nc_run){ .w = w };
+		goto out;
+	}
+	/* point-to-point takes no NCCL_ALGO / NCCL_PROTO: one communicator, NCCL's own choice */
+	if (nc_start(&r, w, 1u) || !r.comm[0])
+		goto out;
+	for (uint64_t it = 0; nc_go_on(&r); it++) {
+		sdc_ar_ring_orders(P, it, orders, orders + P, orders + 2 * P);
+		for (int k = 0; k < 3; k++) {
+			const int *order = orders + k * P;
+			int p = 0;
+			while (p < P && order[p] != me)
+				p++;
+			struct sdc_gpu_ring_fault faults[SDC_GPU_RING_FAULTS];
+			const int nf = k == 0 ? ring_faults(w, it, order, p, faults) : 0;
+			char err[256] = "", what[96];
+			double seconds = 0;
+			int timed_out = 0;
+			snprintf(what, sizeof(what), "the %s checked ring over NCCL", names[k]);
+			const int rc = r.m->nccl_ring(r.comm[0], order, it, faults, nf, hops, &seconds, &timed_out, sh->timeout,
+						      err, sizeof(err));
+			if (rc && !timed_out)
+				sdc_worker_error(w, "%s: %s", what, err);
+			if (agree(&r, (struct nc_word){ .status = rc ? timed_out ? 2 : 1 : 0 }, what))
+				goto out;
+			for (int q = 0; q < P; q++)
+				if (r.all[q].status == 1 && !rc) {
+					snprintf(w->error, sizeof(w->error), "rank %d (%s) failed in %s", q, sdc_fleet_host(q), what);
+					w->failed = true;
+				}
+			if (w->failed)
+				goto out;
+			/* every hop judged as the MPI ring judges it: a bad CRC names the link, a good CRC
+			 * on wrong values the sender */
+			const int prev = order[(p - 1 + P) % P];
+			for (int h = 0; h < nh; h++) {
+				const int phase = h >= P - 1, s = h - phase * (P - 1);
+				struct sdc_hop_verdict hv;
+				sdc_ring_hop_verdict_crc(hops[h].hdr, (uint32_t)(phase << 16 | s), hops[h].crc, hops[h].nbad, &hv);
+				if (hv.fault == SDC_HOP_OK)
+					continue;
+				char step[160];
+				snprintf(step, sizeof(step), "%s's %s step %d", what, phase ? "all-gather" : "reduce-scatter", s);
+				const int64_t el =
+					hops[h].first >= 0 ? (int64_t)sdc_ring_step_at(phase, s, p, P).recv_c * cn + hops[h].first : -1;
+				sdc_ar_hop_report(w, it, step, prev, me, &hv, hops[h].hdr, hops[h].nbad, el, hops[h].expected,
+						  hops[h].got);
+			}
+			if (k == 0 && seconds > 0 && (best == 0 || seconds < best))
+				best = seconds;
+		}
+		sdc_worker_digest(w, it, it);
+		sdc_worker_account(w, 3.0 * (double)sh->n * 4 * sdc_coll_bus_factor('A', P));
+	}
+out:
+	if (r.paths && best > 0) {
+		const double algbw = (double)sh->n * 4 / best / 1e9;
+		json_object_set_new(r.paths, "checked_ring",
+				    json_pack("{s:f, s:f, s:f}", "bytes", (double)sh->n * 4, "algbw_gb_s", algbw, "busbw_gb_s",
+					      algbw * sdc_coll_bus_factor('A', P)));
+	}
+	nc_end(&r, "ring");
+	free(orders), free(hops);
 }
 #endif

@@ -21,7 +21,9 @@
 #         bench      sdcscan bench overhead --gpus (bench.json): plain cuBLASLt against checked;
 #                    sdcscan bench minitrain --gpus (bench-minitrain.json): the exact class's bits
 #                    and its GEMM against cuBLAS sgemm, n = 512 ... 4096; sdcscan bench ring-hops
-#                    --gpus (bench-ring-hops.json): the hop checks' bits and GB/s
+#                    --gpus (bench-ring-hops.json): the hop checks' bits and GB/s; with mpirun
+#                    and 2 GPUs or more, sdcscan bench nccl (bench-nccl.json): the checked ring
+#                    over NCCL against ncclAllReduce, busbw 1 MiB to 1 GiB
 #         sanitizer  compute-sanitizer memcheck, racecheck and synccheck on a short GPU run
 #       Exit status: 0 when every stage did (the suite may skip: 77), 1 otherwise.
 set -u
@@ -143,6 +145,14 @@ run() {
 			stage bench "$S" bench overhead --gpus 0 --json "$out/bench.json"
 			stage bench-minitrain "$S" bench minitrain --gpus 0 --json "$out/bench-minitrain.json"
 			stage bench-ring-hops "$S" bench ring-hops --gpus 0 --json "$out/bench-ring-hops.json"
+			ngpu=$("$S" version | sed -n 's/^gpus: \([0-9]*\) .*/\1/p')
+			if command -v mpirun >/dev/null 2>&1 && [ "${ngpu:-0}" -ge 2 ]; then
+				stage bench-nccl mpirun --allow-run-as-root -np "$ngpu" "$S" bench nccl --gpus all \
+					--json "$out/bench-nccl.json"
+			else
+				echo "bench-nccl: not run: needs mpirun and 2 GPUs or more (${ngpu:-0} here; NCCL takes no two ranks on one GPU)" \
+					>>"$out/summary.txt"
+			fi
 			;;
 		sanitizer) stage sanitizer sanitize ;;
 		*) echo "gpu-check: no stage '$s'" >&2; failed=1 ;;

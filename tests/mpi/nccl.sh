@@ -142,6 +142,17 @@ same_code "$TMP/rhang.codes" 3 || fail "ring stuck GPU: exit codes $(cat "$TMP/r
 grep -q "^UNKNOWN: .*rank 3 (.*)'s GPU is stuck: the forward checked ring over NCCL did not finish" "$TMP/rhang.out" ||
 	fail "ring stuck GPU: rank 3 not named: $(tail -3 "$TMP/rhang.out")"
 
+# bench nccl: the checked ring's busbw against ncclAllReduce's, side by side, with a target that is
+# judged (the fake's one-byte-at-a-time CRC makes its ring slow: MISSED is what it must say here)
+$MPIRUN "$SDCSCAN" bench nccl --min-bytes 65536 --max-bytes 1048576 --target-bytes 262144 --reps 3 \
+	--json "$TMP/bench.json" > "$TMP/bench.out" 2>&1
+grep -q "^ *1048576  .*%  (>= 80%: \(met\|MISSED\))$" "$TMP/bench.out" || fail "bench nccl: no judged row: $(cat "$TMP/bench.out")"
+grep -q "^ *65536  .*[0-9]%$" "$TMP/bench.out" || fail "bench nccl: the unjudged row"
+grep -q "^target: the checked ring at least 80% of ncclAllReduce's busbw from 262144 bytes up: MISSED$" "$TMP/bench.out" ||
+	fail "bench nccl: the fake's slow ring was not MISSED"
+[ "$(json_get "$TMP/bench.json" "[x['judged'] for x in r['rows']], r['clean'], r['targets_met']")" = "[False, True, True] True False" ] ||
+	fail "bench nccl: report $(json_get "$TMP/bench.json" "r")"
+
 # A path that is not one
 "$SDCSCAN" run $NC --set allreduce.nccl_paths=ring/fast --duration 1 > "$TMP/badopt.out" 2>&1
 [ $? -eq 3 ] || fail "bad path: exit code"

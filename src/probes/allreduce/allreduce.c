@@ -691,8 +691,10 @@ static const struct sdc_command allreduce_bench = {
 	.fn = bench_main,
 };
 
-extern const struct sdc_command sdc_allreduce_hops_bench; /* bench_gpu.c */
-static const struct sdc_command *const allreduce_benches[] = { &allreduce_bench, &sdc_allreduce_hops_bench, NULL };
+extern const struct sdc_command sdc_allreduce_hops_bench;  /* bench_gpu.c */
+extern const struct sdc_command sdc_allreduce_nccl_bench;  /* bench_nccl.c */
+static const struct sdc_command *const allreduce_benches[] = { &allreduce_bench, &sdc_allreduce_hops_bench,
+							       &sdc_allreduce_nccl_bench, NULL };
 
 const struct sdc_probe sdc_probe_allreduce = {
 	.name = "allreduce",

@@ -67,6 +67,7 @@ struct nc_run {
 	const char *version;
 	json_t *paths; /* per path: the collectives' bandwidth, or why NCCL refused it */
 	char refusal[200]; /* the first path NCCL refused, and why (this rank's words, or another's) */
+	char (*bus)[24];   /* every rank's GPU, its PCI bus id (a hop's report names both ends) */
 };
 
 /*
@@ -261,6 +262,12 @@ static int nc_start(struct nc_run *r, struct sdc_worker *w, uint32_t mask)
 	for (int p = 0; p < P; p++)
 		r->live[p] = true;
 	snprintf(w->kernel, sizeof(w->kernel), "nccl %s, rank %d of %d", r->version, sdc_fleet.rank, P);
+	char mine[24] = "";
+	sdc_strlcpy(mine, w->dev->gpu.pci_bus_id, sizeof(mine));
+	if (!(r->bus = calloc((size_t)P, sizeof(*r->bus))) || sdc_fleet_allgather(mine, (int)sizeof(mine), r->bus, r->sh->timeout)) {
+		sdc_ar_unresponsive(w, -1, "the exchange of the ranks' GPUs");
+		return -1;
+	}
 	return open_paths(r, mask);
 }
 
@@ -293,7 +300,7 @@ static void nc_end(struct nc_run *r, const char *key)
 		json_object_set_new(env, key, r->paths);
 		pthread_mutex_unlock(&run->lock);
 	}
-	free(r->live), free(r->all);
+	free(r->live), free(r->all), free(r->bus);
 }
 
 void sdc_ar_nccl_run(struct sdc_worker *w)
@@ -460,7 +467,8 @@ void sdc_ar_nccl_ring_run(struct sdc_worker *w)
 				if (hv.fault == SDC_HOP_OK)
 					continue;
 				char step[160];
-				snprintf(step, sizeof(step), "%s's %s step %d", what, phase ? "all-gather" : "reduce-scatter", s);
+				snprintf(step, sizeof(step), "%s's %s step %d (GPU %s to GPU %s)", what,
+					 phase ? "all-gather" : "reduce-scatter", s, r.bus[prev], r.bus[me]);
 				const int64_t el =
 					hops[h].first >= 0 ? (int64_t)sdc_ring_step_at(phase, s, p, P).recv_c * cn + hops[h].first : -1;
 				sdc_ar_hop_report(w, it, step, prev, me, &hv, hops[h].hdr, hops[h].nbad, el, hops[h].expected,

@@ -82,7 +82,7 @@ for cmd in run list selftest golden "golden record" "golden verify" "golden show
 	expect_grep "$name" out "Usage: sdcscan $cmd"
 done
 # A verb is chosen by position; a bad one is named with the valid ones.
-bad bad_verb "unknown verb 'gem' (expected gemm, overhead, embbag, minitrain, allreduce, ring-hops, ecparity)" bench gem
+bad bad_verb "unknown verb 'gem' (expected gemm, overhead, embbag, minitrain, allreduce, ring-hops, nccl, ecparity)" bench gem
 bad no_verb "expected a golden command: record, verify, show" golden
 # --exit-codes npd holds whatever the order of the arguments: a bad flag before it is npd's unknown (2).
 expect_exit 2 npd_order "$SDCSCAN" run --bogus --exit-codes npd

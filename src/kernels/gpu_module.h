@@ -142,8 +142,15 @@ struct sdc_gpu_hop {
 #define SDC_GPU_RING_FAULTS 4
 struct sdc_gpu_ring_fault {
 	char kind;
+	int member; /* which of the communicator's GPUs of this process (0 under mpirun, one rank a GPU) */
 	int phase, step, bit;
 	int64_t el;
+};
+/* A bit of a collective's output flipped in GPU memory before its check (member, element). */
+struct sdc_gpu_flip {
+	int member;
+	int64_t el;
+	int bit;
 };
 
 struct sdc_gpu_module {
@@ -216,35 +223,42 @@ struct sdc_gpu_module {
 	const char *(*nccl_version)(char *why, size_t len);
 	/* ncclGetUniqueId: what one rank makes and the others are given (SDC_GPU_NCCL_ID_BYTES). */
 	int (*nccl_unique_id)(uint8_t *id, char *err, size_t errlen);
-	/* A non-blocking communicator (ncclCommInitRankConfig, blocking = 0) of nranks, this rank on the
-	 * calling thread's GPU, its initialisation polled until the deadline and aborted past it. algo
-	 * and proto (NULL or "": NCCL's choice) are NCCL_ALGO and NCCL_PROTO while it initialises (its
-	 * tuning reads them there); n: floats a collective moves, device buffers for them made here. */
-	struct sdc_gpu_comm *(*nccl_init)(const uint8_t *id, int nranks, int rank, const char *algo, const char *proto,
-					  int64_t n, double timeout, char *err, size_t errlen);
+	/* A non-blocking communicator (ncclCommInitRankConfig, blocking = 0) of nranks, of which this
+	 * process holds nmem GPUs (devices[], CUDA ordinals) as ranks first_rank .. first_rank + nmem - 1:
+	 * one under mpirun (one rank a GPU), every GPU of the host in a single process (initialised in
+	 * one group, as ncclCommInitAll does); at most 64. Its initialisation is polled until the
+	 * deadline and aborted past it. algo and proto (NULL or "": NCCL's choice) are NCCL_ALGO and
+	 * NCCL_PROTO while it initialises (its tuning reads them there); n: floats a collective moves,
+	 * device buffers for them made here. The entries below act on every member, launching them in
+	 * one group so none waits for another. */
+	struct sdc_gpu_comm *(*nccl_init)(const uint8_t *id, int nranks, int first_rank, int nmem, const int *devices,
+					  const char *algo, const char *proto, int64_t n, double timeout, char *err,
+					  size_t errlen);
 	/* Frees it: ncclCommFinalize then ncclCommDestroy, or ncclCommAbort (abort: after a deadline,
 	 * when nothing on it may be waited for). */
 	void (*nccl_destroy)(struct sdc_gpu_comm *c, int abort);
 	/* One collective (op 'A' ncclAllReduce, 'R' ncclReduceScatter, 'G' ncclAllGather; counts as
 	 * ring_hd.h's sdc_coll_*) on iteration it's exact data, drawn on the device; its output checked
-	 * there. flip_el >= 0: that bit of that output element flipped before the check (a fault in GPU
-	 * memory). Every wait polled (ncclCommGetAsyncError, cudaStreamQuery) until the deadline. */
-	int (*nccl_collective)(struct sdc_gpu_comm *c, char op, uint64_t it, int64_t flip_el, int flip_bit,
+	 * there, res[member] for each. flip (NULL: none): a bit of an output element flipped before the
+	 * check (a fault in GPU memory). Every wait polled (ncclCommGetAsyncError, cudaStreamQuery)
+	 * until the deadline. */
+	int (*nccl_collective)(struct sdc_gpu_comm *c, char op, uint64_t it, const struct sdc_gpu_flip *flip,
 			       struct sdc_gpu_coll_result *res, double timeout, char *err, size_t errlen);
 	/* sdcscan's ring all-reduce of the communicator's n floats of iteration it (reduce-scatter, then
 	 * all-gather: ring_hd.h's schedule) in ring order order[P] (order[position] = rank) over NCCL's
 	 * send and receive, one group a step: every chunk goes with a header holding its CRC32C, taken
 	 * on the GPU; what arrives is CRC'd and checked element by element on the GPU against the
 	 * partial sum it must be (reduce-scatter: the sums sent on are own + that value, so a wrong one
-	 * does not echo; all-gather: wrong ones put right). hops[2 (P - 1)]: what this rank received at
-	 * each step, reduce-scatter's first; faults[nfaults]: this rank's. seconds: the ring with its
-	 * checks, between events. Every wait polled to the deadline (res.timed_out as nccl_collective). */
+	 * does not echo; all-gather: wrong ones put right). hops[member * 2 (P - 1) + step]: what each
+	 * member received at each step, reduce-scatter's first; faults[nfaults]: this process's.
+	 * seconds: the ring with its checks between events, the slowest member's. Every wait polled to
+	 * the deadline (*timed_out past it). */
 	int (*nccl_ring)(struct sdc_gpu_comm *c, const int *order, uint64_t it, const struct sdc_gpu_ring_fault *faults,
 			 int nfaults, struct sdc_gpu_hop *hops, double *seconds, int *timed_out, double timeout, char *err,
 			 size_t errlen);
-	/* Whether the calling thread's GPU still runs a kernel within the deadline (after a collective
-	 * timed out: a stuck GPU is told from a peer that never came). */
-	int (*ping)(double timeout, char *err, size_t errlen);
+	/* Whether GPU device (a CUDA ordinal; -1: the calling thread's) still runs a kernel within the
+	 * deadline (after a collective timed out: a stuck GPU is told from a peer that never came). */
+	int (*ping)(int device, double timeout, char *err, size_t errlen);
 };
 
 typedef const struct sdc_gpu_module *(*sdc_gpu_module_fn)(void);

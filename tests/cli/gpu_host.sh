@@ -303,4 +303,27 @@ esac
 FAKE_GPU_COUNT=0 expect_exit 0 nodevice "$SDCSCAN" run $GPU --json "$TMP/nodevice.json"
 [ "$(json_get "$TMP/nodevice.json" "r['host'].get('gpu_note', '')")" = "no CUDA-capable device is detected (fake module)" ] ||
 	fail "no device: gpu_note"
+# NCCL with no launcher: one process over every GPU of the host (the fake does NCCL's part in
+# memory between its GPUs). Every path clean; a fault of each kind named at its GPU; a stuck GPU
+# named within the deadline and a few seconds; one GPU, or no NCCL, says why.
+NC="--probe allreduce --set allreduce.bytes=65536 --no-color"
+FAKE_GPU_COUNT=4 expect_exit 0 nclocal "$SDCSCAN" run $NC --duration 4 --json "$TMP/nclocal.json"
+[ "$(json_get "$TMP/nclocal.json" "r['run']['environment']['nccl']['shape'], r['run']['environment']['nccl']['members'], len(r['run']['environment']['nccl']['paths']), 'busbw_gb_s' in r['run']['environment']['nccl']['ring']['checked_ring'], sorted(x['variant'] for x in r['results'])")" = \
+	"one process, every GPU of the host 4 7 True ['nccl', 'nccl-ring']" ] || fail "nccl, one process: report"
+FAKE_GPU_COUNT=4 expect_exit 2 nclocalh "$SDCSCAN" run $NC --duration 4 --inject allreduce/nccl-ring:H:iter=1,row=1,bit=9
+expect_grep nclocalh out "link-corrupt at H\[1\]\[2\]: .* xor 0x00000200; .*from GPU 1 (0000:f1:00.0) to GPU 2 (0000:f2:00.0) failed"
+FAKE_GPU_COUNT=4 expect_exit 2 nclocalc "$SDCSCAN" run $NC --duration 4 --inject allreduce/nccl-ring:C:iter=3,row=2,bit=25
+expect_grep nclocalc out "sender-compute at C\[2\]\[[0-9]*\]: .* xor 0x02000000; .*GPU 2 (0000:f2:00.0) sent a chunk whose CRC32C holds"
+FAKE_GPU_COUNT=4 expect_exit 2 nclocalv "$SDCSCAN" run $NC --duration 4 --inject allreduce/nccl:V:iter=2,row=3,col=7,bit=3
+expect_grep nclocalv out "collective-wrong at V\[3\]\[7\]: .* xor 0x00000008; ncclAllReduce on path auto gave GPU 3 (0000:f3:00.0) 1 wrong"
+FAKE_GPU_COUNT=3 FAKE_GPU_NCCL_BUG=2,R,ring,LL expect_exit 2 nclocalbug "$SDCSCAN" run $NC --set allreduce.variants=nccl --duration 2
+expect_grep nclocalbug out "collective-wrong at V\[2\]\[1\]: .* xor 0x00200000; ncclReduceScatter on path ring/ll gave GPU 2"
+start=$(date +%s)
+FAKE_GPU_COUNT=2 FAKE_GPU_NCCL_HANG=1 expect_exit 3 nclocalhang "$SDCSCAN" run $NC --set allreduce.timeout=3 --duration 30
+[ $(( $(date +%s) - start )) -le 25 ] || fail "nccl, one process, a stuck GPU: took $(( $(date +%s) - start )) s"
+expect_grep nclocalhang out "UNKNOWN  GPU 1 (0000:f1:00.0) is stuck: ncclAllReduce on path auto did not finish within 3 s"
+FAKE_GPU_COUNT=4 expect_exit 3 nclocalone "$SDCSCAN" run $NC --gpus 2 --duration 2
+expect_grep nclocalone out "1 GPU selected: NCCL between GPUs needs 2 or more"
+FAKE_GPU_COUNT=4 FAKE_GPU_NCCL=0 expect_exit 3 nclocalnone "$SDCSCAN" run $NC --duration 2
+expect_grep nclocalnone out "or NCCL between this host's GPUs, which cannot be loaded here"
 finish

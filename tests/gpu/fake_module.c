@@ -670,15 +670,24 @@ static int fake_ring_bench(uint64_t bytes, int reps, double *crc_s, double *chec
 	return -1;
 }
 
-/* ---- NCCL's collectives, as MPI's on host memory ---- */
+/* ---- NCCL's collectives: as MPI's on host memory under mpirun (one rank a GPU), in memory
+ * between the members with no launcher (one process, every GPU) ---- */
 
-#if HAVE_MPI
+struct fmember {
+	int rank, ordinal;
+	float *in, *out, *recv, *sums, *fault; /* the collective's buffers; the checked ring's chunks */
+	uint32_t hdr[4], rhdr[4];              /* the header a ring step sends, and the one it got */
+	const float *payload;                  /* what the step sends */
+};
+
 struct sdc_gpu_comm {
+	bool mpi; /* the ranks' shape: one member, the others over MPI */
+#if HAVE_MPI
 	MPI_Comm comm;
-	int P, rank;
+#endif
+	int P, nmem;
 	int64_t n;
-	float *in, *out;
-	float *recv, *sums, *fault; /* the checked ring's chunks */
+	struct fmember *m;
 	char algo[16], proto[16];
 };
 
@@ -689,17 +698,44 @@ static double fake_now(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static bool this_rank_hangs(int rank)
+static bool under_mpi(void)
+{
+#if HAVE_MPI
+	int on = 0;
+	MPI_Initialized(&on);
+	return on;
+#else
+	return false;
+#endif
+}
+
+/* FAKE_GPU_NCCL_HANG: a rank under mpirun, a GPU (its ordinal) in one process. */
+static bool hangs(int who)
 {
 	const char *h = getenv("FAKE_GPU_NCCL_HANG");
-	return h && *h && atoi(h) == rank;
+	return h && *h && atoi(h) == who;
 }
 
 static int world_rank(void)
 {
 	int r = -1;
-	MPI_Comm_rank(MPI_COMM_WORLD, &r);
+#if HAVE_MPI
+	if (under_mpi())
+		MPI_Comm_rank(MPI_COMM_WORLD, &r);
+#endif
 	return r;
+}
+
+/* Whether member m of c stopped (its collectives never start). */
+static bool member_hangs(const struct sdc_gpu_comm *c, const struct fmember *m)
+{
+	return hangs(c->mpi ? m->rank : m->ordinal);
+}
+
+static void wait_out(double t0, double timeout)
+{
+	while (fake_now() - t0 < timeout)
+		usleep(20000);
 }
 
 static const char *fake_nccl_version(char *why, size_t len)
@@ -719,7 +755,7 @@ static int fake_nccl_unique_id(uint8_t *id, char *err, size_t errlen)
 	/* different on every call and every rank, so the ranks must be given the one rank 0 made */
 	static unsigned calls;
 	memset(id, 0, SDC_GPU_NCCL_ID_BYTES);
-	const uint64_t v[2] = { (uint64_t)getpid() << 20 ^ ++calls, (uint64_t)fake_now() };
+	const uint64_t v[2] = { (uint64_t)getpid() << 20 ^ ++calls, (uint64_t)(fake_now() * 1e6) };
 	memcpy(id, v, sizeof(v));
 	return 0;
 }
@@ -728,57 +764,85 @@ static void fake_nccl_destroy(struct sdc_gpu_comm *c, int abort)
 {
 	if (!c)
 		return;
-	if (!abort) /* (after a deadline a collective may still be posted on it: left as it is) */
+#if HAVE_MPI
+	if (c->mpi && !abort) /* (after a deadline a collective may still be posted on it: left as it is) */
 		MPI_Comm_free(&c->comm);
-	free(c->in), free(c->out), free(c->recv), free(c->sums), free(c->fault), free(c);
+#endif
+	(void)abort;
+	for (int i = 0; c->m && i < c->nmem; i++)
+		free(c->m[i].in), free(c->m[i].out), free(c->m[i].recv), free(c->m[i].sums), free(c->m[i].fault);
+	free(c->m);
+	free(c);
 }
 
-static struct sdc_gpu_comm *fake_nccl_init(const uint8_t *id, int nranks, int rank, const char *algo,
-					   const char *proto, int64_t n, double timeout, char *err, size_t errlen)
+static struct sdc_gpu_comm *fake_nccl_init(const uint8_t *id, int nranks, int first_rank, int nmem, const int *devices,
+					   const char *algo, const char *proto, int64_t n, double timeout, char *err,
+					   size_t errlen)
 {
 	(void)timeout;
 	if (!fake_nccl_version(err, errlen))
 		return NULL;
 	struct sdc_gpu_comm *c = calloc(1, sizeof(*c));
-	if (!c || !(c->in = malloc((size_t)n * 4)) || !(c->out = malloc((size_t)n * 4))) {
-		if (c)
-			free(c->in), free(c);
+	if (c)
+		c->m = calloc((size_t)nmem, sizeof(*c->m));
+	bool ok = c && c->m;
+	for (int i = 0; ok && i < nmem; i++) {
+		struct fmember *m = &c->m[i];
+		m->rank = first_rank + i, m->ordinal = devices[i];
+		ok = (m->in = malloc((size_t)n * 4)) && (m->out = malloc((size_t)n * 4)) &&
+		     (m->recv = malloc((size_t)n * 4)) && (m->sums = malloc((size_t)n * 4)) && (m->fault = malloc((size_t)n * 4));
+	}
+	if (!ok) {
+		fake_nccl_destroy(c, 1);
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	c->P = nranks, c->rank = rank, c->n = n;
+	c->P = nranks, c->nmem = nmem, c->n = n;
+	c->mpi = nmem == 1 && nranks > 1 && under_mpi();
 	snprintf(c->algo, sizeof(c->algo), "%s", algo ? algo : "");
 	snprintf(c->proto, sizeof(c->proto), "%s", proto ? proto : "");
-	MPI_Comm_dup(MPI_COMM_WORLD, &c->comm);
-	/* every rank must hold the same unique id (the one rank 0 made), as NCCL needs */
-	uint64_t mine[2], lo[2], hi[2];
-	memcpy(mine, id, sizeof(mine));
-	MPI_Allreduce(mine, lo, 2, MPI_UINT64_T, MPI_MIN, c->comm);
-	MPI_Allreduce(mine, hi, 2, MPI_UINT64_T, MPI_MAX, c->comm);
-	int size = 0;
-	MPI_Comm_size(c->comm, &size);
-	struct {
-		char host[64];
-		int32_t gpu;
-	} me = { .gpu = bound }, *all = calloc((size_t)size, sizeof(me));
-	gethostname(me.host, sizeof(me.host) - 1);
-	int dup = -1;
-	if (all) {
-		MPI_Allgather(&me, (int)sizeof(me), MPI_BYTE, all, (int)sizeof(me), MPI_BYTE, c->comm);
-		for (int q = 0; q < size && dup < 0; q++)
-			if (q != rank && all[q].gpu == me.gpu && !strcmp(all[q].host, me.host))
-				dup = q;
-		free(all);
-	}
 	const char *refuse = getenv("FAKE_GPU_NCCL_REFUSE");
 	char path[40];
 	snprintf(path, sizeof(path), "%s/%s", c->algo, c->proto);
-	if (memcmp(lo, hi, sizeof(lo)) || size != nranks || rank != world_rank())
+	int dup = -1, dup_of = -1, dup_gpu = -1;
+	bool same_id = true, shape = nmem == nranks;
+#if HAVE_MPI
+	if (c->mpi) {
+		MPI_Comm_dup(MPI_COMM_WORLD, &c->comm);
+		/* every rank must hold the same unique id (the one rank 0 made), as NCCL needs */
+		uint64_t mine[2], lo[2], hi[2];
+		memcpy(mine, id, sizeof(mine));
+		MPI_Allreduce(mine, lo, 2, MPI_UINT64_T, MPI_MIN, c->comm);
+		MPI_Allreduce(mine, hi, 2, MPI_UINT64_T, MPI_MAX, c->comm);
+		same_id = !memcmp(lo, hi, sizeof(lo));
+		int size = 0;
+		MPI_Comm_size(c->comm, &size);
+		shape = size == nranks && first_rank == world_rank();
+		struct {
+			char host[64];
+			int32_t gpu;
+		} me = { .gpu = devices[0] }, *all = calloc((size_t)size, sizeof(me));
+		gethostname(me.host, sizeof(me.host) - 1);
+		if (all) {
+			MPI_Allgather(&me, (int)sizeof(me), MPI_BYTE, all, (int)sizeof(me), MPI_BYTE, c->comm);
+			for (int q = 0; q < size && dup < 0; q++)
+				if (q != first_rank && all[q].gpu == me.gpu && !strcmp(all[q].host, me.host))
+					dup = first_rank, dup_of = q, dup_gpu = me.gpu;
+			free(all);
+		}
+	}
+#endif
+	(void)id;
+	for (int i = 0; i < nmem && dup < 0; i++)
+		for (int j = 0; j < i; j++)
+			if (devices[i] == devices[j])
+				dup = first_rank + i, dup_of = first_rank + j, dup_gpu = devices[i];
+	if (!same_id || !shape)
 		snprintf(err, errlen, "ncclCommInitRankConfig: invalid argument: the ranks hold different unique ids or "
 			 "ranks (fake)");
 	else if (dup >= 0)
 		snprintf(err, errlen, "ncclCommInitRankConfig: invalid usage: Duplicate GPU detected: rank %d and rank %d "
-			 "both on CUDA device %d (fake)", rank, dup, me.gpu);
+			 "both on CUDA device %d (fake)", dup, dup_of, dup_gpu);
 	else if (refuse && !strcasecmp(refuse, path))
 		snprintf(err, errlen, "ncclCommInitRankConfig: invalid usage: no algorithm/protocol available for %s "
 			 "(fake)", path);
@@ -788,72 +852,106 @@ static struct sdc_gpu_comm *fake_nccl_init(const uint8_t *id, int nranks, int ra
 	return NULL;
 }
 
-static int fake_nccl_collective(struct sdc_gpu_comm *c, char op, uint64_t it, int64_t flip_el, int flip_bit,
-				struct sdc_gpu_coll_result *res, double timeout, char *err, size_t errlen)
+/* FAKE_GPU_NCCL_BUG: "R,OP,ALGO,PROTO": member R's output element 1 goes wrong in that path's OP. */
+static void nccl_bug(const struct sdc_gpu_comm *c, const struct fmember *m, char op, int64_t nout)
 {
-	memset(res, 0, sizeof(*res));
-	res->first = -1;
-	const int P = c->P;
-	const int64_t n = c->n, nin = sdc_coll_in_count(op, n, P), nout = sdc_coll_out_count(op, n, P);
-	const uint32_t salt = sdc_ring_salt(it);
-	const double t0 = fake_now();
-	if (this_rank_hangs(c->rank)) {
-		while (fake_now() - t0 < timeout)
-			usleep(20000);
-		snprintf(err, errlen, "the collective did not finish in time (fake: this GPU stopped)");
-		res->timed_out = 1;
-		return -1;
-	}
-	for (int64_t i = 0; i < nin; i++)
-		c->in[i] = sdc_coll_input(op, i, c->rank, P, n, salt);
-	MPI_Request req;
-	if (op == 'A')
-		MPI_Iallreduce(c->in, c->out, (int)n, MPI_FLOAT, MPI_SUM, c->comm, &req);
-	else if (op == 'R')
-		MPI_Ireduce_scatter_block(c->in, c->out, (int)nout, MPI_FLOAT, MPI_SUM, c->comm, &req);
-	else
-		MPI_Iallgather(c->in, (int)nin, MPI_FLOAT, c->out, (int)nin, MPI_FLOAT, c->comm, &req);
-	int done = 0;
-	while (!done && fake_now() - t0 < timeout) {
-		MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-		if (!done)
-			usleep(200);
-	}
-	if (!done) {
-		snprintf(err, errlen, "the collective did not finish in time (a peer that never came, fake)");
-		res->timed_out = 1;
-		return -1;
-	}
-	res->seconds = fake_now() - t0;
 	const char *bug = getenv("FAKE_GPU_NCCL_BUG");
 	int brank = -1;
 	char bop = 0, balgo[16] = "", bproto[16] = "";
-	if (bug && sscanf(bug, "%d,%c,%15[^,],%15s", &brank, &bop, balgo, bproto) == 4 && brank == c->rank &&
-	    bop == op && !strcasecmp(balgo, c->algo) && !strcasecmp(bproto, c->proto) && nout > 1) {
+	if (bug && sscanf(bug, "%d,%c,%15[^,],%15s", &brank, &bop, balgo, bproto) == 4 && brank == m->rank && bop == op &&
+	    !strcasecmp(balgo, c->algo) && !strcasecmp(bproto, c->proto) && nout > 1) {
 		uint32_t u;
-		memcpy(&u, &c->out[1], 4);
+		memcpy(&u, &m->out[1], 4);
 		u ^= 1u << 21;
-		memcpy(&c->out[1], &u, 4);
+		memcpy(&m->out[1], &u, 4);
 	}
-	if (flip_el >= 0 && flip_el < nout) {
-		uint32_t u;
-		memcpy(&u, &c->out[flip_el], 4);
-		u ^= 1u << (flip_bit & 31);
-		memcpy(&c->out[flip_el], &u, 4);
+}
+
+static void flip_word(float *p, int bit)
+{
+	uint32_t u;
+	memcpy(&u, p, 4);
+	u ^= 1u << (bit & 31);
+	memcpy(p, &u, 4);
+}
+
+static int fake_nccl_collective(struct sdc_gpu_comm *c, char op, uint64_t it, const struct sdc_gpu_flip *flip,
+				struct sdc_gpu_coll_result *res, double timeout, char *err, size_t errlen)
+{
+	const int P = c->P;
+	const int64_t n = c->n, nin = sdc_coll_in_count(op, n, P), nout = sdc_coll_out_count(op, n, P), cn = n / P;
+	const uint32_t salt = sdc_ring_salt(it);
+	const double t0 = fake_now();
+	for (int i = 0; i < c->nmem; i++) {
+		memset(&res[i], 0, sizeof(res[i]));
+		res[i].first = -1;
 	}
-	/* the check kernel's twin: every element against its exact value */
-	for (int64_t i = 0; i < nout; i++) {
-		const float e = sdc_coll_expect(op, i, c->rank, P, n, salt);
-		if (memcmp(&e, &c->out[i], 4) && !res->wrong++) {
-			res->first = i;
-			res->got = c->out[i];
-			res->expected = e;
+	for (int i = 0; i < c->nmem; i++)
+		if (member_hangs(c, &c->m[i])) {
+			wait_out(t0, timeout);
+			snprintf(err, errlen, "the collective did not finish in time (fake: a GPU stopped)");
+			for (int k = 0; k < c->nmem; k++)
+				res[k].timed_out = 1;
+			return -1;
+		}
+	for (int i = 0; i < c->nmem; i++)
+		for (int64_t x = 0; x < nin; x++)
+			c->m[i].in[x] = sdc_coll_input(op, x, c->m[i].rank, P, n, salt);
+	if (c->mpi) {
+#if HAVE_MPI
+		struct fmember *m = &c->m[0];
+		MPI_Request req;
+		if (op == 'A')
+			MPI_Iallreduce(m->in, m->out, (int)n, MPI_FLOAT, MPI_SUM, c->comm, &req);
+		else if (op == 'R')
+			MPI_Ireduce_scatter_block(m->in, m->out, (int)nout, MPI_FLOAT, MPI_SUM, c->comm, &req);
+		else
+			MPI_Iallgather(m->in, (int)nin, MPI_FLOAT, m->out, (int)nin, MPI_FLOAT, c->comm, &req);
+		int done = 0;
+		while (!done && fake_now() - t0 < timeout) {
+			MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+			if (!done)
+				usleep(200);
+		}
+		if (!done) {
+			snprintf(err, errlen, "the collective did not finish in time (a peer that never came, fake)");
+			res[0].timed_out = 1;
+			return -1;
+		}
+#endif
+	} else {
+		/* every member's output from every member's input, in member order */
+		for (int i = 0; i < c->nmem; i++)
+			for (int64_t x = 0; x < nout; x++) {
+				float sum = 0;
+				if (op == 'G')
+					sum = c->m[x / cn].in[x % cn];
+				else
+					for (int q = 0; q < c->nmem; q++)
+						sum += c->m[q].in[op == 'R' ? x + (int64_t)i * cn : x];
+				c->m[i].out[x] = sum;
+			}
+	}
+	for (int i = 0; i < c->nmem; i++) {
+		struct fmember *m = &c->m[i];
+		res[i].seconds = fake_now() - t0;
+		nccl_bug(c, m, op, nout);
+		if (flip && flip->member == i && flip->el >= 0 && flip->el < nout)
+			flip_word(&m->out[flip->el], flip->bit);
+		/* the check kernel's twin: every element against its exact value */
+		for (int64_t x = 0; x < nout; x++) {
+			const float e = sdc_coll_expect(op, x, m->rank, P, n, salt);
+			if (memcmp(&e, &m->out[x], 4) && !res[i].wrong++) {
+				res[i].first = x;
+				res[i].got = m->out[x];
+				res[i].expected = e;
+			}
 		}
 	}
 	return 0;
 }
 
-
+#if HAVE_MPI
 /* Waits for reqs within the deadline (t0 + timeout); false past it. */
 static bool fake_wait(MPI_Request *reqs, int n, double t0, double timeout)
 {
@@ -865,117 +963,147 @@ static bool fake_wait(MPI_Request *reqs, int n, double t0, double timeout)
 	}
 	return done;
 }
+#endif
+
+/* Where rank stands in the ring. */
+static int ring_position(const int *order, int P, int rank)
+{
+	int p = 0;
+	while (p < P && order[p] != rank)
+		p++;
+	return p;
+}
+
+/* A member's step before the exchange (nccl.cu's step_send): the header with its chunk's CRC32C,
+ * its own faults, what it sends. */
+static void ring_send(struct fmember *m, int mi, int P, int64_t cn, int phase, int s, int p,
+		      const struct sdc_gpu_ring_fault *faults, int nfaults)
+{
+	const size_t cb = (size_t)cn * 4;
+	const struct sdc_ring_step st = sdc_ring_step_at(phase, s, p, P);
+	m->payload = phase == 0 && s == 0 ? m->in + (int64_t)st.send_c * cn
+		     : phase == 0	  ? m->sums
+					  : m->out + (int64_t)st.send_c * cn;
+	m->hdr[0] = sdc_crc32c_hd(0, (const uint8_t *)m->payload, cb);
+	m->hdr[1] = (uint32_t)(phase << 16 | s);
+	m->hdr[2] = sdc_crc32c_hd(0, (const uint8_t *)m->hdr, 8);
+	for (int k = 0; k < nfaults; k++) {
+		const struct sdc_gpu_ring_fault *f = &faults[k];
+		if (f->member != mi || (f->kind != 'H' && f->kind != 'h') || f->phase != phase || f->step != s)
+			continue;
+		if (f->kind == 'h') {
+			m->hdr[0] ^= 1u << (f->bit & 31);
+		} else {
+			memcpy(m->fault, m->payload, cb);
+			flip_word(&m->fault[f->el % cn], f->bit);
+			m->payload = m->fault;
+		}
+	}
+}
+
+/* A member's step after the exchange (nccl.cu's step_check): the CRC32C of what arrived, every
+ * element against its partial sum (reduce-scatter: the sums sent on; all-gather: put right). */
+static void ring_check(struct fmember *m, int mi, const int *order, int P, int64_t cn, int phase, int s, int p,
+		       uint32_t salt, const struct sdc_gpu_ring_fault *faults, int nfaults, struct sdc_gpu_hop *o)
+{
+	const size_t cb = (size_t)cn * 4;
+	const struct sdc_ring_step st = sdc_ring_step_at(phase, s, p, P);
+	const int64_t off = (int64_t)st.recv_c * cn;
+	float *into = phase == 0 ? m->recv : m->out + off;
+	memcpy(o->hdr, m->rhdr, 12);
+	o->crc = sdc_crc32c_hd(0, (const uint8_t *)into, cb);
+	o->nbad = 0, o->first = -1, o->got = 0, o->expected = 0;
+	const int rsum = sdc_ring_rank_sum(order, P, st.first, st.count);
+	float *dst = phase == 0 ? (s < P - 2 ? m->sums : m->out + off) : NULL;
+	for (int64_t i = 0; i < cn; i++) {
+		int8_t f, g;
+		uint32_t u;
+		sdc_ring_term(off + i, salt, &f, &g);
+		memcpy(&u, &into[i], 4);
+		if (sdc_ring_check_add_one(dst ? &dst[i] : NULL, phase == 0 ? m->in[off + i] : 0, u, f, g, st.count, rsum) &&
+		    !o->nbad++) {
+			o->first = i;
+			o->got = into[i];
+			o->expected = sdc_ring_expect(st.count, rsum, f, g);
+		}
+		if (phase == 1)
+			into[i] = sdc_ring_expect(st.count, rsum, f, g); /* put right */
+	}
+	for (int k = 0; k < nfaults && phase == 0 && s == 0; k++)
+		if (faults[k].kind == 'C' && faults[k].member == mi)
+			flip_word(&dst[faults[k].el % cn], faults[k].bit);
+}
 
 /* The checked ring's twin (kernels/cuda/nccl.cu's m_nccl_ring): the same schedule and per-element
- * checks (ring_hd.h), the CRC32C one byte at a time, each step's chunk and header by MPI. */
+ * checks (ring_hd.h), the CRC32C one byte at a time, each step's chunk and header by MPI or, with
+ * every member here, copied from the previous member. */
 static int fake_nccl_ring(struct sdc_gpu_comm *c, const int *order, uint64_t it, const struct sdc_gpu_ring_fault *faults,
 			  int nfaults, struct sdc_gpu_hop *hops, double *seconds, int *timed_out, double timeout, char *err,
 			  size_t errlen)
 {
 	*timed_out = 0;
-	const int P = c->P;
+	const int P = c->P, nh = 2 * (P - 1);
 	const int64_t n = c->n, cn = n / P;
-	const size_t cb = (size_t)cn * 4;
 	const uint32_t salt = sdc_ring_salt(it);
 	const double t0 = fake_now();
-	if (this_rank_hangs(c->rank)) {
-		while (fake_now() - t0 < timeout)
-			usleep(20000);
-		snprintf(err, errlen, "the checked ring did not finish in time (fake: this GPU stopped)");
-		*timed_out = 1;
-		return -1;
-	}
-	if (!c->recv && (!(c->recv = malloc(cb)) || !(c->sums = malloc(cb)) || !(c->fault = malloc(cb)))) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	int p = 0;
-	while (p < P && order[p] != c->rank)
-		p++;
-	const int next = order[(p + 1) % P], prev = order[(p - 1 + P) % P];
-	for (int64_t i = 0; i < n; i++)
-		c->in[i] = sdc_coll_input('A', i, c->rank, P, n, salt);
+	for (int i = 0; i < c->nmem; i++)
+		if (member_hangs(c, &c->m[i])) {
+			wait_out(t0, timeout);
+			snprintf(err, errlen, "the checked ring did not finish in time (fake: a GPU stopped)");
+			*timed_out = 1;
+			return -1;
+		}
+	for (int i = 0; i < c->nmem; i++)
+		for (int64_t x = 0; x < n; x++)
+			c->m[i].in[x] = sdc_coll_input('A', x, c->m[i].rank, P, n, salt);
 	for (int phase = 0; phase < 2; phase++)
 		for (int s = 0; s < P - 1; s++) {
 			const int h = phase * (P - 1) + s;
-			const struct sdc_ring_step st = sdc_ring_step_at(phase, s, p, P);
-			const int64_t off = (int64_t)st.recv_c * cn;
-			const float *payload = phase == 0 && s == 0 ? c->in + (int64_t)st.send_c * cn
-					       : phase == 0	     ? c->sums
-								     : c->out + (int64_t)st.send_c * cn;
-			uint32_t hdr[4] = { sdc_crc32c_hd(0, (const uint8_t *)payload, cb), (uint32_t)(phase << 16 | s), 0, 0 };
-			hdr[2] = sdc_crc32c_hd(0, (const uint8_t *)hdr, 8);
-			for (int k = 0; k < nfaults; k++) {
-				const struct sdc_gpu_ring_fault *f = &faults[k];
-				if ((f->kind != 'H' && f->kind != 'h') || f->phase != phase || f->step != s)
-					continue;
-				if (f->kind == 'h') {
-					hdr[0] ^= 1u << (f->bit & 31);
-				} else {
-					uint32_t u;
-					memcpy(c->fault, payload, cb);
-					memcpy(&u, &c->fault[f->el % cn], 4);
-					u ^= 1u << (f->bit & 31);
-					memcpy(&c->fault[f->el % cn], &u, 4);
-					payload = c->fault;
+			for (int i = 0; i < c->nmem; i++)
+				ring_send(&c->m[i], i, P, cn, phase, s, ring_position(order, P, c->m[i].rank), faults, nfaults);
+			if (c->mpi) {
+#if HAVE_MPI
+				struct fmember *m = &c->m[0];
+				const int p = ring_position(order, P, m->rank);
+				const int next = order[(p + 1) % P], prev = order[(p - 1 + P) % P];
+				float *into = phase == 0 ? m->recv : m->out + (int64_t)sdc_ring_step_at(phase, s, p, P).recv_c * cn;
+				MPI_Request q[4];
+				MPI_Isend(m->hdr, 12, MPI_BYTE, next, 2 * h, c->comm, &q[0]);
+				MPI_Isend(m->payload, (int)(cn * 4), MPI_BYTE, next, 2 * h + 1, c->comm, &q[1]);
+				MPI_Irecv(m->rhdr, 12, MPI_BYTE, prev, 2 * h, c->comm, &q[2]);
+				MPI_Irecv(into, (int)(cn * 4), MPI_BYTE, prev, 2 * h + 1, c->comm, &q[3]);
+				if (!fake_wait(q, 4, t0, timeout)) {
+					snprintf(err, errlen, "the ring's send/receive did not finish in time (a peer that never came, fake)");
+					*timed_out = 1;
+					return -1;
+				}
+#endif
+			} else {
+				for (int i = 0; i < c->nmem; i++) {
+					struct fmember *m = &c->m[i];
+					const int p = ring_position(order, P, m->rank);
+					const struct fmember *from = &c->m[order[(p - 1 + P) % P]];
+					float *into = phase == 0 ? m->recv : m->out + (int64_t)sdc_ring_step_at(phase, s, p, P).recv_c * cn;
+					memcpy(m->rhdr, from->hdr, 12);
+					memcpy(into, from->payload, (size_t)cn * 4);
 				}
 			}
-			float *into = phase == 0 ? c->recv : c->out + off;
-			uint32_t rhdr[4];
-			MPI_Request q[4];
-			MPI_Isend(hdr, 12, MPI_BYTE, next, 2 * h, c->comm, &q[0]);
-			MPI_Isend(payload, (int)cb, MPI_BYTE, next, 2 * h + 1, c->comm, &q[1]);
-			MPI_Irecv(rhdr, 12, MPI_BYTE, prev, 2 * h, c->comm, &q[2]);
-			MPI_Irecv(into, (int)cb, MPI_BYTE, prev, 2 * h + 1, c->comm, &q[3]);
-			if (!fake_wait(q, 4, t0, timeout)) {
-				snprintf(err, errlen, "the ring's send/receive did not finish in time (a peer that never came, fake)");
-				*timed_out = 1;
-				return -1;
-			}
-			struct sdc_gpu_hop *o = &hops[h];
-			memcpy(o->hdr, rhdr, 12);
-			o->crc = sdc_crc32c_hd(0, (const uint8_t *)into, cb);
-			o->nbad = 0, o->first = -1, o->got = 0, o->expected = 0;
-			const int rsum = sdc_ring_rank_sum(order, P, st.first, st.count);
-			float *dst = phase == 0 ? (s < P - 2 ? c->sums : c->out + off) : NULL;
-			for (int64_t i = 0; i < cn; i++) {
-				int8_t f, g;
-				uint32_t u;
-				sdc_ring_term(off + i, salt, &f, &g);
-				memcpy(&u, &into[i], 4);
-				if (sdc_ring_check_add_one(dst ? &dst[i] : NULL, phase == 0 ? c->in[off + i] : 0, u, f, g, st.count,
-							   rsum) &&
-				    !o->nbad++) {
-					o->first = i;
-					o->got = into[i];
-					o->expected = sdc_ring_expect(st.count, rsum, f, g);
-				}
-				if (phase == 1)
-					into[i] = sdc_ring_expect(st.count, rsum, f, g); /* put right */
-			}
-			for (int k = 0; k < nfaults && phase == 0 && s == 0; k++)
-				if (faults[k].kind == 'C') {
-					uint32_t u;
-					memcpy(&u, &dst[faults[k].el % cn], 4);
-					u ^= 1u << (faults[k].bit & 31);
-					memcpy(&dst[faults[k].el % cn], &u, 4);
-				}
+			for (int i = 0; i < c->nmem; i++)
+				ring_check(&c->m[i], i, order, P, cn, phase, s, ring_position(order, P, c->m[i].rank), salt, faults,
+					   nfaults, &hops[i * nh + h]);
 		}
 	*seconds = fake_now() - t0;
 	return 0;
 }
 
-static int fake_ping(double timeout, char *err, size_t errlen)
+static int fake_ping(int device, double timeout, char *err, size_t errlen)
 {
-	if (!this_rank_hangs(world_rank()))
+	if (!hangs(under_mpi() ? world_rank() : device))
 		return 0;
-	const double t0 = fake_now();
-	while (fake_now() - t0 < timeout)
-		usleep(20000);
+	wait_out(fake_now(), timeout);
 	snprintf(err, errlen, "a kernel of one thread did not finish in time (fake: this GPU stopped)");
 	return -1;
 }
-#endif
 
 static const struct sdc_gpu_module fake = {
 	.abi = SDC_GPU_MODULE_ABI,
@@ -1000,7 +1128,6 @@ static const struct sdc_gpu_module fake = {
 	.crc32c = fake_crc32c,
 	.ring_check = fake_ring_check,
 	.ring_bench = fake_ring_bench,
-#if HAVE_MPI
 	.nccl_version = fake_nccl_version,
 	.nccl_unique_id = fake_nccl_unique_id,
 	.nccl_init = fake_nccl_init,
@@ -1008,7 +1135,6 @@ static const struct sdc_gpu_module fake = {
 	.nccl_collective = fake_nccl_collective,
 	.nccl_ring = fake_nccl_ring,
 	.ping = fake_ping,
-#endif
 };
 
 const struct sdc_gpu_module *sdc_gpu_module(void);

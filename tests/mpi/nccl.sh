@@ -82,7 +82,7 @@ same_code "$TMP/hang.codes" 3 || fail "stuck GPU: exit codes $(cat "$TMP/hang.co
 [ "$took" -le 25 ] || fail "stuck GPU: the job took ${took}s"
 grep -q "^UNKNOWN: .*rank 1 (.*)'s GPU is stuck: ncclAllReduce on path auto did not finish within 3 s" "$TMP/hang.out" ||
 	fail "stuck GPU: rank 1 not named in the verdict: $(tail -4 "$TMP/hang.out")"
-grep -q "gpu-unresponsive: .*rank 1's GPU .* did not run a kernel of one thread" "$TMP/hang.out" ||
+grep -q "gpu-unresponsive: .*rank 1 (.*)'s GPU then did not run a kernel of one thread" "$TMP/hang.out" ||
 	fail "stuck GPU: no finding"
 
 # Rank 2 killed mid-run: the survivors name it, UNKNOWN, within the deadline and a few seconds

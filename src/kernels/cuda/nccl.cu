@@ -125,10 +125,11 @@ struct ring_out {
 	float *got;
 };
 
-struct sdc_gpu_comm {
+/* One GPU of this process in the communicator (one under mpirun, every GPU of the host in a
+ * single process): its NCCL rank, stream, buffers. */
+struct member {
+	int ordinal, rank; /* its CUDA device, its NCCL rank */
 	ncclComm_t comm;
-	int nranks, rank;
-	int64_t n;
 	cudaStream_t s;
 	cudaEvent_t t0, t1;
 	float *in, *out;
@@ -142,10 +143,17 @@ struct sdc_gpu_comm {
 	struct sdc_crc_scratch sc;
 };
 
+struct sdc_gpu_comm {
+	int nranks, nmem;
+	int64_t n;
+	struct member *m;
+};
+
 static void nccl_error(char *err, size_t errlen, const char *what, ncclComm_t comm, ncclResult_t r)
 {
 	const char *last = comm ? api.GetLastError(comm) : "";
-	snprintf(err, errlen, "%s: %s%s%s", what, api.GetErrorString(r), last && *last ? ": " : "", last ? last : "");
+	if (err)
+		snprintf(err, errlen, "%s: %s%s%s", what, api.GetErrorString(r), last && *last ? ": " : "", last ? last : "");
 }
 
 /* Until the communicator's last call is through on the host (no longer ncclInProgress). 0; -1 an
@@ -166,36 +174,64 @@ static int settle(ncclComm_t comm, double deadline, const char *what, char *err,
 			return -1;
 		}
 		if (now() > deadline) {
-			snprintf(err, errlen, "%s did not finish in time (ncclInProgress at the deadline)", what);
+			if (err)
+				snprintf(err, errlen, "%s did not finish in time (ncclInProgress at the deadline)", what);
 			return 1;
 		}
 		pause_briefly();
 	}
 }
 
-/* Until the stream has run everything queued, NCCL's async error looked at on every turn. */
-static int drain_stream(struct sdc_gpu_comm *c, double deadline, const char *what, char *err, size_t errlen)
+/* settle for every member. */
+static int settle_all(struct sdc_gpu_comm *c, double deadline, const char *what, char *err, size_t errlen)
 {
-	for (;;) {
-		const cudaError_t e = cudaStreamQuery(c->s);
-		if (e == cudaSuccess)
-			return 0;
-		if (e != cudaErrorNotReady) {
-			sdc_cuda_error(err, errlen, what, e);
-			return -1;
-		}
-		ncclResult_t st = ncclSuccess;
-		if (api.CommGetAsyncError(c->comm, &st) == ncclSuccess && st != ncclSuccess && st != ncclInProgress) {
-			nccl_error(err, errlen, what, c->comm, st);
-			return -1;
-		}
-		if (now() > deadline) {
-			snprintf(err, errlen, "%s did not finish in time (a peer that never came, or a stuck GPU or link)",
-				 what);
-			return 1;
-		}
-		pause_briefly();
+	for (int i = 0; i < c->nmem; i++) {
+		const int rc = settle(c->m[i].comm, deadline, what, err, errlen);
+		if (rc)
+			return rc;
 	}
+	return 0;
+}
+
+/* Until every member's stream has run everything queued, NCCL's async error looked at on every
+ * turn. */
+static int drain_streams(struct sdc_gpu_comm *c, double deadline, const char *what, char *err, size_t errlen)
+{
+	for (int i = 0; i < c->nmem; i++) {
+		struct member *m = &c->m[i];
+		for (;;) {
+			const cudaError_t e = cudaStreamQuery(m->s);
+			if (e == cudaSuccess)
+				break;
+			if (e != cudaErrorNotReady) {
+				sdc_cuda_error(err, errlen, what, e);
+				return -1;
+			}
+			ncclResult_t st = ncclSuccess;
+			if (api.CommGetAsyncError(m->comm, &st) == ncclSuccess && st != ncclSuccess && st != ncclInProgress) {
+				nccl_error(err, errlen, what, m->comm, st);
+				return -1;
+			}
+			if (now() > deadline) {
+				snprintf(err, errlen, "%s did not finish in time (a peer that never came, or a stuck GPU or link)",
+					 what);
+				return 1;
+			}
+			pause_briefly();
+		}
+	}
+	return 0;
+}
+
+/* Makes member i's GPU current (every call below enqueues on one member at a time). */
+static int use(struct member *m, char *err, size_t errlen)
+{
+	const cudaError_t e = cudaSetDevice(m->ordinal);
+	if (e != cudaSuccess) {
+		sdc_cuda_error(err, errlen, "cudaSetDevice", e);
+		return -1;
+	}
+	return 0;
 }
 
 static const char *m_nccl_version(char *why, size_t len)
@@ -222,29 +258,39 @@ static void m_nccl_destroy(struct sdc_gpu_comm *c, int abort)
 {
 	if (!c)
 		return;
-	if (c->comm) {
-		/* a finalize flushes what is queued and may wait on peers: it too gets a deadline */
-		const ncclResult_t r = abort ? ncclInternalError : api.CommFinalize(c->comm);
-		if ((r != ncclSuccess && r != ncclInProgress) || settle(c->comm, now() + 10, "ncclCommFinalize", NULL, 0))
-			api.CommAbort(c->comm);
-		else
-			api.CommDestroy(c->comm);
-	}
-	/* after an abort the stream may hold work that never ends: it is left to the process's end */
-	if (!abort) {
-		cudaFree(c->in), cudaFree(c->out), cudaFree(c->stat), cudaFreeHost(c->hstat);
-		cudaFree(c->recv), cudaFree(c->sums), cudaFree(c->fault), cudaFree(c->hdr_send);
-		cudaFree(c->dev.stat), cudaFree(c->dev.crc), cudaFree(c->dev.hdr), cudaFree(c->dev.got);
-		cudaFreeHost(c->host.stat), cudaFreeHost(c->host.crc), cudaFreeHost(c->host.hdr), cudaFreeHost(c->host.got);
+	int dev = 0;
+	cudaGetDevice(&dev);
+	/* a finalize flushes what is queued and may wait on peers: it too gets a deadline */
+	bool finalized = !abort;
+	for (int i = 0; i < c->nmem && finalized; i++)
+		if (c->m[i].comm) {
+			cudaSetDevice(c->m[i].ordinal);
+			const ncclResult_t r = api.CommFinalize(c->m[i].comm);
+			finalized = r == ncclSuccess || r == ncclInProgress;
+		}
+	finalized = finalized && !settle_all(c, now() + 10, "ncclCommFinalize", NULL, 0);
+	for (int i = 0; i < c->nmem; i++) {
+		struct member *m = &c->m[i];
+		cudaSetDevice(m->ordinal);
+		if (m->comm)
+			(finalized ? api.CommDestroy : api.CommAbort)(m->comm);
+		if (!finalized)
+			continue; /* after an abort the stream may hold work that never ends: left to the process's end */
+		cudaFree(m->in), cudaFree(m->out), cudaFree(m->stat), cudaFreeHost(m->hstat);
+		cudaFree(m->recv), cudaFree(m->sums), cudaFree(m->fault), cudaFree(m->hdr_send);
+		cudaFree(m->dev.stat), cudaFree(m->dev.crc), cudaFree(m->dev.hdr), cudaFree(m->dev.got);
+		cudaFreeHost(m->host.stat), cudaFreeHost(m->host.crc), cudaFreeHost(m->host.hdr), cudaFreeHost(m->host.got);
 		for (int k = 0; k < 2; k++)
-			cudaFree(c->sc.c[k]), cudaFree(c->sc.l[k]);
-		if (c->s)
-			cudaStreamDestroy(c->s);
-		if (c->t0)
-			cudaEventDestroy(c->t0);
-		if (c->t1)
-			cudaEventDestroy(c->t1);
+			cudaFree(m->sc.c[k]), cudaFree(m->sc.l[k]);
+		if (m->s)
+			cudaStreamDestroy(m->s);
+		if (m->t0)
+			cudaEventDestroy(m->t0);
+		if (m->t1)
+			cudaEventDestroy(m->t1);
 	}
+	cudaSetDevice(dev);
+	free(c->m);
 	free(c);
 }
 
@@ -257,54 +303,87 @@ static void set_env(const char *name, const char *value)
 		unsetenv(name);
 }
 
-static struct sdc_gpu_comm *m_nccl_init(const uint8_t *id, int nranks, int rank, const char *algo, const char *proto,
-					int64_t n, double timeout, char *err, size_t errlen)
+/* A member's stream, events and collective buffers. */
+static int member_alloc(struct member *m, int64_t n, char *err, size_t errlen)
+{
+	const size_t bytes = (size_t)n * 4;
+	if (use(m, err, errlen))
+		return -1;
+	SDC_CUDA_TRY(cudaStreamCreateWithFlags(&m->s, cudaStreamNonBlocking), "cudaStreamCreate");
+	SDC_CUDA_TRY(cudaEventCreate(&m->t0), "cudaEventCreate");
+	SDC_CUDA_TRY(cudaEventCreate(&m->t1), "cudaEventCreate");
+	SDC_CUDA_TRY(cudaMalloc(&m->in, bytes), "cudaMalloc");
+	SDC_CUDA_TRY(cudaMalloc(&m->out, bytes), "cudaMalloc");
+	SDC_CUDA_TRY(cudaMalloc(&m->stat, 16), "cudaMalloc");
+	SDC_CUDA_TRY(cudaMallocHost(&m->hstat, 16), "cudaMallocHost");
+	return 0;
+fail:
+	return -1;
+}
+
+static struct sdc_gpu_comm *m_nccl_init(const uint8_t *id, int nranks, int first_rank, int nmem, const int *devices,
+					const char *algo, const char *proto, int64_t n, double timeout, char *err,
+					size_t errlen)
 {
 	if (!have_api(err, errlen))
 		return NULL;
+	if (nmem < 1 || nmem > 64 || nranks < nmem) {
+		snprintf(err, errlen, "%d GPUs of %d ranks in this process: 1 to 64 expected", nmem, nranks);
+		return NULL;
+	}
 	struct sdc_gpu_comm *c = (struct sdc_gpu_comm *)calloc(1, sizeof(*c));
-	if (!c) {
+	if (c)
+		c->m = (struct member *)calloc((size_t)nmem, sizeof(*c->m));
+	if (!c || !c->m) {
+		free(c);
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	c->nranks = nranks, c->rank = rank, c->n = n;
-	const size_t bytes = (size_t)n * 4;
-	SDC_CUDA_TRY(cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking), "cudaStreamCreate");
-	SDC_CUDA_TRY(cudaEventCreate(&c->t0), "cudaEventCreate");
-	SDC_CUDA_TRY(cudaEventCreate(&c->t1), "cudaEventCreate");
-	SDC_CUDA_TRY(cudaMalloc(&c->in, bytes), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMalloc(&c->out, bytes), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMalloc(&c->stat, 16), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMallocHost(&c->hstat, 16), "cudaMallocHost");
-	{
-		/* the path this communicator takes, for as long as NCCL initialises it */
-		char *old_algo = getenv("NCCL_ALGO") ? strdup(getenv("NCCL_ALGO")) : NULL;
-		char *old_proto = getenv("NCCL_PROTO") ? strdup(getenv("NCCL_PROTO")) : NULL;
-		set_env("NCCL_ALGO", algo && *algo ? algo : old_algo);
-		set_env("NCCL_PROTO", proto && *proto ? proto : old_proto);
-		ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-		cfg.blocking = 0;
-		ncclUniqueId u;
-		memcpy(&u, id, sizeof(u));
-		const double deadline = now() + timeout;
-		const ncclResult_t r = api.CommInitRankConfig(&c->comm, nranks, u, rank, &cfg);
-		int rc = r == ncclSuccess || r == ncclInProgress ? 0 : -1;
-		if (rc)
-			nccl_error(err, errlen, "ncclCommInitRankConfig", NULL, r);
-		else if (c->comm)
-			rc = settle(c->comm, deadline, "ncclCommInitRankConfig", err, errlen);
-		set_env("NCCL_ALGO", old_algo);
-		set_env("NCCL_PROTO", old_proto);
-		free(old_algo), free(old_proto);
-		if (rc) {
-			m_nccl_destroy(c, 1);
+	c->nranks = nranks, c->nmem = nmem, c->n = n;
+	int dev = 0;
+	cudaGetDevice(&dev);
+	for (int i = 0; i < nmem; i++) {
+		c->m[i].ordinal = devices[i];
+		c->m[i].rank = first_rank + i;
+		if (member_alloc(&c->m[i], n, err, errlen)) {
+			cudaSetDevice(dev);
+			m_nccl_destroy(c, 0);
 			return NULL;
 		}
 	}
+	/* the path this communicator takes, for as long as NCCL initialises it */
+	char *old_algo = getenv("NCCL_ALGO") ? strdup(getenv("NCCL_ALGO")) : NULL;
+	char *old_proto = getenv("NCCL_PROTO") ? strdup(getenv("NCCL_PROTO")) : NULL;
+	set_env("NCCL_ALGO", algo && *algo ? algo : old_algo);
+	set_env("NCCL_PROTO", proto && *proto ? proto : old_proto);
+	ncclUniqueId u;
+	memcpy(&u, id, sizeof(u));
+	const double deadline = now() + timeout;
+	/* several GPUs of one thread initialise in one group (as ncclCommInitAll does) */
+	ncclResult_t r = api.GroupStart();
+	for (int i = 0; i < nmem && (r == ncclSuccess || r == ncclInProgress); i++) {
+		ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+		cfg.blocking = 0;
+		cudaSetDevice(c->m[i].ordinal);
+		r = api.CommInitRankConfig(&c->m[i].comm, nranks, u, c->m[i].rank, &cfg);
+	}
+	const ncclResult_t g = api.GroupEnd();
+	if (r == ncclSuccess || r == ncclInProgress)
+		r = g;
+	int rc = r == ncclSuccess || r == ncclInProgress ? 0 : -1;
+	if (rc)
+		nccl_error(err, errlen, "ncclCommInitRankConfig", NULL, r);
+	for (int i = 0; i < nmem && !rc; i++)
+		rc = c->m[i].comm ? settle(c->m[i].comm, deadline, "ncclCommInitRankConfig", err, errlen) : -1;
+	set_env("NCCL_ALGO", old_algo);
+	set_env("NCCL_PROTO", old_proto);
+	free(old_algo), free(old_proto);
+	cudaSetDevice(dev);
+	if (rc) {
+		m_nccl_destroy(c, 1);
+		return NULL;
+	}
 	return c;
-fail:
-	m_nccl_destroy(c, 0);
-	return NULL;
 }
 
 __global__ void k_fill(char op, int64_t count, int rank, int P, int64_t n, uint32_t salt, float *in)
@@ -357,64 +436,94 @@ static unsigned grid_for(int64_t n)
 	return (unsigned)(b < 4096 ? (b ? b : 1) : 4096);
 }
 
-static int m_nccl_collective(struct sdc_gpu_comm *c, char op, uint64_t it, int64_t flip_el, int flip_bit,
+/* The collective's call for one member. */
+static ncclResult_t collective(struct member *m, char op, int64_t n, int64_t nin, int64_t nout)
+{
+	return op == 'A'   ? api.AllReduce(m->in, m->out, (size_t)n, ncclFloat32, ncclSum, m->comm, m->s)
+	       : op == 'R' ? api.ReduceScatter(m->in, m->out, (size_t)nout, ncclFloat32, ncclSum, m->comm, m->s)
+			   : api.AllGather(m->in, m->out, (size_t)nin, ncclFloat32, m->comm, m->s);
+}
+
+static int m_nccl_collective(struct sdc_gpu_comm *c, char op, uint64_t it, const struct sdc_gpu_flip *flip,
 			     struct sdc_gpu_coll_result *res, double timeout, char *err, size_t errlen)
 {
-	memset(res, 0, sizeof(*res));
-	res->first = -1;
 	const int P = c->nranks;
 	const int64_t n = c->n, nin = sdc_coll_in_count(op, n, P), nout = sdc_coll_out_count(op, n, P);
 	const uint32_t salt = sdc_ring_salt(it);
 	const double deadline = now() + timeout;
 	const char *what = op == 'A' ? "ncclAllReduce" : op == 'R' ? "ncclReduceScatter" : "ncclAllGather";
-	unsigned long long *stat = c->hstat;
-	ncclResult_t r;
-	int rc;
-	k_fill<<<grid_for(nin), 256, 0, c->s>>>(op, nin, c->rank, P, n, salt, c->in);
-	SDC_CUDA_TRY(cudaMemsetAsync(c->out, 0xFF, (size_t)nout * 4, c->s), "cudaMemset"); /* NaN: nothing left over */
-	k_stat_init<<<1, 32, 0, c->s>>>(c->stat, 1);
-	SDC_CUDA_TRY(cudaGetLastError(), "the fill kernel");
-	SDC_CUDA_TRY(cudaEventRecord(c->t0, c->s), "cudaEventRecord");
-	r = op == 'A'	? api.AllReduce(c->in, c->out, (size_t)n, ncclFloat32, ncclSum, c->comm, c->s)
-	    : op == 'R' ? api.ReduceScatter(c->in, c->out, (size_t)nout, ncclFloat32, ncclSum, c->comm, c->s)
-			: api.AllGather(c->in, c->out, (size_t)nin, ncclFloat32, c->comm, c->s);
-	if (r != ncclSuccess && r != ncclInProgress) {
-		nccl_error(err, errlen, what, c->comm, r);
-		return -1;
+	int rc = 0, dev = 0;
+	ncclResult_t r = ncclSuccess;
+	cudaGetDevice(&dev);
+	for (int i = 0; i < c->nmem; i++) {
+		memset(&res[i], 0, sizeof(res[i]));
+		res[i].first = -1;
+		struct member *m = &c->m[i];
+		if (use(m, err, errlen))
+			goto fail;
+		k_fill<<<grid_for(nin), 256, 0, m->s>>>(op, nin, m->rank, P, n, salt, m->in);
+		SDC_CUDA_TRY(cudaMemsetAsync(m->out, 0xFF, (size_t)nout * 4, m->s), "cudaMemset"); /* NaN: nothing left over */
+		k_stat_init<<<1, 32, 0, m->s>>>(m->stat, 1);
+		SDC_CUDA_TRY(cudaGetLastError(), "the fill kernel");
+		SDC_CUDA_TRY(cudaEventRecord(m->t0, m->s), "cudaEventRecord");
 	}
-	if ((rc = settle(c->comm, deadline, what, err, errlen)))
-		goto out;
-	SDC_CUDA_TRY(cudaEventRecord(c->t1, c->s), "cudaEventRecord");
-	if (flip_el >= 0 && flip_el < nout)
-		k_flip<<<1, 1, 0, c->s>>>((uint32_t *)c->out, flip_el, flip_bit & 31);
-	k_verify<<<grid_for(nout), 256, 0, c->s>>>(op, nout, c->rank, P, n, salt, (const uint32_t *)c->out, c->stat);
-	SDC_CUDA_TRY(cudaGetLastError(), "the check kernel");
-	SDC_CUDA_TRY(cudaMemcpyAsync(stat, c->stat, 16, cudaMemcpyDeviceToHost, c->s), "cudaMemcpy");
-	if ((rc = drain_stream(c, deadline, what, err, errlen)))
-		goto out;
+	/* every member of this process in one group: none waits for another before it is launched */
+	api.GroupStart();
+	for (int i = 0; i < c->nmem && (r == ncclSuccess || r == ncclInProgress); i++) {
+		cudaSetDevice(c->m[i].ordinal);
+		r = collective(&c->m[i], op, n, nin, nout);
+	}
 	{
+		const ncclResult_t g = api.GroupEnd();
+		if (r == ncclSuccess || r == ncclInProgress)
+			r = g;
+	}
+	if (r != ncclSuccess && r != ncclInProgress) {
+		nccl_error(err, errlen, what, c->m[0].comm, r);
+		goto fail;
+	}
+	if ((rc = settle_all(c, deadline, what, err, errlen)))
+		goto out;
+	for (int i = 0; i < c->nmem; i++) {
+		struct member *m = &c->m[i];
+		if (use(m, err, errlen))
+			goto fail;
+		SDC_CUDA_TRY(cudaEventRecord(m->t1, m->s), "cudaEventRecord");
+		if (flip && flip->member == i && flip->el >= 0 && flip->el < nout)
+			k_flip<<<1, 1, 0, m->s>>>((uint32_t *)m->out, flip->el, flip->bit & 31);
+		k_verify<<<grid_for(nout), 256, 0, m->s>>>(op, nout, m->rank, P, n, salt, (const uint32_t *)m->out, m->stat);
+		SDC_CUDA_TRY(cudaGetLastError(), "the check kernel");
+		SDC_CUDA_TRY(cudaMemcpyAsync(m->hstat, m->stat, 16, cudaMemcpyDeviceToHost, m->s), "cudaMemcpy");
+	}
+	if ((rc = drain_streams(c, deadline, what, err, errlen)))
+		goto out;
+	for (int i = 0; i < c->nmem; i++) {
+		struct member *m = &c->m[i];
 		float ms = 0;
-		SDC_CUDA_TRY(cudaEventElapsedTime(&ms, c->t0, c->t1), "cudaEventElapsedTime");
-		res->seconds = ms / 1e3;
-	}
-	res->wrong = (int64_t)stat[0];
-	if (stat[0]) {
-		res->first = (int64_t)stat[1];
-		SDC_CUDA_TRY(cudaMemcpyAsync(c->hstat, (const uint32_t *)c->out + res->first, 4, cudaMemcpyDeviceToHost, c->s),
+		SDC_CUDA_TRY(cudaEventElapsedTime(&ms, m->t0, m->t1), "cudaEventElapsedTime");
+		res[i].seconds = ms / 1e3;
+		res[i].wrong = (int64_t)m->hstat[0];
+		if (!m->hstat[0])
+			continue;
+		res[i].first = (int64_t)m->hstat[1];
+		res[i].expected = sdc_coll_expect(op, res[i].first, m->rank, P, n, salt);
+		if (use(m, err, errlen))
+			goto fail;
+		SDC_CUDA_TRY(cudaMemcpyAsync(m->hstat, (const uint32_t *)m->out + res[i].first, 4, cudaMemcpyDeviceToHost, m->s),
 			     "cudaMemcpy");
-		if ((rc = drain_stream(c, deadline, what, err, errlen)))
+		if ((rc = drain_streams(c, deadline, what, err, errlen)))
 			goto out;
-		memcpy(&res->got, c->hstat, 4);
-		res->expected = sdc_coll_expect(op, res->first, c->rank, P, n, salt);
+		memcpy(&res[i].got, m->hstat, 4);
 	}
+	cudaSetDevice(dev);
 	return 0;
 out:
-	res->timed_out = rc > 0;
-	return -1;
+	for (int i = 0; i < c->nmem; i++)
+		res[i].timed_out = rc > 0;
 fail:
+	cudaSetDevice(dev);
 	return -1;
 }
-
 
 /* ---- sdcscan's checked ring over NCCL's send and receive ---- */
 
@@ -483,33 +592,110 @@ __global__ void k_hop_pick(const unsigned long long *stat, const float *base, fl
 	*got = stat[1] != ~0ull ? base[stat[1]] : 0.0f;
 }
 
-/* The ring's buffers, made at its first use (a chunk is n / P floats). */
-static int ring_alloc(struct sdc_gpu_comm *c, char *err, size_t errlen)
+/* A member's ring buffers, made at the ring's first use (a chunk is n / P floats). */
+static int ring_alloc(struct member *m, int P, int64_t n, char *err, size_t errlen)
 {
-	if (c->recv)
+	if (m->recv)
 		return 0;
-	const int P = c->nranks, hops = 2 * (P - 1);
-	const size_t cb = (size_t)(c->n / P) * 4;
+	const int hops = 2 * (P - 1);
+	const size_t cb = (size_t)(n / P) * 4;
 	const uint64_t np = sdc_cuda_crc_pieces(cb);
-	SDC_CUDA_TRY(cudaMalloc(&c->recv, cb), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMalloc(&c->sums, cb), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMalloc(&c->fault, cb), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMalloc(&c->hdr_send, (size_t)hops * 16), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMalloc(&c->dev.stat, (size_t)hops * 16), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMalloc(&c->dev.crc, (size_t)hops * 4), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMalloc(&c->dev.hdr, (size_t)hops * 16), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMalloc(&c->dev.got, (size_t)hops * 4), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMallocHost(&c->host.stat, (size_t)hops * 16), "cudaMallocHost");
-	SDC_CUDA_TRY(cudaMallocHost(&c->host.crc, (size_t)hops * 4), "cudaMallocHost");
-	SDC_CUDA_TRY(cudaMallocHost(&c->host.hdr, (size_t)hops * 16), "cudaMallocHost");
-	SDC_CUDA_TRY(cudaMallocHost(&c->host.got, (size_t)hops * 4), "cudaMallocHost");
+	if (use(m, err, errlen))
+		return -1;
+	SDC_CUDA_TRY(cudaMalloc(&m->recv, cb), "cudaMalloc");
+	SDC_CUDA_TRY(cudaMalloc(&m->sums, cb), "cudaMalloc");
+	SDC_CUDA_TRY(cudaMalloc(&m->fault, cb), "cudaMalloc");
+	SDC_CUDA_TRY(cudaMalloc(&m->hdr_send, (size_t)hops * 16), "cudaMalloc");
+	SDC_CUDA_TRY(cudaMalloc(&m->dev.stat, (size_t)hops * 16), "cudaMalloc");
+	SDC_CUDA_TRY(cudaMalloc(&m->dev.crc, (size_t)hops * 4), "cudaMalloc");
+	SDC_CUDA_TRY(cudaMalloc(&m->dev.hdr, (size_t)hops * 16), "cudaMalloc");
+	SDC_CUDA_TRY(cudaMalloc(&m->dev.got, (size_t)hops * 4), "cudaMalloc");
+	SDC_CUDA_TRY(cudaMallocHost(&m->host.stat, (size_t)hops * 16), "cudaMallocHost");
+	SDC_CUDA_TRY(cudaMallocHost(&m->host.crc, (size_t)hops * 4), "cudaMallocHost");
+	SDC_CUDA_TRY(cudaMallocHost(&m->host.hdr, (size_t)hops * 16), "cudaMallocHost");
+	SDC_CUDA_TRY(cudaMallocHost(&m->host.got, (size_t)hops * 4), "cudaMallocHost");
 	for (int k = 0; k < 2; k++) {
-		SDC_CUDA_TRY(cudaMalloc(&c->sc.c[k], np * 4), "cudaMalloc");
-		SDC_CUDA_TRY(cudaMalloc(&c->sc.l[k], np * 8), "cudaMalloc");
+		SDC_CUDA_TRY(cudaMalloc(&m->sc.c[k], np * 4), "cudaMalloc");
+		SDC_CUDA_TRY(cudaMalloc(&m->sc.l[k], np * 8), "cudaMalloc");
 	}
 	return 0;
 fail:
 	return -1; /* (what was made is freed with the communicator) */
+}
+
+/* Where member m stands in the ring (order[position] = rank). */
+static int position(const int *order, int P, int rank)
+{
+	int p = 0;
+	while (p < P && order[p] != rank)
+		p++;
+	return p;
+}
+
+/* One step of the ring for one member, before the exchange: its chunk's CRC into the header, a
+ * fault of its own, and what it sends (returned). */
+static const float *step_send(struct member *m, int P, int64_t cn, int phase, int s, int p, int mi,
+			      const struct sdc_gpu_ring_fault *faults, int nfaults, char *err, size_t errlen)
+{
+	const size_t cb = (size_t)cn * 4;
+	const int h = phase * (P - 1) + s;
+	const struct sdc_ring_step st = sdc_ring_step_at(phase, s, p, P);
+	int which = 0;
+	/* the rank's own chunk first, then the sums it made, then (all-gather) what it received; its
+	 * CRC32C into the header, taken as it leaves */
+	const float *payload = phase == 0 && s == 0 ? m->in + (int64_t)st.send_c * cn
+			       : phase == 0	     ? m->sums
+						     : m->out + (int64_t)st.send_c * cn;
+	uint32_t *hdr = m->hdr_send + 4 * h;
+	sdc_cuda_crc_enqueue((const uint8_t *)payload, cb, &m->sc, &which, m->s);
+	k_header<<<1, 1, 0, m->s>>>(hdr, m->sc.c[which], (uint32_t)(phase << 16 | s));
+	for (int k = 0; k < nfaults; k++) {
+		const struct sdc_gpu_ring_fault *f = &faults[k];
+		if (f->member != mi || (f->kind != 'H' && f->kind != 'h') || f->phase != phase || f->step != s)
+			continue;
+		if (f->kind == 'h') { /* the header's CRC word: the data arrive right */
+			k_flip<<<1, 1, 0, m->s>>>(hdr, 0, f->bit & 31);
+		} else { /* a copy changes on its way, after its CRC was taken */
+			if (cudaMemcpyAsync(m->fault, payload, cb, cudaMemcpyDeviceToDevice, m->s) != cudaSuccess) {
+				snprintf(err, errlen, "cudaMemcpy of a hop fault's copy failed");
+				return NULL;
+			}
+			k_flip<<<1, 1, 0, m->s>>>((uint32_t *)m->fault, f->el % cn, f->bit & 31);
+			payload = m->fault;
+		}
+	}
+	return payload;
+}
+
+/* One step of the ring for one member, after the exchange: what arrived CRC'd as it is, then
+ * every element checked against its partial sum. */
+static void step_check(struct member *m, const int *order, int P, int64_t cn, int phase, int s, int p, int mi,
+		       uint32_t salt, const struct sdc_gpu_ring_fault *faults, int nfaults)
+{
+	const size_t cb = (size_t)cn * 4;
+	const int h = phase * (P - 1) + s;
+	const struct sdc_ring_step st = sdc_ring_step_at(phase, s, p, P);
+	const int64_t off = (int64_t)st.recv_c * cn;
+	float *into = phase == 0 ? m->recv : m->out + off;
+	int which = 0;
+	sdc_cuda_crc_enqueue((const uint8_t *)into, cb, &m->sc, &which, m->s);
+	k_copy_word<<<1, 1, 0, m->s>>>(m->dev.crc + h, m->sc.c[which]);
+	const int rsum = sdc_ring_rank_sum(order, P, st.first, st.count);
+	unsigned long long *stat = m->dev.stat + 2 * h;
+	if (phase == 0) {
+		/* the last step's sums are this rank's own chunk of the result */
+		float *dst = s < P - 2 ? m->sums : m->out + off;
+		k_hop_add<<<grid_for(cn), 256, 0, m->s>>>(cn, off, salt, st.count, rsum, m->in + off,
+							   (const uint32_t *)m->recv, dst, stat);
+		k_hop_pick<<<1, 1, 0, m->s>>>(stat, m->recv, m->dev.got + h);
+		for (int k = 0; k < nfaults && s == 0; k++)
+			if (faults[k].kind == 'C' && faults[k].member == mi) /* its sums go wrong before they leave */
+				k_flip<<<1, 1, 0, m->s>>>((uint32_t *)dst, faults[k].el % cn, faults[k].bit & 31);
+	} else {
+		k_hop_count<<<grid_for(cn), 256, 0, m->s>>>(cn, off, salt, st.count, rsum, (const uint32_t *)into, stat);
+		k_hop_pick<<<1, 1, 0, m->s>>>(stat, into, m->dev.got + h);
+		k_hop_repair<<<grid_for(cn), 256, 0, m->s>>>(cn, off, salt, st.count, rsum, into);
+	}
 }
 
 static int m_nccl_ring(struct sdc_gpu_comm *c, const int *order, uint64_t it, const struct sdc_gpu_ring_fault *faults,
@@ -517,119 +703,108 @@ static int m_nccl_ring(struct sdc_gpu_comm *c, const int *order, uint64_t it, co
 		       size_t errlen)
 {
 	*timed_out = 0;
-	if (ring_alloc(c, err, errlen))
-		return -1;
 	const int P = c->nranks, nh = 2 * (P - 1);
 	const int64_t n = c->n, cn = n / P;
 	const size_t cb = (size_t)cn * 4;
 	const uint32_t salt = sdc_ring_salt(it);
 	const double deadline = now() + timeout;
-	int p = 0, rc = 0, which = 0;
-	while (p < P && order[p] != c->rank)
-		p++;
-	const int next = order[(p + 1) % P], prev = order[(p - 1 + P) % P];
-	k_fill<<<grid_for(n), 256, 0, c->s>>>('A', n, c->rank, P, n, salt, c->in);
-	k_stat_init<<<1, 256, 0, c->s>>>(c->dev.stat, nh);
-	SDC_CUDA_TRY(cudaGetLastError(), "the ring's fill");
-	SDC_CUDA_TRY(cudaEventRecord(c->t0, c->s), "cudaEventRecord");
+	int rc = 0, dev = 0;
+	cudaGetDevice(&dev);
+	for (int i = 0; i < c->nmem; i++) {
+		struct member *m = &c->m[i];
+		if (ring_alloc(m, P, n, err, errlen))
+			goto fail;
+		k_fill<<<grid_for(n), 256, 0, m->s>>>('A', n, m->rank, P, n, salt, m->in);
+		k_stat_init<<<1, 256, 0, m->s>>>(m->dev.stat, nh);
+		SDC_CUDA_TRY(cudaGetLastError(), "the ring's fill");
+		SDC_CUDA_TRY(cudaEventRecord(m->t0, m->s), "cudaEventRecord");
+	}
 	for (int phase = 0; phase < 2; phase++)
 		for (int s = 0; s < P - 1; s++) {
 			const int h = phase * (P - 1) + s;
-			const struct sdc_ring_step st = sdc_ring_step_at(phase, s, p, P);
-			const int64_t off = (int64_t)st.recv_c * cn;
-			const uint32_t step_id = (uint32_t)(phase << 16 | s);
-			/* what leaves: the rank's own chunk first, then the sums it made, then (all-gather)
-			 * what it received; its CRC32C into the header, taken as it leaves */
-			const float *payload = phase == 0 && s == 0 ? c->in + (int64_t)st.send_c * cn
-					       : phase == 0	     ? c->sums
-								     : c->out + (int64_t)st.send_c * cn;
-			uint32_t *hdr = c->hdr_send + 4 * h;
-			sdc_cuda_crc_enqueue((const uint8_t *)payload, cb, &c->sc, &which, c->s);
-			k_header<<<1, 1, 0, c->s>>>(hdr, c->sc.c[which], step_id);
-			for (int k = 0; k < nfaults; k++) {
-				const struct sdc_gpu_ring_fault *f = &faults[k];
-				if ((f->kind != 'H' && f->kind != 'h') || f->phase != phase || f->step != s)
-					continue;
-				if (f->kind == 'h') { /* the header's CRC word: the data arrive right */
-					k_flip<<<1, 1, 0, c->s>>>(hdr, 0, f->bit & 31);
-				} else { /* a copy changes on its way, after its CRC was taken */
-					SDC_CUDA_TRY(cudaMemcpyAsync(c->fault, payload, cb, cudaMemcpyDeviceToDevice, c->s), "cudaMemcpy");
-					k_flip<<<1, 1, 0, c->s>>>((uint32_t *)c->fault, f->el % cn, f->bit & 31);
-					payload = c->fault;
-				}
+			const float *payload[64];
+			for (int i = 0; i < c->nmem; i++) {
+				struct member *m = &c->m[i];
+				if (use(m, err, errlen) ||
+				    !(payload[i % 64] = step_send(m, P, cn, phase, s, position(order, P, m->rank), i, faults, nfaults,
+								  err, errlen)))
+					goto fail;
 			}
-			float *into = phase == 0 ? c->recv : c->out + off;
-			api.GroupStart();
-			ncclResult_t r = api.Send(hdr, 12, ncclUint8, next, c->comm, c->s);
-			if (r == ncclSuccess || r == ncclInProgress)
-				r = api.Send(payload, cb, ncclUint8, next, c->comm, c->s);
-			if (r == ncclSuccess || r == ncclInProgress)
-				r = api.Recv(c->dev.hdr + 4 * h, 12, ncclUint8, prev, c->comm, c->s);
-			if (r == ncclSuccess || r == ncclInProgress)
-				r = api.Recv(into, cb, ncclUint8, prev, c->comm, c->s);
+			/* every member's send and receive of the step in one group */
+			ncclResult_t r = api.GroupStart();
+			for (int i = 0; i < c->nmem && (r == ncclSuccess || r == ncclInProgress); i++) {
+				struct member *m = &c->m[i];
+				const int p = position(order, P, m->rank);
+				const int next = order[(p + 1) % P], prev = order[(p - 1 + P) % P];
+				const int64_t off = (int64_t)sdc_ring_step_at(phase, s, p, P).recv_c * cn;
+				cudaSetDevice(m->ordinal);
+				r = api.Send(m->hdr_send + 4 * h, 12, ncclUint8, next, m->comm, m->s);
+				if (r == ncclSuccess || r == ncclInProgress)
+					r = api.Send(payload[i % 64], cb, ncclUint8, next, m->comm, m->s);
+				if (r == ncclSuccess || r == ncclInProgress)
+					r = api.Recv(m->dev.hdr + 4 * h, 12, ncclUint8, prev, m->comm, m->s);
+				if (r == ncclSuccess || r == ncclInProgress)
+					r = api.Recv(phase == 0 ? m->recv : m->out + off, cb, ncclUint8, prev, m->comm, m->s);
+			}
 			const ncclResult_t g = api.GroupEnd();
 			if (r == ncclSuccess || r == ncclInProgress)
 				r = g;
 			if (r != ncclSuccess && r != ncclInProgress) {
-				nccl_error(err, errlen, "ncclSend/ncclRecv", c->comm, r);
-				return -1;
+				nccl_error(err, errlen, "ncclSend/ncclRecv", c->m[0].comm, r);
+				goto fail;
 			}
-			if ((rc = settle(c->comm, deadline, "the ring's ncclSend/ncclRecv", err, errlen)))
+			if ((rc = settle_all(c, deadline, "the ring's ncclSend/ncclRecv", err, errlen)))
 				goto out;
-			/* what arrived: its CRC32C as it is, then every element against its partial sum */
-			sdc_cuda_crc_enqueue((const uint8_t *)into, cb, &c->sc, &which, c->s);
-			k_copy_word<<<1, 1, 0, c->s>>>(c->dev.crc + h, c->sc.c[which]);
-			const int rsum = sdc_ring_rank_sum(order, P, st.first, st.count);
-			unsigned long long *stat = c->dev.stat + 2 * h;
-			if (phase == 0) {
-				/* the last step's sums are this rank's own chunk of the result */
-				float *dst = s < P - 2 ? c->sums : c->out + off;
-				k_hop_add<<<grid_for(cn), 256, 0, c->s>>>(cn, off, salt, st.count, rsum, c->in + off,
-									   (const uint32_t *)c->recv, dst, stat);
-				k_hop_pick<<<1, 1, 0, c->s>>>(stat, c->recv, c->dev.got + h);
-				for (int k = 0; k < nfaults && s == 0; k++)
-					if (faults[k].kind == 'C') /* its sums go wrong before they leave with their CRC */
-						k_flip<<<1, 1, 0, c->s>>>((uint32_t *)dst, faults[k].el % cn, faults[k].bit & 31);
-			} else {
-				k_hop_count<<<grid_for(cn), 256, 0, c->s>>>(cn, off, salt, st.count, rsum, (const uint32_t *)into, stat);
-				k_hop_pick<<<1, 1, 0, c->s>>>(stat, into, c->dev.got + h);
-				k_hop_repair<<<grid_for(cn), 256, 0, c->s>>>(cn, off, salt, st.count, rsum, into);
+			for (int i = 0; i < c->nmem; i++) {
+				struct member *m = &c->m[i];
+				if (use(m, err, errlen))
+					goto fail;
+				step_check(m, order, P, cn, phase, s, position(order, P, m->rank), i, salt, faults, nfaults);
+				SDC_CUDA_TRY(cudaGetLastError(), "the ring's hop kernels");
 			}
-			SDC_CUDA_TRY(cudaGetLastError(), "the ring's hop kernels");
 		}
-	SDC_CUDA_TRY(cudaEventRecord(c->t1, c->s), "cudaEventRecord");
-	SDC_CUDA_TRY(cudaMemcpyAsync(c->host.stat, c->dev.stat, (size_t)nh * 16, cudaMemcpyDeviceToHost, c->s), "cudaMemcpy");
-	SDC_CUDA_TRY(cudaMemcpyAsync(c->host.crc, c->dev.crc, (size_t)nh * 4, cudaMemcpyDeviceToHost, c->s), "cudaMemcpy");
-	SDC_CUDA_TRY(cudaMemcpyAsync(c->host.hdr, c->dev.hdr, (size_t)nh * 16, cudaMemcpyDeviceToHost, c->s), "cudaMemcpy");
-	SDC_CUDA_TRY(cudaMemcpyAsync(c->host.got, c->dev.got, (size_t)nh * 4, cudaMemcpyDeviceToHost, c->s), "cudaMemcpy");
-	if ((rc = drain_stream(c, deadline, "the checked ring", err, errlen)))
+	for (int i = 0; i < c->nmem; i++) {
+		struct member *m = &c->m[i];
+		if (use(m, err, errlen))
+			goto fail;
+		SDC_CUDA_TRY(cudaEventRecord(m->t1, m->s), "cudaEventRecord");
+		SDC_CUDA_TRY(cudaMemcpyAsync(m->host.stat, m->dev.stat, (size_t)nh * 16, cudaMemcpyDeviceToHost, m->s), "cudaMemcpy");
+		SDC_CUDA_TRY(cudaMemcpyAsync(m->host.crc, m->dev.crc, (size_t)nh * 4, cudaMemcpyDeviceToHost, m->s), "cudaMemcpy");
+		SDC_CUDA_TRY(cudaMemcpyAsync(m->host.hdr, m->dev.hdr, (size_t)nh * 16, cudaMemcpyDeviceToHost, m->s), "cudaMemcpy");
+		SDC_CUDA_TRY(cudaMemcpyAsync(m->host.got, m->dev.got, (size_t)nh * 4, cudaMemcpyDeviceToHost, m->s), "cudaMemcpy");
+	}
+	if ((rc = drain_streams(c, deadline, "the checked ring", err, errlen)))
 		goto out;
-	{
+	*seconds = 0;
+	for (int i = 0; i < c->nmem; i++) {
+		struct member *m = &c->m[i];
+		const int p = position(order, P, m->rank);
 		float ms = 0;
-		SDC_CUDA_TRY(cudaEventElapsedTime(&ms, c->t0, c->t1), "cudaEventElapsedTime");
-		*seconds = ms / 1e3;
-	}
-	for (int h = 0; h < nh; h++) {
-		const int phase = h >= P - 1, s = h - phase * (P - 1);
-		const struct sdc_ring_step st = sdc_ring_step_at(phase, s, p, P);
-		struct sdc_gpu_hop *o = &hops[h];
-		memcpy(o->hdr, c->host.hdr + 4 * h, 12);
-		o->crc = c->host.crc[h];
-		o->nbad = (int64_t)c->host.stat[2 * h];
-		o->first = c->host.stat[2 * h + 1] == ~0ull ? -1 : (int64_t)c->host.stat[2 * h + 1];
-		o->got = c->host.got[h];
-		o->expected = 0;
-		if (o->first >= 0) {
-			int8_t f, g;
-			sdc_ring_term((int64_t)st.recv_c * cn + o->first, salt, &f, &g);
-			o->expected = sdc_ring_expect(st.count, sdc_ring_rank_sum(order, P, st.first, st.count), f, g);
+		SDC_CUDA_TRY(cudaEventElapsedTime(&ms, m->t0, m->t1), "cudaEventElapsedTime");
+		*seconds = *seconds > ms / 1e3 ? *seconds : ms / 1e3; /* the slowest member's */
+		for (int h = 0; h < nh; h++) {
+			const int phase = h >= P - 1, s = h - phase * (P - 1);
+			const struct sdc_ring_step st = sdc_ring_step_at(phase, s, p, P);
+			struct sdc_gpu_hop *o = &hops[i * nh + h];
+			memcpy(o->hdr, m->host.hdr + 4 * h, 12);
+			o->crc = m->host.crc[h];
+			o->nbad = (int64_t)m->host.stat[2 * h];
+			o->first = m->host.stat[2 * h + 1] == ~0ull ? -1 : (int64_t)m->host.stat[2 * h + 1];
+			o->got = m->host.got[h];
+			o->expected = 0;
+			if (o->first >= 0) {
+				int8_t f, g;
+				sdc_ring_term((int64_t)st.recv_c * cn + o->first, salt, &f, &g);
+				o->expected = sdc_ring_expect(st.count, sdc_ring_rank_sum(order, P, st.first, st.count), f, g);
+			}
 		}
 	}
+	cudaSetDevice(dev);
 	return 0;
 out:
 	*timed_out = rc > 0;
-	return -1;
 fail:
+	cudaSetDevice(dev);
 	return -1;
 }
 
@@ -639,20 +814,30 @@ __global__ void k_nothing(int *p)
 		*p = 1;
 }
 
-static int m_ping(double timeout, char *err, size_t errlen)
+static int m_ping(int device, double timeout, char *err, size_t errlen)
 {
 	struct sdc_cuda_work w;
 	const size_t bytes[1] = { 4 };
-	int rc = -1;
-	if (sdc_cuda_work_init(&w, bytes, 1, 0, err, errlen))
+	int rc = -1, dev = 0;
+	cudaGetDevice(&dev);
+	if (device >= 0 && cudaSetDevice(device) != cudaSuccess) {
+		snprintf(err, errlen, "cudaSetDevice(%d) failed", device);
 		return -1;
+	}
+	if (sdc_cuda_work_init(&w, bytes, 1, 0, err, errlen)) {
+		cudaSetDevice(dev);
+		return -1;
+	}
 	k_nothing<<<1, 1, 0, w.s>>>((int *)w.buf[0]);
 	SDC_CUDA_TRY(cudaGetLastError(), "a kernel of one thread");
 	rc = sdc_cuda_wait(w.s, w.ev, timeout, "a kernel of one thread", err, errlen) ? -1 : 0;
-	if (rc)
+	if (rc) {
+		cudaSetDevice(dev);
 		return -1; /* (a GPU that does not finish it: nothing of it is freed) */
+	}
 fail:
 	sdc_cuda_work_free(&w);
+	cudaSetDevice(dev);
 	return rc;
 }
 

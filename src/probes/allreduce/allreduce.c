@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "fleet.h"
+#include "gpu.h"
 #include "kernels/crc32c.h"
 #include "probes/allreduce/allreduce.h"
 #include "kernels/ring_check.h"
@@ -115,15 +116,22 @@ bool sdc_ar_hop_tensor(const char *tn, int *phase, bool *header)
 
 enum { VARIANT_RING, VARIANT_MPI, VARIANT_NCCL, VARIANT_NCCL_RING };
 
+/* Launched as 2 ranks or more: the ranks are the members; otherwise this host's GPUs are. */
+static bool under_mpi(void)
+{
+	return sdc_fleet.active && sdc_fleet.size > 1;
+}
+
 static int allreduce_variants(const void *opts, struct sdc_variant *out, int max)
 {
 	const struct allreduce_opts *o = opts;
 	int n = 0;
 	for (int i = 0; variant_names[i] && n < max; i++) {
-		if (!sdc_opt_set_has(o->variants, i))
+		/* with no launcher only the nccl ones run: one process over every GPU of the host */
+		if (!sdc_opt_set_has(o->variants, i) || (!under_mpi() && i < VARIANT_NCCL))
 			continue;
-		/* one worker a rank (nccl: on the rank's GPU); exact data, so every rank's sums are the
-		 * same whatever the world */
+		/* one worker a rank (nccl: on the rank's GPU; with no launcher one worker driving every
+		 * GPU); exact data, so every rank's sums are the same whatever the world */
 		out[n] = (struct sdc_variant){ .devices = i >= VARIANT_NCCL ? SDC_ON_GPU : SDC_ON_CPU, .per_rank = true,
 					       .param = { i } };
 		sdc_strlcpy(out[n++].name, variant_names[i], SDC_NAME_MAX);
@@ -133,15 +141,18 @@ static int allreduce_variants(const void *opts, struct sdc_variant *out, int max
 
 static bool allreduce_available(char *why, size_t len)
 {
-	if (!HAVE_MPI) {
-		snprintf(why, len, "built without MPI (install libopenmpi-dev and rebuild)");
-		return false;
-	}
-	if (!sdc_fleet.active || sdc_fleet.size < 2) {
-		snprintf(why, len, "needs 2 or more MPI ranks: launch with mpirun -np N or srun --mpi=pmix");
-		return false;
-	}
-	return true;
+	if (under_mpi())
+		return true;
+	/* no launcher: NCCL between this host's GPUs, where there are two and NCCL */
+	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	char note[200] = "";
+	const int gpus = m ? m->count(note, sizeof(note)) : 0;
+	if (gpus >= 2 && m->nccl_init && m->nccl_version(note, sizeof(note)))
+		return true;
+	snprintf(why, len, "needs 2 or more MPI ranks (mpirun -np N or srun --mpi=pmix)%s%s", HAVE_MPI ? "" : ", which "
+		 "this build cannot join (install libopenmpi-dev and rebuild),", gpus >= 2 ? ", or NCCL between this host's "
+		 "GPUs, which cannot be loaded here" : ", or 2 GPUs or more here for NCCL between them");
+	return false;
 }
 
 static int allreduce_setup(struct sdc_probe_ctx *ctx)
@@ -160,13 +171,24 @@ static int allreduce_setup(struct sdc_probe_ctx *ctx)
 			return sdc_ctx_error(ctx, "--inject %s: tensor=%s: allreduce takes tensor= only for H faults: rs, ag, "
 						  "rs-header or ag-header", in->text, in->tensor);
 	}
+	/* the members: the ranks, or with no launcher this host's GPUs (the nccl variants) */
+	int members = sdc_fleet.size;
+	sh->local = !under_mpi();
+	if (sh->local) {
+		members = 0;
+		for (int d = 0; d < ctx->run->ndevices; d++)
+			members += ctx->run->devices[d].kind == SDC_DEVICE_GPU;
+		if (members < 2)
+			return sdc_ctx_error(ctx, "%d GPU selected: NCCL between GPUs needs 2 or more (or mpirun across "
+						  "hosts)", members);
+	}
 	/* a whole number of floats per chunk */
-	sh->n = o->bytes / 4 / sdc_fleet.size * sdc_fleet.size;
+	sh->n = o->bytes / 4 / members * members;
 	sh->timeout = o->timeout;
 	sh->nccl_paths = o->nccl_paths;
 	sdc_fleet.timeout = o->timeout; /* the gather at the end waits no longer than the probe's waits */
-	snprintf(sh->operation, sizeof(sh->operation), "%s all-reduce of %" PRId64 " fp32 over %d ranks", ctx->variant->name,
-		 sh->n, sdc_fleet.size);
+	snprintf(sh->operation, sizeof(sh->operation), "%s all-reduce of %" PRId64 " fp32 over %d %s", ctx->variant->name,
+		 sh->n, members, sh->local ? "GPUs" : "ranks");
 	snprintf(ctx->rate_unit, sizeof(ctx->rate_unit), "GB/s busbw");
 	snprintf(ctx->iter_unit, sizeof(ctx->iter_unit), "reductions");
 	ctx->rate_scale = 1e9;
@@ -176,6 +198,8 @@ static int allreduce_setup(struct sdc_probe_ctx *ctx)
 
 static void allreduce_teardown(struct sdc_probe_ctx *ctx)
 {
+	if (ctx->shared)
+		free(((struct ar_shared *)ctx->shared)->member_bus);
 	free(ctx->shared);
 	ctx->shared = NULL;
 }
@@ -193,8 +217,6 @@ static const struct sdc_option bench_options[] = {
 	  .help = "turns per size" },
 	SDC_OPT_END,
 };
-
-#if HAVE_MPI
 
 /* The shuffle's draw: the same on every rank, new every iteration. */
 static inline uint64_t draw(int r, uint64_t it)
@@ -256,6 +278,57 @@ bool sdc_ar_all_go_on(struct sdc_worker *w)
 	return !stop;
 }
 
+/* The report of a hop whose verdict is not OK (what arrived from prev at this rank me in step
+ * `what`): a bad CRC names the link, a good CRC on wrong values the sender. el: the first wrong
+ * element's index in the whole vector (-1: none); crcs of the chunk and of its header go in as the
+ * bits when no element is wrong (the header alone was hit). */
+void sdc_ar_hop_report(struct sdc_worker *w, uint64_t it, const char *what, int prev, int me,
+		       const struct sdc_hop_verdict *hv, const uint32_t *rhdr, int64_t nbad, int64_t el, float expected,
+		       float got)
+{
+	const struct ar_shared *sh = w->ctx->shared;
+	const uint32_t crcs[2] = { hv->crc, rhdr[0] };
+	char from[96], to[96];
+	sdc_ar_member(sh, prev, from, sizeof(from));
+	sdc_ar_member(sh, me, to, sizeof(to));
+	if (hv->fault == SDC_HOP_LINK)
+		sdc_ar_report(w, it, "link-corrupt", "H", prev, me, expected, got, nbad ? NULL : crcs,
+			      "%s: CRC32C of the chunk%s from %s to %s failed: the link corrupted it (%" PRId64
+			      " wrong elements, first element %" PRId64 "%s)",
+			      what, hv->header_ok ? "" : "'s header", from, to, nbad, el,
+			      nbad ? "" : "; expected and actual are the data's CRC32C and the header's");
+	else if (hv->fault == SDC_HOP_SENDER)
+		sdc_ar_report(w, it, "sender-compute", "C", prev, el, expected, got, NULL,
+			      "%s: %s sent a chunk whose CRC32C holds but whose values are wrong: its arithmetic or memory "
+			      "(%" PRId64 " wrong elements, first element %" PRId64 ")",
+			      what, from, nbad, el);
+}
+
+void sdc_ar_ring_orders(int P, uint64_t it, int *fwd, int *rev, int *shuf)
+{
+	for (int r = 0; r < P; r++) {
+		fwd[r] = r;
+		rev[r] = P - 1 - r;
+		shuf[r] = r;
+	}
+	/* the shuffle: the same on every rank, new every iteration */
+	for (int r = P - 1; r > 0; r--) {
+		const int j = (int)(draw(r, it) % (uint64_t)(r + 1));
+		const int t = shuf[r];
+		shuf[r] = shuf[j], shuf[j] = t;
+	}
+}
+
+void sdc_ar_member(const struct ar_shared *sh, int m, char *buf, size_t len)
+{
+	if (sh->local)
+		snprintf(buf, len, "GPU %d (%s)", m, sh->member_bus ? sh->member_bus[m] : "?");
+	else
+		snprintf(buf, len, "rank %d (%s)", m, sdc_fleet_host(m));
+}
+
+#if HAVE_MPI
+
 /* The faults due in an iteration (the framework's plan: one worker per rank, so every rank
  * gets the same list and the one the fault names acts on it). Applied on the forward ring. */
 struct ar_faults {
@@ -279,42 +352,6 @@ struct ring {
 	int P, pos, *order, *where; /* order[position] = rank; where[rank] = position */
 };
 
-/* The report of a hop whose verdict is not OK (what arrived from prev at this rank me in step
- * `what`): a bad CRC names the link, a good CRC on wrong values the sender. el: the first wrong
- * element's index in the whole vector (-1: none); crcs of the chunk and of its header go in as the
- * bits when no element is wrong (the header alone was hit). */
-void sdc_ar_hop_report(struct sdc_worker *w, uint64_t it, const char *what, int prev, int me,
-		       const struct sdc_hop_verdict *hv, const uint32_t *rhdr, int64_t nbad, int64_t el, float expected,
-		       float got)
-{
-	const uint32_t crcs[2] = { hv->crc, rhdr[0] };
-	if (hv->fault == SDC_HOP_LINK)
-		sdc_ar_report(w, it, "link-corrupt", "H", prev, me, expected, got, nbad ? NULL : crcs,
-			      "%s: CRC32C of the chunk%s from rank %d (%s) to rank %d (%s) failed: the link "
-			      "corrupted it (%" PRId64 " wrong elements, first element %" PRId64 "%s)",
-			      what, hv->header_ok ? "" : "'s header", prev, sdc_fleet_host(prev), me, sdc_fleet_host(me), nbad,
-			      el, nbad ? "" : "; expected and actual are the data's CRC32C and the header's");
-	else if (hv->fault == SDC_HOP_SENDER)
-		sdc_ar_report(w, it, "sender-compute", "C", prev, el, expected, got, NULL,
-			      "%s: rank %d (%s) sent a chunk whose CRC32C holds but whose values are wrong: its "
-			      "arithmetic or memory (%" PRId64 " wrong elements, first element %" PRId64 ")",
-			      what, prev, sdc_fleet_host(prev), nbad, el);
-}
-
-void sdc_ar_ring_orders(int P, uint64_t it, int *fwd, int *rev, int *shuf)
-{
-	for (int r = 0; r < P; r++) {
-		fwd[r] = r;
-		rev[r] = P - 1 - r;
-		shuf[r] = r;
-	}
-	/* the shuffle: the same on every rank, new every iteration */
-	for (int r = P - 1; r > 0; r--) {
-		const int j = (int)(draw(r, it) % (uint64_t)(r + 1));
-		const int t = shuf[r];
-		shuf[r] = shuf[j], shuf[j] = t;
-	}
-}
 
 /* A chunk each: what arrives in the reduce-scatter, the partial sums it sends on (one buffer used
  * again every step stays in cache; the sums' own place in out is written over by the all-gather
@@ -672,7 +709,13 @@ static void allreduce_run(struct sdc_worker *w)
 
 static void allreduce_run(struct sdc_worker *w)
 {
-	sdc_worker_error(w, "built without MPI");
+	/* (only the nccl variants are offered without MPI: one process over the host's GPUs) */
+	if (w->ctx->variant->param[0] == VARIANT_NCCL)
+		sdc_ar_nccl_run(w);
+	else if (w->ctx->variant->param[0] == VARIANT_NCCL_RING)
+		sdc_ar_nccl_ring_run(w);
+	else
+		sdc_worker_error(w, "built without MPI");
 }
 
 static int bench_main(struct sdc_cmd *cmd)

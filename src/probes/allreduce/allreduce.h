@@ -3,6 +3,7 @@
 #define SDC_PROBES_ALLREDUCE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kernels/ring_check.h"
@@ -12,8 +13,13 @@ struct ar_shared {
 	int64_t n; /* floats */
 	double timeout;
 	uint32_t nccl_paths; /* the nccl variant's (algorithm, protocol) paths: bits of sdc_ar_nccl_paths */
+	bool local;          /* no launcher: the members are this host's GPUs (the nccl variants), not ranks */
+	char (*member_bus)[24]; /* the nccl variants: each member's GPU, its PCI bus id */
 	char operation[96];
 };
+
+/* A member as findings name it: "rank 2 (host)", or with no launcher "GPU 2 (0000:3b:00.0)". */
+void sdc_ar_member(const struct ar_shared *sh, int m, char *buf, size_t len);
 
 /* A finding with the expected and actual value of an element, or (crcs not NULL, when no element
  * is wrong) the chunk's CRC32C as computed and as its header gave it. */

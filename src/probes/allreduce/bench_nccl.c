@@ -136,7 +136,7 @@ static int nccl_bench_main(struct sdc_cmd *cmd)
 			free(ids);
 			goto done;
 		}
-		struct sdc_gpu_comm *c = m->nccl_init(ids[0].id, P, me, "", "", n, 120, err, sizeof(err));
+		struct sdc_gpu_comm *c = m->nccl_init(ids[0].id, P, me, 1, &gpu->gpu.index, "", "", n, 120, err, sizeof(err));
 		free(ids);
 		if (!all_ok(c != NULL)) {
 			sdc_error("bench nccl: rank %d: %s", me, c ? "another rank's communicator failed" : err);
@@ -158,7 +158,7 @@ static int nccl_bench_main(struct sdc_cmd *cmd)
 						clean &= hops[h].nbad == 0 && hops[h].crc == hops[h].hdr[0];
 				} else {
 					struct sdc_gpu_coll_result res;
-					failed = m->nccl_collective(c, 'A', it, -1, 0, &res, 120, err, sizeof(err)) != 0;
+					failed = m->nccl_collective(c, 'A', it, NULL, &res, 120, err, sizeof(err)) != 0;
 					clean &= res.wrong == 0;
 					t = res.seconds;
 					timed_out = res.timed_out;

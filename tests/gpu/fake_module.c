@@ -54,9 +54,9 @@
 #include "kernels/xops.h"
 #include "sdc_config.h"
 
+#include <unistd.h>
 #if HAVE_MPI
 #include <mpi.h>
-#include <unistd.h>
 #endif
 
 #define SMS 8

@@ -48,6 +48,17 @@ SDC_HD float sdc_xmac(float acc, float a, float b)
 	return SDC_XADD(acc, SDC_XMUL(a, b));
 }
 
+/* One element of data-parallel training's global gradient (minitrain's xfmr-dp): the ranks'
+ * gradients all[r total + e], summed in rank order from rank 0's, then scaled by inv = 1 / P, so
+ * every rank, CPU or GPU, gets the same bits (dp.c's loop; the GPU's over NCCL, nccl.cu). */
+SDC_HD float sdc_xrank_mean(const float *all, long total, int P, long e, float inv)
+{
+	float acc = all[e];
+	for (int r = 1; r < P; r++)
+		acc = SDC_XADD(acc, all[(long)r * total + e]);
+	return SDC_XMUL(acc, inv);
+}
+
 SDC_HD double sdc_xfrom_bits(uint64_t u)
 {
 	double d;

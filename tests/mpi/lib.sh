@@ -4,7 +4,7 @@ if ! command -v mpirun >/dev/null 2>&1; then
 	echo "mpirun not installed (apt-get install openmpi-bin): the mpi suite is skipped"
 	exit 77
 fi
-if ! "$SDCSCAN" list | grep -q "^  allreduce  *available\|needs 2 or more MPI ranks"; then
+if ! "$SDCSCAN" version | grep -q "^features: .*mpi=yes"; then
 	echo "this sdcscan was built without MPI: the mpi suite is skipped"
 	exit 77
 fi

@@ -95,7 +95,10 @@ fi
 
 # meson install: the binary, the man page, the units and the examples.
 DESTDIR=$TMP/root meson install -C "$BLD" --no-rebuild >"$TMP/install.out" 2>&1 || fail "meson install: $(tail -5 "$TMP/install.out")"
-for f in bin/sdcscan share/man/man1/sdcscan.1 share/sdcscan/npd/check-sdcscan.sh share/sdcscan/npd/sdcscan-plugin.json \
+# (the man page where the build has them: -Dman-pages=disabled leaves it out)
+man=share/man/man1/sdcscan.1
+grep -q "^#define HAVE_MAN_PAGES 1" "$BLD/sdc_config.h" 2>/dev/null || man=
+for f in bin/sdcscan $man share/sdcscan/npd/check-sdcscan.sh share/sdcscan/npd/sdcscan-plugin.json \
 	share/sdcscan/slurm/sdcscan-healthcheck.sh share/sdcscan/nhc/sdcscan.nhc share/sdcscan/examples/cron.d-sdcscan; do
 	[ -n "$(find "$TMP/root" -path "*/$f" -type f)" ] || fail "meson install did not install $f"
 done

@@ -149,9 +149,10 @@ static bool allreduce_available(char *why, size_t len)
 	const int gpus = m ? m->count(note, sizeof(note)) : 0;
 	if (gpus >= 2 && m->nccl_init && m->nccl_version(note, sizeof(note)))
 		return true;
-	snprintf(why, len, "needs 2 or more MPI ranks (mpirun -np N or srun --mpi=pmix)%s%s", HAVE_MPI ? "" : ", which "
-		 "this build cannot join (install libopenmpi-dev and rebuild),", gpus >= 2 ? ", or NCCL between this host's "
-		 "GPUs, which cannot be loaded here" : ", or 2 GPUs or more here for NCCL between them");
+	snprintf(why, len, "needs 2 or more MPI ranks (mpirun -np N or srun --mpi=pmix%s)%s",
+		 HAVE_MPI ? "" : ", which this build cannot join: install libopenmpi-dev and rebuild",
+		 gpus >= 2 ? ", or NCCL between this host's GPUs, which cannot be loaded here"
+			   : ", or 2 GPUs or more here for NCCL between them");
 	return false;
 }
 

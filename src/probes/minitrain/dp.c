@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "fleet.h"
+#include "kernels/xops.h"
 #include "probes/minitrain/minitrain.h"
 
 /*
@@ -19,12 +20,8 @@ int mt_dp_reduce(struct sdc_mt_tensor *grads, int ngrads, size_t total, float *l
 	size_t off = 0;
 	for (int i = 0; i < ngrads; i++) {
 		float *g = grads[i].data;
-		for (size_t e = 0; e < sdc_mt_numel(&grads[i]); e++) {
-			float acc = all[off + e];
-			for (int r = 1; r < sdc_fleet.size; r++)
-				acc = acc + all[(size_t)r * total + off + e];
-			g[e] = acc * inv;
-		}
+		for (size_t e = 0; e < sdc_mt_numel(&grads[i]); e++)
+			g[e] = sdc_xrank_mean(all, (long)total, sdc_fleet.size, (long)(off + e), inv);
 		off += sdc_mt_numel(&grads[i]);
 	}
 	return 0;

@@ -5,6 +5,7 @@
  * driver too old for its runtime, no device) leaves its reason in the run's GPU note.
  */
 #include "gpu.h"
+#include "fleet.h"
 
 #include <dlfcn.h>
 #include <libgen.h>
@@ -183,4 +184,34 @@ int sdc_gpu_bind(const struct sdc_device *dev, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+}
+
+int sdc_gpu_nccl_fleet_id(uint8_t *id, double timeout, bool *late, char *err, size_t errlen)
+{
+	struct {
+		uint8_t id[SDC_GPU_NCCL_ID_BYTES];
+		int32_t ok;
+		char why[124];
+	} mine = { .ok = 1 }, *ids = calloc((size_t)sdc_fleet.size, sizeof(mine));
+	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	*late = false;
+	if (!ids) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (sdc_fleet.rank == 0)
+		mine.ok = m && m->nccl_unique_id && !m->nccl_unique_id(mine.id, mine.why, sizeof(mine.why));
+	int rc = -1;
+	if (sdc_fleet_allgather(&mine, (int)sizeof(mine), ids, timeout)) {
+		*late = true;
+		snprintf(err, errlen, "some rank did not take part in the exchange of NCCL's unique id within %.0f s", timeout);
+	} else if (!ids[0].ok) {
+		snprintf(err, errlen, "ncclGetUniqueId on rank 0 (%s): %s", sdc_fleet_host(0),
+			 ids[0].why[0] ? ids[0].why : "no NCCL there");
+	} else {
+		memcpy(id, ids[0].id, SDC_GPU_NCCL_ID_BYTES);
+		rc = 0;
+	}
+	free(ids);
+	return rc;
 }

@@ -6,7 +6,9 @@
 #ifndef SDC_GPU_H
 #define SDC_GPU_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "device.h"
 #include "kernels/gpu_module.h"
@@ -23,6 +25,11 @@ const char *sdc_gpu_module_path(void);
  */
 int sdc_gpu_discover(const struct sdc_gpu_select *sel, struct sdc_device **devs, int *n, char *note,
 		     size_t notelen, char *err, size_t errlen);
+
+/* NCCL's unique id for a communicator of the MPI ranks: rank 0 makes it and every rank gets it
+ * (an all-gather with the deadline). 0, or -1 with err: rank 0 could not make one, or some rank
+ * did not answer (*late true). Every rank must call it. */
+int sdc_gpu_nccl_fleet_id(uint8_t *id, double timeout, bool *late, char *err, size_t errlen);
 
 /* Makes dev the calling thread's current GPU. 0, or -1 with err. */
 int sdc_gpu_bind(const struct sdc_device *dev, char *err, size_t errlen);

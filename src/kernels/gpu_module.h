@@ -256,6 +256,13 @@ struct sdc_gpu_module {
 	int (*nccl_ring)(struct sdc_gpu_comm *c, const int *order, uint64_t it, const struct sdc_gpu_ring_fault *faults,
 			 int nfaults, struct sdc_gpu_hop *hops, double *seconds, int *timed_out, double timeout, char *err,
 			 size_t errlen);
+	/* Data-parallel training's global gradient over NCCL (minitrain's xfmr-dp, one rank a GPU: a
+	 * communicator of one member here): every rank's local (total floats, host memory) all-gathered
+	 * by ncclAllGather, then each element's mean in rank order on the GPU (xops.h's
+	 * sdc_xrank_mean, the bits the CPU's dp.c gets) into out (host). Within the deadline
+	 * (*timed_out past it). */
+	int (*nccl_rank_mean)(struct sdc_gpu_comm *c, const float *local, int64_t total, float *out, int *timed_out,
+			      double timeout, char *err, size_t errlen);
 	/* Whether GPU device (a CUDA ordinal; -1: the calling thread's) still runs a kernel within the
 	 * deadline (after a collective timed out: a stuck GPU is told from a peer that never came). */
 	int (*ping)(int device, double timeout, char *err, size_t errlen);

@@ -30,8 +30,10 @@
  *                         kernels wrong, on one GPU: the paths not averaged together must show it)
  *   FAKE_GPU_NCCL_REFUSE=ALGO/PROTO     every rank's communicator for that path fails to
  *                         initialise (a protocol NCCL does not offer on this host)
- *   FAKE_GPU_NCCL_HANG=R  rank R's GPU stops: its collectives never start and its ping never
- *                         ends (both wait out the deadline)
+ *   FAKE_GPU_NCCL_HANG=R  rank R's GPU stops (with no launcher: GPU R): its collectives never start
+ *                         and its ping never ends (both wait out the deadline)
+ *   FAKE_GPU_DP_BUG=R,N   rank R's N-th data-parallel mean (from 0) comes out with element 0's bit 20
+ *                         flipped (its GPU's sum went wrong)
  *   Two ranks of one host on the same GPU are refused, as NCCL refuses them ("Using the same CUDA
  *   device multiple times as different ranks of the same NCCL communicator is not supported").
  *
@@ -1096,6 +1098,47 @@ static int fake_nccl_ring(struct sdc_gpu_comm *c, const int *order, uint64_t it,
 	return 0;
 }
 
+/* The data-parallel mean's twin (nccl.cu's m_nccl_rank_mean): MPI's all-gather, then
+ * sdc_xrank_mean for every element, as the GPU's kernel computes it. */
+static int fake_nccl_rank_mean(struct sdc_gpu_comm *c, const float *local, int64_t total, float *out, int *timed_out,
+			       double timeout, char *err, size_t errlen)
+{
+	*timed_out = 0;
+	if (!c->mpi) {
+		snprintf(err, errlen, "the data-parallel mean takes one GPU a rank");
+		return -1;
+	}
+#if HAVE_MPI
+	const int P = c->P;
+	float *all = malloc((size_t)total * 4 * (size_t)P);
+	if (!all) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	const double t0 = fake_now();
+	MPI_Request req;
+	MPI_Iallgather(local, (int)total, MPI_FLOAT, all, (int)total, MPI_FLOAT, c->comm, &req);
+	if (!fake_wait(&req, 1, t0, timeout)) {
+		snprintf(err, errlen, "the gradients' all-gather did not finish in time (fake)");
+		*timed_out = 1;
+		return -1; /* (all stays: the request may still write it) */
+	}
+	for (int64_t e = 0; e < total; e++)
+		out[e] = sdc_xrank_mean(all, (long)total, P, (long)e, 1.0f / (float)P);
+	free(all);
+	static int calls;
+	const char *bug = getenv("FAKE_GPU_DP_BUG");
+	int brank = -1, bcall = -1;
+	if (bug && sscanf(bug, "%d,%d", &brank, &bcall) == 2 && brank == c->m[0].rank && bcall == calls && total > 0)
+		flip_word(&out[0], 20);
+	calls++;
+	return 0;
+#else
+	(void)local, (void)total, (void)out, (void)timeout;
+	return -1;
+#endif
+}
+
 static int fake_ping(int device, double timeout, char *err, size_t errlen)
 {
 	if (!hangs(under_mpi() ? world_rank() : device))
@@ -1134,6 +1177,7 @@ static const struct sdc_gpu_module fake = {
 	.nccl_destroy = fake_nccl_destroy,
 	.nccl_collective = fake_nccl_collective,
 	.nccl_ring = fake_nccl_ring,
+	.nccl_rank_mean = fake_nccl_rank_mean,
 	.ping = fake_ping,
 };
 

@@ -153,6 +153,26 @@ grep -q "^target: the checked ring at least 80% of ncclAllReduce's busbw from 26
 [ "$(json_get "$TMP/bench.json" "[x['judged'] for x in r['rows']], r['clean'], r['targets_met']")" = "[False, True, True] True False" ] ||
 	fail "bench nccl: report $(json_get "$TMP/bench.json" "r")"
 
+# Data-parallel minitrain's gradients over NCCL (all-gathered, then summed in rank order on each
+# GPU): the same trajectory as over MPI, bit for bit (the same work digest); a GPU whose sum goes
+# wrong once (step 5) makes its rank diverge, and the state check names that rank at the next step.
+MT="--probe minitrain --set minitrain.models=xfmr --set minitrain.steps=40 --set minitrain.iterations=17 --no-color"
+each_rank "$TMP/dpn.codes" run $MT --set minitrain.dp_transport=nccl --duration 60 --json "$TMP/dpn.json" > "$TMP/dpn.out" 2>&1
+same_code "$TMP/dpn.codes" 0 || fail "dp over NCCL: exit codes $(cat "$TMP/dpn.codes"); $(tail -3 "$TMP/dpn.out")"
+each_rank "$TMP/dpm.codes" run $MT --set minitrain.dp_transport=mpi --duration 60 --json "$TMP/dpm.json" > "$TMP/dpm.out" 2>&1
+same_code "$TMP/dpm.codes" 0 || fail "dp over MPI: exit codes $(cat "$TMP/dpm.codes")"
+dp_digest() { json_get "$1" "[(x['kernel'].endswith('NCCL grads'), x['work_digest']['sha256']) for x in r['results'] if x['variant'] == 'xfmr-dp'][0]"; }
+n=$(dp_digest "$TMP/dpn.json") m=$(dp_digest "$TMP/dpm.json")
+case "$n" in "(True, "*) ;; *) fail "dp over NCCL: not over NCCL: $n" ;; esac
+[ "${n#*, }" = "${m#*, }" ] || fail "dp over NCCL: another trajectory than over MPI: $n against $m"
+MPIRUN="$MPIRUN_SAVED -x FAKE_GPU_DP_BUG=2,5"
+each_rank "$TMP/dpb.codes" run $MT --set minitrain.dp_transport=nccl --duration 60 > "$TMP/dpb.out" 2>&1
+MPIRUN=$MPIRUN_SAVED
+same_code "$TMP/dpb.codes" 2 || fail "dp over NCCL, a GPU's sum wrong: exit codes $(cat "$TMP/dpb.codes")"
+grep -q "rank 2 cpu0 iteration 6: rank-divergence at .*step 6: the state of rank 2 " "$TMP/dpb.out" ||
+	fail "dp over NCCL, a GPU's sum wrong: rank 2 not named at step 6: $(grep divergence "$TMP/dpb.out" | head -2)"
+[ "$(grep -c "rank-divergence" "$TMP/dpb.out")" -eq 1 ] || fail "dp over NCCL, a GPU's sum wrong: other ranks named"
+
 # A path that is not one
 "$SDCSCAN" run $NC --set allreduce.nccl_paths=ring/fast --duration 1 > "$TMP/badopt.out" 2>&1
 [ $? -eq 3 ] || fail "bad path: exit code"

@@ -27,6 +27,7 @@
 
 #include "kernels/cuda/cuda_util.h"
 #include "kernels/ring_hd.h"
+#include "kernels/xops.h"
 
 /* The entry points used, resolved from libnccl.so.2. */
 static struct {
@@ -141,6 +142,10 @@ struct member {
 	uint32_t *hdr_send;
 	struct ring_out dev, host;
 	struct sdc_crc_scratch sc;
+	/* the data-parallel mean's (made at its first use, for total floats): this rank's gradient, every
+	 * rank's, the mean; pinned host copies of the first and the last */
+	int64_t dp_total;
+	float *dp_local, *dp_all, *dp_out, *dp_hin, *dp_hout;
 };
 
 struct sdc_gpu_comm {
@@ -282,6 +287,8 @@ static void m_nccl_destroy(struct sdc_gpu_comm *c, int abort)
 		cudaFreeHost(m->host.stat), cudaFreeHost(m->host.crc), cudaFreeHost(m->host.hdr), cudaFreeHost(m->host.got);
 		for (int k = 0; k < 2; k++)
 			cudaFree(m->sc.c[k]), cudaFree(m->sc.l[k]);
+		cudaFree(m->dp_local), cudaFree(m->dp_all), cudaFree(m->dp_out);
+		cudaFreeHost(m->dp_hin), cudaFreeHost(m->dp_hout);
 		if (m->s)
 			cudaStreamDestroy(m->s);
 		if (m->t0)
@@ -808,6 +815,68 @@ fail:
 	return -1;
 }
 
+/* ---- data-parallel training's global gradient ---- */
+
+__global__ void k_rank_mean(const float *all, int64_t total, int P, float inv, float *out)
+{
+	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x)
+		out[e] = sdc_xrank_mean(all, (long)total, P, (long)e, inv);
+}
+
+static int m_nccl_rank_mean(struct sdc_gpu_comm *c, const float *local, int64_t total, float *out, int *timed_out,
+			    double timeout, char *err, size_t errlen)
+{
+	*timed_out = 0;
+	if (c->nmem != 1) {
+		snprintf(err, errlen, "the data-parallel mean takes one GPU a rank");
+		return -1;
+	}
+	struct member *m = &c->m[0];
+	const int P = c->nranks;
+	const size_t bytes = (size_t)total * 4;
+	const double deadline = now() + timeout;
+	int rc = 0, dev = 0;
+	cudaGetDevice(&dev);
+	if (use(m, err, errlen))
+		goto fail;
+	if (m->dp_total != total) {
+		cudaFree(m->dp_local), cudaFree(m->dp_all), cudaFree(m->dp_out);
+		cudaFreeHost(m->dp_hin), cudaFreeHost(m->dp_hout);
+		m->dp_local = m->dp_all = m->dp_out = m->dp_hin = m->dp_hout = NULL;
+		m->dp_total = 0;
+		SDC_CUDA_TRY(cudaMalloc(&m->dp_local, bytes), "cudaMalloc");
+		SDC_CUDA_TRY(cudaMalloc(&m->dp_all, bytes * (size_t)P), "cudaMalloc");
+		SDC_CUDA_TRY(cudaMalloc(&m->dp_out, bytes), "cudaMalloc");
+		SDC_CUDA_TRY(cudaMallocHost(&m->dp_hin, bytes), "cudaMallocHost");
+		SDC_CUDA_TRY(cudaMallocHost(&m->dp_hout, bytes), "cudaMallocHost");
+		m->dp_total = total;
+	}
+	memcpy(m->dp_hin, local, bytes);
+	SDC_CUDA_TRY(cudaMemcpyAsync(m->dp_local, m->dp_hin, bytes, cudaMemcpyHostToDevice, m->s), "cudaMemcpy");
+	{
+		const ncclResult_t r = api.AllGather(m->dp_local, m->dp_all, (size_t)total, ncclFloat32, m->comm, m->s);
+		if (r != ncclSuccess && r != ncclInProgress) {
+			nccl_error(err, errlen, "ncclAllGather of the gradients", m->comm, r);
+			goto fail;
+		}
+	}
+	if ((rc = settle(m->comm, deadline, "ncclAllGather of the gradients", err, errlen)))
+		goto out;
+	k_rank_mean<<<grid_for(total), 256, 0, m->s>>>(m->dp_all, total, P, 1.0f / (float)P, m->dp_out);
+	SDC_CUDA_TRY(cudaGetLastError(), "the rank-order mean");
+	SDC_CUDA_TRY(cudaMemcpyAsync(m->dp_hout, m->dp_out, bytes, cudaMemcpyDeviceToHost, m->s), "cudaMemcpy");
+	if ((rc = drain_streams(c, deadline, "the gradients' mean", err, errlen)))
+		goto out;
+	memcpy(out, m->dp_hout, bytes);
+	cudaSetDevice(dev);
+	return 0;
+out:
+	*timed_out = rc > 0;
+fail:
+	cudaSetDevice(dev);
+	return -1;
+}
+
 __global__ void k_nothing(int *p)
 {
 	if (p)
@@ -849,5 +918,6 @@ void sdc_cuda_nccl_ops(struct sdc_gpu_module *m)
 	m->nccl_destroy = m_nccl_destroy;
 	m->nccl_collective = m_nccl_collective;
 	m->nccl_ring = m_nccl_ring;
+	m->nccl_rank_mean = m_nccl_rank_mean;
 	m->ping = m_ping;
 }

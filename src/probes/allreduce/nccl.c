@@ -196,34 +196,16 @@ static bool other_failed(struct nc_run *r, bool here, const char *what)
 /* An id for a communicator: rank 0's, given to the others (under mpirun), or this process's. */
 static int unique_id(struct nc_run *r, uint8_t *id)
 {
-	struct {
-		uint8_t id[SDC_GPU_NCCL_ID_BYTES];
-		int32_t ok;
-		char why[124];
-	} mine = { .ok = 1 }, *ids;
-	if (r->sh->local) {
-		if (!r->m->nccl_unique_id(id, mine.why, sizeof(mine.why)))
-			return 0;
-		sdc_worker_error(r->w, "ncclGetUniqueId: %s", mine.why);
-		return -1;
-	}
-	if (!(ids = calloc((size_t)r->P, sizeof(mine)))) {
-		sdc_worker_error(r->w, "out of memory");
-		return -1;
-	}
-	if (sdc_fleet.rank == 0)
-		mine.ok = !r->m->nccl_unique_id(mine.id, mine.why, sizeof(mine.why));
-	int rc = -1;
-	if (sdc_fleet_allgather(&mine, (int)sizeof(mine), ids, r->sh->timeout))
+	char why[256];
+	bool late = false;
+	if (r->sh->local ? !r->m->nccl_unique_id(id, why, sizeof(why))
+			 : !sdc_gpu_nccl_fleet_id(id, r->sh->timeout, &late, why, sizeof(why)))
+		return 0;
+	if (late)
 		sdc_ar_unresponsive(r->w, -1, "the exchange of NCCL's unique id");
-	else if (!ids[0].ok)
-		sdc_worker_error(r->w, "ncclGetUniqueId on rank 0 (%s): %s", sdc_fleet_host(0), ids[0].why);
-	else {
-		memcpy(id, ids[0].id, SDC_GPU_NCCL_ID_BYTES);
-		rc = 0;
-	}
-	free(ids);
-	return rc;
+	else
+		sdc_worker_error(r->w, "%s", why);
+	return -1;
 }
 
 /* The communicators of every path in the mask, every member's init agreed. */

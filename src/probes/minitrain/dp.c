@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "fleet.h"
+#include "gpu.h"
 #include "kernels/xops.h"
 #include "probes/minitrain/minitrain.h"
 
@@ -28,15 +29,109 @@ int mt_dp_reduce(struct sdc_mt_tensor *grads, int ngrads, size_t total, float *l
 }
 
 
+/* The same over NCCL: the all-gather and the rank-order mean on this rank's GPU (the same
+ * sdc_xrank_mean, so the same bits). */
+static int dp_reduce_nccl(struct mt_worker *mw)
+{
+	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	char err[256];
+	int late = 0;
+	mt_tensors_to_flat(mw->grads, mw->ngrads, mw->dp_local);
+	if (m->nccl_rank_mean(mw->dp_nccl, mw->dp_local, (int64_t)mw->grads_total, mw->dp_all, &late, sdc_fleet.timeout,
+			      err, sizeof(err))) {
+		sdc_worker_error(mw->w, "the gradients' all-gather over NCCL in step %d%s: %s", mw->step,
+				 late ? " did not finish in time (a rank, GPU or link stuck)" : " failed", err);
+		return -1;
+	}
+	mt_tensors_from_flat(mw->grads, mw->ngrads, mw->dp_all);
+	return 0;
+}
+
 void mt_hook_reduce(void *ctx, int step)
 {
 	(void)step;
 	struct mt_worker *mw = ctx;
-	if (mw->dp_failed || !mt_dp_reduce(mw->grads, mw->ngrads, mw->grads_total, mw->dp_local, mw->dp_all))
+	if (mw->dp_failed)
+		return;
+	if (mw->dp_nccl) {
+		mw->dp_failed = dp_reduce_nccl(mw) != 0;
+		return;
+	}
+	if (!mt_dp_reduce(mw->grads, mw->ngrads, mw->grads_total, mw->dp_local, mw->dp_all))
 		return;
 	mw->dp_failed = true;
 	sdc_worker_error(mw->w, "a rank did not take part in the gradient all-reduce of step %d within %.0f s",
 			 mw->step, sdc_fleet.timeout);
+}
+
+/* Whether every rank says yes (all take the same transport); -1 when a rank did not answer. */
+static int all_yes(struct mt_worker *mw, bool yes)
+{
+	uint64_t no = !yes;
+	if (sdc_fleet_sum_u64(&no, sdc_fleet.timeout)) {
+		sdc_worker_error(mw->w, "a rank did not take part in choosing the gradients' transport within %.0f s",
+				 sdc_fleet.timeout);
+		return -1;
+	}
+	return no == 0;
+}
+
+int mt_dp_open(struct mt_worker *mw, int transport)
+{
+	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	const struct sdc_run *run = mw->w->ctx->run;
+	char why[256] = "";
+	int ngpu = 0, ordinal = -1;
+	for (int d = 0; d < run->ndevices; d++)
+		ngpu += run->devices[d].kind == SDC_DEVICE_GPU;
+	for (int d = 0, k = 0; d < run->ndevices && ngpu; d++)
+		if (run->devices[d].kind == SDC_DEVICE_GPU && k++ == sdc_fleet.local_rank % ngpu)
+			ordinal = run->devices[d].gpu.index; /* one rank a GPU, as the allreduce probe picks them */
+	if (transport == MT_DP_MPI)
+		return 0;
+	if (ordinal < 0)
+		snprintf(why, sizeof(why), "no GPU here");
+	else if (!m || !m->nccl_rank_mean)
+		snprintf(why, sizeof(why), "the GPU module has no NCCL");
+	else if (!m->nccl_version(why, sizeof(why)) && !why[0])
+		snprintf(why, sizeof(why), "NCCL cannot be loaded");
+	int yes = all_yes(mw, !why[0]);
+	if (yes < 0)
+		return -1;
+	if (yes) {
+		uint8_t id[SDC_GPU_NCCL_ID_BYTES];
+		bool late = false;
+		if (sdc_gpu_nccl_fleet_id(id, sdc_fleet.timeout, &late, why, sizeof(why))) {
+			sdc_worker_error(mw->w, "%s", why);
+			return -1;
+		}
+		mw->dp_nccl = m->nccl_init(id, sdc_fleet.size, sdc_fleet.rank, 1, &ordinal, "", "", sdc_fleet.size,
+					   sdc_fleet.timeout, why, sizeof(why));
+		if ((yes = all_yes(mw, mw->dp_nccl != NULL)) < 0)
+			return -1;
+		if (yes)
+			return 0;
+		if (mw->dp_nccl)
+			m->nccl_destroy(mw->dp_nccl, 1);
+		mw->dp_nccl = NULL;
+		if (!why[0])
+			snprintf(why, sizeof(why), "another rank's communicator failed");
+	}
+	if (transport == MT_DP_NCCL) {
+		sdc_worker_error(mw->w, "dp_transport=nccl: not every rank can: %s", why[0] ? why : "another rank cannot");
+		return -1;
+	}
+	if (ordinal >= 0) /* (a rank without a GPU has nothing to say) */
+		sdc_warning("rank %d: xfmr-dp's gradients go over MPI, not NCCL: %s", sdc_fleet.rank,
+			    why[0] ? why : "another rank cannot");
+	return 0;
+}
+
+void mt_dp_close(struct mt_worker *mw)
+{
+	if (mw->dp_nccl)
+		sdc_gpu_ops()->nccl_destroy(mw->dp_nccl, mw->dp_failed);
+	mw->dp_nccl = NULL;
 }
 
 /*

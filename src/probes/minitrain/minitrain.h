@@ -29,6 +29,7 @@ struct minitrain_opts {
 	int64_t xfmr_batch, xfmr_seq, xfmr_dim, xfmr_heads, xfmr_ff;
 	int kernel, golden;
 	bool data_parallel;
+	int dp_transport; /* enum mt_dp_transport */
 	double floor;
 };
 
@@ -38,6 +39,8 @@ struct minitrain_opts {
 
 /* Where a step's check found the first difference from the golden. */
 enum point { POINT_ENTRY, POINT_GRADS, POINT_LOSS };
+
+struct sdc_gpu_comm;
 
 struct mt_shared {
 	struct sdc_mt_cfg cfg;
@@ -77,6 +80,7 @@ struct mt_worker {
 	float *dp_local, *dp_all;
 	uint64_t *dp_hashes;
 	bool dp_failed;
+	struct sdc_gpu_comm *dp_nccl; /* the gradients over NCCL between the ranks' GPUs, or NULL: MPI */
 	bool dp_entry_golden; /* the state entering this step matched the golden */
 };
 
@@ -125,6 +129,13 @@ void mt_dp_gradient_diverged(struct mt_worker *mw);
 int mt_dp_reduce(struct sdc_mt_tensor *grads, int ngrads, size_t total, float *local, float *all);
 /* The model's reduce hook in a data-parallel run. */
 void mt_hook_reduce(void *ctx, int step);
+/* The gradients' transport (option dp_transport): auto takes NCCL between the ranks' GPUs where
+ * every rank has a GPU and NCCL, MPI otherwise; all ranks take the same. Opens the communicator;
+ * 0, or -1 after the worker said why (nccl asked for and not possible everywhere, a rank gone). */
+enum mt_dp_transport { MT_DP_AUTO, MT_DP_MPI, MT_DP_NCCL };
+int mt_dp_open(struct mt_worker *mw, int transport);
+/* Closes it (aborted after a failure). */
+void mt_dp_close(struct mt_worker *mw);
 /* Before each step: every rank's state compared, the odd one named; false to stop. */
 bool mt_dp_step_check(struct mt_worker *mw, uint64_t *entry_io);
 

@@ -152,6 +152,15 @@ grep -q "^target: the checked ring at least 80% of ncclAllReduce's busbw from 26
 	fail "bench nccl: the fake's slow ring was not MISSED"
 [ "$(json_get "$TMP/bench.json" "[x['judged'] for x in r['rows']], r['clean'], r['targets_met']")" = "[False, True, True] True False" ] ||
 	fail "bench nccl: report $(json_get "$TMP/bench.json" "r")"
+# and ncclAllReduce's busbw on each path, a refused one said
+MPIRUN="$MPIRUN_SAVED -x FAKE_GPU_NCCL_REFUSE=tree/ll"
+$MPIRUN "$SDCSCAN" bench nccl --min-bytes 65536 --max-bytes 65536 --target-bytes 65536 --reps 2 \
+	--json "$TMP/bench2.json" > "$TMP/bench2.out" 2>&1
+MPIRUN=$MPIRUN_SAVED
+grep -q "^ *65536  *[0-9.]*  *[0-9.]*  *[0-9.]*  *[0-9.]*  *refused  *[0-9.]*$" "$TMP/bench2.out" ||
+	fail "bench nccl: no per-path row with tree/ll refused: $(tail -8 "$TMP/bench2.out")"
+[ "$(json_get "$TMP/bench2.json" "sorted(k for k, v in r['nccl_paths_busbw_gb_s'][0].items() if isinstance(v, float) and v > 0)")" = \
+	"['bytes', 'ring/ll', 'ring/ll128', 'ring/simple', 'tree/ll128', 'tree/simple']" ] || fail "bench nccl: per-path report"
 
 # Data-parallel minitrain's gradients over NCCL (all-gathered, then summed in rank order on each
 # GPU): the same trajectory as over MPI, bit for bit (the same work digest); a GPU whose sum goes

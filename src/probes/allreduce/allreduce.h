@@ -50,6 +50,8 @@ bool sdc_ar_hop_tensor(const char *tn, int *phase, bool *header);
 /* The nccl variants (nccl.c): the paths' names (option nccl_paths' choices); NCCL's collectives
  * checked on every path, and sdcscan's checked ring over NCCL's send and receive. */
 extern const char *const sdc_ar_nccl_paths[];
+/* Path k's NCCL_ALGO and NCCL_PROTO ("" for NCCL's own choice). */
+void sdc_ar_nccl_path_env(int k, const char **algo, const char **proto);
 void sdc_ar_nccl_run(struct sdc_worker *w);
 void sdc_ar_nccl_ring_run(struct sdc_worker *w);
 

@@ -73,6 +73,30 @@ static bool all_ok(bool ok)
 	return !sdc_fleet_sum_u64(&bad, 120) && !bad;
 }
 
+/* A communicator of the ranks for n floats on the path algo/proto: 0; 1 when NCCL refused it on
+ * some rank (said); -1 when the benchmark cannot go on (said). */
+static int open_comm(const struct sdc_gpu_module *m, const struct sdc_device *gpu, int64_t n, const char *algo,
+		     const char *proto, struct sdc_gpu_comm **c, char *err, size_t errlen)
+{
+	uint8_t id[SDC_GPU_NCCL_ID_BYTES];
+	bool late = false;
+	*c = NULL;
+	if (!all_ok(!sdc_gpu_nccl_fleet_id(id, 120, &late, err, errlen))) {
+		sdc_error("bench nccl: rank %d: %s", sdc_fleet.rank, err[0] ? err : "another rank failed");
+		return -1;
+	}
+	*c = m->nccl_init(id, sdc_fleet.size, sdc_fleet.rank, 1, &gpu->gpu.index, algo, proto, n, 120, err, errlen);
+	if (all_ok(*c != NULL))
+		return 0;
+	if (*c)
+		m->nccl_destroy(*c, 1);
+	*c = NULL;
+	if (*algo)
+		return 1; /* a path NCCL does not offer here */
+	sdc_error("bench nccl: rank %d: %s", sdc_fleet.rank, err[0] ? err : "another rank's communicator failed");
+	return -1;
+}
+
 static int nccl_bench_main(struct sdc_cmd *cmd)
 {
 	const struct nccl_bench_opts *o = cmd->opts;
@@ -125,25 +149,9 @@ static int nccl_bench_main(struct sdc_cmd *cmd)
 		       P, gpu->gpu.pci_bus_id, version, (int)o->reps);
 	for (int64_t bytes = o->min_bytes; bytes <= o->max_bytes; bytes *= 4) {
 		const int64_t n = bytes / 4 / P * P;
-		struct {
-			uint8_t id[SDC_GPU_NCCL_ID_BYTES];
-			int32_t ok;
-		} mine = { .ok = 1 }, *ids = calloc((size_t)P, sizeof(mine));
-		if (me == 0)
-			mine.ok = !m->nccl_unique_id(mine.id, err, sizeof(err));
-		if (!ids || sdc_fleet_allgather(&mine, (int)sizeof(mine), ids, 120) || !ids[0].ok) {
-			sdc_error("bench nccl: no NCCL unique id from rank 0%s%s", err[0] ? ": " : "", err);
-			free(ids);
+		struct sdc_gpu_comm *c = NULL;
+		if (open_comm(m, gpu, n, "", "", &c, err, sizeof(err)))
 			goto done;
-		}
-		struct sdc_gpu_comm *c = m->nccl_init(ids[0].id, P, me, 1, &gpu->gpu.index, "", "", n, 120, err, sizeof(err));
-		free(ids);
-		if (!all_ok(c != NULL)) {
-			sdc_error("bench nccl: rank %d: %s", me, c ? "another rank's communicator failed" : err);
-			if (c)
-				m->nccl_destroy(c, 1);
-			goto done;
-		}
 		double tn[100], tr[100], ratio[100];
 		bool failed = false;
 		for (int k = -1; k < o->reps && !failed; k++)
@@ -191,6 +199,60 @@ static int nccl_bench_main(struct sdc_cmd *cmd)
 						      n_alg, "nccl_busbw_gb_s", n_alg * fb, "ring_algbw_gb_s", r_alg,
 						      "ring_busbw_gb_s", r_alg * fb, "ring_share", share, "judged", judge));
 	}
+	/* ncclAllReduce on each (algorithm, protocol) path, a communicator each: its busbw */
+	if (me == 0)
+		printf("\nncclAllReduce busbw (GB/s) on each path NCCL offers here (NCCL_ALGO/NCCL_PROTO, a communicator each):\n"
+		       "        bytes");
+	for (int k = 1; sdc_ar_nccl_paths[k] && me == 0; k++)
+		printf("  %11s", sdc_ar_nccl_paths[k]);
+	if (me == 0)
+		printf("\n");
+	json_t *per_path = json_array();
+	for (int64_t bytes = o->min_bytes; bytes <= o->max_bytes; bytes *= 4) {
+		const int64_t n = bytes / 4 / P * P;
+		json_t *row = json_pack("{s:f}", "bytes", (double)n * 4);
+		if (me == 0)
+			printf("%13.0f", (double)n * 4);
+		for (int k = 1; sdc_ar_nccl_paths[k]; k++) {
+			const char *algo, *proto;
+			sdc_ar_nccl_path_env(k, &algo, &proto);
+			struct sdc_gpu_comm *c;
+			const int rc = open_comm(m, gpu, n, algo, proto, &c, err, sizeof(err));
+			if (rc < 0) {
+				json_decref(row), json_decref(per_path);
+				goto done;
+			}
+			double t[100];
+			bool failed = rc != 0;
+			for (int q = -1; q < o->reps && !failed; q++) {
+				struct sdc_gpu_coll_result res;
+				failed = m->nccl_collective(c, 'A', (uint64_t)bytes + (uint64_t)(q + 1), NULL, &res, 120, err,
+							    sizeof(err)) != 0;
+				clean &= failed || res.wrong == 0;
+				double x = res.seconds;
+				if (!all_ok(!failed) || ranks_mean(&x)) {
+					sdc_error("bench nccl: rank %d: %s: %s", me, sdc_ar_nccl_paths[k], failed ? err : "another rank failed");
+					m->nccl_destroy(c, 1);
+					json_decref(row), json_decref(per_path);
+					goto done;
+				}
+				if (q >= 0)
+					t[q] = x;
+			}
+			if (c)
+				m->nccl_destroy(c, 0);
+			const double busbw = rc ? 0 : (double)n * 4 / median(t, (int)o->reps) / 1e9 * sdc_coll_bus_factor('A', P);
+			if (me == 0)
+				rc ? printf("  %11s", "refused") : printf("  %11.3f", busbw);
+			json_object_set_new(row, sdc_ar_nccl_paths[k], rc ? json_string("refused") : json_real(busbw));
+		}
+		if (me == 0) {
+			printf("\n");
+			fflush(stdout);
+		}
+		json_array_append_new(per_path, row);
+	}
+	json_object_set_new(out, "nccl_paths_busbw_gb_s", per_path);
 	clean = all_ok(clean);
 	met &= judged && clean;
 	if (me == 0) {

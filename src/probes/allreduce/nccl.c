@@ -45,6 +45,11 @@ static const char *const path_proto[] = { "", "Simple", "LL", "LL128", "Simple",
 #define NPATHS 7
 #define MAX_MEMBERS 64
 
+void sdc_ar_nccl_path_env(int k, const char **algo, const char **proto)
+{
+	*algo = path_algo[k], *proto = path_proto[k];
+}
+
 /* What a member says after each step: how it went, and its GPU. */
 struct nc_word {
 	int32_t status; /* 0 done, 1 failed (an error), 2 past the deadline */

@@ -70,15 +70,21 @@ static void column_sum(const struct sdc_ec_state *st, int s, uint32_t *q)
 	}
 }
 
-void sdc_ec_encode_held(struct sdc_ec_state *st, int p)
+void sdc_ec_encode_held_without(struct sdc_ec_state *st, int p, int skip)
 {
 	for (int r = 0; r < st->l.rows; r++) {
 		const int c = sdc_ec_held_chunk(&st->l, p, r);
-		if (c >= 0)
+		if (c >= 0 && (skip < 0 || !sdc_ec_stripe_has(&st->l, r, c, skip)))
 			stripe_sum(st, r, c, sdc_ec_stripe_word(st, r, c));
 	}
 	const int s = (p - 1 + st->l.servers) % st->l.servers;
-	column_sum(st, s, sdc_ec_column_word(st, s));
+	if (s != skip)
+		column_sum(st, s, sdc_ec_column_word(st, s));
+}
+
+void sdc_ec_encode_held(struct sdc_ec_state *st, int p)
+{
+	sdc_ec_encode_held_without(st, p, -1);
 }
 
 void sdc_ec_encode(struct sdc_ec_state *st)
@@ -110,13 +116,13 @@ static int64_t compare(const uint32_t *parity, const uint32_t *sum, int words, s
 	return broken;
 }
 
-int64_t sdc_ec_verify_held_stripes(const struct sdc_ec_state *st, int p, struct sdc_ec_break *out, int max)
+int64_t sdc_ec_verify_held_stripes(const struct sdc_ec_state *st, int p, int skip, struct sdc_ec_break *out, int max)
 {
 	uint32_t sum[SDC_EC_MAX_DIM + 1];
 	int64_t broken = 0;
 	for (int r = 0; r < st->l.rows; r++) {
 		const int c = sdc_ec_held_chunk(&st->l, p, r);
-		if (c < 0)
+		if (c < 0 || (skip >= 0 && sdc_ec_stripe_has(&st->l, r, c, skip)))
 			continue;
 		stripe_sum(st, r, c, sum);
 		const int room = (int)(broken < max ? max - broken : 0);
@@ -126,10 +132,12 @@ int64_t sdc_ec_verify_held_stripes(const struct sdc_ec_state *st, int p, struct 
 	return broken;
 }
 
-int64_t sdc_ec_verify_held_column(const struct sdc_ec_state *st, int p, struct sdc_ec_break *out, int max)
+int64_t sdc_ec_verify_held_column(const struct sdc_ec_state *st, int p, int skip, struct sdc_ec_break *out, int max)
 {
 	uint32_t sum[SDC_EC_MAX_DIM + 1];
 	const int s = (p - 1 + st->l.servers) % st->l.servers;
+	if (s == skip)
+		return 0;
 	column_sum(st, s, sum);
 	return compare(sdc_ec_column_word(st, s), sum, st->l.words, (struct sdc_ec_break){ s, -1, 0, 0 }, out, max);
 }
@@ -154,7 +162,7 @@ int64_t sdc_ec_verify_columns(const struct sdc_ec_state *st, struct sdc_ec_break
 	int64_t broken = 0;
 	for (int p = 0; p < st->l.servers; p++) {
 		const int room = (int)(broken < max ? max - broken : 0);
-		broken += sdc_ec_verify_held_column(st, p, out + (max - room), room);
+		broken += sdc_ec_verify_held_column(st, p, -1, out + (max - room), room);
 	}
 	return broken;
 }

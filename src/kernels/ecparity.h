@@ -93,6 +93,9 @@ static inline uint32_t *sdc_ec_column_word(const struct sdc_ec_state *st, int s)
 /* The parities server p holds, recomputed from their members: the stripes whose parity it holds
  * and the column of server p - 1. (sdc_ec_encode is this for every server.) */
 void sdc_ec_encode_held(struct sdc_ec_state *st, int p);
+/* The same, leaving out every group that server skip is a member of (a server being rebuilt: its
+ * entries are not there yet); skip -1: none left out. */
+void sdc_ec_encode_held_without(struct sdc_ec_state *st, int p, int skip);
 /* The chunk of the stripe through row r whose parity server p holds, or -1 (one at most). */
 static inline int sdc_ec_held_chunk(const struct sdc_ec_layout *l, int p, int r)
 {
@@ -112,9 +115,15 @@ struct sdc_ec_break {
 int64_t sdc_ec_verify_stripes(const struct sdc_ec_state *st, struct sdc_ec_break *out, int max);
 /* The same for the columns: out[].row is the server. */
 int64_t sdc_ec_verify_columns(const struct sdc_ec_state *st, struct sdc_ec_break *out, int max);
-/* The same, for only the groups whose parity server p holds (a server verifies its own). */
-int64_t sdc_ec_verify_held_stripes(const struct sdc_ec_state *st, int p, struct sdc_ec_break *out, int max);
-int64_t sdc_ec_verify_held_column(const struct sdc_ec_state *st, int p, struct sdc_ec_break *out, int max);
+/* The same, for only the groups whose parity server p holds (a server verifies its own), leaving
+ * out those server skip is a member of (-1: none). */
+int64_t sdc_ec_verify_held_stripes(const struct sdc_ec_state *st, int p, int skip, struct sdc_ec_break *out, int max);
+int64_t sdc_ec_verify_held_column(const struct sdc_ec_state *st, int p, int skip, struct sdc_ec_break *out, int max);
+/* Whether server s is a member of stripe (r, c). */
+static inline bool sdc_ec_stripe_has(const struct sdc_ec_layout *l, int r, int c, int s)
+{
+	return sdc_ec_chunk_of(l, s, r) == c;
+}
 
 /*
  * One corrupt word named from one broken stripe word and one broken column word: the server in

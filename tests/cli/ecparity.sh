@@ -32,6 +32,24 @@ expect_exit 0 lost "$SDCSCAN" $EC --set ecparity.iterations=4 --cpus 0-1 --durat
 	fail "lost: the rebuild was not verified by the replay"
 [ "$(json_get "$TMP/l.json" "r['run']['environment']['ecparity']['rebuild']['gb_per_s'] > 0")" = True ] || fail "lost: no rate"
 
+# The rebuild runs while the others train the next round (4 servers on 2 CPUs, k = 2): a helper
+# slow enough that training moves rows under it; those rows are set aside and done again at the
+# round's end, and the shard is still the replay's bits; the server then trains the round it missed.
+SDCSCAN_TEST_EC_SLOW_REBUILD=1 expect_exit 0 concurrent "$SDCSCAN" $EC --set ecparity.servers=4 \
+	--set ecparity.iterations=4 --cpus 0-1 --duration 60 --json "$TMP/c.json" --inject "ecparity:L:iter=1,device=1"
+[ "$(json_get "$TMP/c.json" "[r['run']['environment']['ecparity']['rebuild'][k] for k in ('server', 'round', 'installed_round', 'verified_by_replay', 'while_training', 'caught_up')]")" = \
+	"[1, 1, 2, True, True, True]" ] || fail "concurrent rebuild: $(json_get "$TMP/c.json" "r['run']['environment']['ecparity']")"
+[ "$(json_get "$TMP/c.json" "r['run']['environment']['ecparity']['rebuild']['rows_redone'] > 0")" = True ] ||
+	fail "concurrent rebuild: no row moved under the helper (the redo path was not exercised)"
+# A loss in the last round: the rebuild is finished after the rounds, and a wrong one still found.
+expect_exit 2 last_round "$SDCSCAN" $EC --set ecparity.iterations=2 --cpus 0-1 --duration 60 --json "$TMP/lr.json" \
+	--inject "ecparity:L:iter=1,device=1,row=11,col=4,bit=7"
+[ "$(located "$TMP/lr.json" same-step)" = ok ] || fail "last round: $(located "$TMP/lr.json")"
+[ "$(json_get "$TMP/lr.json" "r['run']['environment']['ecparity']['rebuild']['caught_up']")" = False ] ||
+	fail "last round: a catch-up that cannot have happened"
+expect_exit 3 bad_servers "$SDCSCAN" $EC --set ecparity.servers=1 --cpus 0-1 --duration 1
+expect_grep bad_servers out "at least 2 servers"
+
 # A rebuild that goes wrong (the survivor corrupts the copy) is caught by the replay, at its word.
 expect_exit 2 bad_rebuild "$SDCSCAN" $EC $SMALL --cpus 0-1 --json "$TMP/r.json" \
 	--inject "ecparity:L:iter=1,device=1,row=11,col=4,bit=7"

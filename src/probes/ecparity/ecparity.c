@@ -11,8 +11,10 @@
  * expected, actual, XOR). A message whose CRC fails is named as the link's (the sender's copy
  * gives the element and bits) and never applied; a parity word that breaks alone is the parity
  * holder's. A lost server (--inject ...:L) is rebuilt bit for bit from the parities and the
- * other members while training goes on, and checked against a deterministic replay of its
- * training; the time and rate of the rebuild go into the report (run.environment.ecparity).
+ * other members while the others train the next round (a helper thread of the next server, ECRM's
+ * "training continues during recovery"), checked against a deterministic replay of its training,
+ * and caught up on the round it missed; the time and rate of the rebuild go into the report
+ * (run.environment.ecparity).
  *
  * One host: the servers are the selected CPUs, one worker a server, messages through shared
  * memory, rounds kept in step by a barrier (messages drained, then verification). Each round is
@@ -53,6 +55,10 @@ static const struct sdc_option ec_options[] = {
 	  .help = "members of a stripe, on k different servers (0: the largest divisor of the servers below "
 		  "them, at most 4)",
 	  .imin = 0, .imax = 4095 },
+	{ .name = "servers", .type = SDC_OPT_INT, .offset = OPT(servers), .def = "0",
+	  .help = "on one host: the servers, shared out over the selected CPUs (0: one a CPU, at least 2); under "
+		  "mpirun the ranks are the servers",
+	  .imin = 0, .imax = 4096 },
 	{ .name = "floor", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(floor), .def = "0",
 	  .help = "per-server updates below which the server is WARNING (0: no floor)", .dmin = 0, .dmax = 1e6,
 	  .unit = "Mupd/s" },
@@ -103,6 +109,7 @@ struct ec_shared {
 	pthread_mutex_t bl;
 	pthread_cond_t bc;
 	int arrived;
+	int gone; /* workers out of the rounds */
 	uint64_t generation;
 	bool go_on, abort;
 	/* what the verification found */
@@ -114,6 +121,23 @@ struct ec_shared {
 	int nev;
 	int lost; /* a server whose shard was dropped this round, or -1 */
 	struct sdc_fault lost_fault; /* its fault: with a row, the rebuilt copy is corrupted there too */
+	/*
+	 * The rebuild of a lost server, while the others train the next round: a helper thread reads
+	 * each row's parity and other members unless a member's touched flag says it is being
+	 * updated this round (the flag is set, then a fence, before the entry changes; the helper
+	 * reads, fences, and looks at the flags again: a seqlock's reader, so a row read while it
+	 * moved is set aside, never used); the rows set aside are done again at the round's end,
+	 * when nothing moves. The lost server neither trains nor takes messages meanwhile; at the
+	 * round's end it is installed, checked against the replay and caught up on the round.
+	 */
+	int rebuilding;         /* the server being rebuilt, or -1 */
+	uint64_t rebuild_round; /* the round it was lost in */
+	int catch_up;           /* a server just rebuilt, to train the round it missed, or -1 */
+	pthread_t rb_thread;
+	bool rb_running;
+	uint32_t *rb_out;       /* the rebuilt shard */
+	uint8_t *rb_redo;       /* rows read while one of their members moved */
+	double rb_pass;         /* the helper's pass, seconds */
 	char operation[96];
 };
 
@@ -211,6 +235,12 @@ static void drain(struct ec_shared *sh, int s)
 	struct inbox *b = &sh->inbox[s];
 	const int words = sh->l.words;
 	pthread_mutex_lock(&b->lock);
+	if (s == sh->rebuilding) {
+		/* its parities are gone: they are encoded again from the members once it is back */
+		b->n = 0;
+		pthread_mutex_unlock(&b->lock);
+		return;
+	}
 	for (size_t i = 0; i < b->n; i++) {
 		const struct sdc_ec_msg *m = &b->q[i];
 		if (!sdc_ec_msg_intact(m, words)) {
@@ -257,6 +287,9 @@ static void ec_teardown(struct sdc_probe_ctx *ctx)
 	}
 	for (int s = 0; sh->outbox && s < sh->S; s++)
 		free(sh->outbox[s]);
+	if (sh->rb_running)
+		pthread_join(sh->rb_thread, NULL);
+	free(sh->rb_out), free(sh->rb_redo);
 	free(sh->inbox), free(sh->outbox), free(sh->nout), free(sh->touched);
 	sdc_ec_state_free(&sh->st);
 	pthread_mutex_destroy(&sh->bl);
@@ -278,11 +311,14 @@ static int setup_shared(struct sdc_probe_ctx *ctx)
 	pthread_mutex_init(&sh->elock, NULL);
 	/* one server a CPU; on one CPU, two servers on its one thread (parity must be elsewhere) */
 	sh->T = ctx->nworkers;
-	sh->S = SDC_MAX(2, ctx->nworkers);
+	sh->S = o->servers ? (int)o->servers : SDC_MAX(2, ctx->nworkers);
+	if (sh->S < 2 || sh->S < sh->T)
+		return sdc_ctx_error(ctx, "servers=%d with %d CPUs: at least 2 servers, and at least one a CPU", sh->S,
+				     sh->T);
 	sh->d = (int)o->dim;
 	sh->batch = o->batch;
 	sh->steps = o->steps;
-	sh->lost = -1;
+	sh->lost = sh->rebuilding = sh->catch_up = -1;
 	sh->l = (struct sdc_ec_layout){ .servers = sh->S, .k = o->k ? (int)o->k : sdc_ec_auto_k(sh->S), .rows = (int)o->rows,
 					.words = sh->d + 1 };
 	char why[256];
@@ -293,7 +329,12 @@ static int setup_shared(struct sdc_probe_ctx *ctx)
 	sh->outbox = calloc((size_t)sh->S, sizeof(*sh->outbox));
 	sh->nout = calloc((size_t)sh->S, sizeof(*sh->nout));
 	sh->touched = calloc((size_t)sh->S * (size_t)sh->l.rows, 1);
-	if (!sh->inbox || !sh->outbox || !sh->nout || !sh->touched || sdc_ec_state_alloc(&sh->st, &sh->l))
+	sh->rb_out = calloc((size_t)sh->l.rows * (size_t)sh->l.words, 4);
+	sh->rb_redo = calloc((size_t)sh->l.rows, 1);
+	if (sh->rb_out) /* touched now: a rebuild is not timed faulting pages in */
+		memset(sh->rb_out, 0, (size_t)sh->l.rows * (size_t)sh->l.words * 4);
+	if (!sh->inbox || !sh->outbox || !sh->nout || !sh->touched || !sh->rb_out || !sh->rb_redo ||
+	    sdc_ec_state_alloc(&sh->st, &sh->l))
 		return sdc_ctx_error(ctx, "out of memory for %d shards of %d entries", sh->S, sh->l.rows);
 	for (int s = 0; s < sh->S; s++) {
 		pthread_mutex_init(&sh->inbox[s].lock, NULL);
@@ -338,15 +379,25 @@ static int train(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t rou
 	const bool primary = s == w->index;
 	const int nu = primary ? sdc_worker_faults(w, "U", round, uf, 2) : 0;
 	const int nm = primary ? sdc_worker_faults(w, "M", round, mf, 2) : 0;
-	memset(sh->touched + (size_t)s * sh->l.rows, 0, (size_t)sh->l.rows);
+	uint8_t *touched = sh->touched + (size_t)s * sh->l.rows;
+	if (s == sh->rebuilding)
+		return 0; /* it is being rebuilt: it trains this round once it is back (catch-up) */
+	/* (the rebuild's helper reads these flags: atomics) */
+	for (int r = 0; r < sh->l.rows; r++)
+		__atomic_store_n(&touched[r], 0, __ATOMIC_RELAXED);
 	sh->nout[s] = 0;
 	for (int64_t step = 0; step < sh->steps; step++) {
 		for (int64_t u = 0; u < sh->batch; u++) {
 			const int row = sdc_ec_draw_update(&sh->wk, s, round, step, u, g);
 			uint32_t *e = sdc_ec_entry(&sh->st, s, row);
+			/* the flag before the entry moves (a seqlock's writer): the helper of a rebuild under
+			 * way sets this row aside */
+			if (!__atomic_load_n(&touched[row], __ATOMIC_RELAXED)) {
+				__atomic_store_n(&touched[row], 1, __ATOMIC_RELAXED);
+				__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			}
 			memcpy(old, e, 4 * (size_t)words);
 			sdc_ec_adagrad(e, sh->d, g);
-			sh->touched[(size_t)s * sh->l.rows + (size_t)row] = 1;
 			const int c = sdc_ec_chunk_of(&sh->l, s, row);
 			struct sdc_ec_msg *pair = &sh->outbox[s][sh->nout[s]];
 			sdc_ec_msg_pair(pair, (uint32_t)sh->nout[s], s, row, e, old, words);
@@ -391,21 +442,87 @@ static void lose(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t rou
 	}
 	memset(sdc_ec_column_word(&sh->st, (s - 1 + sh->S) % sh->S), 0xA5, 4 * (size_t)words);
 	sh->lost = s;
+	sh->rebuilding = s;
+	sh->rebuild_round = round;
 	sh->lost_fault = lf;
 	if (lf.row < 0)
 		sdc_worker_fault_applied(w, &lf, "L", round, -1, -1, -1, "", "");
 }
 
-/* The next server rebuilds the lost one from the stripes and the other members, times it, checks
- * it against a replay of the lost server's training, and recomputes the parities it held. */
-static void rebuild(struct sdc_worker *w, struct ec_shared *sh, uint64_t round, uint32_t *scratch)
+/* Row r of the lost server from its stripe's parity and the other members, into out (words). */
+static void rebuild_row(const struct ec_shared *sh, int lost, int r, uint32_t *out)
 {
-	const int lost = sh->lost, words = sh->l.words;
-	const size_t bytes_shard = (size_t)sh->l.rows * (size_t)words * 4;
-	uint32_t *rebuilt = scratch, *replayed = scratch + bytes_shard / 4;
+	const struct sdc_ec_layout *l = &sh->l;
+	const int c = sdc_ec_chunk_of(l, lost, r);
+	memcpy(out, sdc_ec_stripe_word(&sh->st, r, c), 4 * (size_t)l->words);
+	for (int i = 0; i < l->k; i++) {
+		const int m = sdc_ec_member(l, r, c, i);
+		if (m == lost)
+			continue;
+		const uint32_t *e = sdc_ec_entry(&sh->st, m, r);
+		for (int w = 0; w < l->words; w++)
+			out[w] -= e[w];
+	}
+}
+
+/* Whether a member of row r's stripe (the lost server's) moves this round. */
+static bool row_moving(const struct ec_shared *sh, int lost, int r, int order)
+{
+	const struct sdc_ec_layout *l = &sh->l;
+	const int c = sdc_ec_chunk_of(l, lost, r);
+	for (int i = 0; i < l->k; i++) {
+		const int m = sdc_ec_member(l, r, c, i);
+		if (m != lost && __atomic_load_n(&sh->touched[(size_t)m * l->rows + (size_t)r], order))
+			return true;
+	}
+	return false;
+}
+
+/* The helper's pass while the others train: every row not moving, read and checked again. */
+static void *rebuild_pass(void *arg)
+{
+	struct ec_shared *sh = arg;
+	const int lost = sh->rebuilding, words = sh->l.words;
 	const double t0 = sdc_now();
-	sdc_ec_rebuild(&sh->st, lost, rebuilt);
-	const double dt = sdc_now() - t0;
+	/* (tests: a helper slow enough that training moves rows under it, so the rows set aside and
+	 * done again at the round's end are exercised) */
+	const char *slow = getenv("SDCSCAN_TEST_EC_SLOW_REBUILD");
+	const bool dawdle = slow && *slow == '1';
+	for (int r = 0; r < sh->l.rows; r++) {
+		if (dawdle && r % 64 == 0) {
+			const struct timespec ts = { 0, 200 * 1000 };
+			nanosleep(&ts, NULL);
+		}
+		sh->rb_redo[r] = 1;
+		if (row_moving(sh, lost, r, __ATOMIC_ACQUIRE))
+			continue;
+		rebuild_row(sh, lost, r, sh->rb_out + (size_t)r * words);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		sh->rb_redo[r] = row_moving(sh, lost, r, __ATOMIC_RELAXED);
+	}
+	sh->rb_pass = sdc_now() - t0;
+	return NULL;
+}
+
+/* At the end of the round after the loss, nothing moving: the rows set aside rebuilt, the shard
+ * checked against a replay of the lost server's training, installed, the parities it held encoded
+ * again; it trains the round it missed next (catch-up). round: the round now ending. */
+static void rebuild_finish(struct sdc_worker *w, struct ec_shared *sh, uint64_t round, bool will_catch_up)
+{
+	const int lost = sh->rebuilding, words = sh->l.words;
+	const size_t bytes_shard = (size_t)sh->l.rows * (size_t)words * 4;
+	if (sh->rb_running)
+		pthread_join(sh->rb_thread, NULL);
+	sh->rb_running = false;
+	const double t0 = sdc_now();
+	int64_t redone = 0;
+	for (int r = 0; r < sh->l.rows; r++)
+		if (sh->rb_redo[r]) {
+			rebuild_row(sh, lost, r, sh->rb_out + (size_t)r * words);
+			redone++;
+		}
+	const double t_redo = sdc_now() - t0;
+	uint32_t *rebuilt = sh->rb_out;
 	/* L with a row: the rebuilt copy goes wrong there (a survivor whose memory fails), which the
 	 * replay must catch */
 	const struct sdc_fault *lf = &sh->lost_fault;
@@ -414,19 +531,30 @@ static void rebuild(struct sdc_worker *w, struct ec_shared *sh, uint64_t round, 
 		/* recorded on the lost server's device, where the finding goes */
 		sdc_ec_flip(&w->ctx->workers[lost % sh->T], lf, "L", round, row, col, rebuilt + row * words + col, true);
 	}
-	sdc_ec_replay(&sh->wk, lost, round + 1, replayed, NULL, NULL);
+	/* the state it was lost with: after the rounds up to the loss's */
+	uint32_t *replayed = malloc(bytes_shard);
+	if (!replayed) {
+		sdc_worker_error(w, "out of memory for the replay of server %d", lost);
+		replayed = rebuilt; /* (the rebuilt shard goes in unchecked; the worker's error says so) */
+	} else
+		sdc_ec_replay(&sh->wk, lost, sh->rebuild_round + 1, replayed, NULL, NULL);
 	const bool same = !memcmp(rebuilt, replayed, bytes_shard);
 	/* the replay is the truth: what goes back into the shard */
 	memcpy(sdc_ec_entry(&sh->st, lost, 0), replayed, bytes_shard);
 	sdc_ec_encode_held(&sh->st, lost);
-	/* the rebuild's figures in the report: what it read (k entries a row), how fast */
-	const double bytes = (double)bytes_shard * sh->l.k;
+	sh->rebuilding = -1;
+	sh->catch_up = lost;
+	/* the rebuild's figures in the report: what it read (k entries a row), how fast, and how long
+	 * the others waited for it at the round's end (the redone rows and the check) */
+	const double bytes = (double)bytes_shard * sh->l.k, dt = sh->rb_pass + t_redo, pause = sdc_now() - t0;
 	struct sdc_run *run = w->ctx->run;
 	pthread_mutex_lock(&run->lock);
 	json_object_set_new(run->environment, "ecparity",
-			    json_pack("{s:{s:i, s:I, s:f, s:f, s:f, s:b}}", "rebuild", "server", lost, "round", (json_int_t)round,
+			    json_pack("{s:{s:i, s:I, s:I, s:f, s:f, s:f, s:b, s:b, s:I, s:f, s:b}}", "rebuild", "server", lost,
+				      "round", (json_int_t)sh->rebuild_round, "installed_round", (json_int_t)round,
 				      "bytes_read", bytes, "seconds", dt, "gb_per_s", dt > 0 ? bytes / dt / 1e9 : 0,
-				      "verified_by_replay", same));
+				      "verified_by_replay", same, "while_training", true, "rows_redone", (json_int_t)redone,
+				      "pause_seconds", pause, "caught_up", will_catch_up));
 	pthread_mutex_unlock(&run->lock);
 	if (!same) {
 		struct sdc_ec_event e = { .owner = lost, .row = -1, .col = -1 };
@@ -442,14 +570,19 @@ static void rebuild(struct sdc_worker *w, struct ec_shared *sh, uint64_t round, 
 			 lost, e.row);
 		add_event(sh, &e);
 	}
+	if (replayed != rebuilt)
+		free(replayed);
 }
 
 /* The stripes whose parity server p holds, and the column it holds: their breaks, for everyone. */
 static void verify(struct ec_shared *sh, int p)
 {
 	struct sdc_ec_break sb[MAX_BREAKS], cb[MAX_BREAKS];
-	const int64_t ns = sdc_ec_verify_held_stripes(&sh->st, p, sb, MAX_BREAKS);
-	const int64_t nc = sdc_ec_verify_held_column(&sh->st, p, cb, MAX_BREAKS);
+	/* a server being rebuilt: the parities it held and the groups it is in wait for it */
+	if (p == sh->rebuilding)
+		return;
+	const int64_t ns = sdc_ec_verify_held_stripes(&sh->st, p, sh->rebuilding, sb, MAX_BREAKS);
+	const int64_t nc = sdc_ec_verify_held_column(&sh->st, p, sh->rebuilding, cb, MAX_BREAKS);
 	if (!ns && !nc)
 		return;
 	pthread_mutex_lock(&sh->elock);
@@ -491,23 +624,35 @@ static void ec_run(struct sdc_worker *w)
 		return;
 	}
 	struct ec_shared *sh = w->ctx->shared;
-	const size_t shard = (size_t)sh->l.rows * (size_t)sh->l.words * 4;
 	snprintf(w->kernel, sizeof(w->kernel), "%s %d of %d", sh->S > sh->T ? "servers from" : "server", w->index,
 		 sh->S);
-	uint32_t *scratch = malloc(shard * 2);
-	if (!scratch) {
-		sdc_worker_error(w, "out of memory");
-		ec_abort(sh);
-		return;
-	}
-	memset(scratch, 0, shard * 2); /* touched now: a rebuild is not timed faulting pages in */
-	for (uint64_t round = 0; ec_barrier(sh, w, true); round++) {
+	uint64_t round = 0;
+	for (; ec_barrier(sh, w, true); round++) {
 		bool failed = false;
 		EACH_SERVER(s)
 		failed |= train(w, sh, s, round) != 0;
 		if (failed) {
 			ec_abort(sh);
 			break;
+		}
+		/* A server rebuilt during this round: once every message is in, installed and checked by
+		 * the next server, then caught up on this round by its own worker. */
+		if (sh->rebuilding >= 0 && sh->rebuild_round < round) {
+			if (!ec_barrier(sh, w, false))
+				break;
+			EACH_SERVER(s)
+			drain(sh, s);
+			if (!ec_barrier(sh, w, false))
+				break;
+			if (w->index == (sh->rebuilding + 1) % sh->S % sh->T)
+				rebuild_finish(w, sh, round, true);
+			if (!ec_barrier(sh, w, false))
+				break;
+			EACH_SERVER(s)
+			if (s == sh->catch_up && train(w, sh, s, round)) {
+				ec_abort(sh);
+				break;
+			}
 		}
 		/* Every message of the round sent: the rest applied, then faults at rest and a lost server. */
 		if (!ec_barrier(sh, w, false))
@@ -522,10 +667,6 @@ static void ec_run(struct sdc_worker *w)
 		}
 		if (!ec_barrier(sh, w, false))
 			break;
-		if (sh->lost >= 0 && w->index == (sh->lost + 1) % sh->S % sh->T)
-			rebuild(w, sh, round, scratch);
-		if (!ec_barrier(sh, w, false))
-			break;
 		EACH_SERVER(s)
 		verify(sh, s);
 		if (!ec_barrier(sh, w, false))
@@ -534,20 +675,64 @@ static void ec_run(struct sdc_worker *w)
 		localise(w, sh, s, round);
 		if (!ec_barrier(sh, w, false))
 			break;
-		/* Parities that broke are recomputed by their holders, once the members are right. */
+		/* Parities that broke are recomputed by their holders, once the members are right (not
+		 * those of a server being rebuilt, which wait for it). */
 		if (sh->nsb || sh->ncb)
 			EACH_SERVER(s)
-		sdc_ec_encode_held(&sh->st, s);
+		if (s != sh->rebuilding)
+			sdc_ec_encode_held_without(&sh->st, s, sh->rebuilding);
 		if (!ec_barrier(sh, w, false))
 			break;
 		if (w->index == 0)
-			sh->nsb = sh->ncb = sh->nev = 0, sh->lost = -1;
+			sh->nsb = sh->ncb = sh->nev = 0, sh->lost = -1, sh->catch_up = -1;
+		/* A server lost this round: the next one's helper rebuilds it while the others train the
+		 * next round. */
+		if (sh->rebuilding >= 0 && sh->rebuild_round == round && w->index == (sh->rebuilding + 1) % sh->S % sh->T) {
+			sh->rb_running = !pthread_create(&sh->rb_thread, NULL, rebuild_pass, sh);
+			if (!sh->rb_running) {
+				sdc_worker_error(w, "cannot start the rebuild of server %d", sh->rebuilding);
+				ec_abort(sh);
+				break;
+			}
+		}
 		int mine = 0;
 		EACH_SERVER(s)
 		mine++;
 		sdc_worker_account(w, (double)(sh->steps * sh->batch * mine));
 	}
-	free(scratch);
+	/* The run ends with a rebuild under way: it is finished and checked all the same (nothing
+	 * trains any more), but the round it missed is not trained. */
+	const bool finisher = sh->rebuilding >= 0 && w->index == (sh->rebuilding + 1) % sh->S % sh->T;
+	pthread_mutex_lock(&sh->bl);
+	if (finisher) {
+		/* (the others leave the rounds with no barrier: wait until they are all out) */
+		while (sh->gone < sh->T - 1 && !sh->abort) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 50 * 1000 * 1000;
+			if (ts.tv_nsec >= 1000000000)
+				ts.tv_sec++, ts.tv_nsec -= 1000000000;
+			pthread_cond_timedwait(&sh->bc, &sh->bl, &ts);
+		}
+	} else {
+		sh->gone++;
+		pthread_cond_broadcast(&sh->bc);
+	}
+	const bool finish = finisher && !sh->abort;
+	pthread_mutex_unlock(&sh->bl);
+	if (finish) {
+		rebuild_finish(w, sh, round, false);
+		/* no round is left to say what the check found: said here, on the lost server's device */
+		for (int i = 0; i < sh->nev; i++) {
+			struct sdc_finding f;
+			sdc_ec_finding(&f, sh->operation, round, &sh->ev[i]);
+			sdc_worker_report(&w->ctx->workers[sh->ev[i].owner % sh->T], &f);
+		}
+		sh->nev = 0;
+	} else if (finisher && sh->rb_running) {
+		pthread_join(sh->rb_thread, NULL);
+		sh->rb_running = false;
+	}
 }
 
 static const struct sdc_command *const ec_benches[] = { &sdc_ecparity_bench, NULL };

@@ -45,7 +45,7 @@ static inline bool sdc_ec_msg_intact(const struct sdc_ec_msg *m, int words)
 
 /* The probe's options (both forms). */
 struct sdc_ec_opts {
-	int64_t rows, dim, batch, steps, k;
+	int64_t rows, dim, batch, steps, k, servers;
 	double floor, timeout;
 };
 

@@ -61,3 +61,13 @@ void sdc_bench_bits(const char *what, const char *same, int64_t bad, const char 
 	json_object_set_new(report, key, json_integer(bad));
 	*met &= !bad;
 }
+
+double sdc_median(double *v, int n)
+{
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			const double t = v[j];
+			v[j] = v[j - 1], v[j - 1] = t;
+		}
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}

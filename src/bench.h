@@ -25,6 +25,9 @@ void sdc_bench_race(struct sdc_contender *c, int n, double ops, double seconds);
 /* Quartiles (q[0], median q[1], q[2]) over rounds of plain / checked - 1: the checked one's overhead. */
 void sdc_bench_overhead(const struct sdc_contender *plain, const struct sdc_contender *checked, double q[3]);
 
+/* The median of n doubles (sorts v; n small: the turns of a benchmark). */
+double sdc_median(double *v, int n);
+
 /*
  * A bit-for-bit comparison as a benchmark's target (a GPU's results against this CPU's): prints
  * "bits: WHAT against this CPU's: SAME" or "...: DIFFERENT, FIRST  MISSED", sets key = bad in the

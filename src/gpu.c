@@ -6,6 +6,7 @@
  */
 #include "gpu.h"
 #include "fleet.h"
+#include "run.h"
 
 #include <dlfcn.h>
 #include <libgen.h>
@@ -214,4 +215,15 @@ int sdc_gpu_nccl_fleet_id(uint8_t *id, double timeout, bool *late, char *err, si
 	}
 	free(ids);
 	return rc;
+}
+
+const struct sdc_device *sdc_gpu_of_rank(const struct sdc_run *run)
+{
+	int ngpus = 0;
+	for (int d = 0; d < run->ndevices; d++)
+		ngpus += run->devices[d].kind == SDC_DEVICE_GPU;
+	for (int d = 0, k = 0; d < run->ndevices && ngpus; d++)
+		if (run->devices[d].kind == SDC_DEVICE_GPU && k++ == sdc_fleet.local_rank % ngpus)
+			return &run->devices[d];
+	return NULL;
 }

@@ -13,6 +13,8 @@
 #include "device.h"
 #include "kernels/gpu_module.h"
 
+struct sdc_run;
+
 /* The loaded module's table, or NULL (sdc_gpu_discover's note says why). Loads it once. */
 const struct sdc_gpu_module *sdc_gpu_ops(void);
 /* Where the loaded module came from (NULL: none loaded). */
@@ -25,6 +27,11 @@ const char *sdc_gpu_module_path(void);
  */
 int sdc_gpu_discover(const struct sdc_gpu_select *sel, struct sdc_device **devs, int *n, char *note,
 		     size_t notelen, char *err, size_t errlen);
+
+/* The GPU of run this rank uses when the ranks take one GPU each (NCCL's rule: no two ranks of a
+ * host on one GPU): the rank's place among its host's ranks picks it, as the runner does for a
+ * per-rank GPU variant. NULL when the run has no GPU. */
+const struct sdc_device *sdc_gpu_of_rank(const struct sdc_run *run);
 
 /* NCCL's unique id for a communicator of the MPI ranks: rank 0 makes it and every rank gets it
  * (an all-gather with the deadline). 0, or -1 with err: rank 0 could not make one, or some rank

@@ -61,27 +61,8 @@ grep -q "rank 3 cpu0 iteration 3: rebuild-mismatch at L\[11\]\[4\]: .* xor 0x000
 # Rank 3 killed (SIGKILL) mid-run: the others find it gone within the deadline, rebuild its server
 # on rank 0 (the next one) bit for bit, train on with it, and the job is UNKNOWN naming rank 3.
 # (--enable-recovery: mpirun must not end the survivors when a rank dies)
-kill_rank3() { # kill_rank3 ATTEMPT: files $TMP/kATTEMPT.{codes,out,json}
-	K=$TMP/k$1
-	: > "$K.codes"
-	$MPIRUN --enable-recovery sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$K.codes" sh "$SDCSCAN" \
-		$EC --set ecparity.rows=16384 --set ecparity.steps=20 --duration 14 --json "$K.json" > "$K.out" 2>&1 &
-	launcher=$!
-	wait_started "$K.out" 3
-	victim=$(rank_pid 3)
-	[ -n "$victim" ] || fail "kill: rank 3 not found"
-	kill -9 "$victim"
-	launcher_status=0
-	wait "$launcher" || launcher_status=$?
-}
-# (Open MPI 4.1.4's mpirun sometimes segfaults relaying a survivor's "peer hung up": see
-# allreduce.sh; that attempt's ranks are waited out and the job runs again with files of its own)
-for attempt in 1 2 3; do
-	kill_rank3 $attempt
-	[ "$launcher_status" -eq 139 ] || break
-	echo "kill: mpirun crashed (SIGSEGV) on attempt $attempt; running the job again"
-	wait_job_gone
-done
+K=$TMP/k
+kill_mid_run 3 3 "$K" $EC --set ecparity.rows=16384 --set ecparity.steps=20 --duration 14 --json "$K.json"
 [ "$(grep -v "^3 " "$K.codes" | awk '{print $2}' | sort -u)" = 3 ] && [ "$(grep -vc "^3 " "$K.codes")" -eq 3 ] ||
 	fail "kill: survivors' codes $(cat "$K.codes")"
 grep -q "rank 3 (.*) sent no results" "$K.out" || fail "kill: rank 3 not named"

@@ -55,3 +55,33 @@ wait_job_gone() {
 	done
 	kill -9 $left 2>/dev/null
 }
+
+# kill_mid_run RANK SETTLE FILES SDCSCAN-ARGS...: runs sdcscan on every rank (mpirun
+# --enable-recovery: the survivors must not be ended with the dead) and SIGKILLs rank RANK once the
+# job has burned SETTLE seconds; every rank's exit code goes to FILES.codes ("RANK CODE"), the
+# output to FILES.out. Sets $started, $killed (epoch seconds) and $launcher_status. Open MPI
+# 4.1.4's mpirun itself sometimes segfaults relaying a survivor's "peer hung up" message
+# (pmix_server_log_fn -> orte_rml_oob_send_buffer_nb, a few runs in a hundred here) and takes the
+# survivors with it: that crash of the launcher, and only that, gets the job run again, twice at
+# most, after its ranks are waited out; the run that counts must pass the caller's checks.
+kill_mid_run() {
+	k_rank=$1 k_settle=$2 k_files=$3
+	shift 3
+	for k_attempt in 1 2 3; do
+		started=$(date +%s)
+		: > "$k_files.codes"
+		$MPIRUN --enable-recovery sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$k_files.codes" sh "$SDCSCAN" \
+			"$@" > "$k_files.out" 2>&1 &
+		k_launcher=$!
+		wait_started "$k_files.out" "$k_settle"
+		k_victim=$(rank_pid "$k_rank")
+		[ -n "$k_victim" ] || fail "kill: rank $k_rank not found"
+		kill -9 "$k_victim"
+		killed=$(date +%s)
+		launcher_status=0
+		wait "$k_launcher" || launcher_status=$?
+		[ "$launcher_status" -eq 139 ] || return 0
+		echo "kill: mpirun crashed (SIGSEGV) on attempt $k_attempt; running the job again"
+		wait_job_gone # (its ranks would go on writing this test's files)
+	done
+}

@@ -86,26 +86,7 @@ grep -q "gpu-unresponsive: .*rank 1 (.*)'s GPU then did not run a kernel of one 
 	fail "stuck GPU: no finding"
 
 # Rank 2 killed mid-run: the survivors name it, UNKNOWN, within the deadline and a few seconds
-kill_rank2() {
-	start=$(date +%s)
-	: > "$TMP/kill.codes"
-	$MPIRUN --enable-recovery sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$TMP/kill.codes" sh "$SDCSCAN" \
-		run $NC --set allreduce.timeout=3 --duration 30 > "$TMP/kill.out" 2>&1 &
-	launcher=$!
-	wait_started "$TMP/kill.out" 2
-	victim=$(rank_pid 2)
-	[ -n "$victim" ] || fail "kill: rank 2 not found"
-	kill -9 "$victim"
-	killed=$(date +%s)
-	launcher_status=0
-	wait "$launcher" || launcher_status=$?
-}
-for attempt in 1 2 3; do # (mpirun 4.1.4 itself may crash relaying "peer hung up": allreduce.sh)
-	kill_rank2
-	[ "$launcher_status" -eq 139 ] || break
-	echo "kill: mpirun crashed (SIGSEGV) on attempt $attempt; running the job again"
-	wait_job_gone
-done
+kill_mid_run 2 2 "$TMP/kill" run $NC --set allreduce.timeout=3 --duration 30
 took=$(( $(date +%s) - killed ))
 [ "$took" -le 20 ] || fail "kill: the survivors took ${took}s after the kill"
 grep -q "rank 2 (.*) did not answer" "$TMP/kill.out" || fail "kill: rank 2 not named: $(tail -5 "$TMP/kill.out")"

@@ -29,6 +29,7 @@
 #include "probes/allreduce/allreduce.h"
 #include "kernels/ring_check.h"
 #include "kernels/ring_hd.h"
+#include "bench.h"
 #include "command.h"
 #include "probe.h"
 #include "sdc_config.h"
@@ -596,16 +597,6 @@ done:
 	free(in), free(out), free(f), free(gt);
 }
 
-/* Median of n doubles (n small). */
-static double median(double *v, int n)
-{
-	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-			const double t = v[j];
-			v[j] = v[j - 1], v[j - 1] = t;
-		}
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static int bench_main(struct sdc_cmd *cmd)
 {
@@ -677,10 +668,10 @@ static int bench_main(struct sdc_cmd *cmd)
 		for (int k = 0; k < reps; k++)
 			ratio[k] = tm[k] / tr[k];
 		const double b = (double)sh.n * 4, fb = 2.0 * (P - 1) / P;
-		const double r_alg = b / median(tr, reps) / 1e9, m_alg = b / median(tm, reps) / 1e9;
+		const double r_alg = b / sdc_median(tr, reps) / 1e9, m_alg = b / sdc_median(tm, reps) / 1e9;
 		if (sdc_fleet.rank == 0 && !rc)
 			printf("%11.0f  %5d  %10.3f  %10.3f  %10.3f  %10.3f   %13.1f%%\n", b, batch, r_alg, r_alg * fb, m_alg,
-			       m_alg * fb, 100 * median(ratio, reps));
+			       m_alg * fb, 100 * sdc_median(ratio, reps));
 		fflush(stdout);
 	}
 	if (rc)

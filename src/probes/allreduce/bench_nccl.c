@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench.h"
 #include "command.h"
 #include "fleet.h"
 #include "gpu.h"
@@ -39,15 +40,6 @@ static const struct sdc_option nccl_bench_options[] = {
 	SDC_OPT_END,
 };
 
-static double median(double *v, int n)
-{
-	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-			const double t = v[j];
-			v[j] = v[j - 1], v[j - 1] = t;
-		}
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* The mean over the ranks of each rank's x (nccl-tests averages the ranks' times); -1 on a rank
  * that did not answer. */
@@ -110,13 +102,7 @@ static int nccl_bench_main(struct sdc_cmd *cmd)
 	if (sdc_cli_bench_start(cmd, &run))
 		return sdc_cli_unknown(&cmd->cli);
 	const struct sdc_gpu_module *m = sdc_gpu_ops();
-	const struct sdc_device *gpu = NULL;
-	int ngpus = 0;
-	for (int d = 0; d < run.ndevices; d++)
-		ngpus += run.devices[d].kind == SDC_DEVICE_GPU;
-	for (int d = 0, k = 0; d < run.ndevices && ngpus && !gpu; d++)
-		if (run.devices[d].kind == SDC_DEVICE_GPU && k++ == sdc_fleet.local_rank % ngpus)
-			gpu = &run.devices[d]; /* one rank a GPU, as the probe picks them */
+	const struct sdc_device *gpu = sdc_gpu_of_rank(&run); /* one rank a GPU, as the probe picks them */
 	char err[256] = "", why[256] = "";
 	const char *version = m && m->nccl_init ? m->nccl_version(why, sizeof(why)) : NULL;
 	if (!gpu)
@@ -183,8 +169,8 @@ static int nccl_bench_main(struct sdc_cmd *cmd)
 		for (int k = 0; k < o->reps; k++)
 			ratio[k] = tn[k] / tr[k];
 		const double b = (double)n * 4, fb = sdc_coll_bus_factor('A', P);
-		const double n_alg = b / median(tn, (int)o->reps) / 1e9, r_alg = b / median(tr, (int)o->reps) / 1e9;
-		const double share = median(ratio, (int)o->reps);
+		const double n_alg = b / sdc_median(tn, (int)o->reps) / 1e9, r_alg = b / sdc_median(tr, (int)o->reps) / 1e9;
+		const double share = sdc_median(ratio, (int)o->reps);
 		const bool judge = bytes >= o->target_bytes;
 		if (judge) {
 			judged = true;
@@ -241,7 +227,7 @@ static int nccl_bench_main(struct sdc_cmd *cmd)
 			}
 			if (c)
 				m->nccl_destroy(c, 0);
-			const double busbw = rc ? 0 : (double)n * 4 / median(t, (int)o->reps) / 1e9 * sdc_coll_bus_factor('A', P);
+			const double busbw = rc ? 0 : (double)n * 4 / sdc_median(t, (int)o->reps) / 1e9 * sdc_coll_bus_factor('A', P);
 			if (me == 0)
 				rc ? printf("  %11s", "refused") : printf("  %11.3f", busbw);
 			json_object_set_new(row, sdc_ar_nccl_paths[k], rc ? json_string("refused") : json_real(busbw));

@@ -77,6 +77,8 @@ struct nc_run {
 	int ordinal[MAX_MEMBERS];     /* their CUDA devices */
 	bool *live;                   /* the ranks still answering (under mpirun) */
 	struct nc_word *all;          /* every member's word of the last step */
+	struct sdc_fleet_part *send, *recv; /* the ranks' exchange of words (under mpirun) */
+	bool *was;                    /* live before the exchange */
 	struct sdc_gpu_comm *comm[NPATHS];
 	json_t *paths;                /* per path: the collectives' bandwidth, or why NCCL refused it */
 	char refusal[200];            /* the first path NCCL refused, and why */
@@ -96,28 +98,19 @@ static int agree(struct nc_run *r, struct nc_word *mine, const char *what)
 			mine[i].gpu_ok = r->m->ping(r->ordinal[i], PING_S, err, sizeof(err)) == 0;
 	if (!r->sh->local) {
 		const int P = r->P, me = sdc_fleet.rank;
-		struct sdc_fleet_part *send = calloc((size_t)P, sizeof(*send)), *recv = calloc((size_t)P, sizeof(*recv));
-		bool *was = malloc((size_t)P * sizeof(bool));
-		if (!send || !recv || !was) {
-			free(send), free(recv), free(was);
-			sdc_worker_error(r->w, "out of memory");
-			return -1;
-		}
 		for (int p = 0; p < P; p++) {
-			send[p] = (struct sdc_fleet_part){ &mine[0], sizeof(mine[0]) };
-			recv[p] = (struct sdc_fleet_part){ &r->all[p], sizeof(r->all[p]) };
+			r->send[p] = (struct sdc_fleet_part){ &mine[0], sizeof(mine[0]) };
+			r->recv[p] = (struct sdc_fleet_part){ &r->all[p], sizeof(r->all[p]) };
 		}
 		r->all[me] = mine[0];
-		memcpy(was, r->live, (size_t)P * sizeof(bool));
-		const int gone = sdc_fleet_alltoall(send, recv, r->live, NC_TAG, AGREE_S);
-		free(send), free(recv);
+		memcpy(r->was, r->live, (size_t)P * sizeof(bool));
+		const int gone = sdc_fleet_alltoall(r->send, r->recv, r->live, NC_TAG, AGREE_S);
 		int rc = 0;
 		for (int p = 0; p < P; p++)
-			if (was[p] && !r->live[p]) {
+			if (r->was[p] && !r->live[p]) {
 				sdc_ar_unresponsive(r->w, p, what);
 				rc = -1;
 			}
-		free(was);
 		if (gone < 0) {
 			sdc_ar_unresponsive(r->w, -1, what);
 			return -1;
@@ -304,11 +297,14 @@ static int nc_start(struct nc_run *r, struct sdc_worker *w, uint32_t mask)
 		r->ordinal[0] = w->dev->gpu.index;
 	}
 	r->live = malloc((size_t)r->P * sizeof(bool));
+	r->was = malloc((size_t)r->P * sizeof(bool));
 	r->all = calloc((size_t)r->P, sizeof(*r->all));
+	r->send = calloc((size_t)r->P, sizeof(*r->send));
+	r->recv = calloc((size_t)r->P, sizeof(*r->recv));
 	r->paths = json_object();
 	free(sh->member_bus);
 	sh->member_bus = calloc((size_t)r->P, sizeof(*sh->member_bus));
-	if (!r->live || !r->all || !r->paths || !sh->member_bus) {
+	if (!r->live || !r->was || !r->all || !r->send || !r->recv || !r->paths || !sh->member_bus) {
 		sdc_worker_error(w, "out of memory");
 		return -1;
 	}
@@ -365,7 +361,7 @@ static void nc_end(struct nc_run *r, const char *key)
 		json_object_set_new(env, key, r->paths);
 		pthread_mutex_unlock(&run->lock);
 	}
-	free(r->live), free(r->all);
+	free(r->live), free(r->was), free(r->all), free(r->send), free(r->recv);
 }
 
 void sdc_ar_nccl_run(struct sdc_worker *w)

@@ -158,6 +158,19 @@ static int ec_variants(const void *opts, struct sdc_variant *out, int max)
 
 /* ---- the barrier: every server at the same point of the same round ---- */
 
+/* With sh->bl held: waits on sh->bc for a broadcast, or 50 ms at most (so a hard stop is seen). */
+static void wait_a_while(struct ec_shared *sh)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 50 * 1000 * 1000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&sh->bc, &sh->bl, &ts);
+}
+
 /* Waits for every server; the last to come says whether the run goes on (decide). A server that
  * failed, or a hard stop, ends it for all. */
 static bool ec_barrier(struct ec_shared *sh, struct sdc_worker *w, bool decide)
@@ -172,14 +185,7 @@ static bool ec_barrier(struct ec_shared *sh, struct sdc_worker *w, bool decide)
 		pthread_cond_broadcast(&sh->bc);
 	} else {
 		while (gen == sh->generation && !sh->abort) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 50 * 1000 * 1000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
-			pthread_cond_timedwait(&sh->bc, &sh->bl, &ts);
+			wait_a_while(sh);
 			if (atomic_load(&w->ctx->hard_stop)) {
 				sh->abort = true;
 				pthread_cond_broadcast(&sh->bc);
@@ -706,14 +712,8 @@ static void ec_run(struct sdc_worker *w)
 	pthread_mutex_lock(&sh->bl);
 	if (finisher) {
 		/* (the others leave the rounds with no barrier: wait until they are all out) */
-		while (sh->gone < sh->T - 1 && !sh->abort) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 50 * 1000 * 1000;
-			if (ts.tv_nsec >= 1000000000)
-				ts.tv_sec++, ts.tv_nsec -= 1000000000;
-			pthread_cond_timedwait(&sh->bc, &sh->bl, &ts);
-		}
+		while (sh->gone < sh->T - 1 && !sh->abort)
+			wait_a_while(sh);
 	} else {
 		sh->gone++;
 		pthread_cond_broadcast(&sh->bc);

@@ -79,14 +79,9 @@ static int all_yes(struct mt_worker *mw, bool yes)
 int mt_dp_open(struct mt_worker *mw, int transport)
 {
 	const struct sdc_gpu_module *m = sdc_gpu_ops();
-	const struct sdc_run *run = mw->w->ctx->run;
+	const struct sdc_device *gpu = sdc_gpu_of_rank(mw->w->ctx->run); /* as the allreduce probe picks */
 	char why[256] = "";
-	int ngpu = 0, ordinal = -1;
-	for (int d = 0; d < run->ndevices; d++)
-		ngpu += run->devices[d].kind == SDC_DEVICE_GPU;
-	for (int d = 0, k = 0; d < run->ndevices && ngpu; d++)
-		if (run->devices[d].kind == SDC_DEVICE_GPU && k++ == sdc_fleet.local_rank % ngpu)
-			ordinal = run->devices[d].gpu.index; /* one rank a GPU, as the allreduce probe picks them */
+	int ordinal = gpu ? gpu->gpu.index : -1;
 	if (transport == MT_DP_MPI)
 		return 0;
 	if (ordinal < 0)

@@ -157,6 +157,26 @@ static bool allreduce_available(char *why, size_t len)
 	return false;
 }
 
+static void allreduce_teardown(struct sdc_probe_ctx *ctx)
+{
+	if (ctx->shared)
+		free(((struct ar_shared *)ctx->shared)->member_bus);
+	free(ctx->shared);
+	ctx->shared = NULL;
+}
+
+/* The runner calls teardown only after a setup that succeeded: a failing setup undoes itself. */
+SDC_PRINTF(2, 3) static int fail_setup(struct sdc_probe_ctx *ctx, const char *fmt, ...)
+{
+	char msg[sizeof(ctx->error)];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	allreduce_teardown(ctx);
+	return sdc_ctx_error(ctx, "%s", msg);
+}
+
 static int allreduce_setup(struct sdc_probe_ctx *ctx)
 {
 	const struct allreduce_opts *o = ctx->opts;
@@ -170,7 +190,7 @@ static int allreduce_setup(struct sdc_probe_ctx *ctx)
 		bool header;
 		const bool known = !in->tensor[0] || (!strcmp(in->target, "H") && sdc_ar_hop_tensor(in->tensor, &phase, &header));
 		if (!strcmp(in->probe, "allreduce") && !known)
-			return sdc_ctx_error(ctx, "--inject %s: tensor=%s: allreduce takes tensor= only for H faults: rs, ag, "
+			return fail_setup(ctx, "--inject %s: tensor=%s: allreduce takes tensor= only for H faults: rs, ag, "
 						  "rs-header or ag-header", in->text, in->tensor);
 	}
 	/* the members: the ranks, or with no launcher this host's GPUs (the nccl variants) */
@@ -181,7 +201,7 @@ static int allreduce_setup(struct sdc_probe_ctx *ctx)
 		for (int d = 0; d < ctx->run->ndevices; d++)
 			members += ctx->run->devices[d].kind == SDC_DEVICE_GPU;
 		if (members < 2)
-			return sdc_ctx_error(ctx, "%d GPU selected: NCCL between GPUs needs 2 or more (or mpirun across "
+			return fail_setup(ctx, "%d GPU selected: NCCL between GPUs needs 2 or more (or mpirun across "
 						  "hosts)", members);
 	}
 	/* a whole number of floats per chunk */
@@ -196,14 +216,6 @@ static int allreduce_setup(struct sdc_probe_ctx *ctx)
 	ctx->rate_scale = 1e9;
 	ctx->floor = o->floor;
 	return 0;
-}
-
-static void allreduce_teardown(struct sdc_probe_ctx *ctx)
-{
-	if (ctx->shared)
-		free(((struct ar_shared *)ctx->shared)->member_bus);
-	free(ctx->shared);
-	ctx->shared = NULL;
 }
 
 /* sdcscan bench allreduce */

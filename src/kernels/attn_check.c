@@ -3,6 +3,8 @@
 
 #include <math.h>
 
+#include "kernels/mt_ops.h"
+
 const char *sdc_attn_kind_name(enum sdc_attn_kind k)
 {
 	switch (k) {
@@ -33,44 +35,32 @@ static int largest_in_column(int m, const float *c, int ldc, int j, int *near_in
 int sdc_attn_check(int m, int n, int k, const float *a, int lda, const float *b, int ldb, const float *c, int ldc,
 		   double *scratch, struct sdc_attn_event *ev, int max)
 {
-	double *s1 = scratch, *sw = s1 + k, *sa = sw + k; /* 1^T A, w^T A, 1^T |A| */
-	double *e1 = sa + k, *ew = e1 + n, *ea = ew + n;  /* the same carried through B (|B|) */
-	for (int p = 0; p < k; p++)
-		s1[p] = sw[p] = sa[p] = 0.0;
-	for (int i = 0; i < m; i++) {
-		const float *ar = a + (long)i * lda;
-		const double w = i + 1;
-		for (int p = 0; p < k; p++) {
-			s1[p] += ar[p];
-			sw[p] += w * ar[p];
-			sa[p] += fabs((double)ar[p]);
-		}
-	}
+	/* The checksums as minitrain's operations (mt_ops.h): what a GPU computes for its GEMMs. */
+	double *asums = scratch, *d = scratch + 3 * (long)k;
+	const struct sdc_mt_op sa = { .code = SDC_MT_OP_ATTN_ASUMS, .n = k, .i = { m, k, lda }, .a = a, .da = asums };
+	const struct sdc_mt_op sc = { .code = SDC_MT_OP_ATTN_CSUMS, .n = n, .i = { m, n, k, ldb, ldc }, .b = b, .c = c,
+				      .da = asums, .db = d };
+	sdc_mt_op_run_host(&sa);
+	sdc_mt_op_run_host(&sc);
+	return sdc_attn_locate(m, n, k, a, lda, b, ldb, c, ldc, d, ev, max);
+}
+
+int sdc_attn_failing(int n, const double *d)
+{
+	int failed = 0;
 	for (int j = 0; j < n; j++)
-		e1[j] = ew[j] = ea[j] = 0.0;
-	for (int p = 0; p < k; p++) {
-		const float *br = b + (long)p * ldb;
-		for (int j = 0; j < n; j++) {
-			e1[j] += s1[p] * br[j];
-			ew[j] += sw[p] * br[j];
-			ea[j] += sa[p] * fabs((double)br[j]);
-		}
-	}
-	/* Column sums of C, computed in place of the expected ones. */
-	for (int i = 0; i < m; i++) {
-		const float *cr = c + (long)i * ldc;
-		const double w = i + 1;
-		for (int j = 0; j < n; j++) {
-			e1[j] -= cr[j];
-			ew[j] -= w * cr[j];
-		}
-	}
+		failed += isnan(d[j]) || fabs(d[j]) > d[2 * n + j];
+	return failed;
+}
+
+int sdc_attn_locate(int m, int n, int k, const float *a, int lda, const float *b, int ldb, const float *c, int ldc,
+		    const double *d, struct sdc_attn_event *ev, int max)
+{
 	/* fp32 sums of k products: |error| <= gamma_k sum |a||b| with gamma_k < (k + 1) u; the double
-	 * checksums add a relative error far below u. One more u covers both. */
-	const double u = 0x1p-24, rel = (k + 2) * u;
+	 * checksums add a relative error far below u. One more u covers both (sdc_mt_attn_csums). */
 	int failed = 0;
 	for (int j = 0; j < n; j++) {
-		const double d1 = -e1[j], d2 = -ew[j], bound = rel * ea[j] + 0x1p-100;
+		const double d1 = d[j], d2 = d[n + j], bound = d[2 * n + j];
 		if (!isnan(d1) && fabs(d1) <= bound)
 			continue;
 		if (failed++ >= max)

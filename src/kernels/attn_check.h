@@ -36,11 +36,20 @@ struct sdc_attn_event {
 };
 
 /*
- * Checks C (m x n) = A (m x k) · B (k x n). scratch holds 4 k + 4 n doubles. Returns the number
+ * Checks C (m x n) = A (m x k) · B (k x n). scratch holds 3 k + 3 n doubles. Returns the number
  * of failing columns; the first `max` of them are described in ev.
  */
 int sdc_attn_check(int m, int n, int k, const float *a, int lda, const float *b, int ldb, const float *c, int ldc,
 		   double *scratch, struct sdc_attn_event *ev, int max);
+
+/*
+ * The check in two parts, so the checksums run where the GEMM ran (a GPU: mt_ops.h's
+ * SDC_MT_OP_ATTN_ASUMS and _CSUMS give d, 3 n doubles: each column's d1, then d2, then bound):
+ * how many columns fail, and (only when some do) the events, from host copies of A, B and C.
+ */
+int sdc_attn_failing(int n, const double *d);
+int sdc_attn_locate(int m, int n, int k, const float *a, int lda, const float *b, int ldb, const float *c, int ldc,
+		    const double *d, struct sdc_attn_event *ev, int max);
 
 const char *sdc_attn_kind_name(enum sdc_attn_kind k);
 

@@ -1,4 +1,5 @@
 /* The mini-training models' common plumbing (minitrain.h, mt_internal.h). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,14 +11,52 @@ const char *sdc_mt_kind_name(enum sdc_mt_kind k)
 	return k == SDC_MT_DLRM ? "dlrm" : "xfmr";
 }
 
+static bool failed(const struct sdc_mt_model *m)
+{
+	return m->err[0] != '\0';
+}
+
+/* The device said no: remember its first complaint; the model computes nothing more. */
+static void device_failed(struct sdc_mt_model *m, const char *what)
+{
+	if (failed(m))
+		return;
+	const char *why = m->be.error ? m->be.error(m->be.ctx) : NULL;
+	snprintf(m->err, sizeof(m->err), "%s: %s", what, why && why[0] ? why : "failed");
+}
+
+void *mt_host_alloc(struct sdc_mt_model *m, size_t bytes)
+{
+	if (m->nhost >= MT_MAX_ALLOCS)
+		return NULL;
+	void *p = calloc(bytes ? bytes : 1, 1);
+	if (p)
+		m->host_allocs[m->nhost++] = p;
+	return p;
+}
+
+static void *dev_alloc(struct sdc_mt_model *m, size_t bytes)
+{
+	if (!m->on_device)
+		return mt_host_alloc(m, bytes);
+	if (m->ndev >= MT_MAX_ALLOCS)
+		return NULL;
+	void *p = m->be.alloc(m->be.ctx, bytes ? bytes : 1);
+	if (p)
+		m->dev_allocs[m->ndev++] = p;
+	else
+		device_failed(m, "allocating device memory");
+	return p;
+}
+
 float *mt_alloc(struct sdc_mt_model *m, size_t n)
 {
-	if (m->nallocs >= (int)(sizeof(m->allocs) / sizeof(m->allocs[0])))
-		return NULL;
-	float *p = calloc(n ? n : 1, sizeof(float));
-	if (p)
-		m->allocs[m->nallocs++] = p;
-	return p;
+	return dev_alloc(m, n * sizeof(float));
+}
+
+int32_t *mt_alloc_i32(struct sdc_mt_model *m, size_t n)
+{
+	return dev_alloc(m, n * sizeof(int32_t));
 }
 
 static float *add_tensor(struct sdc_mt_model *m, struct sdc_mt_tensor *list, int *count, const char *prefix,
@@ -28,8 +67,10 @@ static float *add_tensor(struct sdc_mt_model *m, struct sdc_mt_tensor *list, int
 	struct sdc_mt_tensor *t = &list[(*count)++];
 	snprintf(t->name, sizeof(t->name), "%s%s", prefix, name);
 	t->rows = rows, t->cols = cols, t->role = role;
-	t->data = mt_alloc(m, (size_t)rows * (size_t)cols);
-	return t->data;
+	const size_t n = (size_t)rows * (size_t)cols;
+	t->dev = mt_alloc(m, n);
+	t->data = m->on_device ? mt_host_alloc(m, n * sizeof(float)) : t->dev;
+	return t->data ? t->dev : NULL;
 }
 
 float *mt_param(struct sdc_mt_model *m, const char *name, int rows, int cols, float **grad)
@@ -41,6 +82,52 @@ float *mt_param(struct sdc_mt_model *m, const char *name, int rows, int cols, fl
 float *mt_state(struct sdc_mt_model *m, const char *name, int rows, int cols)
 {
 	return add_tensor(m, m->traj, &m->ntraj, "", name, rows, cols, SDC_MT_STATE);
+}
+
+float *mt_host_of(struct sdc_mt_model *m, const float *dev)
+{
+	for (int i = 0; i < m->ntraj; i++)
+		if (m->traj[i].dev == dev)
+			return m->traj[i].data;
+	for (int i = 0; i < m->ngrads; i++)
+		if (m->grads[i].dev == dev)
+			return m->grads[i].data;
+	return NULL;
+}
+
+void mt_upload(struct sdc_mt_model *m, void *dev, const void *host, size_t bytes)
+{
+	if (!m->on_device) {
+		if (dev != host)
+			memcpy(dev, host, bytes);
+	} else if (!failed(m) && m->be.upload(m->be.ctx, dev, host, bytes)) {
+		device_failed(m, "copying to the device");
+	}
+}
+
+void mt_download(struct sdc_mt_model *m, void *host, const void *dev, size_t bytes)
+{
+	if (!m->on_device) {
+		if (dev != host)
+			memcpy(host, dev, bytes);
+	} else if (!failed(m) && m->be.download(m->be.ctx, host, dev, bytes)) {
+		device_failed(m, "copying from the device");
+	}
+}
+
+void mt_run(struct sdc_mt_model *m, const struct sdc_mt_op *op)
+{
+	if (!m->on_device)
+		sdc_mt_op_run_host(op);
+	else if (!failed(m) && op->n > 0 && m->be.op(m->be.ctx, op))
+		device_failed(m, "a training kernel");
+}
+
+float mt_read1(struct sdc_mt_model *m, const float *dev)
+{
+	float v = NAN;
+	mt_download(m, &v, dev, sizeof(v));
+	return v;
 }
 
 void mt_fill_uniform(float *x, size_t n, float scale, const struct sdc_rng *r, uint64_t first_block)
@@ -58,58 +145,160 @@ void mt_fill_uniform(float *x, size_t n, float scale, const struct sdc_rng *r, u
 void mt_gemm(struct sdc_mt_model *m, int rows, int cols, int k, const float *a, int lda, const float *b, int ldb,
 	     float *c, int ldc)
 {
-	m->gemm(rows, cols, k, a, lda, b, ldb, c, ldc);
+	if (!m->on_device)
+		m->gemm(rows, cols, k, a, lda, b, ldb, c, ldc);
+	else if (!failed(m) && m->be.gemm(m->be.ctx, rows, cols, k, a, lda, b, ldb, c, ldc))
+		device_failed(m, "the exact GEMM");
 }
 
-void mt_transpose(int m, int n, const float *in, int ldin, float *out, int ldout)
+void mt_transpose(struct sdc_mt_model *m, int rows, int cols, const float *in, int ldin, float *out, int ldout)
 {
-	sdc_xtranspose(m, n, in, ldin, out, ldout);
+	const struct sdc_mt_op o = { .code = SDC_MT_OP_TRANSPOSE, .n = (long)rows * cols, .i = { rows, cols, ldin, ldout },
+				     .a = in, .x = out };
+	mt_run(m, &o);
 }
 
-void mt_add_bias(float *y, int rows, int cols, const float *bias)
+void mt_add_bias(struct sdc_mt_model *m, float *y, int rows, int cols, const float *bias)
 {
-	for (int i = 0; i < rows; i++)
-		for (int j = 0; j < cols; j++)
-			y[(long)i * cols + j] = y[(long)i * cols + j] + bias[j];
+	const struct sdc_mt_op o = { .code = SDC_MT_OP_ADD_BIAS, .n = (long)rows * cols, .i = { rows, cols }, .a = bias,
+				     .x = y };
+	mt_run(m, &o);
 }
 
-void mt_relu(float *y, size_t n)
+void mt_relu(struct sdc_mt_model *m, float *y, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+	const struct sdc_mt_op o = { .code = SDC_MT_OP_RELU, .n = (long)n, .x = y };
+	mt_run(m, &o);
 }
 
-void mt_relu_mask(float *g, const float *y, size_t n)
+void mt_relu_mask(struct sdc_mt_model *m, float *g, const float *y, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		g[i] = y[i] > 0.0f ? g[i] : 0.0f;
+	const struct sdc_mt_op o = { .code = SDC_MT_OP_RELU_MASK, .n = (long)n, .a = y, .x = g };
+	mt_run(m, &o);
 }
 
-void mt_colsum(const float *g, int rows, int cols, float *out)
+void mt_colsum(struct sdc_mt_model *m, const float *g, int rows, int cols, float *out)
 {
-	for (int j = 0; j < cols; j++)
-		out[j] = 0.0f;
-	for (int i = 0; i < rows; i++)
-		for (int j = 0; j < cols; j++)
-			out[j] = out[j] + g[(long)i * cols + j];
+	const struct sdc_mt_op o = { .code = SDC_MT_OP_COLSUM, .n = cols, .i = { rows, cols }, .a = g, .x = out };
+	mt_run(m, &o);
 }
 
-void mt_sgd(float *w, const float *g, size_t n, float lr)
+void mt_sgd(struct sdc_mt_model *m, float *w, const float *g, size_t n, float lr)
 {
-	for (size_t i = 0; i < n; i++)
-		w[i] = w[i] - lr * g[i];
+	const struct sdc_mt_op o = { .code = SDC_MT_OP_SGD, .n = (long)n, .f = { lr }, .a = g, .x = w };
+	mt_run(m, &o);
 }
 
-void mt_activation(const struct sdc_mt_hooks *h, int step, const char *name, float *data, int rows, int cols)
+void mt_add(struct sdc_mt_model *m, float *out, const float *a, const float *b, size_t n)
 {
-	if (!h || !h->activation)
+	const struct sdc_mt_op o = { .code = SDC_MT_OP_ADD, .n = (long)n, .a = a, .b = b, .x = out };
+	mt_run(m, &o);
+}
+
+void mt_activation(struct sdc_mt_model *m, const struct sdc_mt_hooks *h, int step, const char *name, float *data,
+		   int rows, int cols)
+{
+	if (!h || !h->activation || failed(m))
 		return;
-	struct sdc_mt_tensor t = { .data = data, .rows = rows, .cols = cols, .role = SDC_MT_ACT };
+	struct sdc_mt_tensor t = { .data = data, .dev = data, .rows = rows, .cols = cols, .role = SDC_MT_ACT };
 	snprintf(t.name, sizeof(t.name), "%s", name);
+	const size_t bytes = sdc_mt_numel(&t) * sizeof(float);
+	if (m->on_device) {
+		/* The hook (fault injection) works on host memory: the activation goes there and back. */
+		if (sdc_mt_numel(&t) > m->act_cap) {
+			free(m->act_host);
+			m->act_cap = 0;
+			if (!(m->act_host = malloc(bytes))) {
+				snprintf(m->err, sizeof(m->err), "out of host memory");
+				return;
+			}
+			m->act_cap = sdc_mt_numel(&t);
+		}
+		t.data = m->act_host;
+		mt_download(m, t.data, data, bytes);
+	}
 	h->activation(h->ctx, step, &t);
+	if (m->on_device)
+		mt_upload(m, data, t.data, bytes);
 }
 
-struct sdc_mt_model *sdc_mt_create(const struct sdc_mt_cfg *cfg, sdc_xgemm_fn gemm, char *err, size_t errlen)
+static void tensors_move(struct sdc_mt_model *m, struct sdc_mt_tensor *list, int n, bool up)
+{
+	for (int i = 0; i < n && m->on_device; i++) {
+		const size_t bytes = sdc_mt_numel(&list[i]) * sizeof(float);
+		if (up)
+			mt_upload(m, list[i].dev, list[i].data, bytes);
+		else
+			mt_download(m, list[i].data, list[i].dev, bytes);
+	}
+}
+
+void mt_grads_ready(struct sdc_mt_model *m, const struct sdc_mt_hooks *h, int step)
+{
+	if (!h || (!h->gradients && !h->reduce))
+		return;
+	tensors_move(m, m->grads, m->ngrads, false);
+	if (failed(m))
+		return;
+	if (h->gradients)
+		h->gradients(h->ctx, step);
+	if (h->reduce)
+		h->reduce(h->ctx, step);
+	tensors_move(m, m->grads, m->ngrads, true);
+}
+
+int mt_attn_reserve(struct sdc_mt_model *m, int cap)
+{
+	m->attn_cap = cap;
+	m->attn_da = dev_alloc(m, sizeof(double) * 3 * (size_t)cap);
+	m->attn_db = dev_alloc(m, sizeof(double) * 3 * (size_t)cap);
+	m->attn_host = m->on_device ? mt_host_alloc(m, sizeof(double) * 3 * (size_t)cap) : m->attn_db;
+	return m->attn_da && m->attn_db && m->attn_host ? 0 : -1;
+}
+
+/* rows x cols of device memory (row length ld) into a dense host copy. */
+static float *download_matrix(struct sdc_mt_model *m, const float *dev, int rows, int cols, int ld)
+{
+	float *h = malloc(sizeof(float) * (size_t)rows * (size_t)cols);
+	if (!h)
+		return NULL;
+	for (int r = 0; r < rows; r++)
+		mt_download(m, h + (long)r * cols, dev + (long)r * ld, sizeof(float) * (size_t)cols);
+	return h;
+}
+
+int mt_attn_check(struct sdc_mt_model *m, int rows, int cols, int k, const float *a, int lda, const float *b, int ldb,
+		  const float *c, int ldc, struct sdc_attn_event *ev, int max)
+{
+	if (failed(m) || k > m->attn_cap || cols > m->attn_cap)
+		return 0;
+	const struct sdc_mt_op sa = { .code = SDC_MT_OP_ATTN_ASUMS, .n = k, .i = { rows, k, lda }, .a = a,
+				      .da = m->attn_da };
+	const struct sdc_mt_op sc = { .code = SDC_MT_OP_ATTN_CSUMS, .n = cols, .i = { rows, cols, k, ldb, ldc }, .b = b,
+				      .c = c, .da = m->attn_da, .db = m->attn_db };
+	mt_run(m, &sa);
+	mt_run(m, &sc);
+	/* d1, d2 and the bounds: here already on the CPU; on a device, 3 cols doubles come back */
+	double *d = m->attn_host;
+	for (int part = 0; part < 3 && m->on_device; part++)
+		mt_download(m, d + (long)part * cols, m->attn_db + (long)part * cols, sizeof(double) * (size_t)cols);
+	if (failed(m) || !sdc_attn_failing(cols, d))
+		return 0;
+	if (!m->on_device)
+		return sdc_attn_locate(rows, cols, k, a, lda, b, ldb, c, ldc, d, ev, max);
+	float *ha = download_matrix(m, a, rows, k, lda), *hb = download_matrix(m, b, k, cols, ldb),
+	      *hc = download_matrix(m, c, rows, cols, ldc);
+	int bad = 0;
+	if (ha && hb && hc && !failed(m))
+		bad = sdc_attn_locate(rows, cols, k, ha, k, hb, cols, hc, cols, d, ev, max);
+	else if (!failed(m))
+		snprintf(m->err, sizeof(m->err), "out of host memory");
+	free(ha), free(hb), free(hc);
+	return bad;
+}
+
+struct sdc_mt_model *sdc_mt_create_on(const struct sdc_mt_cfg *cfg, sdc_xgemm_fn gemm,
+				      const struct sdc_mt_backend *be, char *err, size_t errlen)
 {
 	struct sdc_mt_model *m = calloc(1, sizeof(*m));
 	if (!m) {
@@ -118,13 +307,29 @@ struct sdc_mt_model *sdc_mt_create(const struct sdc_mt_cfg *cfg, sdc_xgemm_fn ge
 	}
 	m->cfg = *cfg;
 	m->gemm = gemm ? gemm : sdc_xgemm;
+	if (be) {
+		m->be = *be;
+		m->on_device = true;
+	}
 	const int rc = cfg->kind == SDC_MT_DLRM ? mt_dlrm_init(m, err, errlen) : mt_xfmr_init(m, err, errlen);
-	if (rc) {
+	if (rc || failed(m)) {
+		if (!rc)
+			snprintf(err, errlen, "%s", m->err);
 		sdc_mt_free(m);
 		return NULL;
 	}
 	sdc_mt_reset(m);
 	return m;
+}
+
+struct sdc_mt_model *sdc_mt_create(const struct sdc_mt_cfg *cfg, sdc_xgemm_fn gemm, char *err, size_t errlen)
+{
+	return sdc_mt_create_on(cfg, gemm, NULL, err, errlen);
+}
+
+const char *sdc_mt_error(const struct sdc_mt_model *m)
+{
+	return failed(m) ? m->err : NULL;
 }
 
 void sdc_mt_free(struct sdc_mt_model *m)
@@ -133,8 +338,11 @@ void sdc_mt_free(struct sdc_mt_model *m)
 		return;
 	if (m->free_impl)
 		m->free_impl(m->impl);
-	for (int i = 0; i < m->nallocs; i++)
-		free(m->allocs[i]);
+	for (int i = 0; i < m->ndev; i++)
+		m->be.release(m->be.ctx, m->dev_allocs[i]);
+	for (int i = 0; i < m->nhost; i++)
+		free(m->host_allocs[i]);
+	free(m->act_host);
 	free(m);
 }
 
@@ -145,7 +353,14 @@ void sdc_mt_reset(struct sdc_mt_model *m)
 
 float sdc_mt_step(struct sdc_mt_model *m, int step, const struct sdc_mt_hooks *hooks)
 {
-	return m->step(m, step, hooks);
+	if (failed(m))
+		return NAN;
+	tensors_move(m, m->traj, m->ntraj, true);
+	tensors_move(m, m->grads, m->ngrads, true);
+	const float loss = m->step(m, step, hooks);
+	tensors_move(m, m->traj, m->ntraj, false);
+	tensors_move(m, m->grads, m->ngrads, false);
+	return failed(m) ? NAN : loss;
 }
 
 int sdc_mt_tensors(struct sdc_mt_model *m, struct sdc_mt_tensor **out)

@@ -45,7 +45,8 @@ enum sdc_mt_role {
 
 struct sdc_mt_tensor {
 	char name[24];
-	float *data;
+	float *data; /* host memory: what hashes, faults and replays see */
+	float *dev;  /* where the steps compute it: data itself on the CPU, a GPU's memory on a GPU */
 	int rows, cols;
 	enum sdc_mt_role role;
 };
@@ -69,15 +70,39 @@ struct sdc_mt_hooks {
 };
 
 struct sdc_mt_model;
+struct sdc_mt_op;
 
 /*
- * On a GPU only the arithmetic these steps are built from runs so far (the exact GEMM, exp and log:
- * kernels/xops.h and kernels/cuda/xgemm.cu, bit-identical to this file's by construction and
- * checked by bench minitrain --gpus); the steps themselves run on the CPU.
+ * Where a model computes: NULL, the calling CPU core; else a device such as a GPU (the probe
+ * builds one from the GPU module: kernels/cuda/minitrain.cu). Every operation but the GEMM is a
+ * kernels/mt_ops.h operation, the same source on both; the GEMM is the exact one (exact_gemm.h,
+ * kernels/cuda/xgemm.cu), the same bits. Each call returns 0, or non-zero after which error() says
+ * what failed (the model stops computing and the step returns NaN: sdc_mt_error).
+ *
+ * The contract with the caller is the CPU's: between steps and inside the hooks, the host views
+ * (sdc_mt_tensor.data) hold the trajectory and the gradients. On a device the model uploads them
+ * when a step starts and after the gradient hooks, and downloads them before the hooks and when
+ * the step ends, so faults, replays and data-parallel averages written to the host views reach the
+ * device's memory before anything reads them there.
  */
+struct sdc_mt_backend {
+	void *ctx;
+	void *(*alloc)(void *ctx, size_t bytes); /* zeroed */
+	void (*release)(void *ctx, void *p);
+	int (*upload)(void *ctx, void *dev, const void *host, size_t bytes);
+	int (*download)(void *ctx, void *host, const void *dev, size_t bytes);
+	int (*op)(void *ctx, const struct sdc_mt_op *op);
+	int (*gemm)(void *ctx, int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c, int ldc);
+	const char *(*error)(void *ctx);
+};
 
-/* NULL with a message in err when the configuration is unusable. */
+/* NULL with a message in err when the configuration is unusable. On the calling core: */
 struct sdc_mt_model *sdc_mt_create(const struct sdc_mt_cfg *cfg, sdc_xgemm_fn gemm, char *err, size_t errlen);
+/* On a device (gemm unused): */
+struct sdc_mt_model *sdc_mt_create_on(const struct sdc_mt_cfg *cfg, sdc_xgemm_fn gemm,
+				      const struct sdc_mt_backend *be, char *err, size_t errlen);
+/* NULL, or what failed on the device (the last step's result is then not to be trusted). */
+const char *sdc_mt_error(const struct sdc_mt_model *m);
 void sdc_mt_free(struct sdc_mt_model *m);
 /* Back to step 0: weights from the seed, optimizer state zero. */
 void sdc_mt_reset(struct sdc_mt_model *m);

@@ -23,14 +23,18 @@ struct dlrm {
 	/* parameters, gradients, state */
 	float *W0, *b0, *W1, *b1, *U0, *c0, *U1, *c1, *emb[MAX_TABLES], *G[MAX_TABLES];
 	float *gW0, *gb0, *gW1, *gb1, *gU0, *gc0, *gU1, *gc1, *gemb[MAX_TABLES];
-	/* activations and scratch */
-	float *x, *y, *h1, *z0, *e[MAX_TABLES], *tin, *g1, *logit;
-	float *dlogit, *dg1, *dt, *dz[MAX_TABLES + 1], *dh1, *tr, *tr2;
-	uint32_t *idx[MAX_TABLES];
-	int *len[MAX_TABLES], *off[MAX_TABLES];
-	uint32_t *touched[MAX_TABLES];
-	uint8_t *mark[MAX_TABLES];
+	/* activations and scratch, where the steps compute: e holds the T tables' pooled bags (B x E
+	 * each) end to end, dz the gradients of z0 and of each table's bags */
+	float *x, *y, *h1, *z0, *e, *tin, *g1, *logit, *loss;
+	float *dlogit, *dg1, *dt, *dz, *dh1, *tr, *tr2;
+	/* the batch's bags (device copies of the host's), each table's rows touched (kept for the
+	 * update), and one table's gradient lists (rstart, bags: the bags of touched row i, in order) */
+	int32_t *idx[MAX_TABLES], *off[MAX_TABLES], *len[MAX_TABLES], *touched[MAX_TABLES], *rstart, *bags;
 	int ntouched[MAX_TABLES];
+	/* host side: the batch as drawn, and the lists' scratch */
+	float *hx, *hy;
+	int32_t *hidx[MAX_TABLES], *hoff[MAX_TABLES], *hlen[MAX_TABLES], *htouched, *hpos, *hstart, *hbags;
+	uint8_t *mark;
 };
 
 static void dlrm_reset(struct sdc_mt_model *m)
@@ -40,7 +44,8 @@ static void dlrm_reset(struct sdc_mt_model *m)
 					      SDC_MT_DLRM << 8 | PURPOSE_INIT);
 	/* Each tensor draws from its own stretch of blocks: 2^24 blocks apart. */
 	uint64_t blk = 0;
-#define INIT(p, n, s) (mt_fill_uniform(p, n, s, &r, blk), blk += 1u << 24)
+	/* (on the host views: the next step takes them to the device) */
+#define INIT(p, n, s) (mt_fill_uniform(mt_host_of(m, p), n, s, &r, blk), blk += 1u << 24)
 	INIT(d->W0, (size_t)d->D * d->H, 1.0f / sqrtf((float)d->D));
 	INIT(d->W1, (size_t)d->H * d->E, 1.0f / sqrtf((float)d->H));
 	INIT(d->U0, (size_t)d->NI * d->TOP, 1.0f / sqrtf((float)d->NI));
@@ -48,15 +53,15 @@ static void dlrm_reset(struct sdc_mt_model *m)
 	for (int t = 0; t < d->T; t++)
 		INIT(d->emb[t], (size_t)d->R * d->E, 0.25f);
 #undef INIT
-	memset(d->b0, 0, sizeof(float) * d->H);
-	memset(d->b1, 0, sizeof(float) * d->E);
-	memset(d->c0, 0, sizeof(float) * d->TOP);
-	d->c1[0] = 0.0f;
+	memset(mt_host_of(m, d->b0), 0, sizeof(float) * d->H);
+	memset(mt_host_of(m, d->b1), 0, sizeof(float) * d->E);
+	memset(mt_host_of(m, d->c0), 0, sizeof(float) * d->TOP);
+	mt_host_of(m, d->c1)[0] = 0.0f;
 	for (int t = 0; t < d->T; t++) {
-		memset(d->G[t], 0, sizeof(float) * (size_t)d->R * d->E);
-		memset(d->gemb[t], 0, sizeof(float) * (size_t)d->R * d->E);
-		memset(d->mark[t], 0, (size_t)d->R);
+		memset(mt_host_of(m, d->G[t]), 0, sizeof(float) * (size_t)d->R * d->E);
+		memset(mt_host_of(m, d->gemb[t]), 0, sizeof(float) * (size_t)d->R * d->E);
 	}
+	memset(d->mark, 0, (size_t)d->R);
 }
 
 /* The step's batch: dense features, labels and bags. */
@@ -65,12 +70,14 @@ static void dlrm_batch(struct sdc_mt_model *m, int step)
 	struct dlrm *d = m->impl;
 	const struct sdc_rng rd = sdc_rng_make(m->cfg.seed, SDC_RNG_PROBE_MINITRAIN, SDC_RNG_SHARED,
 					       SDC_RNG_SHARED, SDC_MT_DLRM << 8 | PURPOSE_DENSE);
-	mt_fill_uniform(d->x, (size_t)d->B * d->D, 1.0f, &rd, (uint64_t)step << 20);
+	mt_fill_uniform(d->hx, (size_t)d->B * d->D, 1.0f, &rd, (uint64_t)step << 20);
 	/* The label rule: the sign of a fixed mix of three features, which the bottom MLP can learn. */
 	for (int b = 0; b < d->B; b++) {
-		const float *xb = d->x + (long)b * d->D;
-		d->y[b] = xb[0] + xb[1] - xb[2] * 0.5f > 0.0f ? 1.0f : 0.0f;
+		const float *xb = d->hx + (long)b * d->D;
+		d->hy[b] = xb[0] + xb[1] - xb[2] * 0.5f > 0.0f ? 1.0f : 0.0f;
 	}
+	mt_upload(m, d->x, d->hx, sizeof(float) * (size_t)d->B * d->D);
+	mt_upload(m, d->y, d->hy, sizeof(float) * (size_t)d->B);
 	const struct sdc_rng rs = sdc_rng_make(m->cfg.seed, SDC_RNG_PROBE_MINITRAIN, SDC_RNG_SHARED,
 					       SDC_RNG_SHARED, SDC_MT_DLRM << 8 | PURPOSE_SPARSE);
 	for (int t = 0; t < d->T; t++) {
@@ -79,158 +86,142 @@ static void dlrm_batch(struct sdc_mt_model *m, int step)
 		for (int b = 0; b < d->B; b++) {
 			/* pooling lengths uniform in [1, 2P - 1]: mean P */
 			const int n = 1 + (int)sdc_rng_below(&rs, base + (uint64_t)b, (uint64_t)(2 * d->P - 1));
-			d->len[t][b] = n, d->off[t][b] = o;
+			d->hlen[t][b] = n, d->hoff[t][b] = o;
 			for (int i = 0; i < n; i++)
-				d->idx[t][o + i] = (uint32_t)sdc_rng_below(&rs, base + (1u << 16) + (uint64_t)(o + i),
+				d->hidx[t][o + i] = (int32_t)sdc_rng_below(&rs, base + (1u << 16) + (uint64_t)(o + i),
 									   (uint64_t)d->R);
 			o += n;
 		}
+		mt_upload(m, d->idx[t], d->hidx[t], sizeof(int32_t) * (size_t)o);
+		mt_upload(m, d->off[t], d->hoff[t], sizeof(int32_t) * (size_t)d->B);
+		mt_upload(m, d->len[t], d->hlen[t], sizeof(int32_t) * (size_t)d->B);
 	}
+}
+
+/*
+ * Table t's rows the batch touched, in the order first touched (kept for the update), and for each
+ * the bags that hold it, in bag order (a row twice in a bag: twice), so the gradient kernel adds a
+ * row's bags in the order the bags come.
+ */
+static void dlrm_touched(struct sdc_mt_model *m, int t)
+{
+	struct dlrm *d = m->impl;
+	int nt = 0, total = 0;
+	for (int b = 0; b < d->B; b++)
+		for (int i = 0; i < d->hlen[t][b]; i++) {
+			const int32_t row = d->hidx[t][d->hoff[t][b] + i];
+			if (!d->mark[row])
+				d->mark[row] = 1, d->hpos[row] = nt, d->htouched[nt] = row, d->hstart[++nt] = 0;
+			d->hstart[d->hpos[row] + 1]++;
+			total++;
+		}
+	d->hstart[0] = 0;
+	for (int i = 0; i < nt; i++)
+		d->hstart[i + 1] += d->hstart[i];
+	/* (hpos becomes each row's next free place in hbags) */
+	for (int i = 0; i < nt; i++)
+		d->hpos[d->htouched[i]] = d->hstart[i];
+	for (int b = 0; b < d->B; b++)
+		for (int i = 0; i < d->hlen[t][b]; i++)
+			d->hbags[d->hpos[d->hidx[t][d->hoff[t][b] + i]]++] = b;
+	for (int i = 0; i < nt; i++)
+		d->mark[d->htouched[i]] = 0;
+	d->ntouched[t] = nt;
+	mt_upload(m, d->touched[t], d->htouched, sizeof(int32_t) * (size_t)nt);
+	mt_upload(m, d->rstart, d->hstart, sizeof(int32_t) * (size_t)(nt + 1));
+	mt_upload(m, d->bags, d->hbags, sizeof(int32_t) * (size_t)total);
 }
 
 static float dlrm_step(struct sdc_mt_model *m, int step, const struct sdc_mt_hooks *hk)
 {
 	struct dlrm *d = m->impl;
 	const int B = d->B, D = d->D, H = d->H, E = d->E, T = d->T, TOP = d->TOP, NI = d->NI;
+	const long BE = (long)B * E;
 	dlrm_batch(m, step);
 
 	/* ---- forward ---- */
 	mt_gemm(m, B, H, D, d->x, D, d->W0, H, d->h1, H);
-	mt_activation(hk, step, "h1", d->h1, B, H);
-	mt_add_bias(d->h1, B, H, d->b0);
-	mt_relu(d->h1, (size_t)B * H);
+	mt_activation(m, hk, step, "h1", d->h1, B, H);
+	mt_add_bias(m, d->h1, B, H, d->b0);
+	mt_relu(m, d->h1, (size_t)B * H);
 	mt_gemm(m, B, E, H, d->h1, H, d->W1, E, d->z0, E);
-	mt_activation(hk, step, "z0", d->z0, B, E);
-	mt_add_bias(d->z0, B, E, d->b1);
-	mt_relu(d->z0, (size_t)B * E);
-	for (int t = 0; t < T; t++)
-		for (int b = 0; b < B; b++) {
-			float *eb = d->e[t] + (long)b * E;
-			for (int j = 0; j < E; j++)
-				eb[j] = 0.0f;
-			for (int i = 0; i < d->len[t][b]; i++) {
-				const float *row = d->emb[t] + (long)d->idx[t][d->off[t][b] + i] * E;
-				for (int j = 0; j < E; j++)
-					eb[j] = eb[j] + row[j];
-			}
-		}
+	mt_activation(m, hk, step, "z0", d->z0, B, E);
+	mt_add_bias(m, d->z0, B, E, d->b1);
+	mt_relu(m, d->z0, (size_t)B * E);
+	/* each bag: its rows summed in the bag's order, from +0 */
+	for (int t = 0; t < T; t++) {
+		const struct sdc_mt_op pool = { .code = SDC_MT_OP_EMB_POOL, .n = BE, .i = { B, E }, .a = d->emb[t],
+						.ia = d->idx[t], .ib = d->off[t], .ic = d->len[t], .x = d->e + t * BE };
+		mt_run(m, &pool);
+	}
 	/* interaction: [z0, dot(v_i, v_j) for i < j] with v_0 = z0, v_1.. = pooled embeddings */
-	for (int b = 0; b < B; b++) {
-		const float *v[MAX_TABLES + 1];
-		v[0] = d->z0 + (long)b * E;
-		for (int t = 0; t < T; t++)
-			v[t + 1] = d->e[t] + (long)b * E;
-		float *tb = d->tin + (long)b * NI;
-		memcpy(tb, v[0], sizeof(float) * E);
-		int p = E;
-		for (int i = 0; i <= T; i++)
-			for (int j = i + 1; j <= T; j++) {
-				float s = 0.0f;
-				for (int q = 0; q < E; q++)
-					s = s + v[i][q] * v[j][q];
-				tb[p++] = s;
-			}
-	}
+	const struct sdc_mt_op inter = { .code = SDC_MT_OP_INTERACT, .n = (long)B * NI, .i = { B, E, T, NI }, .a = d->z0,
+					 .b = d->e, .x = d->tin };
+	mt_run(m, &inter);
 	mt_gemm(m, B, TOP, NI, d->tin, NI, d->U0, TOP, d->g1, TOP);
-	mt_activation(hk, step, "g1", d->g1, B, TOP);
-	mt_add_bias(d->g1, B, TOP, d->c0);
-	mt_relu(d->g1, (size_t)B * TOP);
+	mt_activation(m, hk, step, "g1", d->g1, B, TOP);
+	mt_add_bias(m, d->g1, B, TOP, d->c0);
+	mt_relu(m, d->g1, (size_t)B * TOP);
 	mt_gemm(m, B, 1, TOP, d->g1, TOP, d->U1, 1, d->logit, 1);
-	mt_activation(hk, step, "logit", d->logit, B, 1);
+	mt_activation(m, hk, step, "logit", d->logit, B, 1);
 
-	/* logistic loss, mean over the batch: max(l, 0) - l y + log(1 + exp(-|l|)) */
-	float loss = 0.0f;
-	const float inv_b = 1.0f / (float)B;
-	for (int b = 0; b < B; b++) {
-		const float l = d->logit[b] + d->c1[0], yb = d->y[b];
-		const double el = sdc_exp(-fabs((double)l));
-		const float lb = (float)((double)(l > 0.0f ? l : 0.0f) - (double)l * yb + sdc_log(1.0 + el));
-		loss = loss + lb;
-		/* sigmoid from the same exp: l >= 0: 1 / (1 + e^-l); else e^l / (1 + e^l) */
-		const float p = (float)(l >= 0.0f ? 1.0 / (1.0 + el) : el / (1.0 + el));
-		d->dlogit[b] = (p - yb) * inv_b;
-	}
-	loss = loss * inv_b;
+	/* logistic loss, mean over the batch, and each logit's gradient */
+	const struct sdc_mt_op logistic = { .code = SDC_MT_OP_LOGISTIC, .n = 1, .i = { B }, .a = d->logit, .b = d->y,
+					    .c = d->c1, .x = d->dlogit, .y = d->loss };
+	mt_run(m, &logistic);
+	const float loss = mt_read1(m, d->loss);
 
 	/* ---- backward ---- */
-	mt_gemm(m, TOP, 1, B, (mt_transpose(B, TOP, d->g1, TOP, d->tr, B), d->tr), B, d->dlogit, 1, d->gU1, 1);
-	mt_colsum(d->dlogit, B, 1, d->gc1);
+	mt_transpose(m, B, TOP, d->g1, TOP, d->tr, B);
+	mt_gemm(m, TOP, 1, B, d->tr, B, d->dlogit, 1, d->gU1, 1);
+	mt_colsum(m, d->dlogit, B, 1, d->gc1);
 	mt_gemm(m, B, TOP, 1, d->dlogit, 1, d->U1, TOP, d->dg1, TOP); /* U1^T is U1 laid out as a row */
-	mt_relu_mask(d->dg1, d->g1, (size_t)B * TOP);
-	mt_transpose(B, NI, d->tin, NI, d->tr, B);
+	mt_relu_mask(m, d->dg1, d->g1, (size_t)B * TOP);
+	mt_transpose(m, B, NI, d->tin, NI, d->tr, B);
 	mt_gemm(m, NI, TOP, B, d->tr, B, d->dg1, TOP, d->gU0, TOP);
-	mt_colsum(d->dg1, B, TOP, d->gc0);
-	mt_transpose(NI, TOP, d->U0, TOP, d->tr2, NI);
+	mt_colsum(m, d->dg1, B, TOP, d->gc0);
+	mt_transpose(m, NI, TOP, d->U0, TOP, d->tr2, NI);
 	mt_gemm(m, B, NI, TOP, d->dg1, TOP, d->tr2, NI, d->dt, NI);
 	/* interaction backward: dv_i += g v_j, dv_j += g v_i, pairs in the forward order */
-	for (int b = 0; b < B; b++) {
-		const float *v[MAX_TABLES + 1];
-		float *dv[MAX_TABLES + 1];
-		v[0] = d->z0 + (long)b * E;
-		dv[0] = d->dz[0] + (long)b * E;
-		for (int t = 0; t < T; t++)
-			v[t + 1] = d->e[t] + (long)b * E, dv[t + 1] = d->dz[t + 1] + (long)b * E;
-		const float *tb = d->dt + (long)b * NI;
-		memcpy(dv[0], tb, sizeof(float) * E);
-		for (int t = 1; t <= T; t++)
-			memset(dv[t], 0, sizeof(float) * E);
-		int p = E;
-		for (int i = 0; i <= T; i++)
-			for (int j = i + 1; j <= T; j++, p++)
-				for (int q = 0; q < E; q++) {
-					dv[i][q] = dv[i][q] + tb[p] * v[j][q];
-					dv[j][q] = dv[j][q] + tb[p] * v[i][q];
-				}
-	}
+	const struct sdc_mt_op inter_back = { .code = SDC_MT_OP_INTERACT_BACK, .n = (T + 1) * BE, .i = { B, E, T, NI },
+					      .a = d->z0, .b = d->e, .c = d->dt, .x = d->dz };
+	mt_run(m, &inter_back);
 	/* bottom MLP */
-	mt_relu_mask(d->dz[0], d->z0, (size_t)B * E);
-	mt_transpose(B, H, d->h1, H, d->tr, B);
-	mt_gemm(m, H, E, B, d->tr, B, d->dz[0], E, d->gW1, E);
-	mt_colsum(d->dz[0], B, E, d->gb1);
-	mt_transpose(H, E, d->W1, E, d->tr2, H);
-	mt_gemm(m, B, H, E, d->dz[0], E, d->tr2, H, d->dh1, H);
-	mt_relu_mask(d->dh1, d->h1, (size_t)B * H);
-	mt_transpose(B, D, d->x, D, d->tr, B);
+	mt_relu_mask(m, d->dz, d->z0, (size_t)BE);
+	mt_transpose(m, B, H, d->h1, H, d->tr, B);
+	mt_gemm(m, H, E, B, d->tr, B, d->dz, E, d->gW1, E);
+	mt_colsum(m, d->dz, B, E, d->gb1);
+	mt_transpose(m, H, E, d->W1, E, d->tr2, H);
+	mt_gemm(m, B, H, E, d->dz, E, d->tr2, H, d->dh1, H);
+	mt_relu_mask(m, d->dh1, d->h1, (size_t)B * H);
+	mt_transpose(m, B, D, d->x, D, d->tr, B);
 	mt_gemm(m, D, H, B, d->tr, B, d->dh1, H, d->gW0, H);
-	mt_colsum(d->dh1, B, H, d->gb0);
+	mt_colsum(m, d->dh1, B, H, d->gb0);
 	/* embedding rows: each bag's gradient added to its rows, in bag order */
 	for (int t = 0; t < T; t++) {
-		d->ntouched[t] = 0;
-		for (int b = 0; b < B; b++) {
-			const float *g = d->dz[t + 1] + (long)b * E;
-			for (int i = 0; i < d->len[t][b]; i++) {
-				const uint32_t row = d->idx[t][d->off[t][b] + i];
-				if (!d->mark[t][row])
-					d->mark[t][row] = 1, d->touched[t][d->ntouched[t]++] = row;
-				float *gr = d->gemb[t] + (long)row * E;
-				for (int j = 0; j < E; j++)
-					gr[j] = gr[j] + g[j];
-			}
-		}
+		dlrm_touched(m, t);
+		const struct sdc_mt_op grad = { .code = SDC_MT_OP_EMB_GRAD, .n = (long)d->ntouched[t] * E, .i = { E },
+						.a = d->dz + (t + 1) * BE, .ia = d->rstart, .ib = d->touched[t],
+						.ic = d->bags, .x = d->gemb[t] };
+		mt_run(m, &grad);
 	}
-	if (hk && hk->gradients)
-		hk->gradients(hk->ctx, step);
+	mt_grads_ready(m, hk, step);
 
-	/* ---- update: SGD on the MLPs, Adagrad on the rows touched ---- */
-	mt_sgd(d->W0, d->gW0, (size_t)D * H, LR);
-	mt_sgd(d->b0, d->gb0, (size_t)H, LR);
-	mt_sgd(d->W1, d->gW1, (size_t)H * E, LR);
-	mt_sgd(d->b1, d->gb1, (size_t)E, LR);
-	mt_sgd(d->U0, d->gU0, (size_t)NI * TOP, LR);
-	mt_sgd(d->c0, d->gc0, (size_t)TOP, LR);
-	mt_sgd(d->U1, d->gU1, (size_t)TOP, LR);
-	mt_sgd(d->c1, d->gc1, 1, LR);
-	for (int t = 0; t < T; t++)
-		for (int i = 0; i < d->ntouched[t]; i++) {
-			const uint32_t row = d->touched[t][i];
-			float *w = d->emb[t] + (long)row * E, *s = d->G[t] + (long)row * E, *g = d->gemb[t] + (long)row * E;
-			for (int j = 0; j < E; j++) {
-				s[j] = s[j] + g[j] * g[j];
-				w[j] = w[j] - LR_EMB * g[j] / (sqrtf(s[j]) + ADAGRAD_EPS);
-				g[j] = 0.0f;
-			}
-			d->mark[t][row] = 0;
-		}
+	/* ---- update: SGD on the MLPs, Adagrad on the rows touched (their gradients zeroed) ---- */
+	mt_sgd(m, d->W0, d->gW0, (size_t)D * H, LR);
+	mt_sgd(m, d->b0, d->gb0, (size_t)H, LR);
+	mt_sgd(m, d->W1, d->gW1, (size_t)H * E, LR);
+	mt_sgd(m, d->b1, d->gb1, (size_t)E, LR);
+	mt_sgd(m, d->U0, d->gU0, (size_t)NI * TOP, LR);
+	mt_sgd(m, d->c0, d->gc0, (size_t)TOP, LR);
+	mt_sgd(m, d->U1, d->gU1, (size_t)TOP, LR);
+	mt_sgd(m, d->c1, d->gc1, 1, LR);
+	for (int t = 0; t < T; t++) {
+		const struct sdc_mt_op ada = { .code = SDC_MT_OP_ADAGRAD, .n = (long)d->ntouched[t] * E, .i = { E },
+					       .f = { LR_EMB, ADAGRAD_EPS }, .ia = d->touched[t], .x = d->emb[t],
+					       .y = d->G[t], .z = d->gemb[t] };
+		mt_run(m, &ada);
+	}
 	return loss;
 }
 
@@ -239,14 +230,7 @@ static void dlrm_free(void *impl)
 	struct dlrm *d = impl;
 	if (!d)
 		return;
-	for (int t = 0; t < MAX_TABLES; t++) {
-		free(d->idx[t]);
-		free(d->len[t]);
-		free(d->off[t]);
-		free(d->touched[t]);
-		free(d->mark[t]);
-	}
-	free(d);
+	free(d); /* (its arrays belong to the model) */
 }
 
 int mt_dlrm_init(struct sdc_mt_model *m, char *err, size_t errlen)
@@ -287,18 +271,25 @@ int mt_dlrm_init(struct sdc_mt_model *m, char *err, size_t errlen)
 	const int maxlen = B * (2 * d->P - 1), wide = NI > H ? (NI > D ? NI : D) : (H > D ? H : D);
 	ok = ok && (d->x = mt_alloc(m, (size_t)B * D)) && (d->y = mt_alloc(m, (size_t)B)) &&
 	     (d->h1 = mt_alloc(m, (size_t)B * H)) && (d->z0 = mt_alloc(m, (size_t)B * E)) &&
+	     (d->e = mt_alloc(m, (size_t)T * B * E)) && (d->dz = mt_alloc(m, (size_t)(T + 1) * B * E)) &&
 	     (d->tin = mt_alloc(m, (size_t)B * NI)) && (d->g1 = mt_alloc(m, (size_t)B * TOP)) &&
-	     (d->logit = mt_alloc(m, (size_t)B)) && (d->dlogit = mt_alloc(m, (size_t)B)) &&
+	     (d->logit = mt_alloc(m, (size_t)B)) && (d->loss = mt_alloc(m, 1)) && (d->dlogit = mt_alloc(m, (size_t)B)) &&
 	     (d->dg1 = mt_alloc(m, (size_t)B * TOP)) && (d->dt = mt_alloc(m, (size_t)B * NI)) &&
 	     (d->dh1 = mt_alloc(m, (size_t)B * H)) &&
 	     (d->tr = mt_alloc(m, (size_t)B * (wide > TOP ? wide : TOP))) &&
-	     (d->tr2 = mt_alloc(m, (size_t)NI * TOP + (size_t)H * E));
-	for (int t = 0; t <= T && ok; t++)
-		ok = (d->dz[t] = mt_alloc(m, (size_t)B * E)) != NULL;
+	     (d->tr2 = mt_alloc(m, (size_t)NI * TOP + (size_t)H * E)) &&
+	     (d->rstart = mt_alloc_i32(m, (size_t)maxlen + 1)) && (d->bags = mt_alloc_i32(m, (size_t)maxlen)) &&
+	     (d->hx = mt_host_alloc(m, sizeof(float) * (size_t)B * D)) && (d->hy = mt_host_alloc(m, sizeof(float) * B)) &&
+	     (d->htouched = mt_host_alloc(m, sizeof(int32_t) * (size_t)maxlen)) &&
+	     (d->hpos = mt_host_alloc(m, sizeof(int32_t) * (size_t)R)) &&
+	     (d->hstart = mt_host_alloc(m, sizeof(int32_t) * ((size_t)maxlen + 1))) &&
+	     (d->hbags = mt_host_alloc(m, sizeof(int32_t) * (size_t)maxlen)) && (d->mark = mt_host_alloc(m, (size_t)R));
 	for (int t = 0; t < T && ok; t++) {
-		ok = (d->e[t] = mt_alloc(m, (size_t)B * E)) && (d->idx[t] = malloc(sizeof(uint32_t) * maxlen)) &&
-		     (d->len[t] = malloc(sizeof(int) * B)) && (d->off[t] = malloc(sizeof(int) * B)) &&
-		     (d->touched[t] = malloc(sizeof(uint32_t) * (size_t)R)) && (d->mark[t] = calloc((size_t)R, 1));
+		ok = (d->idx[t] = mt_alloc_i32(m, (size_t)maxlen)) && (d->off[t] = mt_alloc_i32(m, (size_t)B)) &&
+		     (d->len[t] = mt_alloc_i32(m, (size_t)B)) && (d->touched[t] = mt_alloc_i32(m, (size_t)maxlen)) &&
+		     (d->hidx[t] = mt_host_alloc(m, sizeof(int32_t) * (size_t)maxlen)) &&
+		     (d->hoff[t] = mt_host_alloc(m, sizeof(int32_t) * (size_t)B)) &&
+		     (d->hlen[t] = mt_host_alloc(m, sizeof(int32_t) * (size_t)B));
 	}
 	if (!ok)
 		return snprintf(err, errlen, "dlrm: out of memory"), -1;

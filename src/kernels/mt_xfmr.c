@@ -31,8 +31,9 @@ struct xfmr {
 	/* activations */
 	float *x, *tgt, *xh1, *rstd1, *h, *q, *k, *v, *s, *att, *o, *y, *x1, *xh2, *rstd2, *h2, *f, *z, *x2;
 	/* backward scratch */
-	float *dx2, *df, *dh2, *dx1, *do_, *dq, *dk, *dv, *dp, *ds, *dh, *tmp, *tr, *tr2;
-	double *chk;
+	float *dx2, *df, *dh2, *dx1, *do_, *dq, *dk, *dv, *dp, *ds, *dh, *tmp, *tr, *tr2, *loss;
+	/* host side: the batch as drawn */
+	float *hx, *htgt;
 };
 
 enum { LN1_G, LN1_B, WQ, WK, WV, WO, LN2_G, LN2_B, W1, C1, W2, C2 };
@@ -43,75 +44,47 @@ static void xfmr_reset(struct sdc_mt_model *m)
 	const struct sdc_rng r = sdc_rng_make(m->cfg.seed, SDC_RNG_PROBE_MINITRAIN, SDC_RNG_SHARED, SDC_RNG_SHARED,
 					      SDC_MT_XFMR << 8 | PURPOSE_INIT);
 	const float sd = 1.0f / sqrtf((float)x->D), sf = 1.0f / sqrtf((float)x->F);
+	/* (on the host views: the next step takes them to the device) */
 	for (int i = 0; i < NPARAMS; i++) {
-		memset(x->am[i], 0, sizeof(float) * x->n[i]);
-		memset(x->av[i], 0, sizeof(float) * x->n[i]);
+		float *p = mt_host_of(m, x->p[i]);
+		memset(mt_host_of(m, x->am[i]), 0, sizeof(float) * x->n[i]);
+		memset(mt_host_of(m, x->av[i]), 0, sizeof(float) * x->n[i]);
 		switch (i) {
 		case LN1_G: case LN2_G:
 			for (size_t j = 0; j < x->n[i]; j++)
-				x->p[i][j] = 1.0f;
+				p[j] = 1.0f;
 			break;
 		case LN1_B: case LN2_B: case C1: case C2:
-			memset(x->p[i], 0, sizeof(float) * x->n[i]);
+			memset(p, 0, sizeof(float) * x->n[i]);
 			break;
 		default:
-			mt_fill_uniform(x->p[i], x->n[i], i == W2 ? sf : sd, &r, (uint64_t)i << 24);
+			mt_fill_uniform(p, x->n[i], i == W2 ? sf : sd, &r, (uint64_t)i << 24);
 		}
 	}
 	x->beta1_t = 1.0f, x->beta2_t = 1.0f;
 }
 
 /* Layer norm of each row: xh = (x - mean) / sqrt(var + eps); out = xh g + b. */
-static void layer_norm(const float *in, int rows, int d, const float *g, const float *b, float *xh, float *rstd,
-		       float *out)
+static void layer_norm(struct sdc_mt_model *m, const float *in, int rows, int d, const float *g, const float *b,
+		       float *xh, float *rstd, float *out)
 {
-	const float inv_d = 1.0f / (float)d;
-	for (int i = 0; i < rows; i++) {
-		const float *r = in + (long)i * d;
-		float mean = 0.0f, var = 0.0f;
-		for (int j = 0; j < d; j++)
-			mean = mean + r[j];
-		mean = mean * inv_d;
-		for (int j = 0; j < d; j++) {
-			const float c = r[j] - mean;
-			var = var + c * c;
-		}
-		var = var * inv_d;
-		const float rs = 1.0f / sqrtf(var + LN_EPS);
-		rstd[i] = rs;
-		for (int j = 0; j < d; j++) {
-			const float v = (r[j] - mean) * rs;
-			xh[(long)i * d + j] = v;
-			out[(long)i * d + j] = v * g[j] + b[j];
-		}
-	}
+	const struct sdc_mt_op o = { .code = SDC_MT_OP_LAYER_NORM, .n = rows, .i = { rows, d }, .f = { LN_EPS }, .a = in,
+				     .b = g, .c = b, .x = xh, .y = rstd, .z = out };
+	mt_run(m, &o);
 }
 
 /* Gradients of g and b, and (when dx is not NULL) dx += the input's gradient. */
-static void layer_norm_back(const float *dout, const float *xh, const float *rstd, const float *g, int rows, int d,
-			    float *dg, float *db, float *dx)
+static void layer_norm_back(struct sdc_mt_model *m, const float *dout, const float *xh, const float *rstd,
+			    const float *g, int rows, int d, float *dg, float *db, float *dx)
 {
-	const float inv_d = 1.0f / (float)d;
-	for (int j = 0; j < d; j++)
-		dg[j] = 0.0f, db[j] = 0.0f;
-	for (int i = 0; i < rows; i++) {
-		const float *dr = dout + (long)i * d, *xr = xh + (long)i * d;
-		float m1 = 0.0f, m2 = 0.0f;
-		for (int j = 0; j < d; j++) {
-			dg[j] = dg[j] + dr[j] * xr[j];
-			db[j] = db[j] + dr[j];
-			const float dxh = dr[j] * g[j];
-			m1 = m1 + dxh;
-			m2 = m2 + dxh * xr[j];
-		}
-		if (!dx)
-			continue;
-		m1 = m1 * inv_d, m2 = m2 * inv_d;
-		for (int j = 0; j < d; j++) {
-			const float dxh = dr[j] * g[j];
-			dx[(long)i * d + j] = dx[(long)i * d + j] + rstd[i] * (dxh - m1 - xr[j] * m2);
-		}
-	}
+	const struct sdc_mt_op params = { .code = SDC_MT_OP_LN_BACK_PARAMS, .n = d, .i = { rows, d }, .a = dout, .b = xh,
+					  .x = dg, .y = db };
+	mt_run(m, &params);
+	if (!dx)
+		return;
+	const struct sdc_mt_op in = { .code = SDC_MT_OP_LN_BACK_X, .n = rows, .i = { rows, d }, .a = dout, .b = xh,
+				      .c = rstd, .d = g, .x = dx };
+	mt_run(m, &in);
 }
 
 static const char *const gemm_names[6] = { "Q = h Wq", "K = h Wk", "V = h Wv", "S = Q K^T", "O = P V", "Y = O Wo" };
@@ -127,17 +100,19 @@ static void attn_gemm(struct sdc_mt_model *m, const struct sdc_mt_hooks *hk, int
 		/* The hook sees the output as its own dense tensor (head slices are strided). */
 		static const char *const act[6] = { "act.Q", "act.K", "act.V", "act.S", "act.O", "act.Y" };
 		if (ldc == cols) {
-			mt_activation(hk, step, act[which], c, rows, cols);
+			mt_activation(m, hk, step, act[which], c, rows, cols);
 		} else {
-			for (int i = 0; i < rows; i++)
-				memcpy(x->tmp + (long)i * cols, c + (long)i * ldc, sizeof(float) * cols);
-			mt_activation(hk, step, act[which], x->tmp, rows, cols);
-			for (int i = 0; i < rows; i++)
-				memcpy(c + (long)i * ldc, x->tmp + (long)i * cols, sizeof(float) * cols);
+			const struct sdc_mt_op out = { .code = SDC_MT_OP_COPY2D, .n = (long)rows * cols,
+						       .i = { rows, cols, ldc, cols }, .a = c, .x = x->tmp };
+			const struct sdc_mt_op back = { .code = SDC_MT_OP_COPY2D, .n = (long)rows * cols,
+							.i = { rows, cols, cols, ldc }, .a = x->tmp, .x = c };
+			mt_run(m, &out);
+			mt_activation(m, hk, step, act[which], x->tmp, rows, cols);
+			mt_run(m, &back);
 		}
 	}
 	struct sdc_attn_event ev[MAX_EVENTS];
-	const int bad = sdc_attn_check(rows, cols, kk, a, lda, b, ldb, c, ldc, x->chk, ev, MAX_EVENTS);
+	const int bad = mt_attn_check(m, rows, cols, kk, a, lda, b, ldb, c, ldc, ev, MAX_EVENTS);
 	for (int i = 0; i < bad && i < MAX_EVENTS; i++) {
 		ev[i].gemm = gemm_names[which], ev[i].gemm_index = which, ev[i].batch = batch, ev[i].head = head;
 		if (hk && hk->attn)
@@ -145,37 +120,36 @@ static void attn_gemm(struct sdc_mt_model *m, const struct sdc_mt_hooks *hk, int
 	}
 }
 
-static void adam(struct xfmr *x, int i)
+static void adam(struct sdc_mt_model *m, struct xfmr *x, int i)
 {
-	float *w = x->p[i], *g = x->g[i], *mm = x->am[i], *vv = x->av[i];
-	const float c1 = 1.0f - BETA1, c2 = 1.0f - BETA2;
-	const float bc1 = 1.0f - x->beta1_t, bc2 = 1.0f - x->beta2_t;
-	for (size_t j = 0; j < x->n[i]; j++) {
-		mm[j] = BETA1 * mm[j] + c1 * g[j];
-		vv[j] = BETA2 * vv[j] + c2 * (g[j] * g[j]);
-		const float mh = mm[j] / bc1, vh = vv[j] / bc2;
-		w[j] = w[j] - LR * mh / (sqrtf(vh) + ADAM_EPS);
-	}
+	const struct sdc_mt_op o = { .code = SDC_MT_OP_ADAM, .n = (long)x->n[i],
+				     .f = { LR, BETA1, BETA2, ADAM_EPS, 1.0f - BETA1, 1.0f - BETA2, 1.0f - x->beta1_t,
+					    1.0f - x->beta2_t },
+				     .a = x->g[i], .x = x->p[i], .y = x->am[i], .z = x->av[i] };
+	mt_run(m, &o);
 }
 
 static float xfmr_step(struct sdc_mt_model *m, int step, const struct sdc_mt_hooks *hk)
 {
 	struct xfmr *x = m->impl;
 	const int B = x->B, T = x->T, D = x->D, NH = x->NH, DH = x->DH, F = x->F, N = x->N;
+	const long ND = (long)N * D;
 	const float scale = 1.0f / sqrtf((float)DH);
 
 	/* data: N(0,1)-ish inputs, target = the sequence shifted by one position */
 	const struct sdc_rng r = sdc_rng_make(m->cfg.seed, SDC_RNG_PROBE_MINITRAIN, SDC_RNG_SHARED, SDC_RNG_SHARED,
 					      SDC_MT_XFMR << 8 | PURPOSE_DATA);
 	/* A shard is its stretch of the global batch's stream (blocks of 4 floats; N D % 4 == 0). */
-	mt_fill_uniform(x->x, (size_t)N * D, 1.0f, &r, ((uint64_t)step << 24) + (uint64_t)m->cfg.shard * N * D / 4);
+	mt_fill_uniform(x->hx, (size_t)ND, 1.0f, &r, ((uint64_t)step << 24) + (uint64_t)m->cfg.shard * N * D / 4);
 	for (int b = 0; b < B; b++)
 		for (int t = 0; t < T; t++)
-			memcpy(x->tgt + ((long)b * T + t) * D, x->x + ((long)b * T + (t + T - 1) % T) * D,
+			memcpy(x->htgt + ((long)b * T + t) * D, x->hx + ((long)b * T + (t + T - 1) % T) * D,
 			       sizeof(float) * D);
+	mt_upload(m, x->x, x->hx, sizeof(float) * (size_t)ND);
+	mt_upload(m, x->tgt, x->htgt, sizeof(float) * (size_t)ND);
 
 	/* ---- forward ---- */
-	layer_norm(x->x, N, D, x->p[LN1_G], x->p[LN1_B], x->xh1, x->rstd1, x->h);
+	layer_norm(m, x->x, N, D, x->p[LN1_G], x->p[LN1_B], x->xh1, x->rstd1, x->h);
 	attn_gemm(m, hk, step, 0, -1, -1, N, D, D, x->h, D, x->p[WQ], D, x->q, D);
 	attn_gemm(m, hk, step, 1, -1, -1, N, D, D, x->h, D, x->p[WK], D, x->k, D);
 	attn_gemm(m, hk, step, 2, -1, -1, N, D, D, x->h, D, x->p[WV], D, x->v, D);
@@ -183,122 +157,98 @@ static float xfmr_step(struct sdc_mt_model *m, int step, const struct sdc_mt_hoo
 		for (int hd = 0; hd < NH; hd++) {
 			const long r0 = (long)b * T * D + (long)hd * DH;
 			float *s = x->s + ((long)b * NH + hd) * T * T, *pa = x->att + ((long)b * NH + hd) * T * T;
-			mt_transpose(T, DH, x->k + r0, D, x->tr, T); /* K_h^T: DH x T */
+			mt_transpose(m, T, DH, x->k + r0, D, x->tr, T); /* K_h^T: DH x T */
 			attn_gemm(m, hk, step, 3, b, hd, T, T, DH, x->q + r0, D, x->tr, T, s, T);
-			for (int i = 0; i < T; i++) {
-				const float *si = s + (long)i * T;
-				float *pi = pa + (long)i * T;
-				float mx = si[0] * scale;
-				for (int j = 1; j < T; j++)
-					mx = si[j] * scale > mx ? si[j] * scale : mx;
-				float sum = 0.0f;
-				for (int j = 0; j < T; j++) {
-					pi[j] = (float)sdc_exp((double)(si[j] * scale - mx));
-					sum = sum + pi[j];
-				}
-				for (int j = 0; j < T; j++)
-					pi[j] = pi[j] / sum;
-			}
+			const struct sdc_mt_op soft = { .code = SDC_MT_OP_SOFTMAX, .n = T, .i = { T, T }, .f = { scale },
+							.a = s, .x = pa };
+			mt_run(m, &soft);
 			attn_gemm(m, hk, step, 4, b, hd, T, DH, T, pa, T, x->v + r0, D, x->o + r0, D);
 		}
 	attn_gemm(m, hk, step, 5, -1, -1, N, D, D, x->o, D, x->p[WO], D, x->y, D);
-	for (long i = 0; i < (long)N * D; i++)
-		x->x1[i] = x->x[i] + x->y[i];
-	layer_norm(x->x1, N, D, x->p[LN2_G], x->p[LN2_B], x->xh2, x->rstd2, x->h2);
+	mt_add(m, x->x1, x->x, x->y, (size_t)ND);
+	layer_norm(m, x->x1, N, D, x->p[LN2_G], x->p[LN2_B], x->xh2, x->rstd2, x->h2);
 	mt_gemm(m, N, F, D, x->h2, D, x->p[W1], F, x->f, F);
-	mt_activation(hk, step, "act.F", x->f, N, F);
-	mt_add_bias(x->f, N, F, x->p[C1]);
-	mt_relu(x->f, (size_t)N * F);
+	mt_activation(m, hk, step, "act.F", x->f, N, F);
+	mt_add_bias(m, x->f, N, F, x->p[C1]);
+	mt_relu(m, x->f, (size_t)N * F);
 	mt_gemm(m, N, D, F, x->f, F, x->p[W2], D, x->z, D);
-	mt_add_bias(x->z, N, D, x->p[C2]);
-	float loss = 0.0f;
-	const float inv = 1.0f / (float)((long)N * D);
-	for (long i = 0; i < (long)N * D; i++) {
-		x->x2[i] = x->x1[i] + x->z[i];
-		const float e = x->x2[i] - x->tgt[i];
-		loss = loss + e * e;
-		x->dx2[i] = 2.0f * e * inv;
-	}
-	loss = loss * inv;
+	mt_add_bias(m, x->z, N, D, x->p[C2]);
+	/* mean squared error against the target, and its gradient */
+	const float inv = 1.0f / (float)ND;
+	const struct sdc_mt_op grad = { .code = SDC_MT_OP_MSE_GRAD, .n = ND, .f = { inv }, .a = x->x1, .b = x->z,
+					.c = x->tgt, .x = x->x2, .y = x->dx2 };
+	const struct sdc_mt_op mse = { .code = SDC_MT_OP_MSE_LOSS, .n = 1, .i = { (int)ND }, .f = { inv }, .a = x->x2,
+				       .b = x->tgt, .x = x->loss };
+	mt_run(m, &grad);
+	mt_run(m, &mse);
+	const float loss = mt_read1(m, x->loss);
 
 	/* ---- backward ---- */
-	mt_colsum(x->dx2, N, D, x->g[C2]);
-	mt_transpose(N, F, x->f, F, x->tr, N);
+	mt_colsum(m, x->dx2, N, D, x->g[C2]);
+	mt_transpose(m, N, F, x->f, F, x->tr, N);
 	mt_gemm(m, F, D, N, x->tr, N, x->dx2, D, x->g[W2], D);
-	mt_transpose(F, D, x->p[W2], D, x->tr2, F);
+	mt_transpose(m, F, D, x->p[W2], D, x->tr2, F);
 	mt_gemm(m, N, F, D, x->dx2, D, x->tr2, F, x->df, F);
-	mt_relu_mask(x->df, x->f, (size_t)N * F);
-	mt_colsum(x->df, N, F, x->g[C1]);
-	mt_transpose(N, D, x->h2, D, x->tr, N);
+	mt_relu_mask(m, x->df, x->f, (size_t)N * F);
+	mt_colsum(m, x->df, N, F, x->g[C1]);
+	mt_transpose(m, N, D, x->h2, D, x->tr, N);
 	mt_gemm(m, D, F, N, x->tr, N, x->df, F, x->g[W1], F);
-	mt_transpose(D, F, x->p[W1], F, x->tr2, D);
+	mt_transpose(m, D, F, x->p[W1], F, x->tr2, D);
 	mt_gemm(m, N, D, F, x->df, F, x->tr2, D, x->dh2, D);
-	memcpy(x->dx1, x->dx2, sizeof(float) * (size_t)N * D);
-	layer_norm_back(x->dh2, x->xh2, x->rstd2, x->p[LN2_G], N, D, x->g[LN2_G], x->g[LN2_B], x->dx1);
+	const struct sdc_mt_op copy = { .code = SDC_MT_OP_COPY2D, .n = ND, .i = { N, D, D, D }, .a = x->dx2, .x = x->dx1 };
+	mt_run(m, &copy);
+	layer_norm_back(m, x->dh2, x->xh2, x->rstd2, x->p[LN2_G], N, D, x->g[LN2_G], x->g[LN2_B], x->dx1);
 	/* attention: dY = dX1 */
-	mt_transpose(N, D, x->o, D, x->tr, N);
+	mt_transpose(m, N, D, x->o, D, x->tr, N);
 	mt_gemm(m, D, D, N, x->tr, N, x->dx1, D, x->g[WO], D);
-	mt_transpose(D, D, x->p[WO], D, x->tr2, D);
+	mt_transpose(m, D, D, x->p[WO], D, x->tr2, D);
 	mt_gemm(m, N, D, D, x->dx1, D, x->tr2, D, x->do_, D);
 	for (int b = 0; b < B; b++)
 		for (int hd = 0; hd < NH; hd++) {
 			const long r0 = (long)b * T * D + (long)hd * DH;
 			const float *pa = x->att + ((long)b * NH + hd) * T * T;
 			/* dP = dO_h V_h^T */
-			mt_transpose(T, DH, x->v + r0, D, x->tr, T);
+			mt_transpose(m, T, DH, x->v + r0, D, x->tr, T);
 			mt_gemm(m, T, T, DH, x->do_ + r0, D, x->tr, T, x->dp, T);
 			/* dV_h = P^T dO_h */
-			mt_transpose(T, T, pa, T, x->tr2, T);
+			mt_transpose(m, T, T, pa, T, x->tr2, T);
 			mt_gemm(m, T, DH, T, x->tr2, T, x->do_ + r0, D, x->dv + r0, D);
 			/* dS = P (dP - rowsum(dP P)) scale */
-			for (int i = 0; i < T; i++) {
-				const float *pi = pa + (long)i * T, *dpi = x->dp + (long)i * T;
-				float dot = 0.0f;
-				for (int j = 0; j < T; j++)
-					dot = dot + dpi[j] * pi[j];
-				for (int j = 0; j < T; j++)
-					x->ds[(long)i * T + j] = pi[j] * (dpi[j] - dot) * scale;
-			}
+			const struct sdc_mt_op soft_back = { .code = SDC_MT_OP_SOFTMAX_BACK, .n = T, .i = { T, T },
+							     .f = { scale }, .a = pa, .b = x->dp, .x = x->ds };
+			mt_run(m, &soft_back);
 			/* dQ_h = dS K_h; dK_h = dS^T Q_h */
 			mt_gemm(m, T, DH, T, x->ds, T, x->k + r0, D, x->dq + r0, D);
-			mt_transpose(T, T, x->ds, T, x->tr2, T);
+			mt_transpose(m, T, T, x->ds, T, x->tr2, T);
 			mt_gemm(m, T, DH, T, x->tr2, T, x->q + r0, D, x->dk + r0, D);
 		}
-	mt_transpose(N, D, x->h, D, x->tr, N);
+	mt_transpose(m, N, D, x->h, D, x->tr, N);
 	mt_gemm(m, D, D, N, x->tr, N, x->dq, D, x->g[WQ], D);
 	mt_gemm(m, D, D, N, x->tr, N, x->dk, D, x->g[WK], D);
 	mt_gemm(m, D, D, N, x->tr, N, x->dv, D, x->g[WV], D);
 	/* dh = dQ Wq^T + dK Wk^T + dV Wv^T, summed in that order */
-	mt_transpose(D, D, x->p[WQ], D, x->tr2, D);
+	mt_transpose(m, D, D, x->p[WQ], D, x->tr2, D);
 	mt_gemm(m, N, D, D, x->dq, D, x->tr2, D, x->dh, D);
-	mt_transpose(D, D, x->p[WK], D, x->tr2, D);
+	mt_transpose(m, D, D, x->p[WK], D, x->tr2, D);
 	mt_gemm(m, N, D, D, x->dk, D, x->tr2, D, x->tmp, D);
-	for (long i = 0; i < (long)N * D; i++)
-		x->dh[i] = x->dh[i] + x->tmp[i];
-	mt_transpose(D, D, x->p[WV], D, x->tr2, D);
+	mt_add(m, x->dh, x->dh, x->tmp, (size_t)ND);
+	mt_transpose(m, D, D, x->p[WV], D, x->tr2, D);
 	mt_gemm(m, N, D, D, x->dv, D, x->tr2, D, x->tmp, D);
-	for (long i = 0; i < (long)N * D; i++)
-		x->dh[i] = x->dh[i] + x->tmp[i];
-	layer_norm_back(x->dh, x->xh1, x->rstd1, x->p[LN1_G], N, D, x->g[LN1_G], x->g[LN1_B], NULL);
-	if (hk && hk->gradients)
-		hk->gradients(hk->ctx, step);
-	if (hk && hk->reduce)
-		hk->reduce(hk->ctx, step);
+	mt_add(m, x->dh, x->dh, x->tmp, (size_t)ND);
+	layer_norm_back(m, x->dh, x->xh1, x->rstd1, x->p[LN1_G], N, D, x->g[LN1_G], x->g[LN1_B], NULL);
+	mt_grads_ready(m, hk, step);
 
 	/* ---- Adam ---- */
 	x->beta1_t = x->beta1_t * BETA1;
 	x->beta2_t = x->beta2_t * BETA2;
 	for (int i = 0; i < NPARAMS; i++)
-		adam(x, i);
+		adam(m, x, i);
 	return loss;
 }
 
 static void xfmr_free(void *impl)
 {
-	struct xfmr *x = impl;
-	if (x)
-		free(x->chk);
-	free(x);
+	free(impl); /* (its arrays belong to the model) */
 }
 
 int mt_xfmr_init(struct sdc_mt_model *m, char *err, size_t errlen)
@@ -345,7 +295,8 @@ int mt_xfmr_init(struct sdc_mt_model *m, char *err, size_t errlen)
 	     (x->df = mt_alloc(m, (size_t)N * F)) && (x->dp = mt_alloc(m, (size_t)T * T)) &&
 	     (x->ds = mt_alloc(m, (size_t)T * T)) && (x->tmp = mt_alloc(m, nd > (size_t)T * T ? nd : (size_t)T * T)) &&
 	     (x->tr = mt_alloc(m, wide)) && (x->tr2 = mt_alloc(m, (size_t)D * F + (size_t)D * D + (size_t)T * T)) &&
-	     (x->chk = malloc(sizeof(double) * 4 * (size_t)(N + F + D + T)));
+	     (x->loss = mt_alloc(m, 1)) && (x->hx = mt_host_alloc(m, sizeof(float) * nd)) &&
+	     (x->htgt = mt_host_alloc(m, sizeof(float) * nd)) && !mt_attn_reserve(m, N > D ? N : D);
 	if (!ok)
 		return snprintf(err, errlen, "xfmr: out of memory"), -1;
 	const double proj = 2.0 * N * D * D, attn = 2.0 * x->B * x->NH * (double)T * T * x->DH;

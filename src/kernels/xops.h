@@ -11,6 +11,7 @@
 #ifndef SDC_XOPS_H
 #define SDC_XOPS_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -19,6 +20,9 @@
 #if defined(__CUDA_ARCH__)
 #define SDC_XMUL(a, b) __fmul_rn((a), (b))
 #define SDC_XADD(a, b) __fadd_rn((a), (b))
+#define SDC_XSUB(a, b) __fsub_rn((a), (b))
+#define SDC_XDIV(a, b) __fdiv_rn((a), (b))
+#define SDC_XSQRT(a) __fsqrt_rn(a)
 #define SDC_XMULD(a, b) __dmul_rn((a), (b))
 #define SDC_XADDD(a, b) __dadd_rn((a), (b))
 #define SDC_XSUBD(a, b) __dsub_rn((a), (b))
@@ -26,6 +30,9 @@
 #else
 #define SDC_XMUL(a, b) ((a) * (b))
 #define SDC_XADD(a, b) ((a) + (b))
+#define SDC_XSUB(a, b) ((a) - (b))
+#define SDC_XDIV(a, b) ((a) / (b))
+#define SDC_XSQRT(a) sqrtf(a)
 #define SDC_XMULD(a, b) ((a) * (b))
 #define SDC_XADDD(a, b) ((a) + (b))
 #define SDC_XSUBD(a, b) ((a) - (b))

@@ -19,7 +19,7 @@
 
 #include "base/hd.h"
 
-#define SDC_GPU_MODULE_ABI 4
+#define SDC_GPU_MODULE_ABI 5
 #define SDC_GPU_MODULE_SYMBOL "sdc_gpu_module"
 
 /* What the CUDA runtime says of one GPU. */
@@ -117,6 +117,8 @@ struct sdc_gpu_sm_replay {
 };
 
 struct sdc_gpu_gemm;
+struct sdc_gpu_mt;
+struct sdc_mt_op;
 
 /* NCCL (kernels/cuda/nccl.cu): the unique id's size, and what one checked collective found. */
 #define SDC_GPU_NCCL_ID_BYTES 128
@@ -204,6 +206,22 @@ struct sdc_gpu_module {
 	/* n x n x n: the exact kernel and cuBLAS sgemm on the same device operands, reps each back to
 	 * back; seconds per GEMM of each (the best of three turns). */
 	int (*xgemm_bench)(int n, int reps, double *exact_s, double *sgemm_s, double timeout, char *err, size_t errlen);
+
+	/* ---- minitrain's steps on the calling thread's GPU (kernels/mt_ops.h, kernels/cuda/minitrain.cu):
+	 * the model's minitrain.h backend. One stream; every operation a kernel of one CUDA thread per
+	 * operation thread, calling the same sdc_mt_op_thread the CPU runs; the GEMM the exact kernel.
+	 * Copies wait for the stream by polling it to the deadline (a hung GPU fails the call, never
+	 * blocks it); after one failure every call fails, mt_error saying why. ---- */
+	struct sdc_gpu_mt *(*mt_open)(double timeout, char *err, size_t errlen);
+	void (*mt_close)(struct sdc_gpu_mt *g);
+	void *(*mt_alloc)(struct sdc_gpu_mt *g, size_t bytes); /* zeroed device memory; NULL: see mt_error */
+	void (*mt_free)(struct sdc_gpu_mt *g, void *p);
+	int (*mt_upload)(struct sdc_gpu_mt *g, void *dev, const void *host, size_t bytes);
+	int (*mt_download)(struct sdc_gpu_mt *g, void *host, const void *dev, size_t bytes);
+	int (*mt_op)(struct sdc_gpu_mt *g, const struct sdc_mt_op *op);
+	int (*mt_gemm)(struct sdc_gpu_mt *g, int m, int n, int k, const float *a, int lda, const float *b, int ldb,
+		       float *c, int ldc);
+	const char *(*mt_error)(struct sdc_gpu_mt *g);
 
 	/* ---- the allreduce probe's hop checks (kernels/ring_hd.h, kernels/cuda/ring.cu) ---- */
 	/* The CRC32C of len bytes (host memory) computed on the GPU, in pieces joined there. */

@@ -5,7 +5,10 @@
 # identity in the report, the GPU lanes of int8/fp32 voting with the cores (bit-identical results),
 # every GPU fault kind found and located (selftest), a persistent SM fault named with its SM, a new
 # uncorrectable ECC error, extreme data against its closed form (and a narrow accumulator), a sticky CUDA error (UNKNOWN naming the GPU), a missing GPU (WARNING),
-# --gpus, and a host without a module (the CPU scan goes on, the report says why).
+# --gpus, and a host without a module (the CPU scan goes on, the report says why). minitrain on
+# GPUs (the fake runs kernels/mt_ops.h's threads in reverse order): the shipped goldens hold, the
+# work digests equal the core's, a GPU that rounds one update wrong is named with the element,
+# every fault kind on GPU memory is located, a hung GPU is lost within its timeout.
 # usage: gpu_host.sh SDCSCAN FAKE_GPU_MODULE FAKE_NVML
 . "$(dirname "$0")/lib.sh"
 FAKE_GPU=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
@@ -326,4 +329,41 @@ FAKE_GPU_COUNT=4 expect_exit 3 nclocalone "$SDCSCAN" run $NC --gpus 2 --duration
 expect_grep nclocalone out "1 GPU selected: NCCL between GPUs needs 2 or more"
 FAKE_GPU_COUNT=4 FAKE_GPU_NCCL=0 expect_exit 3 nclocalnone "$SDCSCAN" run $NC --duration 2
 expect_grep nclocalnone out "or NCCL between this host's GPUs, which cannot be loaded here"
+
+# minitrain on GPUs: the selftest's golden (built in), two GPUs and a core training the same model.
+MT="--probe minitrain --set minitrain.seed=1 --set minitrain.steps=12 --set minitrain.checkpoint=4 \
+--set minitrain.dlrm_rows=256 --set minitrain.dlrm_batch=32 --set minitrain.xfmr_seq=16 --set minitrain.xfmr_ff=64 \
+--cpus 0 --duration 2"
+FAKE_GPU_COUNT=2 expect_exit 0 mtclean "$SDCSCAN" run $MT --json "$TMP/mtclean.json"
+for d in gpu0 gpu1; do
+	for v in dlrm xfmr; do
+		expect_grep mtclean out "^minitrain/$v  *$d  *OK .*kernel exact CUDA, golden: built-in golden minitrain-selftest"
+	done
+done
+check=$(json_get "$TMP/mtclean.json" "' '.join('%s:%s' % (v, len({x['work_digest']['sha256'] for x in r['results'] if x['variant'] == v})) for v in ('dlrm', 'xfmr')) + ' ' + str(sorted({x['device'] for x in r['results']}))")
+[ "$check" = "dlrm:1 xfmr:1 ['cpu0', 'gpu0', 'gpu1']" ] || fail "mtclean: the core's and the GPUs' work digests differ: $check"
+# GPU 1 rounds every SGD update's element 0 wrong: the golden names the first element (against a
+# replay on a core), the vote names gpu1, nothing else is named.
+FAKE_GPU_COUNT=2 FAKE_GPU_MT_BUG=1 expect_exit 2 mtbug "$SDCSCAN" run $MT --set minitrain.models=dlrm --json "$TMP/mtbug.json"
+expect_grep mtbug out "gpu1 iteration 1: golden-divergence at W\[0\]\[0\]: .* xor 0x00000001; step 1: .*first bottom.W0\[0\]\[0\]"
+expect_grep mtbug out "a replay on this GPU ALSO differs from step 1: persistent (the element is against a replay on a CPU core"
+check=$(json_get "$TMP/mtbug.json" "sorted({f['device'] for f in r['findings'] if f['device'] != 'host'}), sorted({f['kind'] for f in r['findings'] if f['device'] == 'gpu1'})")
+[ "$check" = "['gpu1'] ['device-disagreement', 'golden-divergence']" ] || fail "mtbug: findings on and kinds: $check"
+# Every fault kind in GPU memory, on gpu0: found at its element (the selftest's faults, on the GPU).
+FAKE_GPU_COUNT=1 expect_exit 2 mtfaults "$SDCSCAN" run $MT --json "$TMP/mtfaults.json" \
+	--inject minitrain/dlrm:W:iter=3,device=gpu0 --inject minitrain/dlrm:G:iter=5,tensor=grad.top.U0,bit=27,device=gpu0 \
+	--inject minitrain/dlrm:O:iter=7,tensor=adagrad.emb1,device=gpu0 \
+	--inject minitrain/xfmr:W:iter=2,tensor=attn.Wv,bit=30,device=gpu0 --inject minitrain/xfmr:G:iter=4,bit=28,device=gpu0 \
+	--inject minitrain/xfmr:O:iter=6,tensor=adam.v.mlp.W1,device=gpu0 \
+	--inject minitrain/xfmr:A:iter=8,tensor=act.Q,bit=30,device=gpu0 --inject minitrain/xfmr:A:iter=9,tensor=act.S,bit=31,device=gpu0
+check=$(located "$TMP/mtfaults.json")
+[ "$check" = ok ] || fail "mtfaults: $check"
+# (one core and one GPU: the vote has no majority to name either, so only the goldens name gpu0)
+check=$(json_get "$TMP/mtfaults.json" "len(r['injections']), sorted({f['device'] for f in r['findings'] if f['device'] != 'host'})")
+[ "$check" = "8 ['gpu0']" ] || fail "mtfaults: injections and devices named: $check"
+# A GPU that stops: its copy back waits out gpu_timeout, the GPU is lost (UNKNOWN), the core goes on.
+FAKE_GPU_COUNT=1 FAKE_GPU_MT_HANG=0 expect_exit 3 mthang "$SDCSCAN" run $MT --set minitrain.models=dlrm \
+	--set minitrain.gpu_timeout=2
+expect_grep mthang out "gpu0 (0000:f0:00.0): step 0: copying from the device: a copy from the GPU did not finish within 2 s"
+expect_grep mthang out "^minitrain/dlrm  *cpu0  *OK"
 finish

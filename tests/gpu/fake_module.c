@@ -22,6 +22,11 @@
  *   FAKE_GPU_CRC_BUG=1    the GPU's CRC32C joins its pieces wrong (the pieces' lengths swapped)
  *   FAKE_GPU_XMATH_BUG=1  exp is libm's, not the exact class's (a port that called the library)
  *   FAKE_GPU_HOP_BUG=1    the hop check misses the last wrong element it meets
+ *   FAKE_GPU_MT_BUG=D     GPU D's training kernels round one result wrong: every SGD update's
+ *                         element 0 comes out with its lowest bit flipped (a GPU that trains
+ *                         differently every time, as the goldens and the vote must show)
+ *   FAKE_GPU_MT_HANG=D    GPU D's training kernels stop at the 5th copy back: it waits out the
+ *                         deadline and fails, as the CUDA module's polled copies do
  *
  *   NCCL, as MPI's collectives on host memory (the module is built with MPI where sdcscan is):
  *   FAKE_GPU_NCCL=0       no NCCL library on this host
@@ -39,6 +44,8 @@
  *
  * The exact class (xgemm, xmath) and the hop checks (crc32c, ring_check) are the device code's
  * host twins: the same xops.h and ring_hd.h functions, over every index as the kernels' threads.
+ * minitrain's operations (mt_ entries) run mt_ops.h's threads in reverse order, as a GPU may run
+ * them in any order, on "device memory" that is host memory the fake allocates.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -52,6 +59,7 @@
 #include "kernels/gemm_data.h"
 #include "kernels/gpu_module.h"
 #include "kernels/half.h"
+#include "kernels/mt_ops.h"
 #include "kernels/ring_hd.h"
 #include "kernels/xops.h"
 #include "sdc_config.h"
@@ -1148,6 +1156,102 @@ static int fake_ping(int device, double timeout, char *err, size_t errlen)
 	return -1;
 }
 
+/* ---- minitrain's steps ---- */
+
+struct sdc_gpu_mt {
+	int device, copies;
+	double timeout;
+	bool bug, hang;
+	char err[256];
+};
+
+static struct sdc_gpu_mt *fake_mt_open(double timeout, char *err, size_t errlen)
+{
+	struct sdc_gpu_mt *g = calloc(1, sizeof(*g));
+	if (!g) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	g->device = bound, g->timeout = timeout;
+	g->bug = getenv("FAKE_GPU_MT_BUG") && env_int("FAKE_GPU_MT_BUG", -1) == bound;
+	g->hang = getenv("FAKE_GPU_MT_HANG") && env_int("FAKE_GPU_MT_HANG", -1) == bound;
+	return g;
+}
+
+static void fake_mt_close(struct sdc_gpu_mt *g)
+{
+	free(g);
+}
+
+static void *fake_mt_alloc(struct sdc_gpu_mt *g, size_t bytes)
+{
+	void *p = g->err[0] ? NULL : calloc(1, bytes);
+	if (!p && !g->err[0])
+		snprintf(g->err, sizeof(g->err), "cudaErrorMemoryAllocation (fake)");
+	return p;
+}
+
+static void fake_mt_free(struct sdc_gpu_mt *g, void *p)
+{
+	(void)g;
+	free(p);
+}
+
+static int fake_mt_copy(struct sdc_gpu_mt *g, void *to, const void *from, size_t bytes, bool back)
+{
+	if (g->err[0])
+		return -1;
+	if (back && g->hang && ++g->copies >= 5) {
+		wait_out(fake_now(), g->timeout);
+		snprintf(g->err, sizeof(g->err), "a copy from the GPU did not finish within %.0f s (fake: GPU %d stopped)",
+			 g->timeout, g->device);
+		return -1;
+	}
+	memcpy(to, from, bytes);
+	return 0;
+}
+
+static int fake_mt_upload(struct sdc_gpu_mt *g, void *dev, const void *host, size_t bytes)
+{
+	return fake_mt_copy(g, dev, host, bytes, false);
+}
+
+static int fake_mt_download(struct sdc_gpu_mt *g, void *host, const void *dev, size_t bytes)
+{
+	return fake_mt_copy(g, host, dev, bytes, true);
+}
+
+static int fake_mt_op(struct sdc_gpu_mt *g, const struct sdc_mt_op *op)
+{
+	if (g->err[0])
+		return -1;
+	for (long t = op->n - 1; t >= 0; t--)
+		sdc_mt_op_thread(op, t);
+	if (g->bug && op->code == SDC_MT_OP_SGD) {
+		uint32_t u;
+		memcpy(&u, &op->x[0], 4);
+		u ^= 1;
+		memcpy(&op->x[0], &u, 4);
+	}
+	return 0;
+}
+
+static int fake_mt_gemm(struct sdc_gpu_mt *g, int m, int n, int k, const float *a, int lda, const float *b, int ldb,
+			float *c, int ldc)
+{
+	if (g->err[0])
+		return -1;
+	for (int i = m - 1; i >= 0; i--)
+		for (int j = n - 1; j >= 0; j--)
+			c[(long)i * ldc + j] = sdc_xdot(k, a + (long)i * lda, 1, b + j, ldb);
+	return 0;
+}
+
+static const char *fake_mt_error(struct sdc_gpu_mt *g)
+{
+	return g->err;
+}
+
 static const struct sdc_gpu_module fake = {
 	.abi = SDC_GPU_MODULE_ABI,
 	.cuda_runtime = "fake",
@@ -1179,6 +1283,15 @@ static const struct sdc_gpu_module fake = {
 	.nccl_ring = fake_nccl_ring,
 	.nccl_rank_mean = fake_nccl_rank_mean,
 	.ping = fake_ping,
+	.mt_open = fake_mt_open,
+	.mt_close = fake_mt_close,
+	.mt_alloc = fake_mt_alloc,
+	.mt_free = fake_mt_free,
+	.mt_upload = fake_mt_upload,
+	.mt_download = fake_mt_download,
+	.mt_op = fake_mt_op,
+	.mt_gemm = fake_mt_gemm,
+	.mt_error = fake_mt_error,
 };
 
 const struct sdc_gpu_module *sdc_gpu_module(void);

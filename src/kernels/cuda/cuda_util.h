@@ -56,11 +56,17 @@ struct sdc_crc_scratch {
 uint64_t sdc_cuda_crc_pieces(uint64_t len);
 void sdc_cuda_crc_enqueue(const uint8_t *p, uint64_t len, struct sdc_crc_scratch *sc, int *which, cudaStream_t s);
 
+/* The exact GEMM kernel (xgemm.cu) on device matrices, row-major with leading dimensions; m, n >= 1. */
+void sdc_cuda_xgemm_launch(int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c, int ldc,
+			   cudaStream_t s);
+
 /* Fills the engine's entries of the module table (gemm.cu), and the exact class's (xgemm.cu). */
 void sdc_cuda_gemm_ops(struct sdc_gpu_module *m);
 void sdc_cuda_xops(struct sdc_gpu_module *m);
 /* ... and the allreduce probe's hop checks' (ring.cu). */
 void sdc_cuda_ring_ops(struct sdc_gpu_module *m);
+/* ... and minitrain's steps (minitrain.cu). */
+void sdc_cuda_mt_ops(struct sdc_gpu_module *m);
 /* ... and NCCL's collectives checked exactly, and the GPU's ping (nccl.cu). */
 void sdc_cuda_nccl_ops(struct sdc_gpu_module *m);
 

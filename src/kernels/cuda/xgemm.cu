@@ -78,10 +78,16 @@ __global__ void k_xmath(int n, const double *x, double *e, double *l)
 	}
 }
 
-static void launch_xgemm(int m, int n, int k, const float *a, const float *b, float *c, cudaStream_t s)
+void sdc_cuda_xgemm_launch(int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c, int ldc,
+			   cudaStream_t s)
 {
 	const dim3 grid((unsigned)((n + BN - 1) / BN), (unsigned)((m + BM - 1) / BM));
-	k_xgemm<<<grid, 256, 0, s>>>(m, n, k, a, k, b, n, c, n);
+	k_xgemm<<<grid, 256, 0, s>>>(m, n, k, a, lda, b, ldb, c, ldc);
+}
+
+static void launch_xgemm(int m, int n, int k, const float *a, const float *b, float *c, cudaStream_t s)
+{
+	sdc_cuda_xgemm_launch(m, n, k, a, k, b, n, c, n, s);
 }
 
 static int m_xgemm(int m, int n, int k, const float *a, const float *b, float *c, double timeout, char *err,

@@ -1,16 +1,17 @@
 /*
- * minitrain: deterministic mini-training (kernels/minitrain.h) on every selected core, as Adept
- * ran it on every node: the same model, seed and data everywhere, so any difference is a fault.
+ * minitrain: deterministic mini-training (kernels/minitrain.h) on every selected core and GPU, as
+ * Adept ran it on every node: the same model, seed and data everywhere, so any difference is a
+ * fault. A GPU trains with the same operations (kernels/mt_ops.h, gpu.c): the same bits.
  *
  * One iteration is one training step; a run of `steps` steps starts from the seed's weights and
  * repeats while time remains. Every step is checked three ways:
  *   - against the golden trajectory when one matches the options and seed (compiled in for the
  *     default profiles, or the file given to `sdcscan golden verify`): the state entering each
  *     step (XXH3 per step, SHA-256 per tensor at checkpoints), the gradients before each update
- *     and the loss. At the first difference the step is replayed from the seed on this core and
- *     compared element by element, so the finding names the step, the tensor, the element, its
+ *     and the loss. At the first difference the step is replayed from the seed on this core (or
+ *     GPU) and compared element by element, so the finding names the step, the tensor, the element, its
  *     bits, and whether the divergence began as a NaN/INF event or as a silent change of value;
- *   - across cores, by the framework's vote on each step's digest (the odd core is named);
+ *   - across cores and GPUs, by the framework's vote on each step's digest (the odd one is named);
  *   - inside the step, by ATTNChecker's checksums on the six attention GEMMs of the transformer.
  */
 #include <inttypes.h>
@@ -76,6 +77,9 @@ static const struct sdc_option minitrain_options[] = {
 	{ .name = "floor", .type = SDC_OPT_DOUBLE, .offset = OPT(floor), .def = "0", .neutral = true,
 	  .help = "per-core training steps below which the core is WARNING (0: no floor)", .dmin = 0, .dmax = 1e7,
 	  .unit = "steps/s" },
+	{ .name = "gpu_timeout", .type = SDC_OPT_DOUBLE, .offset = OPT(gpu_timeout), .def = "30", .neutral = true,
+	  .help = "seconds a GPU may take for the work queued before a copy back, past which it is declared hung",
+	  .dmin = 1, .dmax = 3600, .unit = "s" },
 	SDC_OPT_END,
 };
 
@@ -114,7 +118,9 @@ static int minitrain_variants(const void *opts, struct sdc_variant *out, int max
 	for (int i = 0; model_names[i] && n < max; i++) {
 		if (!sdc_opt_set_has(o->models, i))
 			continue;
-		out[n] = (struct sdc_variant){ .devices = SDC_ON_CPU, .seed = (uint64_t)o->seed, .param = { i } };
+		/* every core and every GPU trains the same model: one vote, one golden */
+		out[n] = (struct sdc_variant){ .devices = SDC_ON_CPU | SDC_ON_GPU, .seed = (uint64_t)o->seed,
+					       .param = { i } };
 		sdc_strlcpy(out[n++].name, model_names[i], SDC_NAME_MAX);
 	}
 	/* Under MPI the transformer also trains data-parallel across the ranks (Adept's job): one
@@ -410,9 +416,17 @@ static void minitrain_run(struct sdc_worker *w)
 	const struct mt_shared *sh = ctx->shared;
 	struct mt_worker mw = { .w = w, .sh = sh };
 	char err[256];
-	mw.m = sdc_mt_create(&sh->cfg, sh->plain ? sdc_xgemm_plain : sdc_xgemm, err, sizeof(err));
-	if (!mw.m) {
-		sdc_worker_error(w, "%s", err);
+	const bool on_gpu = w->dev->kind == SDC_DEVICE_GPU;
+	if (on_gpu && mt_gpu_open(&mw, ((const struct minitrain_opts *)ctx->opts)->gpu_timeout, err, sizeof(err))) {
+		sdc_worker_device_lost(w, "%s (%s): %s", w->dev->id, w->dev->gpu.pci_bus_id, err);
+		return;
+	}
+	if (!(mw.m = mt_model_new(&mw, err, sizeof(err)))) {
+		if (on_gpu)
+			sdc_worker_device_lost(w, "%s (%s): %s", w->dev->id, w->dev->gpu.pci_bus_id, err);
+		else
+			sdc_worker_error(w, "%s", err);
+		mt_gpu_close(&mw);
 		return;
 	}
 	mw.ntraj = sdc_mt_tensors(mw.m, &mw.traj);
@@ -444,13 +458,18 @@ static void minitrain_run(struct sdc_worker *w)
 	{
 		char line[256];
 		/* (over MPI, the default, goes unsaid: the line has 64 bytes, the golden's name comes first) */
-		snprintf(line, sizeof(line), "%s%s%s%s", sh->plain ? "plain" : sdc_xgemm_kernel(),
+		snprintf(line, sizeof(line), "%s%s%s%s", on_gpu ? "exact CUDA" : sh->plain ? "plain" : sdc_xgemm_kernel(),
 			 golden ? ", golden: " : ", no golden", golden ? sh->golden_origin : "",
 			 mw.dp_nccl ? ", NCCL grads" : "");
 		sdc_strlcpy(w->kernel, line, sizeof(w->kernel));
 	}
+	/* (the activation hook only in a step with an A fault due: on a GPU it moves the tensor) */
 	const struct sdc_mt_hooks hooks = { .ctx = &mw, .activation = hook_activation, .gradients = hook_gradients,
 					    .reduce = dp ? mt_hook_reduce : NULL, .attn = hook_attn };
+	struct sdc_mt_hooks no_act = hooks;
+	no_act.activation = NULL;
+	/* a GPU's lane is voted on and checked against the goldens, not held to the cores' floor */
+	w->no_floor = on_gpu;
 	sdc_worker_restart_clock(w);
 	while (dp ? !mw.dp_failed : sdc_worker_continue(w)) {
 		sdc_mt_reset(mw.m);
@@ -502,7 +521,16 @@ static void minitrain_run(struct sdc_worker *w)
 					mw.fault_target[mw.nfaults++] = inner[k];
 				}
 			}
-			const float loss = sdc_mt_step(mw.m, s, &hooks);
+			bool act_due = false;
+			for (int i = 0; i < mw.nfaults; i++)
+				act_due |= !strcmp(mw.fault_target[i], "A");
+			const float loss = sdc_mt_step(mw.m, s, act_due ? &hooks : &no_act);
+			if (sdc_mt_error(mw.m)) {
+				sdc_worker_device_lost(w, "%s (%s): step %d: %s", w->dev->id, w->dev->gpu.pci_bus_id, s,
+						       sdc_mt_error(mw.m));
+				stop = true;
+				break;
+			}
 			uint32_t lbits;
 			memcpy(&lbits, &loss, 4);
 			/* (data parallel: the loss and local gradients are this shard's, the golden has rank 0's) */
@@ -539,6 +567,14 @@ out:
 	sdc_sha256_release(&mw.sha);
 	sdc_mt_free(mw.replay);
 	sdc_mt_free(mw.m);
+	mt_gpu_close(&mw);
+}
+
+struct sdc_mt_model *mt_model_new(struct mt_worker *mw, char *err, size_t len)
+{
+	const struct mt_shared *sh = mw->sh;
+	const sdc_xgemm_fn gemm = sh->plain ? sdc_xgemm_plain : sdc_xgemm;
+	return mw->gpu ? sdc_mt_create_on(&sh->cfg, gemm, &mw->be, err, len) : sdc_mt_create(&sh->cfg, gemm, err, len);
 }
 
 static const struct sdc_command *const minitrain_benches[] = { &sdc_minitrain_bench, NULL };

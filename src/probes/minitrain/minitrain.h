@@ -30,7 +30,7 @@ struct minitrain_opts {
 	int kernel, golden;
 	bool data_parallel;
 	int dp_transport; /* enum mt_dp_transport */
-	double floor;
+	double floor, gpu_timeout;
 };
 
 
@@ -82,6 +82,9 @@ struct mt_worker {
 	bool dp_failed;
 	struct sdc_gpu_comm *dp_nccl; /* the gradients over NCCL between the ranks' GPUs, or NULL: MPI */
 	bool dp_entry_golden; /* the state entering this step matched the golden */
+	/* on a GPU (gpu.c): the module's training kernels as the models' backend */
+	void *gpu;
+	struct sdc_mt_backend be;
 };
 
 
@@ -98,6 +101,17 @@ void mt_tensors_to_flat(const struct sdc_mt_tensor *t, int n, float *flat);
 void mt_tensors_from_flat(struct sdc_mt_tensor *t, int n, const float *flat);
 void mt_finding_init(struct sdc_finding *f, const struct mt_worker *mw, const char *kind, const char *target,
 		     int64_t row, int64_t col);
+/* "GPU" or "core": where the worker trains, for findings. */
+static inline const char *mt_device_word(const struct mt_worker *mw)
+{
+	return mw->gpu ? "GPU" : "core";
+}
+/* A model of the worker's configuration where the worker runs (its core, or its GPU: mw->gpu). */
+struct sdc_mt_model *mt_model_new(struct mt_worker *mw, char *err, size_t len);
+
+/* gpu.c: the worker's GPU as the models' backend (mw->be), or -1 with err. */
+int mt_gpu_open(struct mt_worker *mw, double timeout, char *err, size_t len);
+void mt_gpu_close(struct mt_worker *mw);
 
 /* record.c: the trajectory of one variant, on the calling thread (json_t *; the descriptor's golden_record). */
 void *mt_golden_record(const void *opts, const struct sdc_variant *variant, uint64_t seed, char *err, size_t len);

@@ -1,5 +1,5 @@
 /*
- * A step of minitrain did not match the golden: replayed from the seed on this core (or, data
+ * A step of minitrain did not match the golden: replayed from the seed on this core or GPU (or, data
  * parallel, recomputed from the same state) and compared element by element, so the finding names
  * the step, the tensor, the element and its bits, and whether the divergence repeats.
  */
@@ -59,33 +59,49 @@ void mt_first_difference(const struct sdc_mt_tensor *shape, int n, struct mt_sid
 	}
 }
 
-void mt_diverged(struct mt_worker *mw, enum point at, float loss)
+/* Replays model from the seed to the point that differed (its gradients at that step into
+ * mw->capture); returns the first step whose entry differs from the golden, or -1. */
+static int replay_on(struct mt_worker *mw, struct sdc_mt_model *model, enum point at, float *loss)
 {
-	const struct mt_shared *sh = mw->sh;
-	const struct sdc_golden_traj *g = &sh->golden->traj;
-	mw->diverged_this_step = true;
-	char err[256];
-	if (!mw->replay && !(mw->replay = sdc_mt_create(&sh->cfg, sh->plain ? sdc_xgemm_plain : sdc_xgemm, err,
-							  sizeof(err)))) {
-		sdc_worker_error(mw->w, "replay: %s", err);
-		return;
-	}
-	/* Replay from the seed to the point that differed; check the replay against the golden. */
+	const struct sdc_golden_traj *g = &mw->sh->golden->traj;
 	struct sdc_mt_tensor *rt, *rg;
-	const int nrt = sdc_mt_tensors(mw->replay, &rt), nrg = sdc_mt_grads(mw->replay, &rg);
+	const int nrt = sdc_mt_tensors(model, &rt), nrg = sdc_mt_grads(model, &rg);
 	struct replay_ctx rc = { .mw = mw, .capture_step = at == POINT_ENTRY ? -1 : mw->step, .grads = rg,
 				 .ngrads = nrg };
 	const struct sdc_mt_hooks hooks = { .ctx = &rc, .gradients = replay_grads };
-	sdc_mt_reset(mw->replay);
-	int replay_bad = -1;
-	float replay_loss = 0;
+	sdc_mt_reset(model);
+	int bad = -1;
 	for (int s = 0; s <= mw->step; s++) {
-		if (s < g->steps && mt_tensors_hash(rt, nrt, NULL) != g->entry[s] && replay_bad < 0)
-			replay_bad = s;
+		if (s < g->steps && mt_tensors_hash(rt, nrt, NULL) != g->entry[s] && bad < 0)
+			bad = s;
 		if (s == mw->step && at == POINT_ENTRY)
 			break;
-		replay_loss = sdc_mt_step(mw->replay, s, &hooks);
+		*loss = sdc_mt_step(model, s, &hooks);
 	}
+	return bad;
+}
+
+void mt_diverged(struct mt_worker *mw, enum point at, float loss)
+{
+	const struct mt_shared *sh = mw->sh;
+	mw->diverged_this_step = true;
+	char err[256];
+	if (!mw->replay && !(mw->replay = mt_model_new(mw, err, sizeof(err)))) {
+		sdc_worker_error(mw->w, "replay: %s", err);
+		return;
+	}
+	float replay_loss = 0;
+	int replay_bad = replay_on(mw, mw->replay, at, &replay_loss);
+	/* A GPU whose own replay differs from the golden as well: a CPU core's replay (the goldens' own
+	 * arithmetic) is the reference that names the element. */
+	struct sdc_mt_model *ref = mw->replay, *cpu = NULL;
+	if (mw->gpu && replay_bad >= 0 && (cpu = sdc_mt_create(&sh->cfg, sdc_xgemm, err, sizeof(err)))) {
+		float cpu_loss = 0;
+		if (replay_on(mw, cpu, at, &cpu_loss) < 0)
+			ref = cpu, replay_loss = cpu_loss;
+	}
+	struct sdc_mt_tensor *rt;
+	sdc_mt_tensors(ref, &rt);
 	/* The first differing element, and how many differ. */
 	const struct sdc_mt_tensor *ft = at == POINT_ENTRY ? mw->traj : mw->grads;
 	struct mt_difference d = { .tensor = -1 };
@@ -103,17 +119,20 @@ void mt_diverged(struct mt_worker *mw, enum point at, float loss)
 	struct sdc_finding f;
 	const char *target = at == POINT_LOSS ? "A" : at == POINT_GRADS ? "G"
 			     : first_t >= 0 && ft[first_t].role == SDC_MT_STATE ? "O" : "W";
-	char trust[80];
+	char trust[160];
 	if (replay_bad < 0)
 		snprintf(trust, sizeof(trust), "a replay from the seed here matches the golden");
+	else if (ref == cpu)
+		snprintf(trust, sizeof(trust), "a replay on this GPU ALSO differs from step %d: persistent (the element is "
+			 "against a replay on a CPU core, which matches the golden)", replay_bad);
 	else
 		snprintf(trust, sizeof(trust), "a replay here ALSO differs from step %d: persistent", replay_bad);
 	if (at != POINT_LOSS && first_t < 0) {
 		mt_finding_init(&f, mw, "golden-divergence", target, -1, -1);
 		snprintf(f.detail, sizeof(f.detail),
-			 "step %d: %s did not match the golden but equals a replay from the seed on this core: this core "
+			 "step %d: %s did not match the golden but equals a replay from the seed on this %s: this %s "
 			 "computes the model differently every time (from step %d), or the golden came from a build that does",
-			 mw->step, point_names[at], replay_bad);
+			 mw->step, point_names[at], mt_device_word(mw), mt_device_word(mw), replay_bad);
 	} else if (at == POINT_LOSS) {
 		mt_finding_init(&f, mw, "golden-divergence", target, -1, -1);
 		sdc_finding_set_f32(&f, at == POINT_LOSS ? replay_loss : 0, at == POINT_LOSS ? loss : 0);
@@ -145,6 +164,7 @@ void mt_diverged(struct mt_worker *mw, enum point at, float loss)
 			memcpy(mw->traj[i].data, rt[i].data, sdc_mt_numel(&rt[i]) * sizeof(float));
 		mw->attn_step = -1;
 	}
+	sdc_mt_free(cpu);
 }
 
 
@@ -163,8 +183,7 @@ void mt_dp_gradient_diverged(struct mt_worker *mw)
 	const struct mt_shared *sh = mw->sh;
 	const struct sdc_golden_traj *g = &sh->golden->traj;
 	char err[256];
-	if (!mw->replay && !(mw->replay = sdc_mt_create(&sh->cfg, sh->plain ? sdc_xgemm_plain : sdc_xgemm, err,
-							  sizeof(err)))) {
+	if (!mw->replay && !(mw->replay = mt_model_new(mw, err, sizeof(err)))) {
 		sdc_worker_error(mw->w, "recompute: %s", err);
 		return;
 	}
@@ -188,8 +207,8 @@ void mt_dp_gradient_diverged(struct mt_worker *mw)
 		mt_finding_init(&f, mw, "rank-gradient", "G", -1, -1);
 		snprintf(f.detail, sizeof(f.detail),
 			 "step %d: the local gradients of rank %d (%s) differ from the golden's for this rank, and computing "
-			 "them again here gives the same bits: this core computes the model differently every time",
-			 mw->step, sdc_fleet.rank, sdc_fleet.host);
+			 "them again here gives the same bits: this %s computes the model differently every time",
+			 mw->step, sdc_fleet.rank, sdc_fleet.host, mt_device_word(mw));
 		sdc_worker_report(mw->w, &f);
 		return;
 	}

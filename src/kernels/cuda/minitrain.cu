@@ -1,0 +1,167 @@
+/*
+ * minitrain's steps on a GPU (gpu_module.h's mt_ entries; the model's backend, minitrain.h): every
+ * operation of kernels/mt_ops.h is one launch of k_mt_op, one CUDA thread per operation thread,
+ * each calling sdc_mt_op_thread, the function the CPU runs in a loop (sdc_mt_op_run_host): same
+ * source, same order per output element, the _rn intrinsics (no FMA, no flush to zero, IEEE
+ * division and square root), no atomics, so the bits are the CPU's whatever the launch shape. The
+ * GEMM is the exact kernel of xgemm.cu on the model's device matrices.
+ *
+ * One stream per model. Launches do not wait; copies first poll the stream empty against the
+ * deadline (cudaMemcpy would block on a hung kernel), so a stuck GPU fails the call.
+ */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cuda/cuda_util.h"
+#include "kernels/mt_ops.h"
+
+struct sdc_gpu_mt {
+	cudaStream_t s;
+	cudaEvent_t ev;
+	double timeout;
+	char err[256];
+	int failed;
+};
+
+__global__ void __launch_bounds__(256) k_mt_op(const struct sdc_mt_op op)
+{
+	const long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+	if (t < op.n)
+		sdc_mt_op_thread(&op, t);
+}
+
+static int fail(struct sdc_gpu_mt *g, const char *what, cudaError_t e)
+{
+	if (!g->failed)
+		sdc_cuda_error(g->err, sizeof(g->err), what, e);
+	g->failed = 1;
+	return -1;
+}
+
+/* Everything queued so far done, within the deadline. */
+static int settle(struct sdc_gpu_mt *g, const char *what)
+{
+	if (g->failed)
+		return -1;
+	if (sdc_cuda_wait(g->s, g->ev, g->timeout, what, g->err, sizeof(g->err))) {
+		g->failed = 1;
+		return -1;
+	}
+	return 0;
+}
+
+static struct sdc_gpu_mt *m_mt_open(double timeout, char *err, size_t errlen)
+{
+	struct sdc_gpu_mt *g = (struct sdc_gpu_mt *)calloc(1, sizeof(*g));
+	if (!g) {
+		snprintf(err, errlen, "out of host memory");
+		return NULL;
+	}
+	g->timeout = timeout;
+	SDC_CUDA_TRY(cudaStreamCreateWithFlags(&g->s, cudaStreamNonBlocking), "cudaStreamCreate");
+	SDC_CUDA_TRY(cudaEventCreateWithFlags(&g->ev, cudaEventDisableTiming), "cudaEventCreate");
+	return g;
+fail:
+	if (g->s)
+		cudaStreamDestroy(g->s);
+	free(g);
+	return NULL;
+}
+
+static void m_mt_close(struct sdc_gpu_mt *g)
+{
+	if (!g)
+		return;
+	if (!g->failed)
+		settle(g, "the last training kernels");
+	cudaEventDestroy(g->ev);
+	cudaStreamDestroy(g->s);
+	free(g);
+}
+
+static void *m_mt_alloc(struct sdc_gpu_mt *g, size_t bytes)
+{
+	void *p = NULL;
+	if (g->failed)
+		return NULL;
+	cudaError_t e = cudaMalloc(&p, bytes);
+	if (e != cudaSuccess) {
+		fail(g, "cudaMalloc", e);
+		return NULL;
+	}
+	if ((e = cudaMemsetAsync(p, 0, bytes, g->s)) != cudaSuccess || settle(g, "zeroing device memory")) {
+		if (e != cudaSuccess)
+			fail(g, "cudaMemset", e);
+		cudaFree(p);
+		return NULL;
+	}
+	return p;
+}
+
+static void m_mt_free(struct sdc_gpu_mt *g, void *p)
+{
+	(void)g;
+	cudaFree(p);
+}
+
+static int m_mt_upload(struct sdc_gpu_mt *g, void *dev, const void *host, size_t bytes)
+{
+	if (settle(g, "the training kernels before a copy to the GPU"))
+		return -1;
+	const cudaError_t e = cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, g->s);
+	if (e != cudaSuccess)
+		return fail(g, "cudaMemcpy to the GPU", e);
+	/* (the host buffer is free again when this returns: pageable memory is staged first) */
+	return settle(g, "a copy to the GPU");
+}
+
+static int m_mt_download(struct sdc_gpu_mt *g, void *host, const void *dev, size_t bytes)
+{
+	if (settle(g, "the training kernels"))
+		return -1;
+	const cudaError_t e = cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, g->s);
+	if (e != cudaSuccess)
+		return fail(g, "cudaMemcpy from the GPU", e);
+	return settle(g, "a copy from the GPU");
+}
+
+static int m_mt_op(struct sdc_gpu_mt *g, const struct sdc_mt_op *op)
+{
+	if (g->failed)
+		return -1;
+	if (op->n <= 0)
+		return 0;
+	k_mt_op<<<(unsigned)((op->n + 255) / 256), 256, 0, g->s>>>(*op);
+	const cudaError_t e = cudaGetLastError();
+	return e == cudaSuccess ? 0 : fail(g, "a training kernel", e);
+}
+
+static int m_mt_gemm(struct sdc_gpu_mt *g, int m, int n, int k, const float *a, int lda, const float *b, int ldb,
+		     float *c, int ldc)
+{
+	if (g->failed)
+		return -1;
+	sdc_cuda_xgemm_launch(m, n, k, a, lda, b, ldb, c, ldc, g->s);
+	const cudaError_t e = cudaGetLastError();
+	return e == cudaSuccess ? 0 : fail(g, "the exact GEMM kernel", e);
+}
+
+static const char *m_mt_error(struct sdc_gpu_mt *g)
+{
+	return g->err;
+}
+
+void sdc_cuda_mt_ops(struct sdc_gpu_module *m)
+{
+	m->mt_open = m_mt_open;
+	m->mt_close = m_mt_close;
+	m->mt_alloc = m_mt_alloc;
+	m->mt_free = m_mt_free;
+	m->mt_upload = m_mt_upload;
+	m->mt_download = m_mt_download;
+	m->mt_op = m_mt_op;
+	m->mt_gemm = m_mt_gemm;
+	m->mt_error = m_mt_error;
+}

@@ -1,0 +1,92 @@
+/*
+ * minitrain on a GPU: the model's backend (kernels/minitrain.h) from the GPU module's mt_ entries
+ * (kernels/cuda/minitrain.cu), on the worker's GPU. The steps, hooks, goldens, replay and vote are
+ * the CPU's: only where the arithmetic runs differs, and its bits must not.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gpu.h"
+#include "probes/minitrain/minitrain.h"
+
+struct mt_gpu {
+	const struct sdc_gpu_module *m;
+	struct sdc_gpu_mt *g;
+};
+
+static void *be_alloc(void *ctx, size_t bytes)
+{
+	struct mt_gpu *x = ctx;
+	return x->m->mt_alloc(x->g, bytes);
+}
+
+static void be_release(void *ctx, void *p)
+{
+	struct mt_gpu *x = ctx;
+	x->m->mt_free(x->g, p);
+}
+
+static int be_upload(void *ctx, void *dev, const void *host, size_t bytes)
+{
+	struct mt_gpu *x = ctx;
+	return x->m->mt_upload(x->g, dev, host, bytes);
+}
+
+static int be_download(void *ctx, void *host, const void *dev, size_t bytes)
+{
+	struct mt_gpu *x = ctx;
+	return x->m->mt_download(x->g, host, dev, bytes);
+}
+
+static int be_op(void *ctx, const struct sdc_mt_op *op)
+{
+	struct mt_gpu *x = ctx;
+	return x->m->mt_op(x->g, op);
+}
+
+static int be_gemm(void *ctx, int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c, int ldc)
+{
+	struct mt_gpu *x = ctx;
+	return x->m->mt_gemm(x->g, m, n, k, a, lda, b, ldb, c, ldc);
+}
+
+static const char *be_error(void *ctx)
+{
+	struct mt_gpu *x = ctx;
+	return x->m->mt_error(x->g);
+}
+
+int mt_gpu_open(struct mt_worker *mw, double timeout, char *err, size_t len)
+{
+	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	if (!m || !m->mt_open) {
+		snprintf(err, len, "the GPU module has no training kernels");
+		return -1;
+	}
+	if (sdc_gpu_bind(mw->w->dev, err, len))
+		return -1;
+	struct mt_gpu *x = calloc(1, sizeof(*x));
+	if (!x) {
+		snprintf(err, len, "out of memory");
+		return -1;
+	}
+	x->m = m;
+	if (!(x->g = m->mt_open(timeout, err, len))) {
+		free(x);
+		return -1;
+	}
+	mw->gpu = x;
+	mw->be = (struct sdc_mt_backend){ .ctx = x, .alloc = be_alloc, .release = be_release, .upload = be_upload,
+					  .download = be_download, .op = be_op, .gemm = be_gemm, .error = be_error };
+	return 0;
+}
+
+void mt_gpu_close(struct mt_worker *mw)
+{
+	struct mt_gpu *x = mw->gpu;
+	if (!x)
+		return;
+	x->m->mt_close(x->g);
+	free(x);
+	mw->gpu = NULL;
+}

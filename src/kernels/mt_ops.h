@@ -97,10 +97,9 @@ SDC_HD void sdc_mt_interact(const struct sdc_mt_op *o, long t)
 
 /* The interaction's backward: element q of vector k of sample bb; dz0 starts from the passed-through
  * z0 columns, the bags from +0, then every pair that holds k adds its part, pairs in the forward order. */
-SDC_HD void sdc_mt_interact_back(const struct sdc_mt_op *o, long t)
+SDC_HD void sdc_mt_interact_back_at(const struct sdc_mt_op *o, int k, int bb, int q)
 {
 	const int B = o->i[0], E = o->i[1], T = o->i[2], NI = o->i[3];
-	const int k = (int)(t / ((long)B * E)), bb = (int)(t / E % B), q = (int)(t % E);
 	const float *tb = o->c + (long)bb * NI;
 	float acc = k == 0 ? tb[q] : 0.0f;
 	int p = E;
@@ -111,7 +110,13 @@ SDC_HD void sdc_mt_interact_back(const struct sdc_mt_op *o, long t)
 			else if (j == k)
 				acc = sdc_xmac(acc, tb[p], sdc_mt_ivec(o->a, o->b, B, E, i, bb)[q]);
 		}
-	o->x[t] = acc;
+	o->x[((long)k * B + bb) * E + q] = acc;
+}
+
+SDC_HD void sdc_mt_interact_back(const struct sdc_mt_op *o, long t)
+{
+	const int B = o->i[0], E = o->i[1];
+	sdc_mt_interact_back_at(o, (int)(t / ((long)B * E)), (int)(t / E % B), (int)(t % E));
 }
 
 /* The logistic loss over the batch and each logit's gradient: max(l, 0) - l y + log(1 + exp(-|l|)),
@@ -379,12 +384,116 @@ SDC_HD void sdc_mt_op_thread(const struct sdc_mt_op *o, long t)
 	}
 }
 
+/*
+ * Threads [t0, t1) of o at once, for the CPU: where consecutive threads are consecutive columns of
+ * one row (a bag's or a table row's elements, a column sum's columns), the loops are interchanged
+ * so the columns go innermost and vectorise, each element still summed in its thread's order into
+ * its own output (a float in memory holds what a register would), so the bits are
+ * sdc_mt_op_thread's (tests/unit/test_mt_ops.c compares the two). Other operations: thread by thread.
+ */
+SDC_HD void sdc_mt_op_range(const struct sdc_mt_op *o, long t0, long t1)
+{
+	float *x = o->x;
+	const float *a = o->a;
+	switch (o->code) {
+	case SDC_MT_OP_ADD_BIAS: {
+		const long cols = o->i[1];
+		for (long t = t0; t < t1; t++)
+			x[t] = SDC_XADD(x[t], a[t % cols]);
+		return;
+	}
+	case SDC_MT_OP_RELU:
+		for (long t = t0; t < t1; t++)
+			x[t] = x[t] > 0.0f ? x[t] : 0.0f;
+		return;
+	case SDC_MT_OP_RELU_MASK:
+		for (long t = t0; t < t1; t++)
+			x[t] = a[t] > 0.0f ? x[t] : 0.0f;
+		return;
+	case SDC_MT_OP_SGD: {
+		const float lr = o->f[0];
+		for (long t = t0; t < t1; t++)
+			x[t] = SDC_XSUB(x[t], SDC_XMUL(lr, a[t]));
+		return;
+	}
+	case SDC_MT_OP_ADD:
+		for (long t = t0; t < t1; t++)
+			x[t] = SDC_XADD(a[t], o->b[t]);
+		return;
+	case SDC_MT_OP_COLSUM: {
+		const long rows = o->i[0], cols = o->i[1];
+		for (long c = t0; c < t1; c++)
+			x[c] = 0.0f;
+		for (long r = 0; r < rows; r++)
+			for (long c = t0; c < t1; c++)
+				x[c] = SDC_XADD(x[c], a[r * cols + c]);
+		return;
+	}
+	case SDC_MT_OP_INTERACT_BACK: {
+		/* (the thread's coordinates counted up rather than divided out of t) */
+		const int B = o->i[0], E = o->i[1];
+		int k = (int)(t0 / ((long)B * E)), bb = (int)(t0 / E % B), q = (int)(t0 % E);
+		for (long t = t0; t < t1; t++) {
+			sdc_mt_interact_back_at(o, k, bb, q);
+			if (++q == E && (q = 0, ++bb == B))
+				bb = 0, k++;
+		}
+		return;
+	}
+	case SDC_MT_OP_ADAGRAD: {
+		const long E = o->i[0];
+		const float lr = o->f[0], eps = o->f[1];
+		for (long t = t0; t < t1;) {
+			const long j0 = t % E, j1 = j0 + (t1 - t) < E ? j0 + (t1 - t) : E, row = (long)o->ia[t / E] * E;
+			float *w = x + row, *st = o->y + row, *g = o->z + row;
+			for (long j = j0; j < j1; j++) {
+				const float gj = g[j], sj = sdc_xmac(st[j], gj, gj);
+				st[j] = sj;
+				w[j] = SDC_XSUB(w[j], SDC_XDIV(SDC_XMUL(lr, gj), SDC_XADD(SDC_XSQRT(sj), eps)));
+				g[j] = 0.0f;
+			}
+			t += j1 - j0;
+		}
+		return;
+	}
+	case SDC_MT_OP_EMB_POOL:
+	case SDC_MT_OP_EMB_GRAD: {
+		/* thread t = item t / E (a bag; a touched row), column t % E */
+		const long E = o->code == SDC_MT_OP_EMB_POOL ? o->i[1] : o->i[0];
+		for (long t = t0; t < t1;) {
+			const long item = t / E, j0 = t % E, j1 = j0 + (t1 - t) < E ? j0 + (t1 - t) : E;
+			if (o->code == SDC_MT_OP_EMB_POOL) {
+				float *out = x + item * E;
+				for (long j = j0; j < j1; j++)
+					out[j] = 0.0f;
+				for (int i = 0; i < o->ic[item]; i++) {
+					const float *row = a + (long)o->ia[o->ib[item] + i] * E;
+					for (long j = j0; j < j1; j++)
+						out[j] = SDC_XADD(out[j], row[j]);
+				}
+			} else {
+				float *g = x + (long)o->ib[item] * E;
+				for (int q = o->ia[item]; q < o->ia[item + 1]; q++) {
+					const float *bag = a + (long)o->ic[q] * E;
+					for (long j = j0; j < j1; j++)
+						g[j] = SDC_XADD(g[j], bag[j]);
+				}
+			}
+			t += j1 - j0;
+		}
+		return;
+	}
+	default:
+		for (long t = t0; t < t1; t++)
+			sdc_mt_op_thread(o, t);
+	}
+}
+
 #ifndef __CUDACC__
-/* The CPU: the threads in order. */
+/* The CPU: every thread, in order. */
 static inline void sdc_mt_op_run_host(const struct sdc_mt_op *o)
 {
-	for (long t = 0; t < o->n; t++)
-		sdc_mt_op_thread(o, t);
+	sdc_mt_op_range(o, 0, o->n);
 }
 #endif
 

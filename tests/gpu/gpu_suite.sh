@@ -15,7 +15,10 @@
 #      CPU's (bench ring-hops --gpus, which also gives their GB/s);
 #   8. NCCL between the GPUs (allreduce's nccl variant, one rank a GPU): every path clean with its
 #      busbw, and a V fault named at its rank and element; needs mpirun, NCCL and 2 GPUs or more
-#      (NCCL takes no two ranks on one GPU), and says which is missing otherwise.
+#      (NCCL takes no two ranks on one GPU), and says which is missing otherwise;
+#   9. minitrain on every GPU against the shipped quick goldens (dlrm and xfmr, each step's state,
+#      gradients and loss), voting with a core; then W, G, O and A faults in gpu0's memory, each
+#      found at its element.
 # usage: gpu_suite.sh SDCSCAN (the module next to it, as installed)
 . "$(dirname "$0")/../cli/lib.sh"
 unset SDCSCAN_GPU_MODULE SDCSCAN_NVML_LIBRARY
@@ -93,6 +96,9 @@ cat "$TMP/mt.out"
 expect_grep mt out "^bits: exact GEMM 67 x 131 x 77 (tile edges), every element against this CPU's: the same$"
 expect_grep mt out "^bits: exp and log of 8192 values against this CPU's: the same$"
 [ "$(grep -c "^ *[0-9]*  same  " "$TMP/mt.out")" = 2 ] || fail "bench minitrain --gpus: a size's GEMM differs from the CPU's"
+# training on the GPU: 20 steps of each model the same bits as this CPU's
+expect_grep mt out "^dlrm   same  "
+expect_grep mt out "^xfmr   same  "
 
 # 7. The hop checks' bits on the GPU.
 expect_exit 0 hops "$SDCSCAN" bench ring-hops --gpus 0 --max-bytes 67108864
@@ -122,4 +128,25 @@ else
 			"$TMP/ncclv.out" || fail "nccl: the V fault on rank 1 was not named"
 	fi
 fi
+
+# 9. minitrain on the GPUs: the quick profile's goldens, and a fault of each kind in GPU memory.
+expect_exit 0 mtquick "$SDCSCAN" run --profile quick --probe minitrain --cpus 0 --duration 20 --json "$TMP/mtq.json"
+cat "$TMP/mtquick.out"
+for v in dlrm xfmr; do
+	expect_grep mtquick out "^minitrain/$v  *gpu0  *OK .*kernel exact CUDA, golden: built-in golden minitrain-quick"
+done
+check=$(json_get "$TMP/mtq.json" "' '.join('%s:%s' % (v, len({x['work_digest']['sha256'] for x in r['results'] if x['variant'] == v})) for v in ('dlrm', 'xfmr'))")
+[ "$check" = "dlrm:1 xfmr:1" ] || fail "mtquick: the core's and the GPUs' work digests differ: $check"
+MT="--probe minitrain --set minitrain.seed=1 --set minitrain.steps=12 --set minitrain.checkpoint=4 \
+--set minitrain.dlrm_rows=256 --set minitrain.dlrm_batch=32 --set minitrain.xfmr_seq=16 --set minitrain.xfmr_ff=64 \
+--cpus 0 --gpus 0 --duration 5"
+expect_exit 2 mtfaults "$SDCSCAN" run $MT --json "$TMP/mtfaults.json" \
+	--inject minitrain/dlrm:W:iter=3,device=gpu0 --inject minitrain/dlrm:G:iter=5,tensor=grad.top.U0,bit=27,device=gpu0 \
+	--inject minitrain/dlrm:O:iter=7,tensor=adagrad.emb1,device=gpu0 \
+	--inject minitrain/xfmr:W:iter=2,tensor=attn.Wv,bit=30,device=gpu0 --inject minitrain/xfmr:G:iter=4,bit=28,device=gpu0 \
+	--inject minitrain/xfmr:O:iter=6,tensor=adam.v.mlp.W1,device=gpu0 \
+	--inject minitrain/xfmr:A:iter=8,tensor=act.Q,bit=30,device=gpu0 --inject minitrain/xfmr:A:iter=9,tensor=act.S,bit=31,device=gpu0
+cat "$TMP/mtfaults.out"
+check=$(located "$TMP/mtfaults.json")
+[ "$check" = ok ] || fail "mtfaults: $check"
 finish

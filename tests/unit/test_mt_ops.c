@@ -1,8 +1,10 @@
 /*
  * minitrain's operations (kernels/mt_ops.h) do not depend on the order their threads run in: every
  * operation, on random data, gives the same bits with its threads in order (the CPU), reversed and
- * shuffled (a GPU runs them in any order). A thread that read another thread's output would show
- * here; the harness's own check runs such an operation and must see it move. (That the operations
+ * shuffled (a GPU runs them in any order), and the CPU's runner (sdc_mt_op_range, which takes a
+ * row of threads at once with the loops interchanged) gives the bits of the threads one by one. A
+ * thread that read another thread's output would show here; the harness's own check runs such an
+ * operation and must see it move. (That the operations
  * equal the models' arithmetic is the golden suite's check: the shipped trajectories were recorded
  * before these functions existed.)
  */
@@ -28,9 +30,11 @@ static uint32_t lcg(uint32_t *s)
 	return *s >> 8;
 }
 
+/* Full 24-bit significands over eight binades: sums of them round, so a changed order shows. */
 static float rnd(uint32_t *s)
 {
-	return (float)((int)lcg(s) - (1 << 23)) * 0x1p-22f;
+	const float scale = (float)(1u << (lcg(s) % 8)) * 0x1p-25f;
+	return (float)((int)lcg(s) - (1 << 23)) * scale;
 }
 
 /* The op's pointers into arena r. */
@@ -50,11 +54,22 @@ static void op_thread(const struct sdc_mt_op *o, long t)
 	sdc_mt_op_thread(o, t);
 }
 
-/* Runs o's threads in order `how` (0 forward, 1 reverse, 2 shuffled) on a copy of base. */
+/* Runs o's threads in order `how` (0 forward, 1 reverse, 2 shuffled; 5 the CPU's runner, threads
+ * taken in ranges; 6 the same in two ranges split at an odd place) on a copy of base. */
 static void run(thread_fn fn, struct sdc_mt_op o, const struct arena *base, struct arena *r, int how, uint32_t seed)
 {
 	memcpy(r, base, sizeof(*r));
 	o = bind(o, r);
+	if (how == 5) {
+		sdc_mt_op_run_host(&o);
+		return;
+	}
+	if (how == 6) {
+		const long cut = o.n / 3 + (o.n > 2);
+		sdc_mt_op_range(&o, cut, o.n);
+		sdc_mt_op_range(&o, 0, cut);
+		return;
+	}
 	long *order = malloc(sizeof(long) * (size_t)o.n);
 	for (long t = 0; t < o.n; t++)
 		order[t] = how == 1 ? o.n - 1 - t : t;
@@ -78,8 +93,8 @@ static int order_free(thread_fn fn, struct sdc_mt_op o, const struct arena *base
 		fprintf(stderr, "%s: wrote nothing\n", name);
 		return 1;
 	}
-	for (int how = 1; how <= 4; how++) {
-		run(fn, o, base, &other, how > 2 ? 2 : how, 7u * (uint32_t)how);
+	for (int how = 1; how <= (fn == op_thread ? 6 : 4); how++) {
+		run(fn, o, base, &other, how == 3 || how == 4 ? 2 : how, 7u * (uint32_t)how);
 		if (memcmp(fwd.out, other.out, sizeof(fwd.out)) || memcmp(fwd.dout, other.dout, sizeof(fwd.dout)) ||
 		    memcmp(fwd.din, other.din, sizeof(fwd.din))) {
 			fprintf(stderr, "%s: threads in order %d give other bits than in order\n", name, how);

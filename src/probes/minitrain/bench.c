@@ -84,6 +84,12 @@ static int bench_gemm(int n, double seconds)
 	return same ? 0 : -1;
 }
 
+/* The quick profile's models. */
+const struct sdc_mt_cfg mt_bench_dlrm = { .kind = SDC_MT_DLRM, .seed = 1, .batch = 128, .dense = 16, .bottom = 64,
+					  .emb_dim = 32, .tables = 4, .rows = 4096, .pooling = 8, .top = 64 };
+const struct sdc_mt_cfg mt_bench_xfmr = { .kind = SDC_MT_XFMR, .seed = 1, .batch = 4, .seq = 32, .dmodel = 64,
+					  .heads = 2, .dff = 256 };
+
 static int bench_steps(const struct sdc_mt_cfg *cfg, double seconds)
 {
 	char err[256];
@@ -130,7 +136,7 @@ static int bench_main(struct sdc_cmd *cmd)
 		return sdc_cli_unknown(&cmd->cli);
 	if (cmd->cli.have_gpus) {
 		/* a GPU: the exact class's bits and its GEMM against cuBLAS sgemm (n = 512 ... 4096 unless told) */
-		const int code = sdc_minitrain_bench_gpu(cmd, &run, &o->sizes);
+		const int code = sdc_minitrain_bench_gpu(cmd, &run, &o->sizes, seconds);
 		sdc_run_release(&run);
 		return code;
 	}
@@ -144,15 +150,10 @@ static int bench_main(struct sdc_cmd *cmd)
 	static const int defaults[] = { 128, 256, 512, 1024 };
 	for (int i = 0; i < (o->sizes.n ? o->sizes.n : 4) && !rc; i++)
 		rc = bench_gemm(o->sizes.n ? o->sizes.v[i].n : defaults[i], seconds);
-	/* The quick profile's models. */
-	const struct sdc_mt_cfg dlrm = { .kind = SDC_MT_DLRM, .seed = 1, .batch = 128, .dense = 16, .bottom = 64,
-					 .emb_dim = 32, .tables = 4, .rows = 4096, .pooling = 8, .top = 64 };
-	const struct sdc_mt_cfg xfmr = { .kind = SDC_MT_XFMR, .seed = 1, .batch = 4, .seq = 32, .dmodel = 64,
-					 .heads = 2, .dff = 256 };
 	printf("\nTraining steps per second on this core (the quick profile's models)\n"
 	       "model      tiled      plain  MFLOP/step  GFLOP/s tiled\n");
 	if (!rc)
-		rc = bench_steps(&dlrm, seconds) || bench_steps(&xfmr, seconds);
+		rc = bench_steps(&mt_bench_dlrm, seconds) || bench_steps(&mt_bench_xfmr, seconds);
 	sdc_run_release(&run);
 	return rc ? sdc_cli_unknown(&cmd->cli) : 0;
 }

@@ -56,14 +56,14 @@ static const char *be_error(void *ctx)
 	return x->m->mt_error(x->g);
 }
 
-int mt_gpu_open(struct mt_worker *mw, double timeout, char *err, size_t len)
+int mt_gpu_backend(const struct sdc_device *dev, double timeout, struct sdc_mt_backend *be, char *err, size_t len)
 {
 	const struct sdc_gpu_module *m = sdc_gpu_ops();
 	if (!m || !m->mt_open) {
 		snprintf(err, len, "the GPU module has no training kernels");
 		return -1;
 	}
-	if (sdc_gpu_bind(mw->w->dev, err, len))
+	if (sdc_gpu_bind(dev, err, len))
 		return -1;
 	struct mt_gpu *x = calloc(1, sizeof(*x));
 	if (!x) {
@@ -75,18 +75,31 @@ int mt_gpu_open(struct mt_worker *mw, double timeout, char *err, size_t len)
 		free(x);
 		return -1;
 	}
-	mw->gpu = x;
-	mw->be = (struct sdc_mt_backend){ .ctx = x, .alloc = be_alloc, .release = be_release, .upload = be_upload,
-					  .download = be_download, .op = be_op, .gemm = be_gemm, .error = be_error };
+	*be = (struct sdc_mt_backend){ .ctx = x, .alloc = be_alloc, .release = be_release, .upload = be_upload,
+				       .download = be_download, .op = be_op, .gemm = be_gemm, .error = be_error };
+	return 0;
+}
+
+void mt_gpu_backend_close(struct sdc_mt_backend *be)
+{
+	struct mt_gpu *x = be->ctx;
+	if (!x)
+		return;
+	x->m->mt_close(x->g);
+	free(x);
+	be->ctx = NULL;
+}
+
+int mt_gpu_open(struct mt_worker *mw, double timeout, char *err, size_t len)
+{
+	if (mt_gpu_backend(mw->w->dev, timeout, &mw->be, err, len))
+		return -1;
+	mw->gpu = mw->be.ctx;
 	return 0;
 }
 
 void mt_gpu_close(struct mt_worker *mw)
 {
-	struct mt_gpu *x = mw->gpu;
-	if (!x)
-		return;
-	x->m->mt_close(x->g);
-	free(x);
+	mt_gpu_backend_close(&mw->be);
 	mw->gpu = NULL;
 }

@@ -109,9 +109,14 @@ static inline const char *mt_device_word(const struct mt_worker *mw)
 /* A model of the worker's configuration where the worker runs (its core, or its GPU: mw->gpu). */
 struct sdc_mt_model *mt_model_new(struct mt_worker *mw, char *err, size_t len);
 
-/* gpu.c: the worker's GPU as the models' backend (mw->be), or -1 with err. */
+/* gpu.c: a GPU as the models' backend (bound to the calling thread), or -1 with err; closed. */
+int mt_gpu_backend(const struct sdc_device *dev, double timeout, struct sdc_mt_backend *be, char *err, size_t len);
+void mt_gpu_backend_close(struct sdc_mt_backend *be);
+/* ... the worker's GPU, as mw->be (mw->gpu set). */
 int mt_gpu_open(struct mt_worker *mw, double timeout, char *err, size_t len);
 void mt_gpu_close(struct mt_worker *mw);
+/* bench.c: the quick profile's two models, which the benchmarks train. */
+extern const struct sdc_mt_cfg mt_bench_dlrm, mt_bench_xfmr;
 
 /* record.c: the trajectory of one variant, on the calling thread (json_t *; the descriptor's golden_record). */
 void *mt_golden_record(const void *opts, const struct sdc_variant *variant, uint64_t seed, char *err, size_t len);
@@ -158,6 +163,7 @@ extern const struct sdc_command sdc_minitrain_bench; /* sdcscan bench minitrain 
 struct sdc_cmd;
 struct sdc_size_list;
 /* bench minitrain --gpus: the exact class on a GPU (bench_gpu.c). */
-int sdc_minitrain_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const struct sdc_size_list *sizes);
+int sdc_minitrain_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const struct sdc_size_list *sizes,
+			    double seconds);
 
 #endif

@@ -25,6 +25,15 @@
 /* Iterations per device: faults are planned in the first eight (inject.h). */
 #define SELFTEST_ITERATIONS 12
 
+/* Whether the run tests GPU index (its CUDA ordinal). */
+static bool has_gpu(const struct sdc_run *run, int index)
+{
+	for (int d = 0; d < run->ndevices; d++)
+		if (run->devices[d].kind == SDC_DEVICE_GPU && run->devices[d].gpu.index == index)
+			return true;
+	return false;
+}
+
 /* The variant named so, with the selftest's options (NULL: none). */
 static bool find_variant(const struct sdc_probe *p, const void *opts, const char *name, struct sdc_variant *out)
 {
@@ -121,10 +130,12 @@ static int build_plan(struct sdc_plan *plan, struct sdc_run *run, int *expected)
 				sdc_error("internal: selftest fault of %s: %s", p->name, err);
 				return -1;
 			}
-			/* a fault for a variant not run here (xfmr-dp outside MPI, GPU variants without a GPU)
-			 * is not asked for */
+			/* a fault for a variant not run here (xfmr-dp outside MPI, GPU variants without a GPU),
+			 * or for a GPU this host does not have, is not asked for */
 			struct sdc_variant v;
 			if (*s->variant && (!find_variant(p, e->opts, s->variant, &v) || !sdc_variant_runnable(&v, run)))
+				continue;
+			if (s->device >= 0 && s->device_kind == SDC_DEVICE_GPU && !has_gpu(run, s->device))
 				continue;
 			run->ninject++;
 			/* fleet-wide faults happen once in the job; the others on every rank */

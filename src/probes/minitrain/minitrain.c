@@ -103,6 +103,13 @@ static const char *const minitrain_selftest_faults[] = {
 	"minitrain/xfmr:O:iter=6,tensor=adam.v.mlp.W1",
 	"minitrain/xfmr:A:iter=8,tensor=act.Q,bit=30",
 	"minitrain/xfmr:A:iter=9,tensor=act.S,bit=31",
+	/* where there is a GPU: every kind in its memory as well (not asked for without one) */
+	"minitrain/dlrm:O:iter=1,tensor=adagrad.emb0,device=gpu0",
+	"minitrain/dlrm:G:iter=9,tensor=grad.bottom.W1,bit=26,device=gpu0",
+	"minitrain/xfmr:W:iter=1,tensor=attn.Wk,bit=29,device=gpu0",
+	"minitrain/xfmr:A:iter=3,tensor=act.V,bit=30,device=gpu0",
+	"minitrain/xfmr:G:iter=5,bit=27,device=gpu0",
+	"minitrain/xfmr:O:iter=10,tensor=adam.m.attn.Wo,device=gpu0",
 	/* under mpirun: one rank's update (state) and one rank's gradients before the all-reduce */
 	"minitrain/xfmr-dp:W:iter=3,rank=1,tensor=attn.Wq,bit=24",
 	"minitrain/xfmr-dp:G:iter=6,rank=0,bit=28",

@@ -93,6 +93,9 @@ expect_grep selftest out "^OK: selftest passed"
 [ "$(json_get "$TMP/st.json" "len([i for i in r['injections'] if i['device'] == 'gpu0'])")" -ge 20 ] ||
 	fail "selftest injected fewer than 20 faults into the GPU"
 [ "$(located "$TMP/st.json" same-step)" = ok ] || fail "selftest: $(located "$TMP/st.json" same-step)"
+# ... minitrain's W, G, O and A among them, in gpu0's memory (dlrm's W may be drawn elsewhere)
+check=$(json_get "$TMP/st.json" "sorted({'dlrm:O', 'dlrm:G', 'xfmr:W', 'xfmr:A', 'xfmr:G', 'xfmr:O'} - {i['variant'] + ':' + i['target'] for i in r['injections'] if i['device'] == 'gpu0' and i['probe'] == 'minitrain'})")
+[ "$check" = "[]" ] || fail "selftest: minitrain faults not in gpu0: $check"
 
 # A persistent fault on one SM: found, and the SM replay names SM 3.
 FAKE_GPU_BAD_SM=3 expect_exit 2 badsm "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=bf16 \

@@ -23,6 +23,7 @@ struct sdc_gpu_mt {
 	double timeout;
 	char err[256];
 	int failed;
+	int hung; /* a wait passed its deadline: nothing may wait on this GPU again */
 };
 
 __global__ void __launch_bounds__(256) k_mt_op(const struct sdc_mt_op op)
@@ -45,8 +46,10 @@ static int settle(struct sdc_gpu_mt *g, const char *what)
 {
 	if (g->failed)
 		return -1;
-	if (sdc_cuda_wait(g->s, g->ev, g->timeout, what, g->err, sizeof(g->err))) {
+	const int r = sdc_cuda_wait(g->s, g->ev, g->timeout, what, g->err, sizeof(g->err));
+	if (r) {
 		g->failed = 1;
+		g->hung = r > 0;
 		return -1;
 	}
 	return 0;
@@ -76,8 +79,11 @@ static void m_mt_close(struct sdc_gpu_mt *g)
 		return;
 	if (!g->failed)
 		settle(g, "the last training kernels");
-	cudaEventDestroy(g->ev);
-	cudaStreamDestroy(g->s);
+	/* (a hung GPU keeps its stream, as its memory: see m_mt_free) */
+	if (!g->hung) {
+		cudaEventDestroy(g->ev);
+		cudaStreamDestroy(g->s);
+	}
 	free(g);
 }
 
@@ -100,10 +106,13 @@ static void *m_mt_alloc(struct sdc_gpu_mt *g, size_t bytes)
 	return p;
 }
 
+/* cudaFree waits for the device without a deadline: a hung GPU keeps its memory (the process
+ * ends soon, and that frees it), as the GEMM engine's does. The model frees its buffers before
+ * it closes the stream, and after a settled stream nothing of its own still runs on them. */
 static void m_mt_free(struct sdc_gpu_mt *g, void *p)
 {
-	(void)g;
-	cudaFree(p);
+	if (!g->hung)
+		cudaFree(p);
 }
 
 static int m_mt_upload(struct sdc_gpu_mt *g, void *dev, const void *host, size_t bytes)

@@ -210,14 +210,16 @@ struct sdc_gpu_module {
 	/* ---- minitrain's steps on the calling thread's GPU (kernels/mt_ops.h, kernels/cuda/minitrain.cu):
 	 * the model's minitrain.h backend. One stream; every operation a kernel of one CUDA thread per
 	 * operation thread, calling the same sdc_mt_op_thread the CPU runs; the GEMM the exact kernel.
-	 * Copies wait for the stream by polling it to the deadline (a hung GPU fails the call, never
+	 * Copies (host memory pageable) wait for the stream by polling it to the deadline (a hung GPU fails the call, never
 	 * blocks it); after one failure every call fails, mt_error saying why. ---- */
 	struct sdc_gpu_mt *(*mt_open)(double timeout, char *err, size_t errlen);
 	void (*mt_close)(struct sdc_gpu_mt *g);
 	void *(*mt_alloc)(struct sdc_gpu_mt *g, size_t bytes); /* zeroed device memory; NULL: see mt_error */
 	void (*mt_free)(struct sdc_gpu_mt *g, void *p);
-	int (*mt_upload)(struct sdc_gpu_mt *g, void *dev, const void *host, size_t bytes);
-	int (*mt_download)(struct sdc_gpu_mt *g, void *host, const void *dev, size_t bytes);
+	/* n copies, to the device (host to device) or from it: one wait for the stream before them
+	 * and, to the device, one after, so a step's tensors move in one batch. */
+	int (*mt_copy)(struct sdc_gpu_mt *g, int to_device, int n, void *const *dst, const void *const *src,
+		       const size_t *bytes);
 	int (*mt_op)(struct sdc_gpu_mt *g, const struct sdc_mt_op *op);
 	int (*mt_gemm)(struct sdc_gpu_mt *g, int m, int n, int k, const float *a, int lda, const float *b, int ldb,
 		       float *c, int ldc);

@@ -95,24 +95,27 @@ float *mt_host_of(struct sdc_mt_model *m, const float *dev)
 	return NULL;
 }
 
-void mt_upload(struct sdc_mt_model *m, void *dev, const void *host, size_t bytes)
+/* n copies in one batch (on the CPU: memcpy where the two differ). */
+static void copy_many(struct sdc_mt_model *m, bool to_device, int n, void *const *dst, const void *const *src,
+		      const size_t *bytes)
 {
 	if (!m->on_device) {
-		if (dev != host)
-			memcpy(dev, host, bytes);
-	} else if (!failed(m) && m->be.upload(m->be.ctx, dev, host, bytes)) {
-		device_failed(m, "copying to the device");
+		for (int i = 0; i < n; i++)
+			if (dst[i] != src[i])
+				memcpy(dst[i], src[i], bytes[i]);
+	} else if (!failed(m) && n > 0 && m->be.copy(m->be.ctx, to_device, n, dst, src, bytes)) {
+		device_failed(m, to_device ? "copying to the device" : "copying from the device");
 	}
+}
+
+void mt_upload(struct sdc_mt_model *m, void *dev, const void *host, size_t bytes)
+{
+	copy_many(m, true, 1, &dev, &host, &bytes);
 }
 
 void mt_download(struct sdc_mt_model *m, void *host, const void *dev, size_t bytes)
 {
-	if (!m->on_device) {
-		if (dev != host)
-			memcpy(host, dev, bytes);
-	} else if (!failed(m) && m->be.download(m->be.ctx, host, dev, bytes)) {
-		device_failed(m, "copying from the device");
-	}
+	copy_many(m, false, 1, &host, &dev, &bytes);
 }
 
 void mt_run(struct sdc_mt_model *m, const struct sdc_mt_op *op)
@@ -222,29 +225,41 @@ void mt_activation(struct sdc_mt_model *m, const struct sdc_mt_hooks *h, int ste
 		mt_upload(m, data, t.data, bytes);
 }
 
-static void tensors_move(struct sdc_mt_model *m, struct sdc_mt_tensor *list, int n, bool up)
+/* The host views of the trajectory (traj) and of the gradients (grads) to the device or back, in
+ * one batch. */
+static void tensors_move(struct sdc_mt_model *m, bool traj, bool grads, bool up)
 {
-	for (int i = 0; i < n && m->on_device; i++) {
-		const size_t bytes = sdc_mt_numel(&list[i]) * sizeof(float);
-		if (up)
-			mt_upload(m, list[i].dev, list[i].data, bytes);
-		else
-			mt_download(m, list[i].data, list[i].dev, bytes);
+	if (!m->on_device)
+		return;
+	void *dst[2 * MT_MAX_TENSORS];
+	const void *src[2 * MT_MAX_TENSORS];
+	size_t bytes[2 * MT_MAX_TENSORS];
+	int n = 0;
+	for (int k = 0; k < 2; k++) {
+		if (!(k ? grads : traj))
+			continue;
+		struct sdc_mt_tensor *list = k ? m->grads : m->traj;
+		for (int i = 0; i < (k ? m->ngrads : m->ntraj); i++, n++) {
+			dst[n] = up ? (void *)list[i].dev : list[i].data;
+			src[n] = up ? list[i].data : list[i].dev;
+			bytes[n] = sdc_mt_numel(&list[i]) * sizeof(float);
+		}
 	}
+	copy_many(m, up, n, dst, src, bytes);
 }
 
 void mt_grads_ready(struct sdc_mt_model *m, const struct sdc_mt_hooks *h, int step)
 {
 	if (!h || (!h->gradients && !h->reduce))
 		return;
-	tensors_move(m, m->grads, m->ngrads, false);
+	tensors_move(m, false, true, false);
 	if (failed(m))
 		return;
 	if (h->gradients)
 		h->gradients(h->ctx, step);
 	if (h->reduce)
 		h->reduce(h->ctx, step);
-	tensors_move(m, m->grads, m->ngrads, true);
+	tensors_move(m, false, true, true);
 }
 
 int mt_attn_reserve(struct sdc_mt_model *m, int cap)
@@ -278,10 +293,10 @@ int mt_attn_check(struct sdc_mt_model *m, int rows, int cols, int k, const float
 				      .c = c, .da = m->attn_da, .db = m->attn_db };
 	mt_run(m, &sa);
 	mt_run(m, &sc);
-	/* d1, d2 and the bounds: here already on the CPU; on a device, 3 cols doubles come back */
+	/* d1, d2 and the bounds (3 cols doubles, end to end): here already on the CPU, else one copy */
 	double *d = m->attn_host;
-	for (int part = 0; part < 3 && m->on_device; part++)
-		mt_download(m, d + (long)part * cols, m->attn_db + (long)part * cols, sizeof(double) * (size_t)cols);
+	if (m->on_device)
+		mt_download(m, d, m->attn_db, sizeof(double) * 3 * (size_t)cols);
 	if (failed(m) || !sdc_attn_failing(cols, d))
 		return 0;
 	if (!m->on_device)
@@ -355,11 +370,9 @@ float sdc_mt_step(struct sdc_mt_model *m, int step, const struct sdc_mt_hooks *h
 {
 	if (failed(m))
 		return NAN;
-	tensors_move(m, m->traj, m->ntraj, true);
-	tensors_move(m, m->grads, m->ngrads, true);
+	tensors_move(m, true, true, true);
 	const float loss = m->step(m, step, hooks);
-	tensors_move(m, m->traj, m->ntraj, false);
-	tensors_move(m, m->grads, m->ngrads, false);
+	tensors_move(m, true, true, false);
 	return failed(m) ? NAN : loss;
 }
 

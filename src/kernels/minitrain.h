@@ -89,8 +89,8 @@ struct sdc_mt_backend {
 	void *ctx;
 	void *(*alloc)(void *ctx, size_t bytes); /* zeroed */
 	void (*release)(void *ctx, void *p);
-	int (*upload)(void *ctx, void *dev, const void *host, size_t bytes);
-	int (*download)(void *ctx, void *host, const void *dev, size_t bytes);
+	/* n copies to the device (to_device) or from it, in one batch */
+	int (*copy)(void *ctx, int to_device, int n, void *const *dst, const void *const *src, const size_t *bytes);
 	int (*op)(void *ctx, const struct sdc_mt_op *op);
 	int (*gemm)(void *ctx, int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c, int ldc);
 	const char *(*error)(void *ctx);

@@ -25,7 +25,7 @@
  *   FAKE_GPU_MT_BUG=D     GPU D's training kernels round one result wrong: every SGD update's
  *                         element 0 comes out with its lowest bit flipped (a GPU that trains
  *                         differently every time, as the goldens and the vote must show)
- *   FAKE_GPU_MT_HANG=D    GPU D's training kernels stop at the 5th copy back: it waits out the
+ *   FAKE_GPU_MT_HANG=D    GPU D's training kernels stop at the 5th batch of copies back: it waits out the
  *                         deadline and fails, as the CUDA module's polled copies do
  *
  *   NCCL, as MPI's collectives on host memory (the module is built with MPI where sdcscan is):
@@ -1197,28 +1197,20 @@ static void fake_mt_free(struct sdc_gpu_mt *g, void *p)
 	free(p);
 }
 
-static int fake_mt_copy(struct sdc_gpu_mt *g, void *to, const void *from, size_t bytes, bool back)
+static int fake_mt_copy(struct sdc_gpu_mt *g, int to_device, int n, void *const *dst, const void *const *src,
+			const size_t *bytes)
 {
 	if (g->err[0])
 		return -1;
-	if (back && g->hang && ++g->copies >= 5) {
+	if (!to_device && g->hang && ++g->copies >= 5) {
 		wait_out(fake_now(), g->timeout);
 		snprintf(g->err, sizeof(g->err), "a copy from the GPU did not finish within %.0f s (fake: GPU %d stopped)",
 			 g->timeout, g->device);
 		return -1;
 	}
-	memcpy(to, from, bytes);
+	for (int i = 0; i < n; i++)
+		memcpy(dst[i], src[i], bytes[i]);
 	return 0;
-}
-
-static int fake_mt_upload(struct sdc_gpu_mt *g, void *dev, const void *host, size_t bytes)
-{
-	return fake_mt_copy(g, dev, host, bytes, false);
-}
-
-static int fake_mt_download(struct sdc_gpu_mt *g, void *host, const void *dev, size_t bytes)
-{
-	return fake_mt_copy(g, host, dev, bytes, true);
 }
 
 static int fake_mt_op(struct sdc_gpu_mt *g, const struct sdc_mt_op *op)
@@ -1287,8 +1279,7 @@ static const struct sdc_gpu_module fake = {
 	.mt_close = fake_mt_close,
 	.mt_alloc = fake_mt_alloc,
 	.mt_free = fake_mt_free,
-	.mt_upload = fake_mt_upload,
-	.mt_download = fake_mt_download,
+	.mt_copy = fake_mt_copy,
 	.mt_op = fake_mt_op,
 	.mt_gemm = fake_mt_gemm,
 	.mt_error = fake_mt_error,

@@ -7,6 +7,9 @@
 
 #include "kernels/gpu_module.h"
 
+/* Seconds on the monotonic clock. */
+double sdc_cuda_clock(void);
+
 /* "WHAT: cudaErrorX (text)" into err. */
 void sdc_cuda_error(char *err, size_t errlen, const char *what, cudaError_t e);
 

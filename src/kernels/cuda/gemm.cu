@@ -45,11 +45,16 @@ static void blas_error(char *err, size_t errlen, const char *what, cublasStatus_
 	snprintf(err, errlen, "%s: %s", what, cublasLtGetStatusString(s));
 }
 
-static double now(void)
+double sdc_cuda_clock(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double now(void)
+{
+	return sdc_cuda_clock();
 }
 
 int sdc_cuda_poll(cudaEvent_t ev, double timeout, const char *what, char *err, size_t errlen)

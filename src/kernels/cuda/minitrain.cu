@@ -10,6 +10,7 @@
  * deadline (cudaMemcpy would block on a hung kernel), so a stuck GPU fails the call.
  */
 #include <cuda_runtime.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,12 +42,24 @@ static int fail(struct sdc_gpu_mt *g, const char *what, cudaError_t e)
 	return -1;
 }
 
-/* Everything queued so far done, within the deadline. */
+/* Everything queued so far done, within the deadline. A step waits for its stream a few dozen
+ * times (copies, the loss, ATTNChecker's sums), each after a few short kernels: the first 2 ms are
+ * polled with a yield, not the 20 us sleep of sdc_cuda_poll (70 us with the kernel's timer slack),
+ * which would cost more than the kernels. */
 static int settle(struct sdc_gpu_mt *g, const char *what)
 {
 	if (g->failed)
 		return -1;
-	const int r = sdc_cuda_wait(g->s, g->ev, g->timeout, what, g->err, sizeof(g->err));
+	cudaError_t e = cudaEventRecord(g->ev, g->s);
+	if (e != cudaSuccess)
+		return fail(g, what, e);
+	const double spin_end = sdc_cuda_clock() + 2e-3;
+	while ((e = cudaEventQuery(g->ev)) == cudaErrorNotReady && sdc_cuda_clock() < spin_end)
+		sched_yield();
+	if (e == cudaSuccess)
+		return 0;
+	const int r = e == cudaErrorNotReady ? sdc_cuda_poll(g->ev, g->timeout, what, g->err, sizeof(g->err))
+					     : (sdc_cuda_error(g->err, sizeof(g->err), what, e), -1);
 	if (r) {
 		g->failed = 1;
 		g->hung = r > 0;
@@ -115,25 +128,24 @@ static void m_mt_free(struct sdc_gpu_mt *g, void *p)
 		cudaFree(p);
 }
 
-static int m_mt_upload(struct sdc_gpu_mt *g, void *dev, const void *host, size_t bytes)
+/*
+ * The stream is waited for first (a copy from pageable memory synchronises with the stream inside
+ * cudaMemcpyAsync, with no deadline, so nothing but copies may be queued then). To the device: each
+ * returns once its host bytes are staged (CUDA's API notes on pageable memory), the batch is waited
+ * for once at the end; from the device: each returns when its bytes are in host memory.
+ */
+static int m_mt_copy(struct sdc_gpu_mt *g, int to_device, int n, void *const *dst, const void *const *src,
+		     const size_t *bytes)
 {
-	if (settle(g, "the training kernels before a copy to the GPU"))
+	if (settle(g, to_device ? "the training kernels before a copy to the GPU" : "the training kernels"))
 		return -1;
-	const cudaError_t e = cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, g->s);
-	if (e != cudaSuccess)
-		return fail(g, "cudaMemcpy to the GPU", e);
-	/* (the host buffer is free again when this returns: pageable memory is staged first) */
-	return settle(g, "a copy to the GPU");
-}
-
-static int m_mt_download(struct sdc_gpu_mt *g, void *host, const void *dev, size_t bytes)
-{
-	if (settle(g, "the training kernels"))
-		return -1;
-	const cudaError_t e = cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, g->s);
-	if (e != cudaSuccess)
-		return fail(g, "cudaMemcpy from the GPU", e);
-	return settle(g, "a copy from the GPU");
+	for (int i = 0; i < n; i++) {
+		const cudaError_t e = cudaMemcpyAsync(dst[i], src[i], bytes[i],
+						      to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, g->s);
+		if (e != cudaSuccess)
+			return fail(g, to_device ? "cudaMemcpy to the GPU" : "cudaMemcpy from the GPU", e);
+	}
+	return to_device ? settle(g, "copies to the GPU") : 0;
 }
 
 static int m_mt_op(struct sdc_gpu_mt *g, const struct sdc_mt_op *op)
@@ -168,8 +180,7 @@ void sdc_cuda_mt_ops(struct sdc_gpu_module *m)
 	m->mt_close = m_mt_close;
 	m->mt_alloc = m_mt_alloc;
 	m->mt_free = m_mt_free;
-	m->mt_upload = m_mt_upload;
-	m->mt_download = m_mt_download;
+	m->mt_copy = m_mt_copy;
 	m->mt_op = m_mt_op;
 	m->mt_gemm = m_mt_gemm;
 	m->mt_error = m_mt_error;

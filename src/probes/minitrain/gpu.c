@@ -26,16 +26,10 @@ static void be_release(void *ctx, void *p)
 	x->m->mt_free(x->g, p);
 }
 
-static int be_upload(void *ctx, void *dev, const void *host, size_t bytes)
+static int be_copy(void *ctx, int to_device, int n, void *const *dst, const void *const *src, const size_t *bytes)
 {
 	struct mt_gpu *x = ctx;
-	return x->m->mt_upload(x->g, dev, host, bytes);
-}
-
-static int be_download(void *ctx, void *host, const void *dev, size_t bytes)
-{
-	struct mt_gpu *x = ctx;
-	return x->m->mt_download(x->g, host, dev, bytes);
+	return x->m->mt_copy(x->g, to_device, n, dst, src, bytes);
 }
 
 static int be_op(void *ctx, const struct sdc_mt_op *op)
@@ -75,8 +69,7 @@ int mt_gpu_backend(const struct sdc_device *dev, double timeout, struct sdc_mt_b
 		free(x);
 		return -1;
 	}
-	*be = (struct sdc_mt_backend){ .ctx = x, .alloc = be_alloc, .release = be_release, .upload = be_upload,
-				       .download = be_download, .op = be_op, .gemm = be_gemm, .error = be_error };
+	*be = (struct sdc_mt_backend){ .ctx = x, .alloc = be_alloc, .release = be_release, .copy = be_copy, .op = be_op, .gemm = be_gemm, .error = be_error };
 	return 0;
 }
 

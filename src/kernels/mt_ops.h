@@ -3,9 +3,9 @@
  * the CPU and the GPU as "threads": an operation is a struct sdc_mt_op of n threads, and thread t
  * computes its own outputs in full, in the fixed order the models define, from inputs no other
  * thread of the operation writes. So the result does not depend on which threads run when:
- *   - on the CPU, sdc_mt_op_run_host runs t = 0, 1, ..., n - 1 (the models' loops);
+ *   - on the CPU, sdc_mt_op_run_host runs threads 0 .. n - 1 in one sdc_mt_op_range;
  *   - on a GPU, kernels/cuda/minitrain.cu launches one CUDA thread per t, calling the same
- *     sdc_mt_op_thread compiled for the device;
+ *     function for the range [t, t + 1) (sdc_mt_op_thread), compiled for the device;
  * and both get the same bits: every float operation is an xops.h macro (a correctly rounded
  * IEEE-754 + - * / or sqrt, never fused: the _rn intrinsics on the device, -ffp-contract=off on the
  * host), exp and log are sdc_xexp and sdc_xlog, there are no atomics and no reductions across
@@ -111,12 +111,6 @@ SDC_HD void sdc_mt_interact_back_at(const struct sdc_mt_op *o, int k, int bb, in
 				acc = sdc_xmac(acc, tb[p], sdc_mt_ivec(o->a, o->b, B, E, i, bb)[q]);
 		}
 	o->x[((long)k * B + bb) * E + q] = acc;
-}
-
-SDC_HD void sdc_mt_interact_back(const struct sdc_mt_op *o, long t)
-{
-	const int B = o->i[0], E = o->i[1];
-	sdc_mt_interact_back_at(o, (int)(t / ((long)B * E)), (int)(t / E % B), (int)(t % E));
 }
 
 /* The logistic loss over the batch and each logit's gradient: max(l, 0) - l y + log(1 + exp(-|l|)),
@@ -262,8 +256,9 @@ SDC_HD void sdc_mt_attn_csums(const struct sdc_mt_op *o, long j)
 	o->db[j] = -e1, o->db[n + j] = -ew, o->db[2 * n + j] = SDC_XADDD(SDC_XMULD(rel, ea), 0x1p-100);
 }
 
-/* Thread t of operation o. */
-SDC_HD void sdc_mt_op_thread(const struct sdc_mt_op *o, long t)
+/* Thread t of an operation whose threads each own their outputs wherever they lie (the others
+ * are in sdc_mt_op_range). */
+SDC_HD void sdc_mt_op_one(const struct sdc_mt_op *o, long t)
 {
 	switch (o->code) {
 	case SDC_MT_OP_TRANSPOSE: {
@@ -276,63 +271,12 @@ SDC_HD void sdc_mt_op_thread(const struct sdc_mt_op *o, long t)
 		o->x[r * o->i[3] + c] = o->a[r * o->i[2] + c];
 		break;
 	}
-	case SDC_MT_OP_ADD_BIAS:
-		o->x[t] = SDC_XADD(o->x[t], o->a[t % o->i[1]]);
-		break;
-	case SDC_MT_OP_RELU:
-		o->x[t] = o->x[t] > 0.0f ? o->x[t] : 0.0f;
-		break;
-	case SDC_MT_OP_RELU_MASK:
-		o->x[t] = o->a[t] > 0.0f ? o->x[t] : 0.0f;
-		break;
-	case SDC_MT_OP_COLSUM: {
-		float acc = 0.0f;
-		for (long r = 0; r < o->i[0]; r++)
-			acc = SDC_XADD(acc, o->a[r * o->i[1] + t]);
-		o->x[t] = acc;
-		break;
-	}
-	case SDC_MT_OP_SGD:
-		o->x[t] = SDC_XSUB(o->x[t], SDC_XMUL(o->f[0], o->a[t]));
-		break;
-	case SDC_MT_OP_ADD:
-		o->x[t] = SDC_XADD(o->a[t], o->b[t]);
-		break;
-	case SDC_MT_OP_EMB_POOL: {
-		const int E = o->i[1], b = (int)(t / E), j = (int)(t % E);
-		float acc = 0.0f;
-		for (int i = 0; i < o->ic[b]; i++)
-			acc = SDC_XADD(acc, o->a[(long)o->ia[o->ib[b] + i] * E + j]);
-		o->x[t] = acc;
-		break;
-	}
 	case SDC_MT_OP_INTERACT:
 		sdc_mt_interact(o, t);
-		break;
-	case SDC_MT_OP_INTERACT_BACK:
-		sdc_mt_interact_back(o, t);
 		break;
 	case SDC_MT_OP_LOGISTIC:
 		sdc_mt_logistic(o);
 		break;
-	case SDC_MT_OP_EMB_GRAD: {
-		const int E = o->i[0], i = (int)(t / E), j = (int)(t % E);
-		float *g = o->x + (long)o->ib[i] * E + j;
-		float acc = *g;
-		for (int q = o->ia[i]; q < o->ia[i + 1]; q++)
-			acc = SDC_XADD(acc, o->a[(long)o->ic[q] * E + j]);
-		*g = acc;
-		break;
-	}
-	case SDC_MT_OP_ADAGRAD: {
-		const int E = o->i[0];
-		const long e = (long)o->ia[t / E] * E + t % E;
-		const float g = o->z[e], s = sdc_xmac(o->y[e], g, g);
-		o->y[e] = s;
-		o->x[e] = SDC_XSUB(o->x[e], SDC_XDIV(SDC_XMUL(o->f[0], g), SDC_XADD(SDC_XSQRT(s), o->f[1])));
-		o->z[e] = 0.0f;
-		break;
-	}
 	case SDC_MT_OP_LAYER_NORM:
 		sdc_mt_layer_norm(o, t);
 		break;
@@ -384,12 +328,15 @@ SDC_HD void sdc_mt_op_thread(const struct sdc_mt_op *o, long t)
 	}
 }
 
+
 /*
- * Threads [t0, t1) of o at once, for the CPU: where consecutive threads are consecutive columns of
- * one row (a bag's or a table row's elements, a column sum's columns), the loops are interchanged
- * so the columns go innermost and vectorise, each element still summed in its thread's order into
- * its own output (a float in memory holds what a register would), so the bits are
- * sdc_mt_op_thread's (tests/unit/test_mt_ops.c compares the two). Other operations: thread by thread.
+ * Threads [t0, t1) of o: the CPU takes them all at once, a GPU's thread t takes [t, t + 1). Where
+ * consecutive threads are consecutive columns of one row (a bag's or a table row's elements, a
+ * column sum's columns), the loops put the columns innermost, so on the CPU they vectorise; each
+ * element is still summed in its own thread's order into its own output (a float in memory holds
+ * what a register would), so any split of the range gives the same bits (tests/unit/test_mt_ops.c
+ * runs the threads one by one in several orders and the whole range, and compares). The elementwise
+ * operations are plain loops here; the others go thread by thread (sdc_mt_op_one).
  */
 SDC_HD void sdc_mt_op_range(const struct sdc_mt_op *o, long t0, long t1)
 {
@@ -485,8 +432,14 @@ SDC_HD void sdc_mt_op_range(const struct sdc_mt_op *o, long t0, long t1)
 	}
 	default:
 		for (long t = t0; t < t1; t++)
-			sdc_mt_op_thread(o, t);
+			sdc_mt_op_one(o, t);
 	}
+}
+
+/* Thread t of operation o: what a GPU's CUDA thread runs (kernels/cuda/minitrain.cu). */
+SDC_HD void sdc_mt_op_thread(const struct sdc_mt_op *o, long t)
+{
+	sdc_mt_op_range(o, t, t + 1);
 }
 
 #ifndef __CUDACC__

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/hd.h"
 #include "kernels/half.h"
 
 #define SDC_EB_DMAX 256
@@ -43,16 +44,30 @@ struct sdc_eb_layout {
 };
 
 /* Plans a row; with_sums adds the ABFT trailer. -1 unless d is a multiple of 16 in [16, 256]. */
-int sdc_eb_layout_init(struct sdc_eb_layout *l, enum sdc_eb_format fmt, int d, bool with_sums);
+SDC_HD int sdc_eb_layout_init(struct sdc_eb_layout *l, enum sdc_eb_format fmt, int d, bool with_sums)
+{
+	memset(l, 0, sizeof(*l));
+	if (d < 16 || d > SDC_EB_DMAX || d % 16)
+		return -1;
+	l->fmt = fmt;
+	l->d = d;
+	l->qmax = fmt == SDC_EB_8BIT ? 255 : 15;
+	l->data = fmt == SDC_EB_8BIT ? (size_t)d : (size_t)d / 2;
+	l->params = fmt == SDC_EB_8BIT ? 8 : 4;
+	l->trailer = !with_sums ? 0 : fmt == SDC_EB_8BIT ? 8 : 4;
+	l->stride = l->data + l->params + l->trailer;
+	l->tri = (double)d * (d + 1) / 2;
+	return 0;
+}
 
-static inline float sdc_eb_load_f32(const uint8_t *p)
+SDC_HD float sdc_eb_load_f32(const uint8_t *p)
 {
 	float f;
 	memcpy(&f, p, 4);
 	return f;
 }
 
-static inline uint16_t sdc_eb_load_u16(const uint8_t *p)
+SDC_HD uint16_t sdc_eb_load_u16(const uint8_t *p)
 {
 	uint16_t v;
 	memcpy(&v, p, 2);
@@ -60,7 +75,7 @@ static inline uint16_t sdc_eb_load_u16(const uint8_t *p)
 }
 
 /* Scale and bias from a row's tail (the bytes after its values). */
-static inline void sdc_eb_tail_params(const struct sdc_eb_layout *l, const uint8_t *tail, float *scale, float *bias)
+SDC_HD void sdc_eb_tail_params(const struct sdc_eb_layout *l, const uint8_t *tail, float *scale, float *bias)
 {
 	if (l->fmt == SDC_EB_8BIT) {
 		*scale = sdc_eb_load_f32(tail);
@@ -71,17 +86,17 @@ static inline void sdc_eb_tail_params(const struct sdc_eb_layout *l, const uint8
 	}
 }
 
-static inline void sdc_eb_row_params(const struct sdc_eb_layout *l, const uint8_t *row, float *scale, float *bias)
+SDC_HD void sdc_eb_row_params(const struct sdc_eb_layout *l, const uint8_t *row, float *scale, float *bias)
 {
 	sdc_eb_tail_params(l, row + l->data, scale, bias);
 }
 
-static inline int sdc_eb_row_q(const struct sdc_eb_layout *l, const uint8_t *row, int j)
+SDC_HD int sdc_eb_row_q(const struct sdc_eb_layout *l, const uint8_t *row, int j)
 {
 	return l->fmt == SDC_EB_8BIT ? row[j] : (row[j >> 1] >> ((j & 1) * 4)) & 0xF;
 }
 
-static inline void sdc_eb_row_set_q(const struct sdc_eb_layout *l, uint8_t *row, int j, int q)
+SDC_HD void sdc_eb_row_set_q(const struct sdc_eb_layout *l, uint8_t *row, int j, int q)
 {
 	if (l->fmt == SDC_EB_8BIT)
 		row[j] = (uint8_t)q;
@@ -90,7 +105,7 @@ static inline void sdc_eb_row_set_q(const struct sdc_eb_layout *l, uint8_t *row,
 }
 
 /* The stored sums from the tail of a row with a trailer. */
-static inline void sdc_eb_tail_sums(const struct sdc_eb_layout *l, const uint8_t *tail, int32_t *c, int32_t *w)
+SDC_HD void sdc_eb_tail_sums(const struct sdc_eb_layout *l, const uint8_t *tail, int32_t *c, int32_t *w)
 {
 	const uint8_t *p = tail + l->params;
 	if (l->fmt == SDC_EB_8BIT) {
@@ -104,15 +119,43 @@ static inline void sdc_eb_tail_sums(const struct sdc_eb_layout *l, const uint8_t
 	}
 }
 
-static inline void sdc_eb_row_stored_sums(const struct sdc_eb_layout *l, const uint8_t *row, int32_t *c, int32_t *w)
+SDC_HD void sdc_eb_row_stored_sums(const struct sdc_eb_layout *l, const uint8_t *row, int32_t *c, int32_t *w)
 {
 	sdc_eb_tail_sums(l, row + l->data, c, w);
 }
 
 /* Recomputes a row's sums from its values. */
-void sdc_eb_row_sums(const struct sdc_eb_layout *l, const uint8_t *row, int32_t *c, int32_t *w);
+SDC_HD void sdc_eb_row_sums(const struct sdc_eb_layout *l, const uint8_t *row, int32_t *c, int32_t *w)
+{
+	int32_t sc = 0, sw = 0;
+	if (l->fmt == SDC_EB_8BIT) {
+		for (int j = 0; j < l->d; j++) {
+			sc += row[j];
+			sw += (j + 1) * row[j];
+		}
+	} else {
+		for (int k = 0; k < l->d / 2; k++) {
+			const int lo = row[k] & 0xF, hi = row[k] >> 4;
+			sc += lo + hi;
+			sw += (2 * k + 1) * lo + (2 * k + 2) * hi;
+		}
+	}
+	*c = sc;
+	*w = sw;
+}
+
 /* Writes them into the trailer. */
-void sdc_eb_row_put_sums(const struct sdc_eb_layout *l, uint8_t *row, int32_t c, int32_t w);
+SDC_HD void sdc_eb_row_put_sums(const struct sdc_eb_layout *l, uint8_t *row, int32_t c, int32_t w)
+{
+	uint8_t *p = row + l->data + l->params;
+	if (l->fmt == SDC_EB_8BIT) {
+		memcpy(p, &c, 4);
+		memcpy(p + 4, &w, 4);
+	} else {
+		const uint32_t v = ((uint32_t)c & 0xFFFu) | (uint32_t)w << 12;
+		memcpy(p, &v, 4);
+	}
+}
 
 /* One bag: which rows, with which weights. */
 struct sdc_eb_bag {
@@ -156,10 +199,27 @@ struct sdc_eb_expect {
 
 /*
  * Adds one row's part of the expectation, from its tail (the bytes after its values), into e:
- * S = w scale and B = w bias in double (exact).
+ * S = w scale and B = w bias in double (exact). The GPU's lookup calls it too (embbag_hd.h).
  */
-void sdc_eb_expect_row(const struct sdc_eb_layout *l, const uint8_t *tail, float w, bool weighted,
-		       struct sdc_eb_expect *e, enum sdc_eb_sums sums);
+SDC_HD void sdc_eb_expect_row(const struct sdc_eb_layout *l, const uint8_t *tail, float w, bool weighted,
+			      struct sdc_eb_expect *e, enum sdc_eb_sums sums)
+{
+	float scale, bias;
+	int32_t c, ws;
+	sdc_eb_tail_params(l, tail, &scale, &bias);
+	sdc_eb_tail_sums(l, tail, &c, &ws);
+	const double S = (double)w * scale, B = (double)w * bias;
+	const double xc = S * c, xw = S * ws, yc = B * l->d, yw = B * l->tri;
+	e->c += xc + yc;
+	e->w += xw + yw;
+	if (sums == SDC_EB_SUMS_STATS) {
+		e->s2c += S * xc;
+		if (weighted) {
+			e->pc += xc * xc + yc * yc;
+			e->pw += xw * xw + yw * yw;
+		}
+	}
+}
 
 /*
  * out[0..d) = the bag's pooled row; with sums other than SDC_EB_NO_SUMS, e is filled too. table
@@ -195,15 +255,6 @@ void sdc_eb_out_sums_portable(const float *out, int d, struct sdc_eb_out_sums *o
 /* The portable kernel, also the reference a mismatch is recomputed with. */
 void sdc_eb_bag_portable(const struct sdc_eb_layout *l, const uint8_t *table, const struct sdc_eb_bag *bag,
 			 float *out, struct sdc_eb_expect *e, enum sdc_eb_sums sums);
-
-/*
- * The same operator on a GPU (kernels/cuda/, in the GPU module, gpu.h): nbags bags given as CSR
- * offsets into idx (and weights, or NULL), one output row of d floats and one expectation each,
- * every pointer on the device, enqueued on a stream (a cudaStream_t). Returns 0 or a CUDA error.
- */
-typedef int (*sdc_eb_bags_device_fn)(const struct sdc_eb_layout *l, const uint8_t *table, const uint32_t *idx,
-				     const int32_t *offsets, const float *w, int nbags, float *out,
-				     struct sdc_eb_expect *e, enum sdc_eb_sums sums, void *stream);
 
 /* Rows ahead of the current one that the kernels prefetch (FBGEMM's default distance). */
 #define SDC_EB_PREFETCH 16

@@ -8,14 +8,6 @@
 #include "kernels/crc32c.h"
 #include "base/util.h"
 
-/* RNG purposes: which stream, for which format, class and width. */
-enum { PURPOSE_TABLE = 1, PURPOSE_BATCH = 2 };
-
-static uint32_t purpose(const struct sdc_eb_cfg *cfg, unsigned kind)
-{
-	return (uint32_t)kind << 16 | (uint32_t)cfg->fmt << 12 | (uint32_t)cfg->cls << 8 | (uint32_t)(cfg->d / 16);
-}
-
 void sdc_eb_variant_name(const struct sdc_eb_cfg *cfg, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s%s-d%d", cfg->fmt == SDC_EB_8BIT ? "8bit" : "4bit", cfg->cls == SDC_EB_FAST ? "-fast" : "",
@@ -23,12 +15,6 @@ void sdc_eb_variant_name(const struct sdc_eb_cfg *cfg, char *buf, size_t len)
 }
 
 /* ---- tables ---- */
-
-/* Philox blocks (16 bytes) per row: the values' bytes, then two words for scale and bias. */
-static size_t blocks_per_row(const struct sdc_eb_layout *l)
-{
-	return (l->data + 8 + 15) / 16;
-}
 
 size_t sdc_eb_table_bytes(const struct sdc_eb_cfg *cfg)
 {
@@ -38,8 +24,7 @@ size_t sdc_eb_table_bytes(const struct sdc_eb_cfg *cfg)
 	return (size_t)cfg->rows * (l.stride + sizeof(uint32_t));
 }
 
-int sdc_eb_table_alloc(struct sdc_eb_table *t, const struct sdc_eb_cfg *cfg, bool with_sums, char *err,
-		       size_t errlen)
+int sdc_eb_table_plan(struct sdc_eb_table *t, const struct sdc_eb_cfg *cfg, bool with_sums, char *err, size_t errlen)
 {
 	memset(t, 0, sizeof(*t));
 	t->cfg = *cfg;
@@ -51,9 +36,16 @@ int sdc_eb_table_alloc(struct sdc_eb_table *t, const struct sdc_eb_cfg *cfg, boo
 		snprintf(err, errlen, "%llu table rows: expected 1 to %u", (unsigned long long)cfg->rows, UINT32_MAX);
 		return -1;
 	}
-	t->truth = sdc_rng_make(cfg->seed, SDC_RNG_PROBE_EMBBAG, SDC_RNG_SHARED, SDC_RNG_SHARED,
-				purpose(cfg, PURPOSE_TABLE));
+	t->truth = sdc_eb_rng(cfg, SDC_EB_PURPOSE_TABLE);
 	t->bytes = (size_t)cfg->rows * t->l.stride;
+	return 0;
+}
+
+int sdc_eb_table_alloc(struct sdc_eb_table *t, const struct sdc_eb_cfg *cfg, bool with_sums, char *err,
+		       size_t errlen)
+{
+	if (sdc_eb_table_plan(t, cfg, with_sums, err, errlen))
+		return -1;
 	t->data = sdc_alloc_huge(t->bytes);
 	if (with_sums)
 		t->crc = malloc((size_t)cfg->rows * sizeof(uint32_t));
@@ -75,52 +67,10 @@ void sdc_eb_table_release(struct sdc_eb_table *t)
 	t->crc = NULL;
 }
 
-/*
- * One row from its random words: the values are the words' bytes (both nibbles of each byte for
- * 4-bit rows, so every value is uniform in [0, qmax]), scale and bias from the last two words.
- */
-static void make_row(const struct sdc_eb_table *t, const uint32_t *words, uint8_t *dst)
-{
-	const struct sdc_eb_layout *l = &t->l;
-	memcpy(dst, words, l->data);
-	const uint32_t u0 = words[l->data / 4], u1 = words[l->data / 4 + 1];
-	float scale, bias;
-	if (t->cfg.cls == SDC_EB_EXACT) {
-		scale = ldexpf(1.0f, (int)(u0 & 3) - 2);
-		bias = (float)((int)(u1 % 65) - 32) / 16.0f;
-	} else {
-		const float range = 0.1f + 0.9f * ((float)(u0 >> 8) * 0x1p-24f);
-		scale = range / (float)l->qmax;
-		bias = -range * (0.35f + 0.3f * ((float)(u1 >> 8) * 0x1p-24f));
-	}
-	uint8_t *p = dst + l->data;
-	if (l->fmt == SDC_EB_8BIT) {
-		memcpy(p, &scale, 4);
-		memcpy(p + 4, &bias, 4);
-	} else {
-		const uint16_t hs = sdc_float_to_half(scale), hb = sdc_float_to_half(bias);
-		memcpy(p, &hs, 2);
-		memcpy(p + 2, &hb, 2);
-	}
-	if (l->trailer) {
-		int32_t c, w;
-		sdc_eb_row_sums(l, dst, &c, &w);
-		sdc_eb_row_put_sums(l, dst, c, w);
-	}
-}
-
-void sdc_eb_truth_row(const struct sdc_eb_table *t, uint64_t row, uint8_t *dst)
-{
-	uint32_t words[(SDC_EB_DMAX + 8 + 15) / 16 * 4];
-	const size_t bpr = blocks_per_row(&t->l);
-	sdc_rng_fill_u32(&t->truth, row * bpr, words, bpr * 4);
-	make_row(t, words, dst);
-}
-
 void sdc_eb_table_fill(struct sdc_eb_table *t, uint64_t r0, uint64_t r1)
 {
 	enum { CHUNK = 512 };
-	const size_t bpr = blocks_per_row(&t->l), wpr = bpr * 4;
+	const size_t bpr = (size_t)sdc_eb_blocks_per_row(&t->l), wpr = bpr * 4;
 	uint32_t *words = malloc(CHUNK * wpr * sizeof(uint32_t));
 	for (uint64_t r = r0; r < r1; r += CHUNK) {
 		const uint64_t n = r1 - r < CHUNK ? r1 - r : CHUNK;
@@ -129,7 +79,7 @@ void sdc_eb_table_fill(struct sdc_eb_table *t, uint64_t r0, uint64_t r1)
 		for (uint64_t i = 0; i < n; i++) {
 			uint8_t *row = sdc_eb_row(t, r + i);
 			if (words)
-				make_row(t, words + i * wpr, row);
+				sdc_eb_make_row(t->cfg.cls, &t->l, words + i * wpr, row);
 			else
 				sdc_eb_truth_row(t, r + i, row); /* no scratch memory: slower, same bytes */
 			if (t->crc)
@@ -224,25 +174,10 @@ void sdc_eb_row_repair(struct sdc_eb_table *t, uint64_t row)
 
 /* ---- batches ---- */
 
-struct batch_plan {
-	size_t len_blocks, idx_block, w_block, blocks, max_total;
-};
-
-static struct batch_plan batch_plan(const struct sdc_eb_cfg *cfg)
-{
-	struct batch_plan p;
-	p.max_total = (size_t)cfg->batch * (size_t)sdc_eb_max_len(cfg);
-	p.len_blocks = ((size_t)cfg->batch + 3) / 4;
-	p.idx_block = p.len_blocks;
-	p.w_block = p.idx_block + (p.max_total + 3) / 4;
-	p.blocks = p.w_block + (p.max_total + 3) / 4;
-	return p;
-}
-
 int sdc_eb_batch_alloc(struct sdc_eb_batch *b, const struct sdc_eb_cfg *cfg)
 {
 	memset(b, 0, sizeof(*b));
-	const struct batch_plan p = batch_plan(cfg);
+	const struct sdc_eb_batch_plan p = sdc_eb_batch_plan(cfg);
 	b->cap = p.max_total;
 	b->idx = malloc(p.max_total * sizeof(uint32_t));
 	b->w = malloc(p.max_total * sizeof(float));
@@ -262,67 +197,42 @@ void sdc_eb_batch_release(struct sdc_eb_batch *b)
 	memset(b, 0, sizeof(*b));
 }
 
+uint64_t sdc_eb_batch_lookups(const struct sdc_eb_cfg *cfg, uint64_t index)
+{
+	const struct sdc_rng r = sdc_eb_rng(cfg, SDC_EB_PURPOSE_BATCH);
+	const uint64_t base = index * sdc_eb_batch_plan(cfg).blocks;
+	uint64_t n = 0;
+	for (int i = 0; i < cfg->batch; i++)
+		n += (uint64_t)sdc_eb_len_of(cfg, sdc_eb_stream_word(&r, base, (uint64_t)i));
+	return n;
+}
+
+/* The stream's words in bulk (sdc_rng_fill_u32); the GPU draws the same words one by one
+ * (sdc_eb_stream_word) through the same mappings. */
 void sdc_eb_batch_draw(struct sdc_eb_batch *b, const struct sdc_eb_cfg *cfg, uint64_t index)
 {
-	const struct batch_plan p = batch_plan(cfg);
-	const struct sdc_rng r = sdc_rng_make(cfg->seed, SDC_RNG_PROBE_EMBBAG, SDC_RNG_SHARED, SDC_RNG_SHARED,
-					      purpose(cfg, PURPOSE_BATCH));
+	const struct sdc_eb_batch_plan p = sdc_eb_batch_plan(cfg);
+	const struct sdc_rng r = sdc_eb_rng(cfg, SDC_EB_PURPOSE_BATCH);
 	const uint64_t base = index * p.blocks;
-	const int lmax = sdc_eb_max_len(cfg), lmin = SDC_MAX(1, cfg->pooling - cfg->pooling / 2);
 	b->index = index;
 	b->nbags = cfg->batch;
-	b->weighted = index & 1;
+	b->weighted = sdc_eb_batch_weighted(index);
 	sdc_rng_fill_u32(&r, base, b->words, 4 * p.len_blocks);
 	b->off[0] = 0;
 	for (int i = 0; i < b->nbags; i++)
-		b->off[i + 1] = b->off[i] + lmin + (int)(b->words[i] % (uint32_t)(lmax - lmin + 1));
+		b->off[i + 1] = b->off[i] + sdc_eb_len_of(cfg, b->words[i]);
 	const size_t total = (size_t)b->off[b->nbags];
 	sdc_rng_fill_u32(&r, base + p.idx_block, b->idx, total);
 	for (size_t i = 0; i < total; i++)
-		b->idx[i] = (uint32_t)(((uint64_t)b->idx[i] * cfg->rows) >> 32);
+		b->idx[i] = sdc_eb_index_of(cfg, b->idx[i]);
 	if (b->weighted) {
 		sdc_rng_fill_u32(&r, base + p.w_block, b->words, total);
 		for (size_t i = 0; i < total; i++)
-			b->w[i] = cfg->cls == SDC_EB_EXACT ? (float)(1 + b->words[i] % 3)
-							   : 0.5f + (float)(b->words[i] >> 8) * 0x1p-24f;
+			b->w[i] = sdc_eb_weight_of(cfg, b->words[i]);
 	}
 }
 
 /* ---- the check ---- */
-
-bool sdc_eb_check(const struct sdc_eb_cfg *cfg, const struct sdc_eb_layout *l, const struct sdc_eb_out_sums *os,
-		  const struct sdc_eb_expect *e, struct sdc_eb_verdict *v)
-{
-	const int d = l->d;
-	v->dc = os->c - e->c;
-	v->dw = os->w - e->w;
-	v->negzero = os->negzero;
-	if (cfg->cls == SDC_EB_EXACT) {
-		v->tc = v->tw = 0;
-	} else {
-		/*
-		 * The header derives this: Q_t from its 16 columns times d/16, t's rounding bounded as if
-		 * the same in every column (d Q_t), the fma's from acc^2 <= 2 t^2 + 2 (s q)^2.
-		 */
-		const double u2_3 = 0x1p-48 / 3, kw = (d + 1.0) * (2.0 * d + 1) / 6;
-		const double qt = d / 16.0 * e->sq_t, q = (d + 2) * qt + 2.0 * l->qmax * e->s2c;
-		const double slack = 0x1p-40 * d * sqrt(q);
-		v->tc = cfg->c_sigma * sqrt(u2_3 * (q + e->pc)) + slack + 0x1p-40 * fabs(e->c);
-		v->tw = cfg->c_sigma * sqrt(u2_3 * (kw * q + e->pw)) + slack * d + 0x1p-40 * fabs(e->w);
-	}
-	v->bad = v->negzero || !(fabs(v->dc) <= v->tc) || !(fabs(v->dw) <= v->tw);
-	/* One bad element at column j moves the weighted sum j + 1 times as far as the plain one. */
-	v->col = -1;
-	if (v->bad && isfinite(v->dc) && isfinite(v->dw) && fabs(v->dc) > v->tc) {
-		const double ratio = v->dw / v->dc;
-		if (ratio >= 0.5 && ratio < d + 0.5) {
-			const int j = (int)lrint(ratio) - 1;
-			if (fabs(v->dw - (j + 1) * v->dc) <= v->tw + (j + 1) * v->tc)
-				v->col = j;
-		}
-	}
-	return v->bad;
-}
 
 size_t sdc_eb_scratch_bytes(const struct sdc_eb_cfg *cfg)
 {

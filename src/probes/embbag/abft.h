@@ -47,24 +47,8 @@
 #include <stdint.h>
 
 #include "kernels/embbag.h"
+#include "kernels/embbag_hd.h"
 #include "base/rng.h"
-
-enum sdc_eb_class { SDC_EB_EXACT, SDC_EB_FAST };
-
-#define SDC_EB_C_SIGMA 6.0
-#define SDC_EB_MAX_BAGS 64
-#define SDC_EB_MAX_POOLING 400
-
-struct sdc_eb_cfg {
-	enum sdc_eb_format fmt;
-	enum sdc_eb_class cls;
-	int d;
-	uint64_t rows;
-	int batch;   /* bags per batch */
-	int pooling; /* mean rows per bag; lengths are uniform in [pooling/2, 3 pooling/2] */
-	uint64_t seed;
-	double c_sigma;
-};
 
 /* Variant names: "8bit", "8bit-fast", "4bit", "4bit-fast", then "-d<d>". */
 void sdc_eb_variant_name(const struct sdc_eb_cfg *cfg, char *buf, size_t len);
@@ -79,6 +63,8 @@ struct sdc_eb_table {
 	size_t bytes;
 };
 
+/* The table's truth without its rows (data NULL): what the GPU lanes report against. */
+int sdc_eb_table_plan(struct sdc_eb_table *t, const struct sdc_eb_cfg *cfg, bool with_sums, char *err, size_t errlen);
 /* Allocates (no contents yet). -1 with err filled on a bad configuration or no memory. */
 int sdc_eb_table_alloc(struct sdc_eb_table *t, const struct sdc_eb_cfg *cfg, bool with_sums, char *err,
 		       size_t errlen);
@@ -89,7 +75,10 @@ size_t sdc_eb_table_bytes(const struct sdc_eb_cfg *cfg);
 /* Writes the true contents of rows [r0, r1) (values, scale, bias, sums, CRCs). */
 void sdc_eb_table_fill(struct sdc_eb_table *t, uint64_t r0, uint64_t r1);
 /* The true bytes of one row, into dst (l.stride bytes). */
-void sdc_eb_truth_row(const struct sdc_eb_table *t, uint64_t row, uint8_t *dst);
+static inline void sdc_eb_truth_row(const struct sdc_eb_table *t, uint64_t row, uint8_t *dst)
+{
+	sdc_eb_row_truth(&t->cfg, &t->l, row, dst);
+}
 
 static inline uint8_t *sdc_eb_row(const struct sdc_eb_table *t, uint64_t row)
 {
@@ -127,6 +116,9 @@ struct sdc_eb_batch {
 	size_t cap;
 };
 
+/* The rows batch `index` looks up (its bags' lengths), without drawing its rows. */
+uint64_t sdc_eb_batch_lookups(const struct sdc_eb_cfg *cfg, uint64_t index);
+
 int sdc_eb_batch_alloc(struct sdc_eb_batch *b, const struct sdc_eb_cfg *cfg);
 void sdc_eb_batch_release(struct sdc_eb_batch *b);
 void sdc_eb_batch_draw(struct sdc_eb_batch *b, const struct sdc_eb_cfg *cfg, uint64_t index);
@@ -138,30 +130,11 @@ static inline struct sdc_eb_bag sdc_eb_batch_bag(const struct sdc_eb_batch *b, i
 	return g;
 }
 
-/* What the check says about one bag's output. */
-struct sdc_eb_verdict {
-	double dc, dw;  /* output sums minus what the stored sums predict */
-	double tc, tw;  /* the thresholds (0 in the exact class) */
-	int col;        /* the column the two differences point at, -1 if none */
-	bool negzero;   /* a -0.0 in the output */
-	bool bad;
-};
-
-/* Checks an output's sums (impl->out_sums, read back from memory) against e. Returns v->bad. */
-bool sdc_eb_check(const struct sdc_eb_cfg *cfg, const struct sdc_eb_layout *l, const struct sdc_eb_out_sums *os,
-		  const struct sdc_eb_expect *e, struct sdc_eb_verdict *v);
-
 /*
  * The bag recomputed from regenerated true rows with the portable kernel, in the same order:
  * the exact expected output, bit for bit, in either class. scratch holds pooling * 3/2 rows.
  */
 void sdc_eb_reference(const struct sdc_eb_table *t, const struct sdc_eb_bag *bag, uint8_t *scratch, float *out);
 size_t sdc_eb_scratch_bytes(const struct sdc_eb_cfg *cfg);
-
-/* Longest bag a configuration draws. */
-static inline int sdc_eb_max_len(const struct sdc_eb_cfg *cfg)
-{
-	return cfg->pooling + cfg->pooling / 2;
-}
 
 #endif

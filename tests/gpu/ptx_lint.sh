@@ -27,6 +27,16 @@ if ! "$NVCC" $FLAGS $INCS -arch=compute_90 -ptx "$SRC" -o "$TMP/project.ptx" 2>"
 	exit 1
 fi
 failed=0
+# PTX_LINT_FMA_F32=required (embbag.cu): the kernel fuses exactly where the CPU's kernels call
+# fmaf (__fmaf_rn, fma.rn.f32), so that one form must be there, and no other fma may be.
+if [ "${PTX_LINT_FMA_F32:-}" = required ]; then
+	if ! grep -q 'fma\.rn\.f32' "$TMP/project.ptx"; then
+		echo "FAIL: no fma.rn.f32 in the PTX of $SRC: the CPU's fmaf is not mirrored (__fmaf_rn)" >&2
+		failed=1
+	fi
+	grep -v 'fma\.rn\.f32' "$TMP/project.ptx" >"$TMP/rest.ptx"
+	mv "$TMP/rest.ptx" "$TMP/project.ptx"
+fi
 if grep -n 'fma\.' "$TMP/project.ptx" >"$TMP/fma"; then
 	echo "FAIL: $(wc -l <"$TMP/fma") fused multiply-adds in the PTX of $SRC, e.g.:" >&2
 	head -3 "$TMP/fma" >&2
@@ -54,5 +64,5 @@ if grep -q 'fma\.' "$TMP/nofmad.ptx"; then
 	echo "FAIL: the module's flags let nvcc contract the canary: -fmad=false is not in effect" >&2
 	failed=1
 fi
-[ $failed = 0 ] && echo "PASS: $(grep -c '^' "$TMP/project.ptx") lines of PTX, no fma, no ftz"
+[ $failed = 0 ] && echo "PASS: $(grep -c '^' "$TMP/project.ptx") lines of PTX, no fma${PTX_LINT_FMA_F32:+ but fma.rn.f32}, no ftz"
 exit $failed

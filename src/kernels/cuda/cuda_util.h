@@ -23,6 +23,11 @@ int sdc_cuda_poll(cudaEvent_t ev, double timeout, const char *what, char *err, s
 /* Waits for everything queued on stream s so far: records ev there and polls it. */
 int sdc_cuda_wait(cudaStream_t s, cudaEvent_t ev, double timeout, const char *what, char *err, size_t errlen);
 
+/* The same for a stream that waits a few dozen times a second after short kernels: the first
+ * 2 ms are polled with a yield, not the 20 us sleep of sdc_cuda_poll (70 us with the kernel's timer
+ * slack), which would cost more than the kernels. */
+int sdc_cuda_settle(cudaStream_t s, cudaEvent_t ev, double timeout, const char *what, char *err, size_t errlen);
+
 /*
  * A one-call workspace (the exact class's and the hop checks' entries): device buffers of the given
  * sizes, a stream, an event to wait on, and with timing two timing events. init: 0, or -1 with err
@@ -70,6 +75,8 @@ void sdc_cuda_xops(struct sdc_gpu_module *m);
 void sdc_cuda_ring_ops(struct sdc_gpu_module *m);
 /* ... and minitrain's steps (minitrain.cu). */
 void sdc_cuda_mt_ops(struct sdc_gpu_module *m);
+/* ... and embbag's lookups (embbag.cu). */
+void sdc_cuda_eb_ops(struct sdc_gpu_module *m);
 /* ... and NCCL's collectives checked exactly, and the GPU's ping (nccl.cu). */
 void sdc_cuda_nccl_ops(struct sdc_gpu_module *m);
 

@@ -19,6 +19,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,25 @@ int sdc_cuda_wait(cudaStream_t s, cudaEvent_t ev, double timeout, const char *wh
 {
 	const cudaError_t e = cudaEventRecord(ev, s);
 	if (e != cudaSuccess) {
+		sdc_cuda_error(err, errlen, what, e);
+		return -1;
+	}
+	return sdc_cuda_poll(ev, timeout, what, err, errlen);
+}
+
+int sdc_cuda_settle(cudaStream_t s, cudaEvent_t ev, double timeout, const char *what, char *err, size_t errlen)
+{
+	cudaError_t e = cudaEventRecord(ev, s);
+	if (e != cudaSuccess) {
+		sdc_cuda_error(err, errlen, what, e);
+		return -1;
+	}
+	const double spin_end = now() + 2e-3;
+	while ((e = cudaEventQuery(ev)) == cudaErrorNotReady && now() < spin_end)
+		sched_yield();
+	if (e == cudaSuccess)
+		return 0;
+	if (e != cudaErrorNotReady) {
 		sdc_cuda_error(err, errlen, what, e);
 		return -1;
 	}

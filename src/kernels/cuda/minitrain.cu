@@ -10,7 +10,6 @@
  * deadline (cudaMemcpy would block on a hung kernel), so a stuck GPU fails the call.
  */
 #include <cuda_runtime.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,24 +41,13 @@ static int fail(struct sdc_gpu_mt *g, const char *what, cudaError_t e)
 	return -1;
 }
 
-/* Everything queued so far done, within the deadline. A step waits for its stream a few dozen
- * times (copies, the loss, ATTNChecker's sums), each after a few short kernels: the first 2 ms are
- * polled with a yield, not the 20 us sleep of sdc_cuda_poll (70 us with the kernel's timer slack),
- * which would cost more than the kernels. */
+/* Everything queued so far done, within the deadline (sdc_cuda_settle: a step waits a few dozen
+ * times, each after a few short kernels). */
 static int settle(struct sdc_gpu_mt *g, const char *what)
 {
 	if (g->failed)
 		return -1;
-	cudaError_t e = cudaEventRecord(g->ev, g->s);
-	if (e != cudaSuccess)
-		return fail(g, what, e);
-	const double spin_end = sdc_cuda_clock() + 2e-3;
-	while ((e = cudaEventQuery(g->ev)) == cudaErrorNotReady && sdc_cuda_clock() < spin_end)
-		sched_yield();
-	if (e == cudaSuccess)
-		return 0;
-	const int r = e == cudaErrorNotReady ? sdc_cuda_poll(g->ev, g->timeout, what, g->err, sizeof(g->err))
-					     : (sdc_cuda_error(g->err, sizeof(g->err), what, e), -1);
+	const int r = sdc_cuda_settle(g->s, g->ev, g->timeout, what, g->err, sizeof(g->err));
 	if (r) {
 		g->failed = 1;
 		g->hung = r > 0;

@@ -94,6 +94,7 @@ extern "C" const struct sdc_gpu_module *sdc_gpu_module(void)
 		sdc_cuda_xops(&m);
 		sdc_cuda_ring_ops(&m);
 		sdc_cuda_mt_ops(&m);
+		sdc_cuda_eb_ops(&m);
 #if HAVE_NCCL
 		sdc_cuda_nccl_ops(&m); /* (without nccl.h at build time the entries stay NULL) */
 #endif

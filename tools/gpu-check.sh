@@ -21,7 +21,9 @@
 #         bench      sdcscan bench overhead --gpus (bench.json): plain cuBLASLt against checked;
 #                    sdcscan bench minitrain --gpus (bench-minitrain.json): the exact class's bits
 #                    and its GEMM against cuBLAS sgemm, n = 512 ... 4096; sdcscan bench ring-hops
-#                    --gpus (bench-ring-hops.json): the hop checks' bits and GB/s; with mpirun
+#                    --gpus (bench-ring-hops.json): the hop checks' bits and GB/s; sdcscan bench
+#                    embbag --gpus (bench-embbag.json): lookups/s, GB/s and the checked lookup's
+#                    overhead on the GPU, with its bits against the CPU's kernel; with mpirun
 #                    and 2 GPUs or more, sdcscan bench nccl (bench-nccl.json): the checked ring
 #                    over NCCL against ncclAllReduce, busbw 1 MiB to 1 GiB
 #         sanitizer  compute-sanitizer memcheck, racecheck and synccheck on a short GPU run
@@ -145,6 +147,7 @@ run() {
 			stage bench "$S" bench overhead --gpus 0 --json "$out/bench.json"
 			stage bench-minitrain "$S" bench minitrain --gpus 0 --json "$out/bench-minitrain.json"
 			stage bench-ring-hops "$S" bench ring-hops --gpus 0 --json "$out/bench-ring-hops.json"
+			stage bench-embbag "$S" bench embbag --gpus 0 --json "$out/bench-embbag.json"
 			ngpu=$("$S" version | sed -n 's/^gpus: \([0-9]*\) .*/\1/p')
 			if command -v mpirun >/dev/null 2>&1 && [ "${ngpu:-0}" -ge 2 ]; then
 				stage bench-nccl mpirun --allow-run-as-root -np "$ngpu" "$S" bench nccl --gpus all \

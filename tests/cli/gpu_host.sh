@@ -96,6 +96,9 @@ expect_grep selftest out "^OK: selftest passed"
 # ... minitrain's W, G, O and A among them, in gpu0's memory (dlrm's W may be drawn elsewhere)
 check=$(json_get "$TMP/st.json" "sorted({'dlrm:O', 'dlrm:G', 'xfmr:W', 'xfmr:A', 'xfmr:G', 'xfmr:O'} - {i['variant'] + ':' + i['target'] for i in r['injections'] if i['device'] == 'gpu0' and i['probe'] == 'minitrain'})")
 [ "$check" = "[]" ] || fail "selftest: minitrain faults not in gpu0: $check"
+# ... and embbag's T and R, in gpu0's memory
+check=$(json_get "$TMP/st.json" "sorted({'8bit-d64:T', '4bit-fast-d64:T', '8bit-fast-d64:R', '4bit-d64:R'} - {i['variant'] + ':' + i['target'] for i in r['injections'] if i['device'] == 'gpu0' and i['probe'] == 'embbag'})")
+[ "$check" = "[]" ] || fail "selftest: embbag faults not in gpu0: $check"
 
 # A persistent fault on one SM: found, and the SM replay names SM 3.
 FAKE_GPU_BAD_SM=3 expect_exit 2 badsm "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=bf16 \
@@ -375,4 +378,54 @@ FAKE_GPU_COUNT=1 FAKE_GPU_MT_HANG=0 expect_exit 3 mthang "$SDCSCAN" run $MT --se
 	--set minitrain.gpu_timeout=2
 expect_grep mthang out "gpu0 (0000:f0:00.0): step [0-9]*: copying from the device: a copy from the GPU did not finish within 2 s"
 expect_grep mthang out "^minitrain/dlrm  *cpu0  *OK"
+
+# embbag on GPUs (the fake runs kernels/embbag_hd.h in embbag.cu's shape, threads in reverse): the
+# core's and both GPUs' work digests are one per variant (the same bits in both classes).
+EB="--probe embbag --set embbag.rows=8192 --set embbag.batches=4 --set embbag.iterations=16 --cpus 0"
+FAKE_GPU_COUNT=2 expect_exit 0 ebclean "$SDCSCAN" run $EB --json "$TMP/ebclean.json"
+for v in 8bit-d64 8bit-fast-d64 4bit-d64 4bit-fast-d64; do
+	for d in gpu0 gpu1; do
+		expect_grep ebclean out "^embbag/$v  *$d  *OK .*Mlookup/s kernel CUDA"
+	done
+done
+check=$(json_get "$TMP/ebclean.json" "' '.join('%s:%d' % (v, len({x['work_digest']['sha256'] for x in r['results'] if x['variant'] == v})) for v in sorted({x['variant'] for x in r['results']})) + ' ' + str(sorted({x['device'] for x in r['results']}))")
+[ "$check" = "4bit-d64:1 4bit-fast-d64:1 8bit-d64:1 8bit-fast-d64:1 ['cpu0', 'gpu0', 'gpu1']" ] ||
+	fail "ebclean: the core's and the GPUs' work digests differ: $check"
+# GPU 1 rounds column 3's multiply and add apart: the same values in the exact class, other low bits
+# in the fast one, below any threshold: the vote names gpu1 there, and nothing else is named.
+FAKE_GPU_COUNT=2 FAKE_GPU_EB_BUG=1 expect_exit 2 ebbug "$SDCSCAN" run $EB --json "$TMP/ebbug.json"
+check=$(json_get "$TMP/ebbug.json" "sorted({(f['device'], f['variant'], f['kind']) for f in r['findings']})")
+[ "$check" = "[('gpu1', '4bit-fast-d64', 'device-disagreement'), ('gpu1', '8bit-fast-d64', 'device-disagreement')]" ] ||
+	fail "ebbug: findings: $check"
+# T and R in gpu0's memory: each found at its element (a row at rest by the lookups or the GPU's
+# sweep, which passes rows 1024..1535 in iteration 2: a scale changed is in the lookups' sums and
+# their expectation alike, so only the sweep sees it; an output before its check on the GPU), and
+# only gpu0 named.
+FAKE_GPU_COUNT=1 expect_exit 2 ebfaults "$SDCSCAN" run $EB --json "$TMP/ebfaults.json" \
+	--inject embbag/8bit-d64:T:iter=1,device=gpu0 --inject embbag/4bit-fast-d64:T:iter=2,col=66,device=gpu0 \
+	--inject embbag/8bit-fast-d64:R:iter=1,bit=30,device=gpu0 --inject embbag/4bit-d64:R:iter=3,bit=0,device=gpu0 \
+	--inject embbag/8bit-fast-d64:T:iter=2,row=1200,col=64,bit=20,device=gpu0 \
+	--inject embbag/4bit-d64:T:iter=4,row=3000,col=5,bit=2,device=gpu0
+check=$(located "$TMP/ebfaults.json")
+[ "$check" = ok ] || fail "ebfaults: $check"
+check=$(json_get "$TMP/ebfaults.json" "len(r['injections']), sorted({f['device'] for f in r['findings'] if f['device'] != 'host'})")
+[ "$check" = "6 ['gpu0']" ] || fail "ebfaults: injections and devices named: $check"
+check=$(json_get "$TMP/ebfaults.json" "[(f['iteration'], f['kind']) for f in r['findings'] if f['row'] == 1200 and f['col'] == 64 and 'scale changed in memory; found by the sweep at rest on the GPU' in f['detail']]")
+[ "$check" = "[(2, 'table-corrupt')]" ] || fail "ebfaults: the scale changed at rest, found by the GPU's sweep: $check"
+# A GPU that stops: its third lookup waits out gpu_timeout, the GPU is lost (UNKNOWN), the core goes on.
+FAKE_GPU_COUNT=1 FAKE_GPU_EB_HANG=0 expect_exit 3 ebhang "$SDCSCAN" run $EB --set embbag.formats=8bit \
+	--set embbag.classes=exact --set embbag.gpu_timeout=1
+expect_grep ebhang out "gpu0 (0000:f0:00.0): iteration 2: the lookups did not finish within 1 s"
+expect_grep ebhang out "^embbag/8bit-d64  *cpu0  *OK"
+# bench embbag --gpus: the bits against this CPU's portable kernel the same (the fake's speed is a
+# core's: the overhead target may go either way); a GPU whose column 3 rounds apart: DIFFERENT.
+"$SDCSCAN" bench embbag --gpus 0 --rows 8192 --dims 32 --pooling 10 --seconds 0.2 --json "$TMP/ebbench.json" \
+	>"$TMP/ebbench.out" 2>"$TMP/ebbench.err"
+expect_grep ebbench out "^8bit    32    40    48  .* same  *[0-9]*  \(met\|MISSED\)$"
+expect_grep ebbench out "^4bit    32    20    24  .* same  *[0-9]*  \(met\|MISSED\)$"
+[ "$(json_get "$TMP/ebbench.json" "[x['differing'] for x in r['rows']]")" = "[0, 0]" ] || fail "ebbench: report rows"
+FAKE_GPU_EB_BUG=0 "$SDCSCAN" bench embbag --gpus 0 --rows 8192 --dims 32 --formats 8bit --pooling 10 --seconds 0.2 \
+	>"$TMP/ebbenchbug.out" 2>"$TMP/ebbenchbug.err"
+expect_grep ebbenchbug out "^8bit    32    40    48  .* DIFFERENT  *[0-9]*  MISSED$"
+expect_grep ebbenchbug out "first bag [0-9]* column 3: CPU .*, GPU "
 finish

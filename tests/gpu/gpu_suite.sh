@@ -18,7 +18,11 @@
 #      (NCCL takes no two ranks on one GPU), and says which is missing otherwise;
 #   9. minitrain on every GPU against the shipped quick goldens (dlrm and xfmr, each step's state,
 #      gradients and loss), voting with a core; then W, G, O and A faults in gpu0's memory, each
-#      found at its element.
+#      found at its element;
+#  10. embbag on every GPU: the quick profile's variants at 4,000,000 rows, the GPUs' work digests
+#      the core's (the same bits); T and R faults in gpu0's memory found at their elements; and
+#      bench embbag --gpus: the bits against the CPU's kernel, lookups/s, GB/s and the checked
+#      lookup's overhead against the plain one (target <= 10%).
 # usage: gpu_suite.sh SDCSCAN (the module next to it, as installed)
 . "$(dirname "$0")/../cli/lib.sh"
 unset SDCSCAN_GPU_MODULE SDCSCAN_NVML_LIBRARY
@@ -149,4 +153,25 @@ expect_exit 2 mtfaults "$SDCSCAN" run $MT --json "$TMP/mtfaults.json" \
 cat "$TMP/mtfaults.out"
 check=$(located "$TMP/mtfaults.json")
 [ "$check" = ok ] || fail "mtfaults: $check"
+
+# 10. embbag on the GPUs: Li et al.'s table size, the same bits as a core, faults in GPU memory,
+# the benchmark.
+expect_exit 0 ebquick "$SDCSCAN" run --profile quick --probe embbag --cpus 0 --set embbag.rows=4000000 \
+	--set embbag.iterations=16 --json "$TMP/ebq.json"
+cat "$TMP/ebquick.out"
+check=$(json_get "$TMP/ebq.json" "' '.join('%s:%d' % (v, len({x['work_digest']['sha256'] for x in r['results'] if x['variant'] == v})) for v in sorted({x['variant'] for x in r['results']}))")
+[ "$check" = "4bit-d64:1 4bit-fast-d64:1 8bit-d64:1 8bit-fast-d64:1" ] || fail "ebquick: the core's and the GPUs' work digests differ: $check"
+expect_exit 2 ebfaults "$SDCSCAN" run --probe embbag --cpus 0 --gpus 0 --set embbag.rows=65536 --set embbag.iterations=16 \
+	--json "$TMP/ebfaults.json" \
+	--inject embbag/8bit-d64:T:iter=1,device=gpu0 --inject embbag/4bit-fast-d64:T:iter=2,col=66,device=gpu0 \
+	--inject embbag/8bit-fast-d64:R:iter=1,bit=30,device=gpu0 --inject embbag/4bit-d64:R:iter=3,bit=0,device=gpu0 \
+	--inject embbag/8bit-fast-d64:T:iter=2,row=1200,col=64,bit=20,device=gpu0
+cat "$TMP/ebfaults.out"
+check=$(located "$TMP/ebfaults.json")
+[ "$check" = ok ] || fail "ebfaults: $check"
+"$SDCSCAN" bench embbag --gpus 0 --dims 32,64,128,256 --seconds 2 --json "$TMP/ebbench.json" >"$TMP/ebbench.out" 2>"$TMP/ebbench.err"
+rc=$?
+case $rc in 0 | 2) ;; *) fail "bench embbag --gpus: exit $rc"; cat "$TMP/ebbench.err" >&2 ;; esac
+cat "$TMP/ebbench.out"
+[ "$(json_get "$TMP/ebbench.json" "sum(x['differing'] for x in r['rows'])")" = 0 ] || fail "bench embbag --gpus: bits differ from the CPU's"
 finish

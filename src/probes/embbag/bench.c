@@ -264,8 +264,16 @@ static int bench_main(struct sdc_cmd *cmd)
 	const uint64_t rows = (uint64_t)o->rows, pooling = (uint64_t)o->pooling, sweep_rows = (uint64_t)o->sweep_rows;
 	const double seconds = o->seconds;
 	struct sdc_run run;
+	if (cmd->cli.json && !cmd->cli.have_gpus)
+		return sdc_cli_bad(&cmd->cli, "--json: only the GPU benchmark (--gpus) writes a report");
 	if (sdc_cli_bench_start(cmd, &run))
 		return sdc_cli_unknown(&cmd->cli);
+	if (cmd->cli.have_gpus) {
+		/* a GPU: plain against checked lookups there, with the bits against this CPU's kernel */
+		const int code = sdc_embbag_bench_gpu(cmd, &run, o->dims.v, o->dims.n, o->formats, rows, (int)pooling, seconds);
+		sdc_run_release(&run);
+		return code;
+	}
 	const struct sdc_device *dev = &run.devices[0];
 	const struct sdc_eb_impl *impl = sdc_eb_find("auto");
 	const struct sdc_eb_cfg base = { .cls = SDC_EB_FAST, .rows = rows, .batch = 10, .pooling = (int)pooling,
@@ -291,9 +299,10 @@ static int bench_main(struct sdc_cmd *cmd)
 
 const struct sdc_command sdc_embbag_bench = {
 	.name = "embbag",
-	.summary = "plain against ABFT-checked EmbeddingBag on one pinned core, called in turns",
+	.summary = "plain against ABFT-checked EmbeddingBag on one pinned core, called in turns (--gpus: on a GPU, "
+		   "with the bits against this CPU's kernel)",
 	.options = bench_options,
 	.opts_size = sizeof(struct bench_opts),
-	.common = SDC_CF_CPUS,
+	.common = SDC_CF_CPUS | SDC_CF_GPUS | SDC_CF_JSON,
 	.fn = bench_main,
 };

@@ -1,6 +1,7 @@
 /*
- * embbag: an ABFT-checked quantized EmbeddingBag burn on every selected CPU core (the engine:
- * embbag_abft.h; the kernels: kernels/embbag.h).
+ * embbag: an ABFT-checked quantized EmbeddingBag burn on every selected CPU core and GPU (the
+ * engine: embbag_abft.h; the kernels: kernels/embbag.h; on a GPU kernels/embbag_hd.h's functions
+ * in kernels/cuda/embbag.cu, through the GPU module).
  *
  * Variants: row format (8-bit, 4-bit FBGEMM fused rows) x numerics class (exact, fast) x embedding
  * width. Every core looks up the same seeded batches in a table larger than the caches (its own
@@ -10,6 +11,11 @@
  * named and repaired) and is recomputed, so every wrong element is reported with its bits. A sweep
  * re-verifies a slice of the table at rest every iteration (CRC32C and recomputed row sums), so a
  * flip in rows nobody looked up is found too.
+ *
+ * A GPU runs the same iterations on its own table in GPU memory (made there from the seed): each
+ * iteration's batches drawn there, every bag looked up and checked there, a slice of the table
+ * swept there; the outputs come back for the vote (the same bits as a core's) and a failing bag or
+ * row is reported from here as a core's is, its rows read back from GPU memory and repaired there.
  */
 #include <inttypes.h>
 #include <jansson.h>
@@ -19,6 +25,7 @@
 #include <string.h>
 
 #include "base/digest.h"
+#include "gpu.h"
 #include "parallel.h"
 #include "probe.h"
 #include "probes/embbag/abft.h"
@@ -37,7 +44,7 @@ struct embbag_opts {
 	uint32_t formats, classes, dims;
 	int64_t rows, pooling, batch, batches, sweep_rows;
 	int table, kernel;
-	double c_sigma, floor;
+	double c_sigma, floor, gpu_timeout;
 };
 
 #define OPT(f) offsetof(struct embbag_opts, f)
@@ -73,6 +80,9 @@ static const struct sdc_option embbag_options[] = {
 	{ .name = "floor", .neutral = true, .type = SDC_OPT_DOUBLE, .offset = OPT(floor), .def = "0",
 	  .help = "per-core lookups below which the core is WARNING (0: no floor)", .dmin = 0, .dmax = 1e6,
 	  .unit = "Mlookup/s" },
+	{ .name = "gpu_timeout", .type = SDC_OPT_DOUBLE, .offset = OPT(gpu_timeout), .def = "30", .neutral = true,
+	  .help = "seconds a GPU may take for an iteration's lookups, past which it is declared hung", .dmin = 0.1,
+	  .dmax = 3600, .unit = "s" },
 	SDC_OPT_END,
 };
 
@@ -89,6 +99,9 @@ static const char *const embbag_selftest_faults[] = {
 	"embbag/8bit-fast-d64:T:bit=0", "embbag/8bit-fast-d64:R:bit=30",
 	"embbag/4bit-d64:T",          "embbag/4bit-d64:R:bit=0",
 	"embbag/4bit-fast-d64:T:bit=0", "embbag/4bit-fast-d64:R:bit=29",
+	/* where there is a GPU: both kinds in its memory as well (not asked for without one) */
+	"embbag/8bit-d64:T:device=gpu0", "embbag/4bit-fast-d64:T:col=66,device=gpu0",
+	"embbag/8bit-fast-d64:R:bit=30,device=gpu0", "embbag/4bit-d64:R:bit=0,device=gpu0",
 	NULL,
 };
 
@@ -103,6 +116,7 @@ struct embbag_shared {
 	struct sdc_eb_table table; /* the shared one */
 	int batches;
 	uint64_t sweep_rows;
+	double gpu_timeout;
 	char operation[96];
 };
 
@@ -117,6 +131,13 @@ struct eb_worker {
 	uint64_t *hashes;
 	uint64_t sweep_cursor;
 	uint64_t iter;
+	/* on a GPU: its module and table (ew->t then holds the truth only), a row read back, and an
+	 * iteration's verdicts; lost once the GPU failed */
+	const struct sdc_gpu_module *m;
+	struct sdc_gpu_eb *g;
+	uint8_t *row_buf;
+	struct sdc_eb_verdict *verdicts;
+	bool lost;
 };
 
 /* ---- findings ---- */
@@ -157,11 +178,52 @@ static double param_value(const struct sdc_eb_layout *l, uint64_t bits)
 	return f;
 }
 
+/* ---- the table where the lane keeps it: this core's memory, or the GPU's ---- */
+
+static void gpu_lost(struct eb_worker *ew)
+{
+	if (!ew->lost)
+		sdc_worker_device_lost(ew->w, "%s (%s): iteration %" PRIu64 ": %s", ew->w->dev->id,
+				       ew->w->dev->gpu.pci_bus_id, ew->iter, ew->m->eb_error(ew->g));
+	ew->lost = true;
+}
+
+/* A row's bytes as the table holds them (on a GPU: a copy read back); NULL when the GPU failed. */
+static uint8_t *row_at(struct eb_worker *ew, uint64_t row)
+{
+	if (!ew->g)
+		return sdc_eb_row(ew->t, row);
+	if (ew->m->eb_row(ew->g, 0, row, ew->row_buf)) {
+		gpu_lost(ew);
+		return NULL;
+	}
+	return ew->row_buf;
+}
+
+/* After row_at's bytes were changed: on a GPU, written back. */
+static void row_stored(struct eb_worker *ew, uint64_t row)
+{
+	if (ew->g && ew->m->eb_row(ew->g, 1, row, ew->row_buf))
+		gpu_lost(ew);
+}
+
+static void row_repair(struct eb_worker *ew, uint64_t row)
+{
+	if (!ew->g) {
+		sdc_eb_row_repair(ew->t, row);
+		return;
+	}
+	sdc_eb_truth_row(ew->t, row, ew->row_buf);
+	row_stored(ew, row);
+}
+
 /* Compares a stored row with its truth; reports and repairs. Returns how many elements differed. */
 static int verify_row(struct eb_worker *ew, uint64_t row, const char *how, int *reported)
 {
 	const struct sdc_eb_layout *l = &ew->t->l;
-	uint8_t *p = sdc_eb_row(ew->t, row);
+	const uint8_t *p = row_at(ew, row);
+	if (!p)
+		return 0;
 	sdc_eb_truth_row(ew->t, row, ew->truth_row);
 	if (!memcmp(p, ew->truth_row, l->stride))
 		return 0;
@@ -199,7 +261,7 @@ static int verify_row(struct eb_worker *ew, uint64_t row, const char *how, int *
 		sdc_worker_report(ew->w, &f);
 		off = 1;
 	}
-	sdc_eb_row_repair(ew->t, row);
+	row_repair(ew, row);
 	return off;
 }
 
@@ -207,13 +269,13 @@ static int verify_row(struct eb_worker *ew, uint64_t row, const char *how, int *
  * A bag failed its check: its rows are compared with the truth (a corrupted one is named and
  * repaired), then the bag is recomputed from the truth and every element that differs is reported.
  */
-static void report_bag(struct eb_worker *ew, int bag, const struct sdc_eb_verdict *v, int *bags_reported)
+static void report_bag(struct eb_worker *ew, int bag, const float *out, const struct sdc_eb_verdict *v,
+		       int *bags_reported)
 {
 	const struct embbag_shared *sh = ew->sh;
 	const struct sdc_eb_layout *l = &ew->t->l;
 	const struct sdc_eb_bag g = sdc_eb_batch_bag(&ew->batch, bag);
 	const int d = l->d;
-	const float *out = ew->out + (size_t)bag * d;
 	char where[112];
 	describe_bag(where, sizeof(where), &ew->batch, bag);
 	const int64_t bag_in_iter = (int64_t)(ew->batch.index % (uint64_t)sh->batches) * sh->cfg.batch + bag;
@@ -273,10 +335,9 @@ static void report_bag(struct eb_worker *ew, int bag, const struct sdc_eb_verdic
 
 /* ---- fault injection ---- */
 
-static void apply_table_faults(struct eb_worker *ew)
+/* The T faults due this iteration (ew->batch: its first batch, where the default row comes from). */
+static void apply_table_faults(struct eb_worker *ew, const struct sdc_fault *faults, int nf)
 {
-	struct sdc_fault faults[8];
-	const int nf = sdc_worker_faults(ew->w, "T", ew->iter, faults, 8);
 	const struct sdc_eb_layout *l = &ew->t->l;
 	for (int i = 0; i < nf; i++) {
 		const struct sdc_fault *f = &faults[i];
@@ -286,7 +347,7 @@ static void apply_table_faults(struct eb_worker *ew)
 		const int64_t col = f->col >= 0 ? f->col : sdc_fault_draw(f, 1, l->d);
 		int bits = 0;
 		if (row < 0 || (uint64_t)row >= ew->sh->cfg.rows || col > SDC_EB_COL_WSUM(l) ||
-		    sdc_eb_element(l, sdc_eb_row(ew->t, (uint64_t)row), (int)col, &bits) < 0) {
+		    sdc_eb_element(l, ew->truth_row, (int)col, &bits) < 0) {
 			sdc_worker_error(ew->w, "--inject %s: row %" PRId64 ", col %" PRId64 " outside the table (%" PRIu64
 						" rows, columns 0..%d)",
 					 ew->w->ctx->run->inject[f->spec].text, row, col, ew->sh->cfg.rows,
@@ -299,9 +360,12 @@ static void apply_table_faults(struct eb_worker *ew)
 					 ew->w->ctx->run->inject[f->spec].text, bit, bits);
 			continue;
 		}
-		uint8_t *p = sdc_eb_row(ew->t, (uint64_t)row);
+		uint8_t *p = row_at(ew, (uint64_t)row);
+		if (!p)
+			return;
 		const uint64_t before = (uint64_t)sdc_eb_element(l, p, (int)col, &bits), after = before ^ (1ull << bit);
 		sdc_eb_element_set(l, p, (int)col, after);
+		row_stored(ew, (uint64_t)row);
 		char hb[24], ha[24];
 		sdc_hex_bits(hb, sizeof(hb), before, bits);
 		sdc_hex_bits(ha, sizeof(ha), after, bits);
@@ -338,10 +402,82 @@ static void apply_output_faults(struct eb_worker *ew, int64_t this_bag, struct s
 	}
 }
 
+/*
+ * On a GPU, the R faults due this iteration become flips of its outputs in GPU memory before the
+ * checks there (member: the bag within the iteration). Returns how many.
+ */
+static int output_flips(struct eb_worker *ew, const struct sdc_fault *faults, int nf, struct sdc_gpu_flip *flips,
+			int *from)
+{
+	const int d = ew->sh->cfg.d;
+	const int64_t total = (int64_t)ew->sh->batches * ew->sh->cfg.batch;
+	int n = 0;
+	for (int i = 0; i < nf; i++) {
+		const struct sdc_fault *f = &faults[i];
+		const int64_t bag = f->row >= 0 ? f->row : sdc_fault_draw(f, 0, total);
+		const int64_t col = f->col >= 0 ? f->col : sdc_fault_draw(f, 1, d);
+		const int bit = f->bit >= 0 ? f->bit : (int)sdc_fault_draw(f, 2, 32);
+		if (bag >= total || col >= d || bit >= 32) {
+			sdc_worker_error(ew->w, "--inject %s: bag %" PRId64 ", col %" PRId64 ", bit %d outside an iteration's "
+						"outputs (%" PRId64 " bags of %d fp32 elements)",
+					 ew->w->ctx->run->inject[f->spec].text, bag, col, bit, total, d);
+			continue;
+		}
+		from[n] = i;
+		flips[n++] = (struct sdc_gpu_flip){ .member = (int)bag, .el = col, .bit = bit };
+	}
+	return n;
+}
+
+/* The flips as the outputs came back (flip k from fault from[k]): each element before is the
+ * element with the bit flipped back. */
+static void report_flips(struct eb_worker *ew, const struct sdc_fault *faults, const struct sdc_gpu_flip *flips,
+			 const int *from, int nflips)
+{
+	for (int k = 0; k < nflips; k++) {
+		const struct sdc_gpu_flip *x = &flips[k];
+		uint32_t after;
+		memcpy(&after, ew->out + (size_t)x->member * ew->sh->cfg.d + x->el, 4);
+		char hb[24], ha[24];
+		sdc_hex_bits(hb, sizeof(hb), after ^ (1u << x->bit), 32);
+		sdc_hex_bits(ha, sizeof(ha), after, 32);
+		sdc_worker_fault_applied(ew->w, &faults[from[k]], "R", ew->iter, x->member, x->el, x->bit, hb, ha);
+	}
+}
+
 /* ---- the sweep ---- */
+
+/* On a GPU: the slice compared there with its truth and its sums; what failed is read back. */
+static void sweep_gpu(struct eb_worker *ew)
+{
+	const uint64_t rows = ew->sh->cfg.rows, n = SDC_MIN(ew->sh->sweep_rows, rows);
+	uint64_t bad[64];
+	int nbad = 0, reported = 0;
+	if (!n)
+		return;
+	if (ew->m->eb_sweep(ew->g, ew->sweep_cursor, n, bad, 64, &nbad)) {
+		gpu_lost(ew);
+		return;
+	}
+	ew->sweep_cursor = (ew->sweep_cursor + n) % rows;
+	for (int i = 0; i < nbad && i < 64 && !ew->lost; i++)
+		if (!verify_row(ew, bad[i], "found by the sweep at rest on the GPU (the row against its truth, and its sums)",
+				&reported) && !ew->lost) {
+			struct sdc_finding f;
+			finding_init(&f, ew->sh, ew->iter, "verification-glitch", "T", (int64_t)bad[i], -1);
+			snprintf(f.detail, sizeof(f.detail),
+				 "table row %" PRIu64 " failed the GPU's sweep but reads back as its truth", bad[i]);
+			sdc_worker_report(ew->w, &f);
+		}
+	ew->w->corruptions += nbad > 64 ? nbad - 64 : 0;
+}
 
 static void sweep(struct eb_worker *ew)
 {
+	if (ew->g) {
+		sweep_gpu(ew);
+		return;
+	}
 	const uint64_t rows = ew->sh->cfg.rows;
 	int reported = 0;
 	for (uint64_t k = 0; k < ew->sh->sweep_rows && k < rows; k++) {
@@ -375,7 +511,8 @@ static int embbag_variants(const void *opts, struct sdc_variant *out, int max)
 								.cls = (enum sdc_eb_class)c,
 								.d = dim_values[d] };
 				struct sdc_variant *v = &out[n++];
-				*v = (struct sdc_variant){ .devices = SDC_ON_CPU, .param = { f, c, dim_values[d] } };
+				/* every core and every GPU looks up the same bags: one vote */
+				*v = (struct sdc_variant){ .devices = SDC_ON_CPU | SDC_ON_GPU, .param = { f, c, dim_values[d] } };
 				v->numerics = cfg.cls == SDC_EB_FAST ? SDC_NUMERICS_FAST : SDC_NUMERICS_EXACT;
 				sdc_eb_variant_name(&cfg, v->name, sizeof(v->name));
 			}
@@ -426,6 +563,7 @@ static int embbag_setup(struct sdc_probe_ctx *ctx)
 				       .c_sigma = o->c_sigma };
 	sh->batches = (int)o->batches;
 	sh->sweep_rows = (uint64_t)o->sweep_rows;
+	sh->gpu_timeout = o->gpu_timeout;
 	sh->impl = sdc_eb_find(kernel_names[o->kernel]);
 	if (!sh->impl) {
 		embbag_teardown(ctx);
@@ -436,10 +574,24 @@ static int embbag_setup(struct sdc_probe_ctx *ctx)
 	ctx->rate_scale = 1e6;
 	ctx->floor = o->floor;
 
-	/* Memory: copies near each core when they fit in half of what is available, else one table. */
+	/* Memory: copies near each core when they fit in half of what is available, else one table.
+	 * A GPU keeps its own table in its memory, which must fit in half of it too. */
 	const uint64_t bytes = sdc_eb_table_bytes(&sh->cfg), avail = sdc_mem_available();
 	const uint64_t budget = avail ? avail / 2 : UINT64_MAX;
-	const uint64_t copies = bytes * (uint64_t)ctx->nworkers;
+	int ncores = 0;
+	for (int i = 0; i < ctx->run->ndevices; i++) {
+		const struct sdc_device *dev = &ctx->run->devices[i];
+		ncores += dev->kind == SDC_DEVICE_CPU;
+		if (dev->kind == SDC_DEVICE_GPU && (ctx->variant->devices & SDC_ON_GPU) && dev->gpu.memory_bytes &&
+		    bytes > dev->gpu.memory_bytes / 2) {
+			embbag_teardown(ctx);
+			return sdc_ctx_error(ctx,
+					     "a table of %" PRId64 " rows (%.2f GiB) needs more than half of %s's %.2f GiB: "
+					     "lower embbag.rows or leave the GPU out (--gpus)",
+					     o->rows, gib(bytes), dev->id, gib(dev->gpu.memory_bytes));
+		}
+	}
+	const uint64_t copies = bytes * (uint64_t)SDC_MAX(ncores, 1);
 	if (o->table == TABLE_PER_CORE && copies > budget) {
 		embbag_teardown(ctx);
 		return sdc_ctx_error(ctx,
@@ -497,6 +649,82 @@ static void worker_release(struct eb_worker *ew)
 	free(ew->scratch);
 	free(ew->truth_row);
 	free(ew->hashes);
+	free(ew->row_buf);
+	free(ew->verdicts);
+	if (ew->g)
+		ew->m->eb_close(ew->g);
+}
+
+/*
+ * A GPU's lane: each iteration's batches drawn and looked up there, every bag checked there, then
+ * its outputs and verdicts back here in one copy: a failing bag is reported as a core's is (its
+ * batch drawn here), the outputs hashed for the vote as a core hashes them.
+ */
+static void run_gpu(struct eb_worker *ew)
+{
+	struct sdc_worker *w = ew->w;
+	const struct embbag_shared *sh = ew->sh;
+	const struct sdc_eb_cfg *cfg = &sh->cfg;
+	const int d = cfg->d, nbags = sh->batches * cfg->batch;
+	const enum sdc_eb_sums sums = cfg->cls == SDC_EB_FAST ? SDC_EB_SUMS_STATS : SDC_EB_SUMS;
+	char err[256];
+	ew->m = sdc_gpu_ops();
+	if (!ew->m || !ew->m->eb_open) {
+		sdc_worker_device_lost(w, "%s: the GPU module has no embbag kernels", w->dev->id);
+		return;
+	}
+	if (sdc_gpu_bind(w->dev, err, sizeof(err)) ||
+	    !(ew->g = ew->m->eb_open(cfg, 1, nbags, sh->gpu_timeout, err, sizeof(err)))) {
+		sdc_worker_device_lost(w, "%s (%s): %s", w->dev->id, w->dev->gpu.pci_bus_id, err);
+		return;
+	}
+	snprintf(w->kernel, sizeof(w->kernel), "CUDA");
+	/* a GPU's lane is voted on and checked, not held to the cores' floor */
+	w->no_floor = true;
+	/* start the sweep where this GPU's share of the table begins, as cores share one */
+	ew->sweep_cursor = cfg->rows / 16 * (uint64_t)(w->dev->gpu.index % 16);
+	sdc_worker_restart_clock(w);
+	for (ew->iter = 0; sdc_worker_continue(w) && !ew->lost; ew->iter++) {
+		const uint64_t first = ew->iter * (uint64_t)sh->batches;
+		int bags_reported = 0;
+		struct sdc_fault tf[8], rf[8];
+		struct sdc_gpu_flip flips[8];
+		int from[8];
+		const int nt = sdc_worker_faults(w, "T", ew->iter, tf, 8), nr = sdc_worker_faults(w, "R", ew->iter, rf, 8);
+		if (nt) {
+			sdc_eb_batch_draw(&ew->batch, cfg, first);
+			apply_table_faults(ew, tf, nt);
+		}
+		const int nflips = output_flips(ew, rf, nr, flips, from);
+		if (ew->lost || ew->m->eb_draw(ew->g, first, sh->batches) ||
+		    ew->m->eb_lookup(ew->g, sums, flips, nflips, ew->out, ew->verdicts)) {
+			gpu_lost(ew);
+			break;
+		}
+		report_flips(ew, rf, flips, from, nflips);
+		uint64_t lookups = 0;
+		for (int bt = 0; bt < sh->batches; bt++) {
+			bool drawn = false;
+			for (int b = 0; b < cfg->batch && !ew->lost; b++) {
+				const int bag = bt * cfg->batch + b;
+				if (!ew->verdicts[bag].bad)
+					continue;
+				if (!drawn)
+					sdc_eb_batch_draw(&ew->batch, cfg, first + (uint64_t)bt);
+				drawn = true;
+				report_bag(ew, b, ew->out + (size_t)bag * d, &ew->verdicts[bag], &bags_reported);
+			}
+			lookups += sdc_eb_batch_lookups(cfg, first + (uint64_t)bt);
+			ew->hashes[bt] = sdc_xxh64(ew->out + (size_t)bt * cfg->batch * d, (size_t)cfg->batch * d * sizeof(float));
+		}
+		if (ew->lost)
+			break;
+		sweep(ew);
+		if (ew->lost)
+			break;
+		sdc_worker_digest(w, ew->iter, sdc_xxh64(ew->hashes, (size_t)sh->batches * sizeof(uint64_t)));
+		sdc_worker_account(w, (double)lookups);
+	}
 }
 
 static void embbag_run(struct sdc_worker *w)
@@ -505,8 +733,16 @@ static void embbag_run(struct sdc_worker *w)
 	const struct sdc_eb_cfg *cfg = &sh->cfg;
 	struct eb_worker ew = { .w = w, .sh = sh };
 	char err[256];
+	const bool on_gpu = w->dev->kind == SDC_DEVICE_GPU;
 	sdc_strlcpy(w->kernel, sh->impl->name, sizeof(w->kernel));
-	if (sh->shared_table) {
+	if (on_gpu) {
+		/* the table lives on the GPU: here only its truth, to report and repair against */
+		if (sdc_eb_table_plan(&ew.own, cfg, true, err, sizeof(err))) {
+			sdc_worker_error(w, "%s", err);
+			return;
+		}
+		ew.t = &ew.own;
+	} else if (sh->shared_table) {
 		ew.t = (struct sdc_eb_table *)&sh->table;
 	} else {
 		if (sdc_eb_table_alloc(&ew.own, cfg, true, err, sizeof(err))) {
@@ -517,15 +753,26 @@ static void embbag_run(struct sdc_worker *w)
 		ew.t = &ew.own;
 	}
 	const int d = cfg->d;
-	ew.out = malloc((size_t)cfg->batch * d * sizeof(float));
+	/* a core's outputs: one batch; a GPU's: every batch of an iteration, and their verdicts */
+	const size_t out_bags = on_gpu ? (size_t)sh->batches * cfg->batch : (size_t)cfg->batch;
+	ew.out = malloc(out_bags * d * sizeof(float));
 	ew.ref = malloc((size_t)d * sizeof(float));
 	ew.expect = malloc((size_t)cfg->batch * sizeof(*ew.expect));
 	ew.scratch = sdc_alloc_aligned(sdc_eb_scratch_bytes(cfg));
 	ew.truth_row = malloc(ew.t->l.stride);
 	ew.hashes = malloc((size_t)sh->batches * sizeof(uint64_t));
+	if (on_gpu) {
+		ew.row_buf = malloc(ew.t->l.stride);
+		ew.verdicts = calloc(out_bags, sizeof(*ew.verdicts));
+	}
 	if (!ew.out || !ew.ref || !ew.expect || !ew.scratch || !ew.truth_row || !ew.hashes ||
-	    sdc_eb_batch_alloc(&ew.batch, cfg)) {
+	    (on_gpu && (!ew.row_buf || !ew.verdicts)) || sdc_eb_batch_alloc(&ew.batch, cfg)) {
 		sdc_worker_error(w, "out of memory");
+		worker_release(&ew);
+		return;
+	}
+	if (on_gpu) {
+		run_gpu(&ew);
 		worker_release(&ew);
 		return;
 	}
@@ -541,8 +788,10 @@ static void embbag_run(struct sdc_worker *w)
 		const int nrf = sdc_worker_faults(w, "R", ew.iter, rfaults, 8);
 		for (int bt = 0; bt < sh->batches; bt++) {
 			sdc_eb_batch_draw(&ew.batch, cfg, ew.iter * (uint64_t)sh->batches + (uint64_t)bt);
-			if (bt == 0)
-				apply_table_faults(&ew);
+			if (bt == 0) {
+				struct sdc_fault tf[8];
+				apply_table_faults(&ew, tf, sdc_worker_faults(w, "T", ew.iter, tf, 8));
+			}
 			const enum sdc_eb_sums sums = cfg->cls == SDC_EB_FAST ? SDC_EB_SUMS_STATS : SDC_EB_SUMS;
 			for (int b = 0; b < ew.batch.nbags; b++) {
 				const struct sdc_eb_bag g = sdc_eb_batch_bag(&ew.batch, b);
@@ -560,7 +809,7 @@ static void embbag_run(struct sdc_worker *w)
 				struct sdc_eb_out_sums os;
 				sh->impl->out_sums(out, d, &os);
 				if (sdc_eb_check(cfg, l, &os, &ew.expect[b], &v))
-					report_bag(&ew, b, &v, &bags_reported);
+					report_bag(&ew, b, out, &v, &bags_reported);
 			}
 			lookups += (uint64_t)ew.batch.off[ew.batch.nbags];
 			ew.hashes[bt] = sdc_xxh64(ew.out, (size_t)ew.batch.nbags * d * sizeof(float));

@@ -214,3 +214,22 @@ void sdc_ec_adagrad(uint32_t *entry, int d, const float *g)
 	memcpy(entry, w, 4 * (size_t)d);
 	memcpy(entry + d, &acc, 4);
 }
+
+void sdc_ec_adagrad_diff(uint32_t *entry, int d, const float *g, uint32_t *diff)
+{
+	float w[SDC_EC_MAX_DIM], acc, g2 = 0;
+	uint32_t old[SDC_EC_MAX_DIM + 1];
+	memcpy(old, entry, 4 * (size_t)(d + 1));
+	memcpy(w, old, 4 * (size_t)d);
+	memcpy(&acc, old + d, 4);
+	for (int j = 0; j < d; j++)
+		g2 += g[j] * g[j];
+	acc += g2 / (float)d;
+	const float step = 0.01f / (sqrtf(acc) + 1e-6f);
+	for (int j = 0; j < d; j++)
+		w[j] -= step * g[j];
+	memcpy(entry, w, 4 * (size_t)d);
+	memcpy(entry + d, &acc, 4);
+	for (int j = 0; j <= d; j++)
+		diff[j] = entry[j] - old[j];
+}

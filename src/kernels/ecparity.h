@@ -146,6 +146,9 @@ bool sdc_ec_locate(const struct sdc_ec_layout *l, const uint32_t *shard, const s
  */
 #define SDC_EC_MAX_DIM 64
 void sdc_ec_adagrad(uint32_t *entry, int d, const float *g);
+/* The same update, and in the same pass what it moves the parities by: diff[w] = new - old for
+ * each of the entry's d + 1 words (the same bits as sdc_ec_adagrad and sdc_ec_diff apart). */
+void sdc_ec_adagrad_diff(uint32_t *entry, int d, const float *g, uint32_t *diff);
 
 /* Server s lost: its entries rebuilt into out (rows words) from the stripes' parities and the
  * other members (no column parity needed). */

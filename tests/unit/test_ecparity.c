@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "kernels/ecparity.h"
+#include "probes/ecparity/ecparity.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static uint64_t next(void)
@@ -24,6 +25,71 @@ static uint64_t next(void)
 static float uniform(void)
 {
 	return (float)((double)(next() >> 11) * 0x1p-53 * 2.0 - 1.0);
+}
+
+/*
+ * The single-host form's messages: the update recorded in one pass gives the bits of the update
+ * and of its difference apart; every holder applying what it holds gives the parities that
+ * applying every record to both does (each record reaches its stripe's holder and its column's);
+ * and the CRC sees any one bit flipped in the header or a record.
+ */
+static void test_bundle(void)
+{
+	const struct sdc_ec_layout l = { .servers = 6, .k = 3, .rows = 97, .words = 9 };
+	const int d = l.words - 1, n = 40;
+	struct sdc_ec_state a, b;
+	CHECK(!sdc_ec_state_alloc(&a, &l) && !sdc_ec_state_alloc(&b, &l));
+	for (size_t i = 0; i < (size_t)l.servers * (size_t)l.rows * (size_t)l.words; i++) {
+		const float v = (float)((int)(i * 2654435761u % 1000) - 500) * 1e-4f;
+		memcpy(&a.data[i], &v, 4);
+	}
+	memcpy(b.data, a.data, (size_t)l.servers * (size_t)l.rows * (size_t)l.words * 4);
+	sdc_ec_encode(&a);
+	sdc_ec_encode(&b);
+	uint32_t *buf = calloc(sdc_ec_bundle_words(n, l.words), 4);
+	struct sdc_ec_bundle *m = (struct sdc_ec_bundle *)buf;
+	*m = (struct sdc_ec_bundle){ .from = 4, .round = 7, .step = 3 };
+	int bad_bits = 0;
+	for (int i = 0; i < n; i++) {
+		float g[SDC_EC_MAX_DIM];
+		for (int j = 0; j < d; j++)
+			g[j] = (float)((i * 31 + j * 7) % 17 - 8) * 0.125f;
+		const int row = (i * 13) % l.rows;
+		uint32_t *ea = sdc_ec_entry(&a, 4, row), *eb = sdc_ec_entry(&b, 4, row), old[SDC_EC_MAX_DIM + 1];
+		memcpy(old, eb, 4 * (size_t)l.words);
+		sdc_ec_bundle_update(m, ea, row, d, g);
+		sdc_ec_adagrad(eb, d, g);
+		const uint32_t *rec = sdc_ec_bundle_record(m, i, l.words);
+		bad_bits += memcmp(ea, eb, 4 * (size_t)l.words) != 0 || rec[0] != (uint32_t)row;
+		for (int w = 0; w < l.words; w++)
+			bad_bits += rec[1 + w] != sdc_ec_diff(eb[w], old[w]);
+	}
+	CHECK_MSG(!bad_bits, "%d updates or differences recorded in one pass differ from sdc_ec_adagrad's", bad_bits);
+	m->crc = sdc_ec_bundle_crc(m, (uint32_t)n, l.words);
+	/* every holder its share (a), against every record to both parities (b) */
+	for (int h = 0; h < l.servers; h++)
+		sdc_ec_bundle_apply(&a, m, h);
+	sdc_ec_bundle_apply(&b, m, -1);
+	struct sdc_ec_break br;
+	CHECK(!memcmp(a.stripe, b.stripe, (size_t)l.rows * (size_t)sdc_ec_chunks(&l) * (size_t)l.words * 4));
+	CHECK(!memcmp(a.column, b.column, (size_t)l.servers * (size_t)l.words * 4));
+	CHECK(!sdc_ec_verify_stripes(&a, &br, 1) && !sdc_ec_verify_columns(&a, &br, 1));
+	/* the CRC: any one bit of the header's four words or of a record */
+	const size_t nw = sdc_ec_bundle_words(n, l.words);
+	int missed = 0;
+	for (size_t w = 0; w < nw; w++) {
+		if (w == 4)
+			continue; /* the CRC word itself */
+		for (int bit = 0; bit < 32; bit += 5) {
+			buf[w] ^= 1u << bit;
+			missed += sdc_ec_bundle_crc(m, (uint32_t)n, l.words) == m->crc;
+			buf[w] ^= 1u << bit;
+		}
+	}
+	CHECK_MSG(!missed, "%d single-bit changes of a message pass its CRC32C", missed);
+	free(buf);
+	sdc_ec_state_free(&a);
+	sdc_ec_state_free(&b);
 }
 
 static void test_layout(void)
@@ -58,6 +124,7 @@ static void test_layout(void)
 
 int main(void)
 {
+	test_bundle();
 	test_layout();
 	const int d = 16;
 	const struct sdc_ec_layout l = { .servers = 4, .k = 2, .rows = 1000, .words = d + 1 };

@@ -1,9 +1,10 @@
 /*
  * sdcscan bench ecparity: what ECRM's parity costs, on one pinned core, contenders in turns.
  *   training:  the sparse Adagrad updates of S servers' shards, nothing else;
- *   +parity:   the same, and for every update its difference, two messages with their CRC32C,
- *              and the two parity words moved by it (what the probe's servers and parity
- *              holders do between checks);
+ *   +parity:   the same, and what the probe's servers on one host do for it: each update's
+ *              difference recorded in the same pass (sdc_ec_bundle_update), a step's records
+ *              closed as one message with its CRC32C (the probe's step: --batch updates), and
+ *              at the holders each message copied, its CRC checked and both parities moved;
  *   verify:    one verification of every stripe and column, per `steps x batch` updates of each
  *              server (the probe's default round), as a share of that round's training.
  * Targets: parity maintenance within 10% of training time (ECRM measured 4%, against 33% for
@@ -50,44 +51,55 @@ static const struct sdc_option bench_options[] = {
 struct work {
 	struct sdc_ec_state st; /* trained with parity maintenance */
 	uint32_t *plain;        /* the same shards, trained without */
-	int n, d;
+	int n, d, per;          /* updates a turn, weights, updates a message (the probe's batch) */
 	int *server, *row;
 	float *grad;
-	uint32_t bad; /* a CRC that failed (none should) */
+	uint32_t *recv;         /* where a holder copies a message */
+	uint32_t bad;           /* a CRC that failed (none should) */
 };
 
 /*
- * One turn: n updates (from a drawn list). Plain: the updates alone. With parity, as the probe
- * splits it: the training core makes each update's difference and two messages with their
- * CRC32C (timed as its own overhead, *sender); then the holders check each CRC and move the
- * parity words (timed apart, *holder: in ECRM and in the probe that is another server's core).
+ * One turn: n updates (from a drawn list). Plain: the updates alone. With parity, as the probe's
+ * servers on one host do it (ecparity.c's train and receive): the training core records each
+ * update's difference in the step's message and closes every `per` updates' message with its
+ * CRC32C (timed as its own overhead, *sender); then the holders copy each message, check its CRC
+ * and move the parity words (timed apart, *holder: in ECRM and in the probe that is other
+ * servers' cores). Each message's records come from one server here (the probe's do); the updates
+ * of a turn cycle through the servers a message at a time.
  */
-static void turn(struct work *wk, bool parity, struct sdc_ec_msg *msgs, double *sender, double *holder)
+static void turn(struct work *wk, bool parity, uint32_t *msgs, double *sender, double *holder)
 {
 	const int words = wk->st.l.words;
-	uint32_t old[SDC_EC_MAX_DIM + 1];
+	const size_t bw = sdc_ec_bundle_words(wk->per, words);
 	const double t0 = sdc_now();
+	struct sdc_ec_bundle *b = NULL;
 	for (int i = 0; i < wk->n; i++) {
-		const int s = wk->server[i], r = wk->row[i];
-		uint32_t *e = parity ? sdc_ec_entry(&wk->st, s, r)
-				     : wk->plain + ((size_t)s * (size_t)wk->st.l.rows + (size_t)r) * (size_t)words;
-		if (parity)
-			memcpy(old, e, 4 * (size_t)words);
-		sdc_ec_adagrad(e, wk->d, wk->grad + (size_t)i * (size_t)wk->d);
-		if (parity)
-			sdc_ec_msg_pair(msgs + 2 * i, (uint32_t)(2 * i), s, r, e, old, words); /* the probe's messages */
+		const int s = wk->server[i / wk->per * wk->per], r = wk->row[i];
+		const float *g = wk->grad + (size_t)i * (size_t)wk->d;
+		if (!parity) {
+			sdc_ec_adagrad(wk->plain + ((size_t)s * (size_t)wk->st.l.rows + (size_t)r) * (size_t)words, wk->d, g);
+			continue;
+		}
+		if (i % wk->per == 0) {
+			b = (struct sdc_ec_bundle *)(msgs + (size_t)(i / wk->per) * bw);
+			*b = (struct sdc_ec_bundle){ .from = (uint32_t)s, .step = (uint32_t)(i / wk->per) };
+		}
+		sdc_ec_bundle_update(b, sdc_ec_entry(&wk->st, s, r), r, wk->d, g);
+		if ((i + 1) % wk->per == 0 || i + 1 == wk->n)
+			b->crc = sdc_ec_bundle_crc(b, b->n, words);
 	}
 	const double t1 = sdc_now();
 	*sender = t1 - t0;
 	if (!parity)
 		return;
-	for (int i = 0; i < wk->n; i++) {
-		const struct sdc_ec_msg *m = msgs + 2 * i;
-		/* the two holders check their message and apply the difference */
-		if (!sdc_ec_msg_intact(&m[0], words) || !sdc_ec_msg_intact(&m[1], words))
+	for (int i = 0; i < wk->n; i += wk->per) {
+		const struct sdc_ec_bundle *m = (const struct sdc_ec_bundle *)(msgs + (size_t)(i / wk->per) * bw);
+		struct sdc_ec_bundle *got = (struct sdc_ec_bundle *)wk->recv;
+		memcpy(got, m, 4 * sdc_ec_bundle_words((int)m->n, words));
+		if (sdc_ec_bundle_crc(got, m->n, words) != got->crc)
 			wk->bad = 1;
 		else
-			sdc_ec_apply_diff(&wk->st, (int)m->from, (int)m->row, m->diff);
+			sdc_ec_bundle_apply(&wk->st, got, -1);
 	}
 	*holder = sdc_now() - t1;
 }
@@ -106,12 +118,12 @@ static int bench_main(struct sdc_cmd *cmd)
 		return sdc_cli_unknown(&cmd->cli);
 	const struct sdc_ec_layout l = { .servers = (int)o->servers, .k = sdc_ec_auto_k((int)o->servers),
 					 .rows = (int)o->rows, .words = (int)o->dim + 1 };
-	struct work wk = { .n = (int)o->updates, .d = (int)o->dim };
+	struct work wk = { .n = (int)o->updates, .d = (int)o->dim, .per = (int)SDC_MIN(o->batch, o->updates) };
 	char why[256];
 	int rc = -1;
 	const size_t shard = (size_t)l.rows * (size_t)l.words * 4;
 	uint32_t *out = NULL;
-	struct sdc_ec_msg *msgs = NULL;
+	uint32_t *msgs = NULL;
 	uint8_t *src = NULL, *dst = NULL;
 	json_t *j = NULL;
 	if (sdc_ec_layout_check(&l, why, sizeof(why))) {
@@ -122,10 +134,12 @@ static int bench_main(struct sdc_cmd *cmd)
 	wk.row = malloc(sizeof(int) * (size_t)wk.n);
 	wk.grad = malloc(sizeof(float) * (size_t)wk.n * (size_t)wk.d);
 	out = malloc(shard);
-	msgs = malloc(sizeof(*msgs) * (size_t)wk.n * 2);
-	wk.plain = malloc(shard * (size_t)l.servers);
+	msgs = malloc(4 * sdc_ec_bundle_words(wk.per, l.words) * (size_t)((wk.n + wk.per - 1) / wk.per));
+	wk.recv = malloc(4 * sdc_ec_bundle_words(wk.per, l.words));
+	wk.plain = calloc((size_t)l.servers, shard); /* (as the state's data: the same kind of pages) */
 	src = malloc(shard * (size_t)l.k), dst = malloc(shard * (size_t)l.k);
-	if (!wk.server || !wk.row || !wk.grad || !out || !wk.plain || !msgs || !src || !dst || sdc_ec_state_alloc(&wk.st, &l)) {
+	if (!wk.server || !wk.row || !wk.grad || !out || !wk.plain || !msgs || !wk.recv || !src || !dst ||
+	    sdc_ec_state_alloc(&wk.st, &l)) {
 		sdc_error("bench ecparity: out of memory");
 		goto done;
 	}
@@ -201,10 +215,10 @@ static int bench_main(struct sdc_cmd *cmd)
 	       (double)shard * l.servers / 1048576, wk.n, turns);
 	printf("  training          %8.3f Mupd/s\n", wk.n / plain / 1e6);
 	printf("  +parity           %8.3f Mupd/s   on the training core: %+.1f%% of training time [quartiles %+.1f%%, "
-	       "%+.1f%%] (differences, messages, CRC32C)\n",
+	       "%+.1f%%] (differences, a message a step, CRC32C)\n",
 	       wk.n / with / 1e6, 100 * over, 100 * (ratio[turns / 4] - 1), 100 * (ratio[3 * turns / 4] - 1));
-	printf("  at the holders    %8.1f%% of the training time, on their own cores (CRC check, parity words moved: "
-	       "a random access each); parities consistent after: %s\n",
+	printf("  at the holders    %8.1f%% of the training time, on their own cores (message copied, CRC checked, "
+	       "parity words moved: a random access each); parities consistent after: %s\n",
 	       100 * hratio[turns / 2], consistent ? "yes" : "NO");
 	printf("  verify            %8.3f ms for every group, %.1f%% of a round (%" PRId64 " steps x %" PRId64
 	       " updates on each server)\n",
@@ -224,7 +238,7 @@ static int bench_main(struct sdc_cmd *cmd)
 	rc = sdc_cli_targets_end(&cmd->cli, j, over_ok && rebuild_ok && consistent);
 done:
 	json_decref(j);
-	free(wk.server), free(wk.row), free(wk.grad), free(wk.plain), free(msgs), free(out), free(src), free(dst);
+	free(wk.server), free(wk.row), free(wk.grad), free(wk.plain), free(msgs), free(wk.recv), free(out), free(src), free(dst);
 	sdc_ec_state_free(&wk.st);
 	sdc_run_release(&run);
 	return rc < 0 ? sdc_cli_unknown(&cmd->cli) : rc;

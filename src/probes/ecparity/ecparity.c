@@ -1,10 +1,11 @@
 /*
  * ecparity: ECRM's erasure-coded embedding shards (seeds/README: 002) as a detector. S servers
  * each own `rows` entries of an embedding table (d fp32 weights and the row-wise Adagrad
- * accumulator) and train them on a deterministic sparse workload; every update's difference goes,
- * as a message with a CRC32C, to the server that holds the entry's stripe parity (ECRM's rotating
- * placement) and to the one that holds its server's column parity, which apply it when they next
- * drain their inbox (asynchronously from the updates, as ECRM does). The parity arithmetic is
+ * accumulator) and train them on a deterministic sparse workload; every update's difference goes
+ * to the server that holds the entry's stripe parity (ECRM's rotating placement) and to the one
+ * that holds its server's column parity, a step's differences as one message with a CRC32C
+ * (ecparity.h: struct sdc_ec_bundle), which they apply when they next look (asynchronously from
+ * the updates, as ECRM does). The parity arithmetic is
  * exact (kernels/ecparity.h): every round, when the messages are in, every parity is compared by
  * equality with its members, so a clean run has no finding, and one corrupt word breaks one
  * stripe and one column by the same amount: named at their intersection (server, entry, word,
@@ -89,10 +90,13 @@ static const char *const ec_selftest_faults[] = {
 	NULL,
 };
 
-struct inbox {
-	pthread_mutex_t lock;
-	struct sdc_ec_msg *q;
-	size_t n, cap;
+/* A difference's word changed on its way (the M fault): what the stripe holder of the first
+ * record of the round's first message receives there instead. */
+struct transit_fault {
+	bool on;
+	uint64_t round;
+	int to, word; /* the receiving server; the word of record 0 (its row word is 0) */
+	uint32_t value;
 };
 
 struct ec_shared {
@@ -101,9 +105,16 @@ struct ec_shared {
 	int S, T, d; /* servers, worker threads */
 	int64_t batch, steps;
 	struct sdc_ec_work wk; /* the workload, for training and for the replay of a lost server */
-	struct inbox *inbox;
-	struct sdc_ec_msg **outbox; /* per server: this round's messages, as sent (kept for a resend) */
-	size_t *nout, outcap;
+	/* per server: this round's messages, one a step (kept as sent, for a resend), and how many
+	 * are out (round << 32 | steps, stored with release: the messages are whole before) */
+	uint32_t **outbox;
+	size_t bundle_words;
+	uint64_t *published;
+	/* per holder: what it has applied of each sender's (round << 32 | messages), and where a
+	 * message arrives (its own copy: a change on the way is in this copy only) */
+	uint64_t *applied;
+	uint32_t **recv;
+	struct transit_fault *transit;
 	uint8_t *touched; /* per server and row: updated this round */
 	/* the barrier that keeps rounds in step */
 	pthread_mutex_t bl;
@@ -207,24 +218,6 @@ static void ec_abort(struct ec_shared *sh)
 
 /* ---- messages ---- */
 
-static int post(struct ec_shared *sh, int to, const struct sdc_ec_msg *m)
-{
-	struct inbox *b = &sh->inbox[to];
-	pthread_mutex_lock(&b->lock);
-	if (b->n == b->cap) {
-		const size_t cap = b->cap ? 2 * b->cap : 1024;
-		struct sdc_ec_msg *q = realloc(b->q, cap * sizeof(*q));
-		if (!q) {
-			pthread_mutex_unlock(&b->lock);
-			return -1;
-		}
-		b->q = q, b->cap = cap;
-	}
-	b->q[b->n++] = *m;
-	pthread_mutex_unlock(&b->lock);
-	return 0;
-}
-
 static void add_event(struct ec_shared *sh, const struct sdc_ec_event *e)
 {
 	pthread_mutex_lock(&sh->elock);
@@ -233,49 +226,65 @@ static void add_event(struct ec_shared *sh, const struct sdc_ec_event *e)
 	pthread_mutex_unlock(&sh->elock);
 }
 
-/* Applies every message waiting for server s to the parities it holds. A message whose CRC32C
- * fails is not applied: the sender's copy (its outbox, as a resend would bring it) names the
- * word and bits that changed on the way and is applied in its place. */
-static void drain(struct ec_shared *sh, int s)
+static struct sdc_ec_bundle *bundle_at(const struct ec_shared *sh, int s, int64_t step)
 {
-	struct inbox *b = &sh->inbox[s];
+	return (struct sdc_ec_bundle *)(sh->outbox[s] + (size_t)step * sh->bundle_words);
+}
+
+/* Holder s takes sender t's message of step k: copied (the transit), its CRC32C checked, the
+ * records it holds parities of applied. One whose CRC fails is not applied: the sender's copy (as
+ * a resend would bring it) names the record, word and bits that changed on the way and is applied
+ * in its place. */
+static void receive(struct ec_shared *sh, int s, int t, uint64_t round, int64_t k)
+{
 	const int words = sh->l.words;
-	pthread_mutex_lock(&b->lock);
-	if (s == sh->rebuilding) {
-		/* its parities are gone: they are encoded again from the members once it is back */
-		b->n = 0;
-		pthread_mutex_unlock(&b->lock);
-		return;
-	}
-	for (size_t i = 0; i < b->n; i++) {
-		const struct sdc_ec_msg *m = &b->q[i];
-		if (!sdc_ec_msg_intact(m, words)) {
-			const struct sdc_ec_msg *sent = m->from < (uint32_t)sh->S && m->seq < sh->nout[m->from]
-							 ? &sh->outbox[m->from][m->seq]
-							 : NULL;
-			struct sdc_ec_event e = { .owner = sent ? (int)m->from : s, .row = (int)m->row, .col = -1 };
-			sdc_strlcpy(e.kind, "difference-corrupt", sizeof(e.kind));
-			sdc_strlcpy(e.target, "M", sizeof(e.target));
-			for (int w = 0; sent && w < words && e.col < 0; w++)
-				if (sent->diff[w] != m->diff[w])
-					e.col = w, e.expected = sent->diff[w], e.actual = m->diff[w];
-			snprintf(e.detail, sizeof(e.detail),
-				 "the difference of entry %u from server %u to server %d failed its CRC32C: the link "
-				 "(memory or transport between them) changed it; applied from the sender's copy",
-				 m->row, m->from, s);
-			add_event(sh, &e);
-			m = sent;
-			if (!m)
-				continue;
+	const struct sdc_ec_bundle *sent = bundle_at(sh, t, k);
+	struct sdc_ec_bundle *got = (struct sdc_ec_bundle *)sh->recv[s];
+	memcpy(got, sent, 4 * sdc_ec_bundle_words((int)sent->n, words));
+	const struct transit_fault *tf = &sh->transit[t];
+	if (tf->on && tf->round == round && k == 0 && tf->to == s && sent->n)
+		sdc_ec_bundle_record(got, 0, words)[1 + tf->word] = tf->value;
+	if (got->n != sent->n || sdc_ec_bundle_crc(got, sent->n, words) != got->crc) {
+		struct sdc_ec_event e = { .owner = t, .row = -1, .col = -1 };
+		sdc_strlcpy(e.kind, "difference-corrupt", sizeof(e.kind));
+		sdc_strlcpy(e.target, "M", sizeof(e.target));
+		for (uint32_t i = 0; i < sent->n && e.col < 0; i++) {
+			const uint32_t *a = sdc_ec_bundle_record(got, (int)i, words),
+				       *x = sdc_ec_bundle_record((struct sdc_ec_bundle *)sent, (int)i, words);
+			for (int w = 0; w <= words && e.col < 0; w++)
+				if (a[w] != x[w]) {
+					e.row = (int)x[0];
+					/* (word 0 is the record's row: a change there is in no difference word) */
+					e.col = w ? w - 1 : 0, e.expected = x[w], e.actual = a[w];
+				}
 		}
-		uint32_t *p = m->kind == 0
-				      ? sdc_ec_stripe_word(&sh->st, (int)m->row, sdc_ec_chunk_of(&sh->l, (int)m->from, (int)m->row))
-				      : sdc_ec_column_word(&sh->st, (int)m->from);
-		for (int w = 0; w < words; w++)
-			p[w] += m->diff[w];
+		snprintf(e.detail, sizeof(e.detail),
+			 "the message of step %" PRId64 " from server %d to server %d failed its CRC32C: the link "
+			 "(memory or transport between them) changed entry %d's difference; applied from the sender's copy",
+			 k, t, s, e.row);
+		add_event(sh, &e);
+		got = (struct sdc_ec_bundle *)sent;
 	}
-	b->n = 0;
-	pthread_mutex_unlock(&b->lock);
+	sdc_ec_bundle_apply(&sh->st, got, s);
+}
+
+/* Applies every message of round `round` that has come for server s since it last looked. */
+static void drain(struct ec_shared *sh, int s, uint64_t round)
+{
+	for (int t = 0; t < sh->S; t++) {
+		if (t == s)
+			continue;
+		const uint64_t pub = __atomic_load_n(&sh->published[t], __ATOMIC_ACQUIRE);
+		if (pub >> 32 != round)
+			continue; /* (a sender not yet in this round, or lost) */
+		uint64_t *ap = &sh->applied[(size_t)s * (size_t)sh->S + (size_t)t];
+		int64_t k = *ap >> 32 == round ? (int64_t)(uint32_t)*ap : 0;
+		/* a server being rebuilt: its parities are gone, encoded again from the members once it is
+		 * back, so what comes for it meanwhile is let go */
+		for (; k < (int64_t)(uint32_t)pub && s != sh->rebuilding; k++)
+			receive(sh, s, t, round, k);
+		*ap = pub;
+	}
 }
 
 /* ---- training ---- */
@@ -287,16 +296,16 @@ static void ec_teardown(struct sdc_probe_ctx *ctx)
 	struct ec_shared *sh = ctx->shared;
 	if (!sh || ctx->variant->per_rank)
 		return; /* (the ranks' form keeps its state on its worker) */
-	for (int s = 0; sh->inbox && s < sh->S; s++) {
-		free(sh->inbox[s].q);
-		pthread_mutex_destroy(&sh->inbox[s].lock);
+	for (int s = 0; s < sh->S; s++) {
+		if (sh->outbox)
+			free(sh->outbox[s]);
+		if (sh->recv)
+			free(sh->recv[s]);
 	}
-	for (int s = 0; sh->outbox && s < sh->S; s++)
-		free(sh->outbox[s]);
 	if (sh->rb_running)
 		pthread_join(sh->rb_thread, NULL);
 	free(sh->rb_out), free(sh->rb_redo);
-	free(sh->inbox), free(sh->outbox), free(sh->nout), free(sh->touched);
+	free(sh->outbox), free(sh->recv), free(sh->published), free(sh->applied), free(sh->transit), free(sh->touched);
 	sdc_ec_state_free(&sh->st);
 	pthread_mutex_destroy(&sh->bl);
 	pthread_cond_destroy(&sh->bc);
@@ -330,21 +339,25 @@ static int setup_shared(struct sdc_probe_ctx *ctx)
 	char why[256];
 	if (sdc_ec_layout_check(&sh->l, why, sizeof(why)))
 		return sdc_ctx_error(ctx, "%s", why);
-	sh->outcap = (size_t)(sh->steps * sh->batch * 2);
-	sh->inbox = calloc((size_t)sh->S, sizeof(*sh->inbox));
+	sh->bundle_words = sdc_ec_bundle_words((int)sh->batch, sh->l.words);
 	sh->outbox = calloc((size_t)sh->S, sizeof(*sh->outbox));
-	sh->nout = calloc((size_t)sh->S, sizeof(*sh->nout));
+	sh->recv = calloc((size_t)sh->S, sizeof(*sh->recv));
+	sh->published = calloc((size_t)sh->S, sizeof(*sh->published));
+	sh->applied = calloc((size_t)sh->S * (size_t)sh->S, sizeof(*sh->applied));
+	sh->transit = calloc((size_t)sh->S, sizeof(*sh->transit));
 	sh->touched = calloc((size_t)sh->S * (size_t)sh->l.rows, 1);
 	sh->rb_out = calloc((size_t)sh->l.rows * (size_t)sh->l.words, 4);
 	sh->rb_redo = calloc((size_t)sh->l.rows, 1);
 	if (sh->rb_out) /* touched now: a rebuild is not timed faulting pages in */
 		memset(sh->rb_out, 0, (size_t)sh->l.rows * (size_t)sh->l.words * 4);
-	if (!sh->inbox || !sh->outbox || !sh->nout || !sh->touched || !sh->rb_out || !sh->rb_redo ||
-	    sdc_ec_state_alloc(&sh->st, &sh->l))
+	if (!sh->outbox || !sh->recv || !sh->published || !sh->applied || !sh->transit || !sh->touched || !sh->rb_out ||
+	    !sh->rb_redo || sdc_ec_state_alloc(&sh->st, &sh->l))
 		return sdc_ctx_error(ctx, "out of memory for %d shards of %d entries", sh->S, sh->l.rows);
+	/* (published and applied start at round 0 with nothing out: no round is 2^32 - 1) */
 	for (int s = 0; s < sh->S; s++) {
-		pthread_mutex_init(&sh->inbox[s].lock, NULL);
-		if (!(sh->outbox[s] = malloc(sh->outcap * sizeof(struct sdc_ec_msg))))
+		sh->published[s] = UINT64_MAX << 32;
+		if (!(sh->outbox[s] = malloc((size_t)sh->steps * sh->bundle_words * 4)) ||
+		    !(sh->recv[s] = malloc(sh->bundle_words * 4)))
 			return sdc_ctx_error(ctx, "out of memory for the messages");
 	}
 	sh->wk = (struct sdc_ec_work){ .seed = sdc_variant_seed(ctx->variant, ctx->seed), .rows = sh->l.rows, .d = sh->d,
@@ -374,12 +387,12 @@ static int ec_setup(struct sdc_probe_ctx *ctx)
 
 /* ---- one server ---- */
 
-/* Server s's training of one round: updates, their differences posted, what has arrived applied. */
+/* Server s's training of one round: updates, a step's differences sent as one message, what has
+ * arrived applied. */
 static int train(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t round)
 {
 	const int words = sh->l.words;
 	float g[MAX_DIM];
-	uint32_t old[MAX_DIM + 1];
 	struct sdc_fault uf[2], mf[2];
 	/* a device's faults go to its first server (a thread with two servers runs on one CPU) */
 	const bool primary = s == w->index;
@@ -391,8 +404,9 @@ static int train(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t rou
 	/* (the rebuild's helper reads these flags: atomics) */
 	for (int r = 0; r < sh->l.rows; r++)
 		__atomic_store_n(&touched[r], 0, __ATOMIC_RELAXED);
-	sh->nout[s] = 0;
 	for (int64_t step = 0; step < sh->steps; step++) {
+		struct sdc_ec_bundle *b = bundle_at(sh, s, step);
+		*b = (struct sdc_ec_bundle){ .from = (uint32_t)s, .round = (uint32_t)round, .step = (uint32_t)step };
 		for (int64_t u = 0; u < sh->batch; u++) {
 			const int row = sdc_ec_draw_update(&sh->wk, s, round, step, u, g);
 			uint32_t *e = sdc_ec_entry(&sh->st, s, row);
@@ -402,25 +416,15 @@ static int train(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t rou
 				__atomic_store_n(&touched[row], 1, __ATOMIC_RELAXED);
 				__atomic_thread_fence(__ATOMIC_SEQ_CST);
 			}
-			memcpy(old, e, 4 * (size_t)words);
-			sdc_ec_adagrad(e, sh->d, g);
-			const int c = sdc_ec_chunk_of(&sh->l, s, row);
-			struct sdc_ec_msg *pair = &sh->outbox[s][sh->nout[s]];
-			sdc_ec_msg_pair(pair, (uint32_t)sh->nout[s], s, row, e, old, words);
-			sh->nout[s] += 2;
-			for (int kind = 0; kind < 2; kind++) {
-				struct sdc_ec_msg sent = pair[kind];
-				/* M: the first message of the round changes on its way */
-				for (int i = 0; i < nm && step == 0 && u == 0 && kind == 0; i++) {
-					const int col = mf[i].col >= 0 ? (int)(mf[i].col % words) : 0;
-					sdc_ec_flip(w, &mf[i], "M", round, row, col, &sent.diff[col], false);
-				}
-				const int to = kind ? sdc_ec_column_parity_server(&sh->l, s)
-						    : sdc_ec_stripe_parity_server(&sh->l, row, c);
-				if (post(sh, to, &sent)) {
-					sdc_worker_error(w, "out of memory for the messages");
-					return -1;
-				}
+			sdc_ec_bundle_update(b, e, row, sh->d, g);
+			/* M: the round's first difference changes on its way to the holder of its stripe */
+			for (int i = 0; i < nm && step == 0 && u == 0; i++) {
+				const int col = mf[i].col >= 0 ? (int)(mf[i].col % words) : 0;
+				struct transit_fault *tf = &sh->transit[s];
+				tf->value = sdc_ec_bundle_record(b, 0, words)[1 + col];
+				sdc_ec_flip(w, &mf[i], "M", round, row, col, &tf->value, false);
+				tf->on = true, tf->round = round, tf->word = col;
+				tf->to = sdc_ec_stripe_parity_server(&sh->l, row, sdc_ec_chunk_of(&sh->l, s, row));
 			}
 			/* U: the last update of the round stores a wrong result after its difference went */
 			for (int i = 0; i < nu && step == sh->steps - 1 && u == sh->batch - 1; i++) {
@@ -428,7 +432,9 @@ static int train(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t rou
 				sdc_ec_flip(w, &uf[i], "U", round, row, col, &e[col], true);
 			}
 		}
-		drain(sh, s); /* asynchronously from the updates: what has arrived so far */
+		b->crc = sdc_ec_bundle_crc(b, b->n, words);
+		__atomic_store_n(&sh->published[s], round << 32 | (uint64_t)(step + 1), __ATOMIC_RELEASE);
+		drain(sh, s, round); /* asynchronously from the updates: what has arrived so far */
 	}
 	return 0;
 }
@@ -647,7 +653,7 @@ static void ec_run(struct sdc_worker *w)
 			if (!ec_barrier(sh, w, false))
 				break;
 			EACH_SERVER(s)
-			drain(sh, s);
+			drain(sh, s, round);
 			if (!ec_barrier(sh, w, false))
 				break;
 			if (w->index == (sh->rebuilding + 1) % sh->S % sh->T)
@@ -665,7 +671,7 @@ static void ec_run(struct sdc_worker *w)
 			break;
 		EACH_SERVER(s)
 		{
-			drain(sh, s);
+			drain(sh, s, round);
 			if (s == w->index) /* a device's faults go to its first server */
 				sdc_ec_rest_faults(w, &sh->l, sdc_ec_entry(&sh->st, s, 0), sh->touched + (size_t)s * sh->l.rows,
 						   round);

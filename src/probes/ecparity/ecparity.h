@@ -43,6 +43,47 @@ static inline bool sdc_ec_msg_intact(const struct sdc_ec_msg *m, int words)
 	return sdc_crc32c(0, m, 16) == m->hcrc && sdc_crc32c(0, m->diff, 4 * (size_t)words) == m->pcrc;
 }
 
+/*
+ * The single-host form's messages: one a step, from the server that trained to every holder. The
+ * sender appends each update's record (the entry's row, then the d + 1 words the update moved it
+ * by: sdc_ec_adagrad_diff, in the same pass as the update) and closes the step's message with a
+ * header: sender, round, step, records, and a CRC32C of the header's four words and every record.
+ * A holder takes the whole message, checks its CRC, and applies the records whose parities it
+ * holds (the stripe's, and all of them when it holds the sender's column). A message of many
+ * differences costs the training core one sequential write and one CRC pass per update, where a
+ * message per update cost two headers, two CRCs and a lock. (The ranks' form, ranks.c, sends
+ * sdc_ec_msg pairs over MPI.)
+ */
+struct sdc_ec_bundle {
+	uint32_t from, round, step, n, crc;
+	/* then n records of 1 + words words */
+};
+#define SDC_EC_BUNDLE_HDR_WORDS 5
+
+/* Words a message of n records takes. */
+static inline size_t sdc_ec_bundle_words(int n, int words)
+{
+	return SDC_EC_BUNDLE_HDR_WORDS + (size_t)n * (size_t)(words + 1);
+}
+static inline uint32_t *sdc_ec_bundle_record(struct sdc_ec_bundle *b, int i, int words)
+{
+	return (uint32_t *)b + SDC_EC_BUNDLE_HDR_WORDS + (size_t)i * (size_t)(words + 1);
+}
+/* One update of server b->from's entry `row` (d weights and the accumulator) with gradient g,
+ * recorded as the message's next record. */
+static inline void sdc_ec_bundle_update(struct sdc_ec_bundle *b, uint32_t *entry, int row, int d, const float *g)
+{
+	uint32_t *r = sdc_ec_bundle_record(b, (int)b->n++, d + 1);
+	r[0] = (uint32_t)row;
+	sdc_ec_adagrad_diff(entry, d, g, r + 1);
+}
+/* The CRC32C a message's header and records must carry, over n records (what arrived: a header
+ * whose n changed on the way does not decide how much is read). */
+uint32_t sdc_ec_bundle_crc(const struct sdc_ec_bundle *b, uint32_t n, int words);
+/* Applies a message's records to the parities holder holds in st (-1: every parity, the
+ * benchmark's one core acting for every holder). */
+void sdc_ec_bundle_apply(struct sdc_ec_state *st, const struct sdc_ec_bundle *b, int holder);
+
 /* The probe's options (both forms). */
 struct sdc_ec_opts {
 	int64_t rows, dim, batch, steps, k, servers;

@@ -202,34 +202,44 @@ void sdc_ec_rebuild(const struct sdc_ec_state *st, int s, uint32_t *out)
 
 void sdc_ec_adagrad(uint32_t *entry, int d, const float *g)
 {
-	float w[SDC_EC_MAX_DIM], acc, g2 = 0;
-	memcpy(w, entry, 4 * (size_t)d);
+	/* a word at a time, in place (a copy of the entry would cost as much as the update) */
+	float acc, g2 = 0;
 	memcpy(&acc, entry + d, 4);
 	for (int j = 0; j < d; j++)
 		g2 += g[j] * g[j];
 	acc += g2 / (float)d;
 	const float step = 0.01f / (sqrtf(acc) + 1e-6f);
-	for (int j = 0; j < d; j++)
-		w[j] -= step * g[j];
-	memcpy(entry, w, 4 * (size_t)d);
+	for (int j = 0; j < d; j++) {
+		float w;
+		memcpy(&w, entry + j, 4);
+		w -= step * g[j];
+		memcpy(entry + j, &w, 4);
+	}
 	memcpy(entry + d, &acc, 4);
 }
 
 void sdc_ec_adagrad_diff(uint32_t *entry, int d, const float *g, uint32_t *diff)
 {
-	float w[SDC_EC_MAX_DIM], acc, g2 = 0;
-	uint32_t old[SDC_EC_MAX_DIM + 1];
-	memcpy(old, entry, 4 * (size_t)(d + 1));
-	memcpy(w, old, 4 * (size_t)d);
-	memcpy(&acc, old + d, 4);
+	/* sdc_ec_adagrad's operations in its order, a word at a time (no copy of the entry) */
+	const uint32_t acc_old = entry[d];
+	float acc, g2 = 0;
+	memcpy(&acc, &acc_old, 4);
 	for (int j = 0; j < d; j++)
 		g2 += g[j] * g[j];
 	acc += g2 / (float)d;
 	const float step = 0.01f / (sqrtf(acc) + 1e-6f);
-	for (int j = 0; j < d; j++)
-		w[j] -= step * g[j];
-	memcpy(entry, w, 4 * (size_t)d);
-	memcpy(entry + d, &acc, 4);
-	for (int j = 0; j <= d; j++)
-		diff[j] = entry[j] - old[j];
+	for (int j = 0; j < d; j++) {
+		const uint32_t before = entry[j];
+		float w;
+		memcpy(&w, &before, 4);
+		w -= step * g[j];
+		uint32_t after;
+		memcpy(&after, &w, 4);
+		entry[j] = after;
+		diff[j] = sdc_ec_diff(after, before);
+	}
+	uint32_t acc_new;
+	memcpy(&acc_new, &acc, 4);
+	entry[d] = acc_new;
+	diff[d] = sdc_ec_diff(acc_new, acc_old);
 }

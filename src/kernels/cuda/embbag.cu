@@ -322,8 +322,10 @@ static int m_eb_sweep(struct sdc_gpu_eb *g, uint64_t row0, uint64_t n, uint64_t 
 								    g->nbad);
 	if (launched(g, "the sweep kernel") || settle(g, "the sweep"))
 		return -1;
-	if ((e = cudaMemcpy(nbad, g->nbad, sizeof(int), cudaMemcpyDeviceToHost)) != cudaSuccess)
+	if ((e = cudaMemcpyAsync(nbad, g->nbad, sizeof(int), cudaMemcpyDeviceToHost, g->s)) != cudaSuccess)
 		return fail(g, "cudaMemcpy from the GPU", e);
+	if (settle(g, "copying the sweep's count back"))
+		return -1;
 	const int got = *nbad < EB_SWEEP_CAP ? *nbad : EB_SWEEP_CAP, take = got < max ? got : max;
 	uint64_t *all = (uint64_t *)malloc((size_t)(got ? got : 1) * sizeof(uint64_t));
 	if (!all) {
@@ -331,9 +333,11 @@ static int m_eb_sweep(struct sdc_gpu_eb *g, uint64_t row0, uint64_t n, uint64_t 
 		g->failed = 1;
 		return -1;
 	}
-	if (got && (e = cudaMemcpy(all, g->bad, (size_t)got * sizeof(uint64_t), cudaMemcpyDeviceToHost)) != cudaSuccess) {
+	if (got && ((e = cudaMemcpyAsync(all, g->bad, (size_t)got * sizeof(uint64_t), cudaMemcpyDeviceToHost, g->s)) !=
+			    cudaSuccess ||
+		    settle(g, "copying the sweep's rows back"))) {
 		free(all);
-		return fail(g, "cudaMemcpy from the GPU", e);
+		return e != cudaSuccess ? fail(g, "cudaMemcpy from the GPU", e) : -1;
 	}
 	qsort(all, (size_t)got, sizeof(uint64_t), cmp_u64);
 	memcpy(bad, all, (size_t)take * sizeof(uint64_t));

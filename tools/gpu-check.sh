@@ -26,7 +26,8 @@
 #                    overhead on the GPU, with its bits against the CPU's kernel; with mpirun
 #                    and 2 GPUs or more, sdcscan bench nccl (bench-nccl.json): the checked ring
 #                    over NCCL against ncclAllReduce, busbw 1 MiB to 1 GiB
-#         sanitizer  compute-sanitizer memcheck, racecheck and synccheck on a short GPU run
+#         sanitizer  compute-sanitizer memcheck, racecheck and synccheck on short GPU runs (gemm,
+#                    embbag, minitrain)
 #       Exit status: 0 when every stage did (the suite may skip: 77), 1 otherwise.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -109,6 +110,12 @@ sanitize() {
 		# shellcheck disable=SC2086
 		"$cs" --tool "$tool" --target-processes all --error-exitcode 9 "$S" run $small \
 			--inject gemm/gpu-int8:C:iter=1,row=5,col=9,bit=4 || [ $? = 2 ] || rc=1
+		# embbag's kernels (the expectation warp's tree in shared memory) and minitrain's
+		"$cs" --tool "$tool" --target-processes all --error-exitcode 9 "$S" run --probe embbag --gpus 0 --cpus 0 \
+			--set embbag.rows=65536 --set embbag.batches=4 --set embbag.iterations=3 --set embbag.gpu_timeout=600 \
+			--inject embbag/8bit-fast-d64:R:iter=1,device=gpu0 || [ $? = 2 ] || rc=1
+		"$cs" --tool "$tool" --target-processes all --error-exitcode 9 "$S" run --probe minitrain --gpus 0 --cpus 0 \
+			--set minitrain.models=dlrm --set minitrain.iterations=2 --set minitrain.gpu_timeout=600 || rc=1
 	done
 	return $rc
 }

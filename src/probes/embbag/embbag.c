@@ -759,7 +759,7 @@ static void embbag_run(struct sdc_worker *w)
 	ew.ref = malloc((size_t)d * sizeof(float));
 	ew.expect = malloc((size_t)cfg->batch * sizeof(*ew.expect));
 	ew.scratch = sdc_alloc_aligned(sdc_eb_scratch_bytes(cfg));
-	ew.truth_row = malloc(ew.t->l.stride);
+	ew.truth_row = calloc(1, ew.t->l.stride); /* (read for an element's width before any truth is in it) */
 	ew.hashes = malloc((size_t)sh->batches * sizeof(uint64_t));
 	if (on_gpu) {
 		ew.row_buf = malloc(ew.t->l.stride);

@@ -825,7 +825,7 @@ static const struct sdc_command *const embbag_benches[] = { &sdc_embbag_bench, N
 
 const struct sdc_probe sdc_probe_embbag = {
 	.name = "embbag",
-	.summary = "ABFT-checked quantized EmbeddingBag (8/4-bit FBGEMM rows) on every core, table swept at rest",
+	.summary = "ABFT-checked quantized EmbeddingBag (8/4-bit FBGEMM rows) on every core and GPU, table swept at rest",
 	.options = embbag_options,
 	.opts_size = sizeof(struct embbag_opts),
 	.inject_targets = embbag_targets,

@@ -102,8 +102,9 @@ int sdc_ec_draw_update(const struct sdc_ec_work *wk, int s, uint64_t round, int6
 /* Server s's entries as built (rows x (d + 1) words): weights U(-0.05, 0.05), accumulators 0.1. */
 void sdc_ec_initial(const struct sdc_ec_work *wk, int s, uint32_t *out);
 /* Server s's shard after rounds 0 .. rounds-1 of training, replayed from the seed into out;
- * tick(arg), when not NULL, is called after each step (a rank keeps saying it is there). */
-void sdc_ec_replay(const struct sdc_ec_work *wk, int s, uint64_t rounds, uint32_t *out, void (*tick)(void *),
+ * tick(arg), when not NULL, is called after each step and ends the replay early by returning
+ * false (the shard then incomplete). Returns whether it ran to the end. */
+bool sdc_ec_replay(const struct sdc_ec_work *wk, int s, uint64_t rounds, uint32_t *out, bool (*tick)(void *),
 		   void *arg);
 
 struct sdc_worker;

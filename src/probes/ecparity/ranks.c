@@ -18,8 +18,10 @@
  *     parities are those of the lost servers' state at the end of the last round (a consistent cut
  *     whatever part of this round's messages got through);
  *   - each lost server is rebuilt on the next surviving rank from its stripes' parities and the
- *     other members (each sends its part; the rebuilder sums), timed, and checked bit for bit
- *     against a replay of its training from the seed (which any rank can compute);
+ *     other members (each sends its part; the rebuilder sums), timed, and put in service at once;
+ *     a helper thread checks the rebuilt copy bit for bit against a replay of its training from
+ *     the seed (which any rank can compute) while the ranks train on (struct replay_check), so
+ *     the others wait for one exchange and a sum, not for a replay that grows with the rounds;
  *   - the parities it held are recomputed from their members on its new rank, and its training
  *     of this round is done again there: the run goes on with every server.
  * Exchanges are all-to-all among the live ranks (sdc_fleet_alltoall), each with a tag of its own
@@ -34,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fleet.h"
 #include "inject.h"
@@ -62,8 +65,28 @@ struct pending { /* a message that failed its CRC32C, waiting for the sender's c
 	int rank;
 };
 
+/*
+ * A rebuilt server's check against a replay of its training, on a helper thread while the ranks
+ * train on (the replay grows with the rounds done; the rebuild itself is one exchange and a sum).
+ * The rebuilt shard goes into service at once; the replay is compared with the copy taken then.
+ */
+struct replay_check {
+	bool running;
+	pthread_t thread;
+	int D, was, on;       /* the server, the rank it was lost with, the rank it was rebuilt on */
+	uint64_t round;       /* the round of the rebuild: the replay covers rounds 0 .. round - 1 */
+	const struct sdc_ec_work *wk;
+	uint32_t *rebuilt, *replayed;
+	size_t words;         /* of a shard */
+	double rebuild_s, replay_s, bytes, pause_s;
+	int done, stop;       /* (atomics: the helper finished; the run ends, stop now) */
+	bool threaded;        /* on its own thread (else it ran on the caller's) */
+	bool finished;        /* the replay ran to the end */
+};
+
 struct rk {
 	struct sdc_worker *w;
+	struct replay_check rc;
 	struct sdc_ec_layout l;
 	struct sdc_ec_work wk;
 	int S, P, me, d, words;
@@ -723,11 +746,74 @@ static int contributors(const struct sdc_ec_layout *l, int D, int r, struct part
 	return n;
 }
 
-/* The replay of a lost server can outlast the timeout: the others hear from this rank meanwhile. */
-static void keepalive(void *arg)
+static bool replay_tick(void *arg)
 {
-	const struct rk *k = arg;
-	sdc_fleet_keepalive(k->live, k->timeout / 5);
+	const struct replay_check *c = arg;
+	return !__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE);
+}
+
+static void *replay_main(void *arg)
+{
+	struct replay_check *c = arg;
+	const double t0 = sdc_now();
+	c->finished = sdc_ec_replay(c->wk, c->D, c->round, c->replayed, replay_tick, c);
+	c->replay_s = sdc_now() - t0;
+	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * The check of a rebuild, once its replay is done (wait: the run ends, or another rebuild comes;
+ * a replay still going is stopped then, and the rebuild reported unverified). A rebuilt copy that
+ * is not the replay's bits is named at its first wrong word; training went on from it (its
+ * parities were made from it), so from here on the server's trajectory is not the seed's.
+ */
+static void finish_replay_check(struct rk *k, bool wait)
+{
+	struct replay_check *c = &k->rc;
+	if (!c->running || (!wait && !__atomic_load_n(&c->done, __ATOMIC_ACQUIRE)))
+		return;
+	/* (at the end, a replay still going is given half the probe's timeout: the others wait for
+	 * this rank's results no longer than the timeout) */
+	const double until = sdc_now() + k->timeout / 2;
+	while (!__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) && sdc_now() < until) {
+		const struct timespec ts = { 0, 5 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	__atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
+	if (c->threaded)
+		pthread_join(c->thread, NULL);
+	c->running = false;
+	const bool same = c->finished && !memcmp(c->rebuilt, c->replayed, c->words * 4);
+	if (c->finished && !same) {
+		struct sdc_ec_event e = { .owner = c->D, .row = -1, .col = -1 };
+		for (size_t i = 0; i < c->words && e.row < 0; i++)
+			if (c->rebuilt[i] != c->replayed[i])
+				e.row = (int)(i / (size_t)k->words), e.col = (int)(i % (size_t)k->words), e.expected = c->replayed[i],
+				e.actual = c->rebuilt[i];
+		sdc_strlcpy(e.kind, "rebuild-mismatch", sizeof(e.kind));
+		sdc_strlcpy(e.target, "L", sizeof(e.target));
+		snprintf(e.detail, sizeof(e.detail),
+			 "server %d (lost with rank %d) rebuilt on rank %d from the parities differs from a replay of its "
+			 "training at entry %d: the rebuild went wrong here (training went on from the rebuilt copy)",
+			 c->D, c->was, c->on, e.row);
+		report_event(k, c->round, &e);
+	}
+	struct sdc_run *run = k->w->ctx->run;
+	pthread_mutex_lock(&run->lock);
+	json_object_set_new(run->environment, "ecparity",
+			    json_pack("{s:{s:i, s:i, s:i, s:I, s:f, s:f, s:f, s:b, s:b, s:f, s:f}}", "rebuild", "server", c->D,
+				      "lost_rank", c->was, "rebuilt_on_rank", c->on, "round", (json_int_t)c->round, "bytes_read",
+				      c->bytes, "seconds", c->rebuild_s, "gb_per_s", c->rebuild_s > 0 ? c->bytes / c->rebuild_s / 1e9 : 0,
+				      "verified_by_replay", same, "replay_finished", c->finished, "replay_seconds", c->replay_s,
+				      "pause_seconds", c->pause_s));
+	pthread_mutex_unlock(&run->lock);
+	sdc_note("ecparity: server %d's rebuild on rank %d: %s", c->D, c->on,
+		 !c->finished ? "its replay did not finish before the run ended: unverified"
+		 : same	      ? "the same bits as a replay of its training (replayed while training went on)"
+			      : "NOT the bits of a replay of its training");
+	free(c->rebuilt), free(c->replayed);
+	c->rebuilt = c->replayed = NULL;
 }
 
 /*
@@ -773,10 +859,17 @@ static int rebuild(struct rk *k, uint64_t round, const bool *lost, const int *wa
 	for (int D = 0; D < k->S; D++) {
 		if (!lost[D] || k->host[D] != k->me)
 			continue;
+		/* one check at a time: an earlier rebuild's replay finishes (or stops) first */
+		finish_replay_check(k, true);
+		struct replay_check *c = &k->rc;
+		const size_t shard_words = (size_t)l->rows * (size_t)words;
 		struct server *v = server_new(k);
-		uint32_t *replayed = malloc((size_t)l->rows * (size_t)words * 4);
-		if (!v || !replayed) {
-			server_free(v), free(replayed);
+		*c = (struct replay_check){ .D = D, .was = was_host[D], .on = k->me, .round = round, .wk = &k->wk,
+					    .words = shard_words, .rebuilt = malloc(shard_words * 4),
+					    .replayed = malloc(shard_words * 4) };
+		if (!v || !c->rebuilt || !c->replayed) {
+			server_free(v), free(c->rebuilt), free(c->replayed);
+			c->rebuilt = c->replayed = NULL;
 			goto out;
 		}
 		for (int r = 0; r < l->rows; r++) {
@@ -786,17 +879,19 @@ static int rebuild(struct rk *k, uint64_t round, const bool *lost, const int *wa
 				const int x = who[i].x;
 				const uint32_t *e = !lost[x] && k->live[k->host[x]] ? take(k, k->host[x], (size_t)words) : NULL;
 				if (!e) {
-					server_free(v), free(replayed);
+					server_free(v), free(c->rebuilt), free(c->replayed);
+					c->rebuilt = c->replayed = NULL;
 					sdc_worker_error(k->w, "server %d cannot be rebuilt: server %d, which holds a part of its "
 							       "stripe through entry %d, was lost with it or sent less than its part",
 							 D, x, r);
 					goto out;
 				}
-				for (int c = 0; c < words; c++)
-					o[c] += e[c];
+				for (int x2 = 0; x2 < words; x2++)
+					o[x2] += e[x2];
 			}
 		}
-		const double dt = sdc_now() - t0;
+		c->rebuild_s = sdc_now() - t0;
+		c->bytes = (double)l->rows * words * 4 * l->k;
 		/* L with a row: the rebuilt copy goes wrong there (this survivor's memory), which the
 		 * replay must catch; the fault is the lost rank's spec, applied and recorded here */
 		struct sdc_fault lf;
@@ -804,37 +899,18 @@ static int rebuild(struct rk *k, uint64_t round, const bool *lost, const int *wa
 			const int64_t row = lf.row % l->rows, col = lf.col >= 0 ? lf.col % words : 0;
 			sdc_ec_flip(k->w, &lf, "L", round, row, col, v->shard + (size_t)row * words + (size_t)col, true);
 		}
-		sdc_ec_replay(&k->wk, D, round, replayed, keepalive, k);
-		const bool same = !memcmp(v->shard, replayed, (size_t)l->rows * (size_t)words * 4);
-		if (!same) {
-			struct sdc_ec_event e = { .owner = D, .row = -1, .col = -1 };
-			for (size_t i = 0; i < (size_t)l->rows * (size_t)words && e.row < 0; i++)
-				if (v->shard[i] != replayed[i])
-					e.row = (int)(i / (size_t)words), e.col = (int)(i % (size_t)words), e.expected = replayed[i],
-					e.actual = v->shard[i];
-			sdc_strlcpy(e.kind, "rebuild-mismatch", sizeof(e.kind));
-			sdc_strlcpy(e.target, "L", sizeof(e.target));
-			snprintf(e.detail, sizeof(e.detail),
-				 "server %d (lost with rank %d) rebuilt on rank %d from the parities differs from a replay "
-				 "of its training at entry %d: the rebuild went wrong here; the replay's kept",
-				 D, was_host[D], k->me, e.row);
-			report_event(k, round, &e);
-		}
-		memcpy(v->shard, replayed, (size_t)l->rows * (size_t)words * 4);
-		free(replayed);
+		/* in service at once; its check against a replay of its training runs beside the training */
+		memcpy(c->rebuilt, v->shard, shard_words * 4);
 		k->srv[D] = v;
 		hosts_changed(k);
-		const double bytes = (double)l->rows * words * 4 * l->k;
-		struct sdc_run *run = k->w->ctx->run;
-		pthread_mutex_lock(&run->lock);
-		json_object_set_new(run->environment, "ecparity",
-				    json_pack("{s:{s:i, s:i, s:i, s:I, s:f, s:f, s:f, s:b}}", "rebuild", "server", D, "lost_rank",
-					      was_host[D], "rebuilt_on_rank", k->me, "round", (json_int_t)round, "bytes_read", bytes,
-					      "seconds", dt, "gb_per_s", dt > 0 ? bytes / dt / 1e9 : 0, "verified_by_replay", same));
-		pthread_mutex_unlock(&run->lock);
-		sdc_note("ecparity: server %d (rank %d lost) rebuilt on rank %d in %.3f s (%.2f GB/s), %s", D, was_host[D],
-			 k->me, dt, dt > 0 ? bytes / dt / 1e9 : 0, same ? "the same bits as a replay of its training" :
-									   "NOT the bits of a replay of its training");
+		c->pause_s = sdc_now() - t0;
+		c->threaded = !pthread_create(&c->thread, NULL, replay_main, c);
+		if (!c->threaded)
+			replay_main(c); /* (no thread: the replay here and now) */
+		c->running = true;
+		sdc_note("ecparity: server %d (rank %d lost) rebuilt on rank %d in %.3f s (%.2f GB/s); its check against a "
+			 "replay of its training runs while training goes on",
+			 D, was_host[D], k->me, c->rebuild_s, c->rebuild_s > 0 ? c->bytes / c->rebuild_s / 1e9 : 0);
 	}
 	rc = 0;
 out:
@@ -1047,8 +1123,10 @@ void sdc_ec_ranks_run(struct sdc_worker *w)
 		for (int s = 0; s < k.S; s++)
 			held += k.srv[s] != NULL;
 		sdc_worker_account(w, (double)(k.wk.steps * k.wk.batch * held));
+		finish_replay_check(&k, false); /* a rebuild's replay, if it is done */
 	}
 out:
+	finish_replay_check(&k, true);
 	free(before), free(all);
 	rk_free(&k);
 }

@@ -119,7 +119,7 @@ void sdc_ec_initial(const struct sdc_ec_work *wk, int s, uint32_t *out)
 	}
 }
 
-void sdc_ec_replay(const struct sdc_ec_work *wk, int s, uint64_t rounds, uint32_t *out, void (*tick)(void *),
+bool sdc_ec_replay(const struct sdc_ec_work *wk, int s, uint64_t rounds, uint32_t *out, bool (*tick)(void *),
 		   void *arg)
 {
 	float g[SDC_EC_MAX_DIM];
@@ -130,9 +130,10 @@ void sdc_ec_replay(const struct sdc_ec_work *wk, int s, uint64_t rounds, uint32_
 				const int row = sdc_ec_draw_update(wk, s, round, step, u, g);
 				sdc_ec_adagrad(out + (size_t)row * (size_t)(wk->d + 1), wk->d, g);
 			}
-			if (tick)
-				tick(arg);
+			if (tick && !tick(arg))
+				return false;
 		}
+	return true;
 }
 
 void sdc_ec_flip(struct sdc_worker *w, const struct sdc_fault *f, const char *target, uint64_t round, int64_t row,

@@ -183,7 +183,8 @@ static int exchange(struct rk *k, int tag, const size_t *cap)
 	}
 	/* what this rank sends itself goes through the same reading as a peer's */
 	const size_t self = k->nout[k->me] < cap[k->me] ? k->nout[k->me] : cap[k->me];
-	memcpy(k->in[k->me], k->out[k->me], self * 4);
+	if (self) /* (an empty buffer may be NULL, which memcpy may not be given even for 0 bytes) */
+		memcpy(k->in[k->me], k->out[k->me], self * 4);
 	const int n = sdc_fleet_alltoall(k->sp, k->rp, k->live, tag, k->timeout);
 	for (int p = 0; p < k->P; p++)
 		k->got[p] = p == k->me ? self : k->live[p] ? (size_t)k->rp[p].bytes / 4 : 0;

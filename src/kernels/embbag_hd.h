@@ -28,6 +28,7 @@
 #include "base/hd.h"
 #include "base/rng.h"
 #include "kernels/embbag.h"
+#include "kernels/gpu_module.h"
 
 #if defined(__CUDA_ARCH__)
 #define SDC_EB_FMAF(a, b, c) __fmaf_rn(a, b, c)
@@ -319,6 +320,19 @@ SDC_HD bool sdc_eb_bag_check(const struct sdc_eb_cfg *cfg, const struct sdc_eb_l
 	struct sdc_eb_out_sums os;
 	sdc_eb_out_sums_ref(out, l->d, &os);
 	return sdc_eb_check(cfg, l, &os, e, v);
+}
+
+/* R faults in GPU memory: each flip whose member is this bag turns one bit of output column el,
+ * after the lookup and before the check (k_eb_bags' thread 0, and the fake module's twin). */
+SDC_HD void sdc_eb_apply_flips(float *o, int d, int bag, const struct sdc_gpu_flip *flips, int nflips)
+{
+	for (int i = 0; i < nflips; i++)
+		if (flips[i].member == bag && flips[i].el >= 0 && flips[i].el < d) {
+			uint32_t bits;
+			memcpy(&bits, &o[flips[i].el], 4);
+			bits ^= 1u << flips[i].bit;
+			memcpy(&o[flips[i].el], &bits, 4);
+		}
 }
 
 #define SDC_EB_MAX_STRIDE (SDC_EB_DMAX + 16)

@@ -1387,13 +1387,7 @@ static int fake_eb_lookup(struct sdc_gpu_eb *g, int sums_in, const struct sdc_gp
 		for (int lane = 31; lane >= 0; lane--)
 			sdc_eb_expect_lane(l, g->table, bi, bw, g->len[bag], g->weighted[bag], sums, lane, 32, &es[lane]);
 		sdc_eb_expect_join(es, 32);
-		for (int i = 0; i < nflips; i++)
-			if (flips[i].member == bag && flips[i].el >= 0 && flips[i].el < d) {
-				uint32_t bits;
-				memcpy(&bits, &o[flips[i].el], 4);
-				bits ^= 1u << flips[i].bit;
-				memcpy(&o[flips[i].el], &bits, 4);
-			}
+		sdc_eb_apply_flips(o, d, bag, flips, nflips);
 		sdc_eb_bag_check(&g->cfg, l, o, &es[0], sq, sums, &g->v[bag]);
 	}
 	if (out)

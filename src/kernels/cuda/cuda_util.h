@@ -29,6 +29,26 @@ int sdc_cuda_wait(cudaStream_t s, cudaEvent_t ev, double timeout, const char *wh
 int sdc_cuda_settle(cudaStream_t s, cudaEvent_t ev, double timeout, const char *what, char *err, size_t errlen);
 
 /*
+ * A stream whose first failure sticks (minitrain's and embbag's entries): after it every call
+ * fails, err saying why; a wait past the deadline marks the GPU hung, and nothing may wait on it
+ * again (its memory and stream are kept: cudaFree and cudaStreamDestroy would wait).
+ */
+struct sdc_cuda_sticky {
+	cudaStream_t s;
+	cudaEvent_t ev;
+	double timeout;
+	char err[256];
+	int failed;
+	int hung;
+};
+/* Records what failed (the first failure's words stay); -1. */
+int sdc_cuda_sticky_fail(struct sdc_cuda_sticky *k, const char *what, cudaError_t e);
+/* Everything queued so far done, within the deadline (sdc_cuda_settle); 0, or -1. */
+int sdc_cuda_sticky_settle(struct sdc_cuda_sticky *k, const char *what);
+/* After a launch: cudaGetLastError, as a failure of what; 0, or -1. */
+int sdc_cuda_sticky_launched(struct sdc_cuda_sticky *k, const char *what);
+
+/*
  * A one-call workspace (the exact class's and the hop checks' entries): device buffers of the given
  * sizes, a stream, an event to wait on, and with timing two timing events. init: 0, or -1 with err
  * (everything made so far freed); free takes what is there.

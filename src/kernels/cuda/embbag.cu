@@ -31,8 +31,8 @@ struct sdc_gpu_eb {
 	struct sdc_eb_cfg cfg;
 	struct sdc_eb_layout l;
 	int max_bags, nbags;
-	cudaStream_t s;
-	cudaEvent_t ev, t0, t1;
+	struct sdc_cuda_sticky k;
+	cudaEvent_t t0, t1;
 	uint8_t *table;
 	uint32_t *idx;
 	float *w;
@@ -43,10 +43,6 @@ struct sdc_gpu_eb {
 	struct sdc_gpu_flip *flips;
 	uint64_t *bad;
 	int *nbad;
-	double timeout;
-	char err[256];
-	int failed;
-	int hung; /* a wait passed its deadline: nothing may wait on this GPU again */
 };
 
 __global__ void k_eb_fill(const struct sdc_eb_cfg cfg, const struct sdc_eb_layout l, uint8_t *table)
@@ -125,13 +121,7 @@ __global__ void k_eb_bags(const struct sdc_eb_cfg cfg, const struct sdc_eb_layou
 	__syncthreads();
 	if (t)
 		return;
-	for (int i = 0; i < nflips; i++)
-		if (flips[i].member == bag && flips[i].el >= 0 && flips[i].el < d) {
-			uint32_t bits;
-			memcpy(&bits, &o[flips[i].el], 4);
-			bits ^= 1u << flips[i].bit;
-			memcpy(&o[flips[i].el], &bits, 4);
-		}
+	sdc_eb_apply_flips(o, d, bag, flips, nflips);
 	sdc_eb_bag_check(&cfg, &l, o, &es[0], sq, sums, &verdicts[bag]);
 }
 
@@ -149,42 +139,15 @@ __global__ void k_eb_sweep(const struct sdc_eb_cfg cfg, const struct sdc_eb_layo
 	}
 }
 
-static int fail(struct sdc_gpu_eb *g, const char *what, cudaError_t e)
-{
-	if (!g->failed)
-		sdc_cuda_error(g->err, sizeof(g->err), what, e);
-	g->failed = 1;
-	return -1;
-}
-
-static int settle(struct sdc_gpu_eb *g, const char *what)
-{
-	if (g->failed)
-		return -1;
-	const int r = sdc_cuda_settle(g->s, g->ev, g->timeout, what, g->err, sizeof(g->err));
-	if (r) {
-		g->failed = 1;
-		g->hung = r > 0;
-		return -1;
-	}
-	return 0;
-}
-
-static int launched(struct sdc_gpu_eb *g, const char *what)
-{
-	const cudaError_t e = cudaGetLastError();
-	return e == cudaSuccess ? 0 : fail(g, what, e);
-}
-
 static void m_eb_close(struct sdc_gpu_eb *g)
 {
 	if (!g)
 		return;
-	if (!g->failed)
-		settle(g, "the last lookups");
+	if (!g->k.failed)
+		sdc_cuda_sticky_settle(&g->k, "the last lookups");
 	/* cudaFree and cudaStreamDestroy wait without a deadline: a hung GPU keeps its memory (the
 	 * process ends soon, and that frees it), as the GEMM engine's does */
-	if (!g->hung) {
+	if (!g->k.hung) {
 		void *bufs[] = { g->table, g->idx, g->w, g->start, g->len, g->weighted, g->out, g->v, g->flips, g->bad, g->nbad };
 		for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 			if (bufs[i])
@@ -193,10 +156,10 @@ static void m_eb_close(struct sdc_gpu_eb *g)
 			cudaEventDestroy(g->t1);
 		if (g->t0)
 			cudaEventDestroy(g->t0);
-		if (g->ev)
-			cudaEventDestroy(g->ev);
-		if (g->s)
-			cudaStreamDestroy(g->s);
+		if (g->k.ev)
+			cudaEventDestroy(g->k.ev);
+		if (g->k.s)
+			cudaStreamDestroy(g->k.s);
 	}
 	free(g);
 }
@@ -210,7 +173,7 @@ static struct sdc_gpu_eb *m_eb_open(const struct sdc_eb_cfg *cfg, int with_sums,
 		return NULL;
 	}
 	g->cfg = *cfg;
-	g->timeout = timeout;
+	g->k.timeout = timeout;
 	g->max_bags = max_bags;
 	if (sdc_eb_layout_init(&g->l, cfg->fmt, cfg->d, with_sums) || max_bags < cfg->batch || !cfg->rows) {
 		snprintf(err, errlen, "a table of %llu rows of width %d and %d bags cannot be made",
@@ -222,8 +185,8 @@ static struct sdc_gpu_eb *m_eb_open(const struct sdc_eb_cfg *cfg, int with_sums,
 		const int batches = max_bags / cfg->batch;
 		const size_t region = (size_t)sdc_eb_batch_plan(cfg).max_total * (size_t)batches;
 		const size_t table_bytes = (size_t)cfg->rows * g->l.stride;
-		SDC_CUDA_TRY(cudaStreamCreateWithFlags(&g->s, cudaStreamNonBlocking), "cudaStreamCreate");
-		SDC_CUDA_TRY(cudaEventCreateWithFlags(&g->ev, cudaEventDisableTiming), "cudaEventCreate");
+		SDC_CUDA_TRY(cudaStreamCreateWithFlags(&g->k.s, cudaStreamNonBlocking), "cudaStreamCreate");
+		SDC_CUDA_TRY(cudaEventCreateWithFlags(&g->k.ev, cudaEventDisableTiming), "cudaEventCreate");
 		SDC_CUDA_TRY(cudaEventCreate(&g->t0), "cudaEventCreate");
 		SDC_CUDA_TRY(cudaEventCreate(&g->t1), "cudaEventCreate");
 		SDC_CUDA_TRY(cudaMalloc(&g->table, table_bytes), "cudaMalloc (the table)");
@@ -238,66 +201,66 @@ static struct sdc_gpu_eb *m_eb_open(const struct sdc_eb_cfg *cfg, int with_sums,
 		SDC_CUDA_TRY(cudaMalloc(&g->bad, EB_SWEEP_CAP * sizeof(uint64_t)), "cudaMalloc");
 		SDC_CUDA_TRY(cudaMalloc(&g->nbad, sizeof(int)), "cudaMalloc");
 		const uint64_t blocks = (cfg->rows + 255) / 256;
-		k_eb_fill<<<(unsigned)blocks, 256, 0, g->s>>>(g->cfg, g->l, g->table);
+		k_eb_fill<<<(unsigned)blocks, 256, 0, g->k.s>>>(g->cfg, g->l, g->table);
 		SDC_CUDA_TRY(cudaGetLastError(), "making the table");
-		const int r = sdc_cuda_settle(g->s, g->ev, timeout, "making the table", err, errlen);
+		const int r = sdc_cuda_settle(g->k.s, g->k.ev, timeout, "making the table", err, errlen);
 		if (r) {
-			g->hung = r > 0;
-			g->failed = 1;
+			g->k.hung = r > 0;
+			g->k.failed = 1;
 			m_eb_close(g);
 			return NULL;
 		}
 	}
 	return g;
 fail:
-	g->failed = 1;
+	g->k.failed = 1;
 	m_eb_close(g);
 	return NULL;
 }
 
 static int m_eb_draw(struct sdc_gpu_eb *g, uint64_t first, int n)
 {
-	if (g->failed)
+	if (g->k.failed)
 		return -1;
 	if (n < 1 || n * g->cfg.batch > g->max_bags) {
-		snprintf(g->err, sizeof(g->err), "%d batches of %d bags: room for %d bags", n, g->cfg.batch, g->max_bags);
-		g->failed = 1;
+		snprintf(g->k.err, sizeof(g->k.err), "%d batches of %d bags: room for %d bags", n, g->cfg.batch, g->max_bags);
+		g->k.failed = 1;
 		return -1;
 	}
-	k_eb_draw<<<(unsigned)n, 128, 0, g->s>>>(g->cfg, first, g->idx, g->w, g->start, g->len, g->weighted);
+	k_eb_draw<<<(unsigned)n, 128, 0, g->k.s>>>(g->cfg, first, g->idx, g->w, g->start, g->len, g->weighted);
 	g->nbags = n * g->cfg.batch;
-	return launched(g, "drawing the batches");
+	return sdc_cuda_sticky_launched(&g->k, "drawing the batches");
 }
 
 static int launch_bags(struct sdc_gpu_eb *g, int sums, int nflips)
 {
 	const enum sdc_eb_sums s = g->l.trailer ? (enum sdc_eb_sums)sums : SDC_EB_NO_SUMS;
 	const unsigned threads = s != SDC_EB_NO_SUMS ? (unsigned)expect_base(g->l.d) + 32u : (unsigned)g->l.d;
-	k_eb_bags<<<(unsigned)g->nbags, threads, 0, g->s>>>(g->cfg, g->l, g->table, g->idx, g->w, g->start, g->len,
+	k_eb_bags<<<(unsigned)g->nbags, threads, 0, g->k.s>>>(g->cfg, g->l, g->table, g->idx, g->w, g->start, g->len,
 							    g->weighted, s, g->flips, nflips, g->out, g->v);
-	return launched(g, "the lookup kernel");
+	return sdc_cuda_sticky_launched(&g->k, "the lookup kernel");
 }
 
 static int m_eb_lookup(struct sdc_gpu_eb *g, int sums, const struct sdc_gpu_flip *flips, int nflips, float *out,
 		       struct sdc_eb_verdict *v)
 {
-	if (g->failed)
+	if (g->k.failed)
 		return -1;
 	if (nflips > EB_MAX_FLIPS)
 		nflips = EB_MAX_FLIPS;
 	cudaError_t e;
 	if (nflips && (e = cudaMemcpyAsync(g->flips, flips, (size_t)nflips * sizeof(*flips), cudaMemcpyHostToDevice,
-					   g->s)) != cudaSuccess)
-		return fail(g, "cudaMemcpy to the GPU", e);
-	if (launch_bags(g, sums, nflips) || settle(g, "the lookups"))
+					   g->k.s)) != cudaSuccess)
+		return sdc_cuda_sticky_fail(&g->k, "cudaMemcpy to the GPU", e);
+	if (launch_bags(g, sums, nflips) || sdc_cuda_sticky_settle(&g->k, "the lookups"))
 		return -1;
 	if (out && (e = cudaMemcpyAsync(out, g->out, (size_t)g->nbags * g->l.d * sizeof(float), cudaMemcpyDeviceToHost,
-					g->s)) != cudaSuccess)
-		return fail(g, "cudaMemcpy from the GPU", e);
+					g->k.s)) != cudaSuccess)
+		return sdc_cuda_sticky_fail(&g->k, "cudaMemcpy from the GPU", e);
 	if (v && g->l.trailer &&
-	    (e = cudaMemcpyAsync(v, g->v, (size_t)g->nbags * sizeof(*v), cudaMemcpyDeviceToHost, g->s)) != cudaSuccess)
-		return fail(g, "cudaMemcpy from the GPU", e);
-	return settle(g, "copying the lookups back");
+	    (e = cudaMemcpyAsync(v, g->v, (size_t)g->nbags * sizeof(*v), cudaMemcpyDeviceToHost, g->k.s)) != cudaSuccess)
+		return sdc_cuda_sticky_fail(&g->k, "cudaMemcpy from the GPU", e);
+	return sdc_cuda_sticky_settle(&g->k, "copying the lookups back");
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -309,35 +272,35 @@ static int cmp_u64(const void *a, const void *b)
 static int m_eb_sweep(struct sdc_gpu_eb *g, uint64_t row0, uint64_t n, uint64_t *bad, int max, int *nbad)
 {
 	*nbad = 0;
-	if (g->failed)
+	if (g->k.failed)
 		return -1;
 	if (n > g->cfg.rows)
 		n = g->cfg.rows;
 	if (!n)
 		return 0;
-	cudaError_t e = cudaMemsetAsync(g->nbad, 0, sizeof(int), g->s);
+	cudaError_t e = cudaMemsetAsync(g->nbad, 0, sizeof(int), g->k.s);
 	if (e != cudaSuccess)
-		return fail(g, "cudaMemset", e);
-	k_eb_sweep<<<(unsigned)((n + 127) / 128), 128, 0, g->s>>>(g->cfg, g->l, g->table, row0 % g->cfg.rows, n, g->bad,
+		return sdc_cuda_sticky_fail(&g->k, "cudaMemset", e);
+	k_eb_sweep<<<(unsigned)((n + 127) / 128), 128, 0, g->k.s>>>(g->cfg, g->l, g->table, row0 % g->cfg.rows, n, g->bad,
 								    g->nbad);
-	if (launched(g, "the sweep kernel") || settle(g, "the sweep"))
+	if (sdc_cuda_sticky_launched(&g->k, "the sweep kernel") || sdc_cuda_sticky_settle(&g->k, "the sweep"))
 		return -1;
-	if ((e = cudaMemcpyAsync(nbad, g->nbad, sizeof(int), cudaMemcpyDeviceToHost, g->s)) != cudaSuccess)
-		return fail(g, "cudaMemcpy from the GPU", e);
-	if (settle(g, "copying the sweep's count back"))
+	if ((e = cudaMemcpyAsync(nbad, g->nbad, sizeof(int), cudaMemcpyDeviceToHost, g->k.s)) != cudaSuccess)
+		return sdc_cuda_sticky_fail(&g->k, "cudaMemcpy from the GPU", e);
+	if (sdc_cuda_sticky_settle(&g->k, "copying the sweep's count back"))
 		return -1;
 	const int got = *nbad < EB_SWEEP_CAP ? *nbad : EB_SWEEP_CAP, take = got < max ? got : max;
 	uint64_t *all = (uint64_t *)malloc((size_t)(got ? got : 1) * sizeof(uint64_t));
 	if (!all) {
-		snprintf(g->err, sizeof(g->err), "out of host memory");
-		g->failed = 1;
+		snprintf(g->k.err, sizeof(g->k.err), "out of host memory");
+		g->k.failed = 1;
 		return -1;
 	}
-	if (got && ((e = cudaMemcpyAsync(all, g->bad, (size_t)got * sizeof(uint64_t), cudaMemcpyDeviceToHost, g->s)) !=
+	if (got && ((e = cudaMemcpyAsync(all, g->bad, (size_t)got * sizeof(uint64_t), cudaMemcpyDeviceToHost, g->k.s)) !=
 			    cudaSuccess ||
-		    settle(g, "copying the sweep's rows back"))) {
+		    sdc_cuda_sticky_settle(&g->k, "copying the sweep's rows back"))) {
 		free(all);
-		return e != cudaSuccess ? fail(g, "cudaMemcpy from the GPU", e) : -1;
+		return e != cudaSuccess ? sdc_cuda_sticky_fail(&g->k, "cudaMemcpy from the GPU", e) : -1;
 	}
 	qsort(all, (size_t)got, sizeof(uint64_t), cmp_u64);
 	memcpy(bad, all, (size_t)take * sizeof(uint64_t));
@@ -347,46 +310,46 @@ static int m_eb_sweep(struct sdc_gpu_eb *g, uint64_t row0, uint64_t n, uint64_t 
 
 static int m_eb_row(struct sdc_gpu_eb *g, int write, uint64_t row, uint8_t *bytes)
 {
-	if (g->failed || settle(g, write ? "the work before a row is written" : "the work before a row is read"))
+	if (g->k.failed || sdc_cuda_sticky_settle(&g->k, write ? "the work before a row is written" : "the work before a row is read"))
 		return -1;
 	if (row >= g->cfg.rows) {
-		snprintf(g->err, sizeof(g->err), "row %llu of a table of %llu", (unsigned long long)row,
+		snprintf(g->k.err, sizeof(g->k.err), "row %llu of a table of %llu", (unsigned long long)row,
 			 (unsigned long long)g->cfg.rows);
-		g->failed = 1;
+		g->k.failed = 1;
 		return -1;
 	}
 	uint8_t *p = g->table + row * g->l.stride;
 	const cudaError_t e = cudaMemcpyAsync(write ? (void *)p : (void *)bytes, write ? (const void *)bytes : (const void *)p,
-					      g->l.stride, write ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, g->s);
+					      g->l.stride, write ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, g->k.s);
 	if (e != cudaSuccess)
-		return fail(g, write ? "cudaMemcpy to the GPU" : "cudaMemcpy from the GPU", e);
-	return settle(g, write ? "writing a row" : "reading a row");
+		return sdc_cuda_sticky_fail(&g->k, write ? "cudaMemcpy to the GPU" : "cudaMemcpy from the GPU", e);
+	return sdc_cuda_sticky_settle(&g->k, write ? "writing a row" : "reading a row");
 }
 
 static int m_eb_time(struct sdc_gpu_eb *g, int sums, int reps, double *seconds)
 {
-	if (g->failed || settle(g, "the work before the benchmark"))
+	if (g->k.failed || sdc_cuda_sticky_settle(&g->k, "the work before the benchmark"))
 		return -1;
-	cudaError_t e = cudaEventRecord(g->t0, g->s);
+	cudaError_t e = cudaEventRecord(g->t0, g->k.s);
 	if (e != cudaSuccess)
-		return fail(g, "cudaEventRecord", e);
+		return sdc_cuda_sticky_fail(&g->k, "cudaEventRecord", e);
 	for (int i = 0; i < reps; i++)
 		if (launch_bags(g, sums, 0))
 			return -1;
-	if ((e = cudaEventRecord(g->t1, g->s)) != cudaSuccess)
-		return fail(g, "cudaEventRecord", e);
-	if (settle(g, "the benchmark's lookups"))
+	if ((e = cudaEventRecord(g->t1, g->k.s)) != cudaSuccess)
+		return sdc_cuda_sticky_fail(&g->k, "cudaEventRecord", e);
+	if (sdc_cuda_sticky_settle(&g->k, "the benchmark's lookups"))
 		return -1;
 	float ms = 0;
 	if ((e = cudaEventElapsedTime(&ms, g->t0, g->t1)) != cudaSuccess)
-		return fail(g, "cudaEventElapsedTime", e);
+		return sdc_cuda_sticky_fail(&g->k, "cudaEventElapsedTime", e);
 	*seconds = ms * 1e-3 / (reps > 0 ? reps : 1);
 	return 0;
 }
 
 static const char *m_eb_error(struct sdc_gpu_eb *g)
 {
-	return g->err;
+	return g->k.err;
 }
 
 void sdc_cuda_eb_ops(struct sdc_gpu_module *m)

@@ -110,6 +110,33 @@ int sdc_cuda_settle(cudaStream_t s, cudaEvent_t ev, double timeout, const char *
 	return sdc_cuda_poll(ev, timeout, what, err, errlen);
 }
 
+int sdc_cuda_sticky_fail(struct sdc_cuda_sticky *k, const char *what, cudaError_t e)
+{
+	if (!k->failed)
+		sdc_cuda_error(k->err, sizeof(k->err), what, e);
+	k->failed = 1;
+	return -1;
+}
+
+int sdc_cuda_sticky_settle(struct sdc_cuda_sticky *k, const char *what)
+{
+	if (k->failed)
+		return -1;
+	const int r = sdc_cuda_settle(k->s, k->ev, k->timeout, what, k->err, sizeof(k->err));
+	if (r) {
+		k->failed = 1;
+		k->hung = r > 0;
+		return -1;
+	}
+	return 0;
+}
+
+int sdc_cuda_sticky_launched(struct sdc_cuda_sticky *k, const char *what)
+{
+	const cudaError_t e = cudaGetLastError();
+	return e == cudaSuccess ? 0 : sdc_cuda_sticky_fail(k, what, e);
+}
+
 void sdc_cuda_work_free(struct sdc_cuda_work *w)
 {
 	for (int i = 0; i < SDC_CUDA_WORK_BUFS; i++)

@@ -18,12 +18,7 @@
 #include "kernels/mt_ops.h"
 
 struct sdc_gpu_mt {
-	cudaStream_t s;
-	cudaEvent_t ev;
-	double timeout;
-	char err[256];
-	int failed;
-	int hung; /* a wait passed its deadline: nothing may wait on this GPU again */
+	struct sdc_cuda_sticky k;
 };
 
 __global__ void __launch_bounds__(256) k_mt_op(const struct sdc_mt_op op)
@@ -33,29 +28,6 @@ __global__ void __launch_bounds__(256) k_mt_op(const struct sdc_mt_op op)
 		sdc_mt_op_thread(&op, t);
 }
 
-static int fail(struct sdc_gpu_mt *g, const char *what, cudaError_t e)
-{
-	if (!g->failed)
-		sdc_cuda_error(g->err, sizeof(g->err), what, e);
-	g->failed = 1;
-	return -1;
-}
-
-/* Everything queued so far done, within the deadline (sdc_cuda_settle: a step waits a few dozen
- * times, each after a few short kernels). */
-static int settle(struct sdc_gpu_mt *g, const char *what)
-{
-	if (g->failed)
-		return -1;
-	const int r = sdc_cuda_settle(g->s, g->ev, g->timeout, what, g->err, sizeof(g->err));
-	if (r) {
-		g->failed = 1;
-		g->hung = r > 0;
-		return -1;
-	}
-	return 0;
-}
-
 static struct sdc_gpu_mt *m_mt_open(double timeout, char *err, size_t errlen)
 {
 	struct sdc_gpu_mt *g = (struct sdc_gpu_mt *)calloc(1, sizeof(*g));
@@ -63,13 +35,13 @@ static struct sdc_gpu_mt *m_mt_open(double timeout, char *err, size_t errlen)
 		snprintf(err, errlen, "out of host memory");
 		return NULL;
 	}
-	g->timeout = timeout;
-	SDC_CUDA_TRY(cudaStreamCreateWithFlags(&g->s, cudaStreamNonBlocking), "cudaStreamCreate");
-	SDC_CUDA_TRY(cudaEventCreateWithFlags(&g->ev, cudaEventDisableTiming), "cudaEventCreate");
+	g->k.timeout = timeout;
+	SDC_CUDA_TRY(cudaStreamCreateWithFlags(&g->k.s, cudaStreamNonBlocking), "cudaStreamCreate");
+	SDC_CUDA_TRY(cudaEventCreateWithFlags(&g->k.ev, cudaEventDisableTiming), "cudaEventCreate");
 	return g;
 fail:
-	if (g->s)
-		cudaStreamDestroy(g->s);
+	if (g->k.s)
+		cudaStreamDestroy(g->k.s);
 	free(g);
 	return NULL;
 }
@@ -78,12 +50,12 @@ static void m_mt_close(struct sdc_gpu_mt *g)
 {
 	if (!g)
 		return;
-	if (!g->failed)
-		settle(g, "the last training kernels");
+	if (!g->k.failed)
+		sdc_cuda_sticky_settle(&g->k, "the last training kernels");
 	/* (a hung GPU keeps its stream, as its memory: see m_mt_free) */
-	if (!g->hung) {
-		cudaEventDestroy(g->ev);
-		cudaStreamDestroy(g->s);
+	if (!g->k.hung) {
+		cudaEventDestroy(g->k.ev);
+		cudaStreamDestroy(g->k.s);
 	}
 	free(g);
 }
@@ -91,16 +63,16 @@ static void m_mt_close(struct sdc_gpu_mt *g)
 static void *m_mt_alloc(struct sdc_gpu_mt *g, size_t bytes)
 {
 	void *p = NULL;
-	if (g->failed)
+	if (g->k.failed)
 		return NULL;
 	cudaError_t e = cudaMalloc(&p, bytes);
 	if (e != cudaSuccess) {
-		fail(g, "cudaMalloc", e);
+		sdc_cuda_sticky_fail(&g->k, "cudaMalloc", e);
 		return NULL;
 	}
-	if ((e = cudaMemsetAsync(p, 0, bytes, g->s)) != cudaSuccess || settle(g, "zeroing device memory")) {
+	if ((e = cudaMemsetAsync(p, 0, bytes, g->k.s)) != cudaSuccess || sdc_cuda_sticky_settle(&g->k, "zeroing device memory")) {
 		if (e != cudaSuccess)
-			fail(g, "cudaMemset", e);
+			sdc_cuda_sticky_fail(&g->k, "cudaMemset", e);
 		cudaFree(p);
 		return NULL;
 	}
@@ -112,7 +84,7 @@ static void *m_mt_alloc(struct sdc_gpu_mt *g, size_t bytes)
  * it closes the stream, and after a settled stream nothing of its own still runs on them. */
 static void m_mt_free(struct sdc_gpu_mt *g, void *p)
 {
-	if (!g->hung)
+	if (!g->k.hung)
 		cudaFree(p);
 }
 
@@ -125,41 +97,39 @@ static void m_mt_free(struct sdc_gpu_mt *g, void *p)
 static int m_mt_copy(struct sdc_gpu_mt *g, int to_device, int n, void *const *dst, const void *const *src,
 		     const size_t *bytes)
 {
-	if (settle(g, to_device ? "the training kernels before a copy to the GPU" : "the training kernels"))
+	if (sdc_cuda_sticky_settle(&g->k, to_device ? "the training kernels before a copy to the GPU" : "the training kernels"))
 		return -1;
 	for (int i = 0; i < n; i++) {
 		const cudaError_t e = cudaMemcpyAsync(dst[i], src[i], bytes[i],
-						      to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, g->s);
+						      to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, g->k.s);
 		if (e != cudaSuccess)
-			return fail(g, to_device ? "cudaMemcpy to the GPU" : "cudaMemcpy from the GPU", e);
+			return sdc_cuda_sticky_fail(&g->k, to_device ? "cudaMemcpy to the GPU" : "cudaMemcpy from the GPU", e);
 	}
-	return to_device ? settle(g, "copies to the GPU") : 0;
+	return to_device ? sdc_cuda_sticky_settle(&g->k, "copies to the GPU") : 0;
 }
 
 static int m_mt_op(struct sdc_gpu_mt *g, const struct sdc_mt_op *op)
 {
-	if (g->failed)
+	if (g->k.failed)
 		return -1;
 	if (op->n <= 0)
 		return 0;
-	k_mt_op<<<(unsigned)((op->n + 255) / 256), 256, 0, g->s>>>(*op);
-	const cudaError_t e = cudaGetLastError();
-	return e == cudaSuccess ? 0 : fail(g, "a training kernel", e);
+	k_mt_op<<<(unsigned)((op->n + 255) / 256), 256, 0, g->k.s>>>(*op);
+	return sdc_cuda_sticky_launched(&g->k, "a training kernel");
 }
 
 static int m_mt_gemm(struct sdc_gpu_mt *g, int m, int n, int k, const float *a, int lda, const float *b, int ldb,
 		     float *c, int ldc)
 {
-	if (g->failed)
+	if (g->k.failed)
 		return -1;
-	sdc_cuda_xgemm_launch(m, n, k, a, lda, b, ldb, c, ldc, g->s);
-	const cudaError_t e = cudaGetLastError();
-	return e == cudaSuccess ? 0 : fail(g, "the exact GEMM kernel", e);
+	sdc_cuda_xgemm_launch(m, n, k, a, lda, b, ldb, c, ldc, g->k.s);
+	return sdc_cuda_sticky_launched(&g->k, "the exact GEMM kernel");
 }
 
 static const char *m_mt_error(struct sdc_gpu_mt *g)
 {
-	return g->err;
+	return g->k.err;
 }
 
 void sdc_cuda_mt_ops(struct sdc_gpu_module *m)

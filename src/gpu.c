@@ -227,3 +227,21 @@ const struct sdc_device *sdc_gpu_of_rank(const struct sdc_run *run)
 			return &run->devices[d];
 	return NULL;
 }
+
+const struct sdc_device *sdc_gpu_first_bound(const struct sdc_run *run, char *err, size_t errlen)
+{
+	const struct sdc_device *gpu = NULL;
+	for (int d = 0; d < run->ndevices && !gpu; d++)
+		if (run->devices[d].kind == SDC_DEVICE_GPU)
+			gpu = &run->devices[d];
+	if (!gpu || !sdc_gpu_ops()) {
+		snprintf(err, errlen, "no GPU to measure: %s", run->gpu_note[0] ? run->gpu_note : "none selected");
+		return NULL;
+	}
+	char why[256];
+	if (sdc_gpu_bind(gpu, why, sizeof(why))) {
+		snprintf(err, errlen, "%s: %s", gpu->id, why);
+		return NULL;
+	}
+	return gpu;
+}

@@ -41,4 +41,9 @@ int sdc_gpu_nccl_fleet_id(uint8_t *id, double timeout, bool *late, char *err, si
 /* Makes dev the calling thread's current GPU. 0, or -1 with err. */
 int sdc_gpu_bind(const struct sdc_device *dev, char *err, size_t errlen);
 
+/* The GPU a tool that measures one (a GPU benchmark or campaign) takes: the run's first, bound to
+ * the calling thread. NULL with err: no module or no GPU selected (the run's note says why), or
+ * "gpuN: why" when it cannot be bound. */
+const struct sdc_device *sdc_gpu_first_bound(const struct sdc_run *run, char *err, size_t errlen);
+
 #endif

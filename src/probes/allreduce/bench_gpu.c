@@ -110,20 +110,13 @@ static int hops_main(struct sdc_cmd *cmd)
 	struct sdc_run run;
 	if (sdc_cli_bench_start(cmd, &run))
 		return sdc_cli_unknown(&cmd->cli);
-	const struct sdc_device *gpu = NULL;
-	for (int d = 0; d < run.ndevices && !gpu; d++)
-		if (run.devices[d].kind == SDC_DEVICE_GPU)
-			gpu = &run.devices[d];
+	char err[512] = "", first[200] = "";
+	const struct sdc_device *gpu = sdc_gpu_first_bound(&run, err, sizeof(err));
 	const struct sdc_gpu_module *m = sdc_gpu_ops();
-	char err[256] = "", first[200] = "";
 	json_t *out = json_object(), *rows = json_array();
 	int code;
 	bool met = true;
-	if (!gpu || !m) {
-		snprintf(err, sizeof(err), "no GPU to measure: %s", run.gpu_note[0] ? run.gpu_note : "none selected");
-		goto fail;
-	}
-	if (sdc_gpu_bind(gpu, err, sizeof(err)))
+	if (!gpu)
 		goto fail;
 	printf("sdcscan bench ring-hops on %s (%s, %d SMs, %s), CUDA runtime %s\n\n", gpu->id, gpu->model,
 	       gpu->gpu.sm_count, gpu->gpu.pci_bus_id, m->cuda_runtime);

@@ -172,19 +172,15 @@ out:
 int sdc_embbag_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const int *dims, int ndims, uint32_t formats,
 			 uint64_t rows, int pooling, double seconds)
 {
-	const struct sdc_device *gpu = NULL;
-	for (int i = 0; i < run->ndevices && !gpu; i++)
-		if (run->devices[i].kind == SDC_DEVICE_GPU)
-			gpu = &run->devices[i];
-	const struct sdc_gpu_module *m = sdc_gpu_ops();
-	char err[256];
-	if (!gpu || !m || !m->eb_open) {
-		sdc_error("bench embbag: no GPU to measure: %s",
-			  !gpu || !m ? (run->gpu_note[0] ? run->gpu_note : "none selected") : "the GPU module has no embbag kernels");
+	char err[512];
+	const struct sdc_device *gpu = sdc_gpu_first_bound(run, err, sizeof(err));
+	if (!gpu) {
+		sdc_error("bench embbag: %s", err);
 		return sdc_cli_unknown(&cmd->cli);
 	}
-	if (sdc_gpu_bind(gpu, err, sizeof(err))) {
-		sdc_error("bench embbag: %s: %s", gpu->id, err);
+	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	if (!m->eb_open) {
+		sdc_error("bench embbag: the GPU module has no embbag kernels");
 		return sdc_cli_unknown(&cmd->cli);
 	}
 	const struct sdc_eb_cfg base = { .cls = SDC_EB_FAST, .rows = rows, .batch = 10, .pooling = pooling, .seed = 1,

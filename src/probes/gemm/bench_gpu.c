@@ -152,20 +152,13 @@ out:
 int sdc_gemm_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const struct sdc_size3 *sizes, int nsizes,
 		       double seconds, uint32_t types)
 {
-	const struct sdc_device *gpu = NULL;
-	for (int d = 0; d < run->ndevices && !gpu; d++)
-		if (run->devices[d].kind == SDC_DEVICE_GPU)
-			gpu = &run->devices[d];
+	char err[512];
+	const struct sdc_device *gpu = sdc_gpu_first_bound(run, err, sizeof(err));
+	if (!gpu) {
+		sdc_error("bench: %s", err);
+		return sdc_cli_unknown(&cmd->cli);
+	}
 	const struct sdc_gpu_module *m = sdc_gpu_ops();
-	if (!gpu || !m) {
-		sdc_error("bench: no GPU to measure: %s", run->gpu_note[0] ? run->gpu_note : "none selected");
-		return sdc_cli_unknown(&cmd->cli);
-	}
-	char err[256];
-	if (sdc_gpu_bind(gpu, err, sizeof(err))) {
-		sdc_error("bench: %s: %s", gpu->id, err);
-		return sdc_cli_unknown(&cmd->cli);
-	}
 	struct sdc_dist_pool pool;
 	if (sdc_dist_pool_init(&pool, SDC_DIST_NORMAL, 1)) {
 		sdc_error("bench: out of memory");

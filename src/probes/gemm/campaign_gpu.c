@@ -74,20 +74,13 @@ out:
 int sdc_gemm_campaign_gpu(struct sdc_run *run, const int *sizes, int nsizes, uint64_t reps, const char *calibration,
 			  void *out, bool *targets_met)
 {
-	const struct sdc_device *gpu = NULL;
-	for (int d = 0; d < run->ndevices && !gpu; d++)
-		if (run->devices[d].kind == SDC_DEVICE_GPU)
-			gpu = &run->devices[d];
-	const struct sdc_gpu_module *m = sdc_gpu_ops();
 	char err[700];
-	if (!gpu || !m) {
-		sdc_error("campaign: no GPU: %s", run->gpu_note[0] ? run->gpu_note : "none selected");
+	const struct sdc_device *gpu = sdc_gpu_first_bound(run, err, sizeof(err));
+	if (!gpu) {
+		sdc_error("campaign: %s", err);
 		return -1;
 	}
-	if (sdc_gpu_bind(gpu, err, sizeof(err))) {
-		sdc_error("campaign: %s: %s", gpu->id, err);
-		return -1;
-	}
+	const struct sdc_gpu_module *m = sdc_gpu_ops();
 	struct sdc_dist_pool pool;
 	if (sdc_dist_pool_init(&pool, SDC_DIST_UNIFORM, run->seed)) {
 		sdc_error("campaign: out of memory");

@@ -180,20 +180,13 @@ out:
 int sdc_minitrain_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const struct sdc_size_list *sizes,
 			    double seconds)
 {
-	const struct sdc_device *gpu = NULL;
-	for (int d = 0; d < run->ndevices && !gpu; d++)
-		if (run->devices[d].kind == SDC_DEVICE_GPU)
-			gpu = &run->devices[d];
+	char err[512], first[200] = "";
+	const struct sdc_device *gpu = sdc_gpu_first_bound(run, err, sizeof(err));
+	if (!gpu) {
+		sdc_error("bench minitrain: %s", err);
+		return sdc_cli_unknown(&cmd->cli);
+	}
 	const struct sdc_gpu_module *m = sdc_gpu_ops();
-	char err[256], first[200] = "";
-	if (!gpu || !m) {
-		sdc_error("bench minitrain: no GPU to measure: %s", run->gpu_note[0] ? run->gpu_note : "none selected");
-		return sdc_cli_unknown(&cmd->cli);
-	}
-	if (sdc_gpu_bind(gpu, err, sizeof(err))) {
-		sdc_error("bench minitrain: %s: %s", gpu->id, err);
-		return sdc_cli_unknown(&cmd->cli);
-	}
 	static const int defaults[] = { 512, 1024, 2048, 4096 };
 	int n_sizes = sizes->n ? sizes->n : 4;
 	printf("sdcscan bench minitrain on %s (%s, %d SMs, %s), CUDA runtime %s\n"

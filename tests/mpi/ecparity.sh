@@ -44,10 +44,17 @@ m_rank=$(grep -o "rank [0-9] cpu0 iteration 4: difference" "$TMP/f.out" | cut -c
 # goes on to the end with every server (OK), and the job's report carries the rebuild.
 each_rank "$TMP/l.codes" $EC $SMALL --json "$TMP/l.json" --inject "ecparity:L:iter=3,rank=2" > "$TMP/l.out" 2>&1
 same_code "$TMP/l.codes" 0 || fail "lost: exit codes $(cat "$TMP/l.codes"): $(tail -5 "$TMP/l.out")"
-[ "$(json_get "$TMP/l.json" "[r['run']['environment']['ecparity']['rank']] + [r['run']['environment']['ecparity']['rebuild'][x] for x in ('round', 'server', 'rebuilt_on_rank', 'verified_by_replay')]")" = \
-	"[3, 3, 2, 3, True]" ] || fail "lost: $(json_get "$TMP/l.json" "r['run']['environment'].get('ecparity')")"
-# (rank 3 trained server 2 too after the rebuild: the last 5 rounds hold both servers' updates)
+# Its parts went with round 4's training messages (in service at round 4's end, not at round 3's);
+# it caught up on rounds 3 and 4 during round 5, and at the end it holds a replay's 8 rounds.
+[ "$(json_get "$TMP/l.json" "[r['run']['environment']['ecparity']['rank']] + [r['run']['environment']['ecparity']['rebuild'][x] for x in ('round', 'server', 'rebuilt_on_rank', 'verified_by_replay', 'installed_round', 'while_training', 'rounds_missed', 'final_rounds', 'final_matches_replay')]")" = \
+	"[3, 3, 2, 3, True, 4, True, 2, 8, True]" ] || fail "lost: $(json_get "$TMP/l.json" "r['run']['environment'].get('ecparity')")"
 grep -q "rank 2 leaves the job at round 3" "$TMP/l.out" || fail "lost: rank 2 did not say it left"
+
+# Lost in the last round: its parts in one exchange after it (nothing trains any more), checked.
+each_rank "$TMP/e.codes" $EC $SMALL --json "$TMP/e.json" --inject "ecparity:L:iter=7,rank=1" > "$TMP/e.out" 2>&1
+same_code "$TMP/e.codes" 0 || fail "lost at the end: exit codes $(cat "$TMP/e.codes"): $(tail -5 "$TMP/e.out")"
+[ "$(json_get "$TMP/e.json" "[r['run']['environment']['ecparity']['rebuild'][x] for x in ('round', 'server', 'rebuilt_on_rank', 'installed_round', 'while_training', 'verified_by_replay', 'final_rounds', 'final_matches_replay')]")" = \
+	"[7, 1, 2, 7, False, True, 7, True]" ] || fail "lost at the end: $(json_get "$TMP/e.json" "r['run']['environment'].get('ecparity')")"
 
 # The rebuilder's copy corrupted (a survivor's memory): the replay catches it at its word.
 each_rank "$TMP/r.codes" $EC $SMALL --json "$TMP/r.json" --inject "ecparity:L:iter=3,rank=2,row=11,col=4,bit=7" \

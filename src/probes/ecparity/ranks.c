@@ -58,6 +58,12 @@ struct server { /* one this rank hosts */
 	uint8_t *touched;
 	struct sdc_ec_msg *outbox; /* this round's messages as sent (for a resend), by seq */
 	size_t nout, outcap;
+	bool pending; /* being rebuilt here (struct rebuild): not trained, not verified, not sent */
+	/* while another's rebuild is under way: the values its rows (entry, held parity) had at the
+	 * cut, kept when they first change before their slice has gone (ECRM's write buffer) */
+	int32_t *kept_at; /* per row and kind (2 r + 0 entry, 2 r + 1 held): entry of kept[] / words, or -1 */
+	uint32_t *kept;
+	size_t nkept, keptcap;
 };
 
 struct pending { /* a message that failed its CRC32C, waiting for the sender's copy */
@@ -74,19 +80,56 @@ struct replay_check {
 	bool running;
 	pthread_t thread;
 	int D, was, on;       /* the server, the rank it was lost with, the rank it was rebuilt on */
-	uint64_t round;       /* the round of the rebuild: the replay covers rounds 0 .. round - 1 */
+	uint64_t round;       /* the round it was lost in */
+	uint64_t rounds;      /* the rounds in its rebuilt state: the replay covers 0 .. rounds - 1 */
+	uint64_t installed;   /* the round at whose end it went into service; it catches up in the next */
 	const struct sdc_ec_work *wk;
 	uint32_t *rebuilt, *replayed;
 	size_t words;         /* of a shard */
-	double rebuild_s, replay_s, bytes, pause_s;
+	double rebuild_s, sum_s, replay_s, bytes, pause_s, catch_s;
 	int done, stop;       /* (atomics: the helper finished; the run ends, stop now) */
 	bool threaded;        /* on its own thread (else it ran on the caller's) */
 	bool finished;        /* the replay ran to the end */
 };
 
+/*
+ * A lost server's rebuild while the ranks train on (ECRM §3.4.2: training continues during
+ * recovery, the lost shard decoded in partitions, a write buffer keeping what recovery reads).
+ * The cut is the state at the start of the round after the loss (its messages of the loss's
+ * round taken back). The parts of the rebuild: for each of the server's entries, the stripe's
+ * parity (+) and its other members (-); for each stripe parity it held, the members (+); for the
+ * column parity it held, that column's sum (+). One slice of rows of these goes with each
+ * training step's exchange of that round to the new host, which adds them up; a row that
+ * training changes before its slice has gone has its value at the cut kept (struct server's
+ * kept), so nothing is copied at the cut. The difference messages of the round for the parities
+ * the lost server held go to the new host too and are added to the same sums (addition modulo
+ * 2^32: the order does not matter). At that round's end the server goes into service as it was
+ * at the cut (its groups hold: it has not moved since), is checked against a replay (struct
+ * replay_check), and in the next round trains the rounds it missed beside that one (laps).
+ * Until it is in service its groups wait: the stripes it is in or holds and its columns are not
+ * verified.
+ */
+struct rebuild {
+	bool on;            /* under way */
+	int D, was, on_rank; /* the server, the rank it was lost with, the rank rebuilding it */
+	uint64_t round;     /* the round it was lost in */
+	uint64_t rounds;    /* the rounds in the state being rebuilt */
+	int slices, next;   /* of rows; the next slice to go */
+	int lost_with;      /* a rank lost with its part still to send (-1: none) */
+	bool short_of_memory; /* a value to keep could not be */
+	uint32_t column[SDC_EC_MAX_DIM + 1]; /* the column's part as far as it is summed */
+	struct rb_part *q;  /* a row's parts (2k + 1) */
+	struct part *who;   /* a row's contributors (k + 1) */
+	double t0, sum_s, cut_s, bytes;
+};
+
 struct rk {
 	struct sdc_worker *w;
 	struct replay_check rc;
+	struct rebuild rb;
+	uint64_t *done, *start; /* per server: rounds trained; and at this round's start */
+	int rebuilt;            /* the server last rebuilt on this rank, or -1 */
+	bool rebuilt_ok;        /* and its check against the replay passed */
 	struct sdc_ec_layout l;
 	struct sdc_ec_work wk;
 	int S, P, me, d, words;
@@ -113,6 +156,12 @@ struct rk {
 };
 
 #define RECORD(k) ((size_t)(HDR + (k)->words))
+
+/* (the rebuild's, below: with the training's messages) */
+static void rb_keep(struct rk *k, struct server *v, int kind, int r);
+static int rb_put(struct rk *k, int j0, int j1);
+static void rb_caps(const struct rk *k, int j0, int j1, size_t *cap);
+static int rb_take(struct rk *k, int j0, int j1);
 
 /* The list of the servers held here and the count of each rank's, after host[] or srv[] changed. */
 static void hosts_changed(struct rk *k)
@@ -209,6 +258,8 @@ static int holder_of(const struct rk *k, const struct sdc_ec_msg *m)
 static void apply(struct rk *k, const struct sdc_ec_msg *m)
 {
 	struct server *h = k->srv[holder_of(k, m)];
+	if (!m->kind)
+		rb_keep(k, h, 1, (int)m->row);
 	uint32_t *p = m->kind ? h->col : h->held + (size_t)m->row * k->words;
 	for (int x = 0; x < k->words; x++)
 		p[x] += m->diff[x];
@@ -295,18 +346,38 @@ static int read_messages(struct rk *k, int p, uint64_t round, bool resend)
 	return 0;
 }
 
+/* Server s's steps a step in round `round`: 1, or more for a rebuilt server catching up (the
+ * rounds it missed and this one, in this round's steps). Every rank knows every server's. */
+static int64_t laps(const struct rk *k, int s, uint64_t round)
+{
+	return k->done[s] < round ? (int64_t)(round + 1 - k->done[s]) : 1;
+}
+
 /* Capacity for what each rank sends in a message exchange: its servers' messages of one step. */
-static void message_caps(const struct rk *k, size_t *cap, size_t per_server)
+static void message_caps(const struct rk *k, size_t *cap, uint64_t round)
 {
 	for (int p = 0; p < k->P; p++)
-		cap[p] = k->live[p] ? 1 + (size_t)k->count[p] * per_server * RECORD(k) : 0;
+		cap[p] = k->live[p] ? 1 : 0;
+	for (int s = 0; s < k->S; s++) {
+		const int p = k->host[s];
+		if (p >= 0 && k->live[p] && !(k->rb.on && s == k->rb.D))
+			cap[p] += (size_t)laps(k, s, round) * (size_t)k->wk.batch * 2 * RECORD(k);
+	}
 }
 
 /* ---- training ---- */
 
-/* The servers in train[] (held here or not: every rank takes part in the exchanges) train round
- * `round`: each step's messages exchanged and applied. */
-static int train_round(struct rk *k, uint64_t round, const bool *train)
+/* Server s when it is held here and not being rebuilt. */
+static struct server *trains(const struct rk *k, int s)
+{
+	struct server *v = k->srv[s];
+	return v && !v->pending ? v : NULL;
+}
+
+/* The servers train round `round` (every rank takes part in the exchanges): each step's messages
+ * exchanged and applied. A rebuild under way sends a slice of its parts with each step's
+ * messages; a rebuilt server behind trains several of its steps a step until it is level. */
+static int train_round(struct rk *k, uint64_t round)
 {
 	const int words = k->words;
 	float g[SDC_EC_MAX_DIM];
@@ -314,19 +385,19 @@ static int train_round(struct rk *k, uint64_t round, const bool *train)
 	struct sdc_fault uf[2], mf[2];
 	struct sdc_worker *w = k->w;
 	/* a rank's faults go to its own server */
-	const bool primary = train[k->me] && k->srv[k->me];
+	const bool primary = trains(k, k->me) != NULL;
 	const int nu = primary ? sdc_ec_faults(w, k->me, "U", round, uf, 2) : 0;
 	const int nm = primary ? sdc_ec_faults(w, k->me, "M", round, mf, 2) : 0;
 	size_t *cap = calloc((size_t)k->P, sizeof(size_t));
 	if (!cap)
 		return sdc_worker_error(w, "out of memory"), -1;
 	for (int h = 0; h < k->nhere; h++) {
-		struct server *v = train[k->here[h]] ? k->srv[k->here[h]] : NULL;
+		struct server *v = trains(k, k->here[h]);
 		if (!v)
 			continue;
 		memset(v->touched, 0, (size_t)k->l.rows);
 		v->nout = 0;
-		const size_t need = (size_t)(k->wk.steps * k->wk.batch * 2);
+		const size_t need = (size_t)(laps(k, k->here[h], round) * k->wk.steps * k->wk.batch * 2);
 		if (v->outcap < need) {
 			struct sdc_ec_msg *o = realloc(v->outbox, need * sizeof(*o));
 			if (!o) {
@@ -344,12 +415,18 @@ static int train_round(struct rk *k, uint64_t round, const bool *train)
 				rc = -1;
 		for (int h = 0; h < k->nhere && !rc; h++) {
 			const int s = k->here[h];
-			struct server *v = train[s] ? k->srv[s] : NULL;
+			struct server *v = trains(k, s);
 			if (!v)
 				continue;
-			for (int64_t u = 0; u < k->wk.batch; u++) {
-				const int row = sdc_ec_draw_update(&k->wk, s, round, step, u, g);
+			const int64_t n = laps(k, s, round);
+			const double t0 = n > 1 ? sdc_now() : 0;
+			for (int64_t t = step * n; t < (step + 1) * n && !rc; t++)
+			for (int64_t u = 0; u < k->wk.batch && !rc; u++) {
+				/* its own round and step: the round it is at, then on (t = step when level) */
+				const int row = sdc_ec_draw_update(&k->wk, s, k->done[s] + (uint64_t)(t / k->wk.steps),
+								   t % k->wk.steps, u, g);
 				uint32_t *e = v->shard + (size_t)row * words;
+				rb_keep(k, v, 0, row);
 				memcpy(old, e, 4 * (size_t)words);
 				sdc_ec_adagrad(e, k->d, g);
 				v->touched[row] = 1;
@@ -364,7 +441,8 @@ static int train_round(struct rk *k, uint64_t round, const bool *train)
 						sdc_ec_flip(w, &mf[i], "M", round, row, col, &sent.diff[col], false);
 					}
 					const int to = k->host[holder_of(k, &sent)];
-					/* a holder on a lost rank: its parities are recomputed where it is rebuilt */
+					/* a holder on a lost rank: its parities are rebuilt from the members as they
+					 * are at the round's end (struct rebuild) */
 					if (to < 0 || !k->live[to])
 						continue;
 					uint32_t *count = k->out[to];
@@ -380,9 +458,16 @@ static int train_round(struct rk *k, uint64_t round, const bool *train)
 					sdc_ec_flip(w, &uf[i], "U", round, row, col, &e[col], true);
 				}
 			}
+			if (n > 1 && k->rc.running && s == k->rc.D)
+				k->rc.catch_s += sdc_now() - t0;
 		}
 		if (rc) {
 			sdc_worker_error(w, "out of memory for the messages");
+			break;
+		}
+		const bool slice = k->rb.on && k->rb.next < k->rb.slices;
+		if (slice && rb_put(k, k->rb.next, k->rb.next + 1)) {
+			rc = -1;
 			break;
 		}
 		/* the mpi suite's stand-in for a peer whose bytes are wrong: with SDCSCAN_TEST_EC_OVERCOUNT=R,
@@ -391,7 +476,9 @@ static int train_round(struct rk *k, uint64_t round, const bool *train)
 			for (int p = 0; p < k->P; p++)
 				if (k->live[p] && p != k->me)
 					k->out[p][0]++;
-		message_caps(k, cap, (size_t)k->wk.batch * 2);
+		message_caps(k, cap, round);
+		if (slice)
+			rb_caps(k, k->rb.next, k->rb.next + 1, cap);
 		if (exchange(k, TAG_TRAIN, cap) < 0) {
 			rc = -1;
 			break;
@@ -399,7 +486,15 @@ static int train_round(struct rk *k, uint64_t round, const bool *train)
 		for (int p = 0; p < k->P && !rc; p++)
 			if (k->live[p] || p == k->me)
 				rc = read_messages(k, p, round, false);
+		if (slice && !rc) {
+			rc = rb_take(k, k->rb.next, k->rb.next + 1);
+			k->rb.next++;
+		}
 	}
+	/* (every rank keeps every server's count: a lost one's cut is the count at its round's start) */
+	for (int s = 0; s < k->S && !rc; s++)
+		if (k->host[s] >= 0 && !(k->rb.on && s == k->rb.D))
+			k->done[s] = round + 1;
 	free(cap);
 	return rc;
 }
@@ -538,6 +633,18 @@ static int by_int(const void *a, const void *b)
 	return *(const int *)a - *(const int *)b;
 }
 
+/* Whether stripe (r, c) waits for a server being rebuilt (a member, or its parity's holder); and
+ * server x's column (x is that server, or the column's holder). Both sides of an exchange ask. */
+static bool stripe_waits(const struct rk *k, int r, int c)
+{
+	return k->rb.on && (sdc_ec_stripe_has(&k->l, r, c, k->rb.D) || sdc_ec_stripe_parity_server(&k->l, r, c) == k->rb.D);
+}
+
+static bool column_waits(const struct rk *k, int x)
+{
+	return k->rb.on && (x == k->rb.D || sdc_ec_column_parity_server(&k->l, x) == k->rb.D);
+}
+
 /* The members of the stripes through row r whose parity is held here by a server in set[], by
  * member (the order every sender writes its entries in); x's holder in out[].sign. */
 static int held_members(const struct rk *k, const bool *set, int r, struct part *out)
@@ -545,7 +652,7 @@ static int held_members(const struct rk *k, const bool *set, int r, struct part 
 	int n = 0;
 	for (int h = 0; h < k->nhere; h++) {
 		const int p = k->here[h], c = set[p] ? sdc_ec_held_chunk(&k->l, p, r) : -1;
-		for (int i = 0; c >= 0 && i < k->l.k; i++)
+		for (int i = 0; c >= 0 && !stripe_waits(k, r, c) && i < k->l.k; i++)
 			out[n++] = (struct part){ sdc_ec_member(&k->l, r, c, i), p };
 	}
 	qsort(out, (size_t)n, sizeof(*out), by_server);
@@ -572,17 +679,18 @@ static int contribute(struct rk *k, const bool *set, bool verify, int64_t *broke
 	clear_out(k);
 	for (int r = 0; r < l->rows; r++)
 		for (int h = 0; h < k->nhere; h++) {
-			const int x = k->here[h];
+			const int x = k->here[h], c = sdc_ec_chunk_of(l, x, r);
 			const struct server *v = k->srv[x];
-			const int p = sdc_ec_stripe_parity_server(l, r, sdc_ec_chunk_of(l, x, r));
-			if (set[p] && k->live[k->host[p]] && put(k, k->host[p], v->shard + (size_t)r * words, (size_t)words))
+			const int p = sdc_ec_stripe_parity_server(l, r, c);
+			if (set[p] && !stripe_waits(k, r, c) && k->live[k->host[p]] &&
+			    put(k, k->host[p], v->shard + (size_t)r * words, (size_t)words))
 				goto out;
 		}
 	for (int h = 0; h < k->nhere; h++) {
 		const int x = k->here[h];
 		const struct server *v = k->srv[x];
 		const int p = sdc_ec_column_parity_server(l, x);
-		if (!set[p] || !k->live[k->host[p]])
+		if (!set[p] || column_waits(k, x) || !k->live[k->host[p]])
 			continue;
 		memset(col, 0, 4 * (size_t)words);
 		for (int r = 0; r < l->rows; r++)
@@ -599,7 +707,7 @@ static int contribute(struct rk *k, const bool *set, bool verify, int64_t *broke
 	}
 	/* the columns held here, by the server they sum (the order their senders write them in) */
 	for (int h = 0; h < k->nhere; h++)
-		if (set[k->here[h]])
+		if (set[k->here[h]] && !column_waits(k, (k->here[h] - 1 + k->S) % k->S))
 			cols[ncols++] = (k->here[h] - 1 + k->S) % k->S;
 	qsort(cols, (size_t)ncols, sizeof(int), by_int);
 	for (int i = 0; i < ncols; i++)
@@ -621,7 +729,7 @@ static int contribute(struct rk *k, const bool *set, bool verify, int64_t *broke
 		}
 		for (int h = 0; h < k->nhere; h++) {
 			const int p = k->here[h], c = set[p] ? sdc_ec_held_chunk(l, p, r) : -1;
-			if (c < 0)
+			if (c < 0 || stripe_waits(k, r, c))
 				continue;
 			uint32_t *held = k->srv[p]->held + (size_t)r * words;
 			for (int w = 0; w < words; w++) {
@@ -729,7 +837,7 @@ static struct server *server_new(const struct rk *k)
 static void server_free(struct server *v)
 {
 	if (v)
-		free(v->shard), free(v->held), free(v->touched), free(v->outbox);
+		free(v->shard), free(v->held), free(v->touched), free(v->outbox), free(v->kept_at), free(v->kept);
 	free(v);
 }
 
@@ -757,7 +865,7 @@ static void *replay_main(void *arg)
 {
 	struct replay_check *c = arg;
 	const double t0 = sdc_now();
-	c->finished = sdc_ec_replay(c->wk, c->D, c->round, c->replayed, replay_tick, c);
+	c->finished = sdc_ec_replay(c->wk, c->D, c->rounds, c->replayed, replay_tick, c);
 	c->replay_s = sdc_now() - t0;
 	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
 	return NULL;
@@ -786,6 +894,7 @@ static void finish_replay_check(struct rk *k, bool wait)
 		pthread_join(c->thread, NULL);
 	c->running = false;
 	const bool same = c->finished && !memcmp(c->rebuilt, c->replayed, c->words * 4);
+	k->rebuilt_ok = same;
 	if (c->finished && !same) {
 		struct sdc_ec_event e = { .owner = c->D, .row = -1, .col = -1 };
 		for (size_t i = 0; i < c->words && e.row < 0; i++)
@@ -803,11 +912,13 @@ static void finish_replay_check(struct rk *k, bool wait)
 	struct sdc_run *run = k->w->ctx->run;
 	pthread_mutex_lock(&run->lock);
 	json_object_set_new(run->environment, "ecparity",
-			    json_pack("{s:{s:i, s:i, s:i, s:I, s:f, s:f, s:f, s:b, s:b, s:f, s:f}}", "rebuild", "server", c->D,
-				      "lost_rank", c->was, "rebuilt_on_rank", c->on, "round", (json_int_t)c->round, "bytes_read",
-				      c->bytes, "seconds", c->rebuild_s, "gb_per_s", c->rebuild_s > 0 ? c->bytes / c->rebuild_s / 1e9 : 0,
+			    json_pack("{s:{s:i, s:i, s:i, s:I, s:I, s:I, s:b, s:f, s:f, s:f, s:f, s:b, s:b, s:f, s:f, s:f}}", "rebuild",
+				      "server", c->D, "lost_rank", c->was, "rebuilt_on_rank", c->on, "round", (json_int_t)c->round,
+				      "installed_round", (json_int_t)c->installed, "rounds_missed", (json_int_t)(c->installed + 1 - c->rounds),
+				      "while_training", c->installed > c->round, "bytes_read", c->bytes, "seconds", c->rebuild_s,
+				      "gb_per_s", c->rebuild_s > 0 ? c->bytes / c->rebuild_s / 1e9 : 0, "sum_seconds", c->sum_s,
 				      "verified_by_replay", same, "replay_finished", c->finished, "replay_seconds", c->replay_s,
-				      "pause_seconds", c->pause_s));
+				      "pause_seconds", c->pause_s, "catch_up_seconds", c->catch_s));
 	pthread_mutex_unlock(&run->lock);
 	sdc_note("ecparity: server %d's rebuild on rank %d: %s", c->D, c->on,
 		 !c->finished ? "its replay did not finish before the run ended: unverified"
@@ -817,125 +928,349 @@ static void finish_replay_check(struct rk *k, bool wait)
 	c->rebuilt = c->replayed = NULL;
 }
 
-/*
- * The lost servers (lost[], hosts already moved to the survivors) rebuilt where they now are:
- * every rank sends its part of each lost server's stripes (the parity, minus the other members),
- * the new host sums them, checks the result against a replay of the server's training of rounds
- * 0 .. round-1, and keeps the replay's.
- */
-static int rebuild(struct rk *k, uint64_t round, const bool *lost, const int *was_host)
+/* ---- a lost server rebuilt while the ranks train on (struct rebuild) ---- */
+
+enum part_into { INTO_ENTRY, INTO_HELD, INTO_COLUMN };
+struct rb_part {
+	int x, sign, into; /* the server it comes from, its sign, what it adds to */
+};
+
+/* The parts of row r of the server being rebuilt, in the order both sides enumerate: its stripe's
+ * contributors, then the members of the stripe it held through r; row `rows` is its column parity. */
+static int rb_parts(const struct rk *k, int r, struct rb_part *out)
 {
 	const struct sdc_ec_layout *l = &k->l;
-	const int words = k->words;
-	size_t *cap = calloc((size_t)k->P, sizeof(size_t));
-	uint32_t *part = malloc(4 * (size_t)words);
-	struct part *who = calloc((size_t)l->k + 1, sizeof(*who));
-	int rc = -1;
-	if (!cap || !part || !who)
-		goto out;
-	clear_out(k);
-	for (int D = 0; D < k->S; D++) {
-		if (!lost[D])
-			continue;
-		for (int r = 0; r < l->rows; r++) {
-			const int n = contributors(l, D, r, who);
-			for (int i = 0; i < n; i++) {
-				const struct server *v = lost[who[i].x] ? NULL : k->srv[who[i].x];
-				if (!v)
-					continue;
-				const uint32_t *e = (who[i].sign > 0 ? v->held : v->shard) + (size_t)r * words;
-				for (int c = 0; c < words; c++)
-					part[c] = who[i].sign > 0 ? e[c] : 0u - e[c];
-				if (put(k, k->host[D], part, (size_t)words))
-					goto out;
-			}
-			if (k->host[D] == k->me)
-				for (int i = 0; i < n; i++)
-					cap[k->host[who[i].x]] += (size_t)words;
-		}
+	const int D = k->rb.D;
+	if (r == l->rows) {
+		out[0] = (struct rb_part){ (D - 1 + l->servers) % l->servers, 1, INTO_COLUMN };
+		return 1;
 	}
-	const double t0 = sdc_now();
-	if (exchange(k, TAG_REBUILD, cap) < 0)
-		goto out;
-	for (int D = 0; D < k->S; D++) {
-		if (!lost[D] || k->host[D] != k->me)
-			continue;
-		/* one check at a time: an earlier rebuild's replay finishes (or stops) first */
-		finish_replay_check(k, true);
-		struct replay_check *c = &k->rc;
-		const size_t shard_words = (size_t)l->rows * (size_t)words;
-		struct server *v = server_new(k);
-		*c = (struct replay_check){ .D = D, .was = was_host[D], .on = k->me, .round = round, .wk = &k->wk,
-					    .words = shard_words, .rebuilt = malloc(shard_words * 4),
-					    .replayed = malloc(shard_words * 4) };
-		if (!v || !c->rebuilt || !c->replayed) {
-			server_free(v), free(c->rebuilt), free(c->replayed);
-			c->rebuilt = c->replayed = NULL;
-			goto out;
-		}
-		for (int r = 0; r < l->rows; r++) {
-			uint32_t *o = v->shard + (size_t)r * words;
-			const int n = contributors(l, D, r, who);
-			for (int i = 0; i < n; i++) {
-				const int x = who[i].x;
-				const uint32_t *e = !lost[x] && k->live[k->host[x]] ? take(k, k->host[x], (size_t)words) : NULL;
-				if (!e) {
-					server_free(v), free(c->rebuilt), free(c->replayed);
-					c->rebuilt = c->replayed = NULL;
-					sdc_worker_error(k->w, "server %d cannot be rebuilt: server %d, which holds a part of its "
-							       "stripe through entry %d, was lost with it or sent less than its part",
-							 D, x, r);
-					goto out;
-				}
-				for (int x2 = 0; x2 < words; x2++)
-					o[x2] += e[x2];
-			}
-		}
-		c->rebuild_s = sdc_now() - t0;
-		c->bytes = (double)l->rows * words * 4 * l->k;
-		/* L with a row: the rebuilt copy goes wrong there (this survivor's memory), which the
-		 * replay must catch; the fault is the lost rank's spec, applied and recorded here */
-		struct sdc_fault lf;
-		if (sdc_ec_faults(k->w, was_host[D], "L", round, &lf, 1) && lf.row >= 0) {
-			const int64_t row = lf.row % l->rows, col = lf.col >= 0 ? lf.col % words : 0;
-			sdc_ec_flip(k->w, &lf, "L", round, row, col, v->shard + (size_t)row * words + (size_t)col, true);
-		}
-		/* in service at once; its check against a replay of its training runs beside the training */
-		memcpy(c->rebuilt, v->shard, shard_words * 4);
-		k->srv[D] = v;
-		hosts_changed(k);
-		c->pause_s = sdc_now() - t0;
-		c->threaded = !pthread_create(&c->thread, NULL, replay_main, c);
-		if (!c->threaded)
-			replay_main(c); /* (no thread: the replay here and now) */
-		c->running = true;
-		sdc_note("ecparity: server %d (rank %d lost) rebuilt on rank %d in %.3f s (%.2f GB/s); its check against a "
-			 "replay of its training runs while training goes on",
-			 D, was_host[D], k->me, c->rebuild_s, c->rebuild_s > 0 ? c->bytes / c->rebuild_s / 1e9 : 0);
+	struct part *who = k->rb.who;
+	int n = contributors(l, D, r, who);
+	for (int i = 0; i < n; i++)
+		out[i] = (struct rb_part){ who[i].x, who[i].sign, INTO_ENTRY };
+	const int c = sdc_ec_held_chunk(l, D, r);
+	for (int i = 0; c >= 0 && i < l->k; i++)
+		out[n++] = (struct rb_part){ sdc_ec_member(l, r, c, i), 1, INTO_HELD };
+	return n;
+}
+
+/* Slice j's rows: [row(j), row(j + 1)) of 0 .. rows (the last one the column). */
+static int rb_row(const struct rk *k, int j)
+{
+	return (int)((int64_t)j * (k->l.rows + 1) / k->rb.slices);
+}
+
+/* Row r of server v (kind 0: its entry, 1: the stripe parity it holds) as it was at the cut. */
+static const uint32_t *cut_value(const struct rk *k, const struct server *v, int kind, int r)
+{
+	const int32_t at = v->kept_at ? v->kept_at[2 * (size_t)r + kind] : -1;
+	return at >= 0 ? v->kept + (size_t)at * k->words : (kind ? v->held : v->shard) + (size_t)r * k->words;
+}
+
+/* Before row r of server v (kind as above) changes: its value kept if its slice has not gone. */
+static void rb_keep(struct rk *k, struct server *v, int kind, int r)
+{
+	struct rebuild *b = &k->rb;
+	if (!b->on || !v->kept_at || r < rb_row(k, b->next) || v->kept_at[2 * (size_t)r + kind] >= 0)
+		return;
+	if (grow(&v->kept, &v->keptcap, v->nkept + (size_t)k->words)) {
+		b->short_of_memory = true;
+		return;
 	}
-	rc = 0;
-out:
-	free(cap), free(part), free(who);
-	return rc;
+	memcpy(v->kept + v->nkept, (kind ? v->held : v->shard) + (size_t)r * k->words, 4 * (size_t)k->words);
+	v->kept_at[2 * (size_t)r + kind] = (int32_t)(v->nkept / (size_t)k->words);
+	v->nkept += (size_t)k->words;
+}
+
+static void rb_drop_kept(struct rk *k)
+{
+	for (int s = 0; s < k->S; s++)
+		if (k->srv[s]) {
+			free(k->srv[s]->kept_at), free(k->srv[s]->kept);
+			k->srv[s]->kept_at = NULL, k->srv[s]->kept = NULL;
+			k->srv[s]->nkept = k->srv[s]->keptcap = 0;
+		}
 }
 
 /*
- * After the agreement found ranks lost: their servers move to
- * the next surviving rank, every holder takes back what it applied from them this round, they are
- * rebuilt and checked, their parities recomputed, and their round trained again.
+ * After the loss is agreed (round: the loss's): server D's rebuild set up on every rank, an empty
+ * server waiting for its parts on the new host, and every other server held here ready to keep
+ * its rows' values at the cut. Nothing is copied or exchanged here.
+ */
+static int rb_start(struct rk *k, int D, int was, uint64_t round)
+{
+	struct rebuild *b = &k->rb;
+	const double t0 = sdc_now();
+	*b = (struct rebuild){ .on = true, .D = D, .was = was, .on_rank = k->host[D], .round = round, .rounds = k->start[D],
+			       .slices = k->wk.steps < k->l.rows + 1 ? (int)k->wk.steps : k->l.rows + 1, .lost_with = -1,
+			       .t0 = t0, .q = calloc(2 * (size_t)k->l.k + 1, sizeof(struct rb_part)),
+			       .who = calloc((size_t)k->l.k + 1, sizeof(struct part)) };
+	if (!b->q || !b->who)
+		return sdc_worker_error(k->w, "out of memory for server %d's rebuild", D), -1;
+	for (int h = 0; h < k->nhere; h++) {
+		struct server *v = k->srv[k->here[h]];
+		if (!(v->kept_at = malloc(2 * (size_t)k->l.rows * sizeof(int32_t))))
+			return sdc_worker_error(k->w, "out of memory for server %d's rebuild", D), -1;
+		memset(v->kept_at, 0xff, 2 * (size_t)k->l.rows * sizeof(int32_t)); /* -1: nothing kept */
+	}
+	if (b->on_rank == k->me) {
+		struct server *v = server_new(k);
+		if (!v)
+			return sdc_worker_error(k->w, "out of memory for server %d's rebuild", D), -1;
+		v->pending = true;
+		k->srv[D] = v;
+		hosts_changed(k);
+	}
+	b->cut_s = sdc_now() - t0;
+	sdc_note("ecparity: server %d (rank %d lost) is rebuilt on rank %d while the ranks train round %" PRIu64
+		 ": its parts go with that round's messages",
+		 D, was, b->on_rank, round + 1);
+	return 0;
+}
+
+/* Slices j0 .. j1 - 1 of this rank's parts, as they were at the cut, to the new host. */
+static int rb_put(struct rk *k, int j0, int j1)
+{
+	struct rebuild *b = &k->rb;
+	const int to = k->host[b->D], xc = (b->D - 1 + k->S) % k->S;
+	const size_t words = (size_t)k->words;
+	const struct server *vc = trains(k, xc);
+	uint32_t part[SDC_EC_MAX_DIM + 1];
+	if (b->short_of_memory)
+		return sdc_worker_error(k->w, "out of memory for the values server %d's rebuild reads", b->D), -1;
+	for (int r = rb_row(k, j0); r < rb_row(k, j1); r++) {
+		/* the column's part: its rows summed slice by slice, sent with the last */
+		if (vc && r < k->l.rows) {
+			const uint32_t *e = cut_value(k, vc, 0, r);
+			for (size_t c = 0; c < words; c++)
+				b->column[c] += e[c];
+		}
+		const int m = rb_parts(k, r, b->q);
+		for (int i = 0; i < m; i++) {
+			const struct rb_part *q = &b->q[i];
+			const struct server *v = trains(k, q->x);
+			if (!v || !k->live[to])
+				continue;
+			if (q->into == INTO_COLUMN)
+				memcpy(part, b->column, 4 * words);
+			else {
+				const uint32_t *e = cut_value(k, v, q->into == INTO_ENTRY && q->sign > 0, r);
+				for (size_t c = 0; c < words; c++)
+					part[c] = q->sign > 0 ? e[c] : 0u - e[c];
+			}
+			if (put(k, to, part, words))
+				return sdc_worker_error(k->w, "out of memory for the rebuild's parts"), -1;
+		}
+	}
+	return 0;
+}
+
+/* On the new host: what each rank sends of slices j0 .. j1 - 1. */
+static void rb_caps(const struct rk *k, int j0, int j1, size_t *cap)
+{
+	struct rb_part *q = k->rb.q;
+	if (k->host[k->rb.D] != k->me)
+		return;
+	for (int r = rb_row(k, j0); r < rb_row(k, j1); r++) {
+		const int m = rb_parts(k, r, q);
+		for (int i = 0; i < m; i++)
+			if (k->live[k->host[q[i].x]])
+				cap[k->host[q[i].x]] += (size_t)k->words;
+	}
+}
+
+/* On the new host: slices j0 .. j1 - 1 added up as they came (a rank lost before its part is
+ * remembered: the rebuild cannot finish; one that sent less is refused). */
+static int rb_take(struct rk *k, int j0, int j1)
+{
+	struct rebuild *b = &k->rb;
+	struct rb_part *q = k->rb.q;
+	if (k->host[b->D] != k->me)
+		return 0;
+	const double t0 = sdc_now();
+	struct server *v = k->srv[b->D];
+	const size_t words = (size_t)k->words;
+	for (int r = rb_row(k, j0); r < rb_row(k, j1); r++) {
+		const int m = rb_parts(k, r, q);
+		for (int i = 0; i < m; i++) {
+			const int p = k->host[q[i].x];
+			const uint32_t *e = k->live[p] ? take(k, p, words) : NULL;
+			if (!e && k->live[p])
+				return sdc_worker_error(k->w, "rank %d (%s) sent less than its part of server %d's rebuild: refused",
+							p, sdc_fleet_host(p), b->D),
+				       -1;
+			if (!e) {
+				b->lost_with = p;
+				continue;
+			}
+			uint32_t *o = q[i].into == INTO_COLUMN ? v->col
+				      : (q[i].into == INTO_HELD ? v->held : v->shard) + (size_t)r * words;
+			for (size_t c = 0; c < words; c++)
+				o[c] += e[c];
+			b->bytes += 4.0 * (double)words;
+		}
+	}
+	b->sum_s += sdc_now() - t0;
+	return 0;
+}
+
+/*
+ * Every part in: the server goes into service on its new host (round: the round now ending) as it
+ * was at the cut (its groups hold then: nothing of it moved since), its check against a replay of
+ * its training starts beside the training, and from the next round it trains the rounds it missed
+ * as well, several of its steps a step (laps), until it is level.
+ */
+static int rb_install(struct rk *k, uint64_t round)
+{
+	struct rebuild *b = &k->rb;
+	const double span = sdc_now() - b->t0;
+	const int D = b->D;
+	free(b->q), free(b->who);
+	b->q = NULL, b->who = NULL;
+	b->on = false;
+	rb_drop_kept(k);
+	if (b->lost_with >= 0)
+		return sdc_worker_error(k->w, "server %d cannot be rebuilt: rank %d (%s), which held a part of it, was lost "
+					      "during its rebuild (a parity rebuilds one lost server at a time)",
+					D, b->lost_with, sdc_fleet_host(b->lost_with)),
+		       -1;
+	k->done[D] = b->rounds;
+	if (k->host[D] != k->me)
+		return 0;
+	struct replay_check *c = &k->rc;
+	struct server *v = k->srv[D];
+	const struct sdc_ec_layout *l = &k->l;
+	v->pending = false;
+	/* L with a row: the rebuilt copy goes wrong there (this survivor's memory), which the replay
+	 * must catch; the fault is the lost rank's spec, applied and recorded here */
+	struct sdc_fault lf;
+	if (sdc_ec_faults(k->w, b->was, "L", b->round, &lf, 1) && lf.row >= 0) {
+		const int64_t row = lf.row % l->rows, col = lf.col >= 0 ? lf.col % k->words : 0;
+		sdc_ec_flip(k->w, &lf, "L", b->round, row, col, v->shard + (size_t)row * k->words + (size_t)col, true);
+	}
+	/* one check at a time: an earlier rebuild's replay finishes (or stops) first */
+	finish_replay_check(k, true);
+	const size_t shard_words = (size_t)l->rows * (size_t)k->words;
+	*c = (struct replay_check){ .D = D, .was = b->was, .on = k->me, .round = b->round, .rounds = b->rounds,
+				    .installed = round, .wk = &k->wk, .words = shard_words, .rebuilt = malloc(shard_words * 4),
+				    .replayed = malloc(shard_words * 4), .rebuild_s = span, .sum_s = b->sum_s,
+				    .bytes = b->bytes, .pause_s = b->cut_s };
+	if (!c->rebuilt || !c->replayed) {
+		free(c->rebuilt), free(c->replayed);
+		c->rebuilt = c->replayed = NULL;
+		return sdc_worker_error(k->w, "out of memory for the check of server %d's rebuild", D), -1;
+	}
+	memcpy(c->rebuilt, v->shard, shard_words * 4);
+	k->rebuilt = D, k->rebuilt_ok = false;
+	c->threaded = !pthread_create(&c->thread, NULL, replay_main, c);
+	if (!c->threaded)
+		replay_main(c); /* (no thread: the replay here and now) */
+	c->running = true;
+	sdc_note("ecparity: server %d (rank %d lost) rebuilt on rank %d in %.3f s while training went on (%.3f GB read, "
+		 "%.3f s of adding); its check against a replay of its training runs beside the training",
+		 D, b->was, k->me, span, b->bytes / 1e9, b->sum_s);
+	return 0;
+}
+
+/* The run ends with a rebuild under way: its remaining parts in one exchange (nothing trains any
+ * more), installed and checked; the rounds it missed are not trained. */
+static int rb_finish_now(struct rk *k, uint64_t round)
+{
+	struct rebuild *b = &k->rb;
+	size_t *cap = calloc((size_t)k->P, sizeof(size_t));
+	if (!cap)
+		return sdc_worker_error(k->w, "out of memory"), -1;
+	clear_out(k);
+	rb_caps(k, b->next, b->slices, cap);
+	int rc = rb_put(k, b->next, b->slices) || exchange(k, TAG_REBUILD, cap) < 0 ? -1 : rb_take(k, b->next, b->slices);
+	free(cap);
+	b->next = b->slices;
+	return rc ? rc : rb_install(k, round);
+}
+
+static bool before_deadline(void *arg)
+{
+	return sdc_now() < *(const double *)arg;
+}
+
+/*
+ * At the run's end, a server rebuilt here that trained on: its shard against a replay of every
+ * round it has (its catch-up and later training checked as its rebuild was), given half the
+ * timeout. Its result joins the rebuild's in the report.
+ */
+static void final_check(struct rk *k)
+{
+	const int D = k->rebuilt;
+	const struct server *v = D >= 0 ? trains(k, D) : NULL;
+	if (!v)
+		return;
+	const size_t n = (size_t)k->l.rows * (size_t)k->words;
+	uint32_t *want = malloc(n * 4);
+	if (!want) {
+		sdc_worker_error(k->w, "out of memory for the final replay of server %d", D);
+		return;
+	}
+	double until = sdc_now() + k->timeout / 2;
+	const bool finished = sdc_ec_replay(&k->wk, D, k->done[D], want, before_deadline, &until);
+	const bool same = finished && !memcmp(want, v->shard, n * 4);
+	if (finished && !same && k->rebuilt_ok) {
+		struct sdc_ec_event e = { .owner = D, .row = -1, .col = -1 };
+		for (size_t i = 0; i < n && e.row < 0; i++)
+			if (want[i] != v->shard[i])
+				e.row = (int)(i / (size_t)k->words), e.col = (int)(i % (size_t)k->words), e.expected = want[i],
+				e.actual = v->shard[i];
+		sdc_strlcpy(e.kind, "rebuild-mismatch", sizeof(e.kind));
+		sdc_strlcpy(e.target, "L", sizeof(e.target));
+		snprintf(e.detail, sizeof(e.detail),
+			 "server %d, rebuilt on rank %d and right then, differs at the run's end from a replay of its %" PRIu64
+			 " rounds at entry %d: its training since (the rounds it caught up, or later ones) went wrong",
+			 D, k->me, k->done[D], e.row);
+		report_event(k, k->done[D] - 1, &e);
+	}
+	struct sdc_run *run = k->w->ctx->run;
+	pthread_mutex_lock(&run->lock);
+	json_t *rb = json_object_get(json_object_get(run->environment, "ecparity"), "rebuild");
+	if (rb) {
+		json_object_set_new(rb, "final_rounds", json_integer((json_int_t)k->done[D]));
+		json_object_set_new(rb, "final_matches_replay", finished ? json_boolean(same) : json_null());
+	}
+	pthread_mutex_unlock(&run->lock);
+	free(want);
+}
+
+/*
+ * After the agreement found a rank lost: its server moves to the next surviving rank, every
+ * holder takes back what it applied from it this round (so the parities are those of its state
+ * at the round's start, whatever part of this round's messages got through), and its rebuild
+ * starts (struct rebuild). A parity rebuilds one server: two lost at once, or one lost while
+ * another is rebuilt, end the probe on every rank with why.
  */
 static int recover(struct rk *k, uint64_t round)
 {
 	bool *lost = calloc((size_t)k->S, sizeof(bool));
 	int *was = calloc((size_t)k->S, sizeof(int));
-	int rc = -1;
+	int rc = -1, D = -1, nlost = 0;
 	if (!lost || !was)
 		goto out;
 	for (int s = 0; s < k->S; s++) {
 		was[s] = k->host[s];
 		lost[s] = !k->live[k->host[s]];
+		if (lost[s])
+			D = s, nlost++;
 	}
-	/* what this round's messages from them did to the parities held here, taken back */
+	if (k->rb.on) {
+		sdc_worker_error(k->w, "server %d cannot be rebuilt: server %d was lost during its rebuild (a parity "
+				       "rebuilds one lost server at a time)",
+				 k->rb.D, D);
+		goto out;
+	}
+	if (nlost > 1) {
+		sdc_worker_error(k->w, "%d servers were lost together (server %d the last of them): a parity rebuilds one "
+				       "lost server at a time", nlost, D);
+		goto out;
+	}
+	/* what this round's messages from it did to the parities held here, taken back */
 	for (size_t i = 0; i < k->nlog; i += 3 + (size_t)k->words) {
 		const uint32_t *e = k->log + i;
 		if (!lost[e[0]])
@@ -946,22 +1281,12 @@ static int recover(struct rk *k, uint64_t round)
 		for (int x = 0; x < k->words; x++)
 			p[x] -= e[3 + x];
 	}
-	for (int s = 0; s < k->S; s++) {
-		if (!lost[s])
-			continue;
-		int q = k->host[s];
-		for (int i = 1; i <= k->P && !k->live[q]; i++)
-			q = (k->host[s] + i) % k->P;
-		k->host[s] = q;
-	}
+	int q = k->host[D];
+	for (int i = 1; i <= k->P && !k->live[q]; i++)
+		q = (k->host[D] + i) % k->P;
+	k->host[D] = q;
 	hosts_changed(k);
-	if (rebuild(k, round, lost, was))
-		goto out;
-	if (contribute(k, lost, false, &(int64_t){ 0 }))
-		goto out;
-	if (train_round(k, round, lost) || resend_round(k, round))
-		goto out;
-	rc = 0;
+	rc = rb_start(k, D, was[D], round);
 out:
 	free(lost), free(was);
 	return rc;
@@ -994,6 +1319,7 @@ static void rk_free(struct rk *k)
 		free(k->out[p]), free(k->in[p]);
 	free(k->srv), free(k->host), free(k->live), free(k->out), free(k->in), free(k->nout), free(k->outcap);
 	free(k->incap), free(k->cursor), free(k->got), free(k->sp), free(k->rp), free(k->log), free(k->here), free(k->count);
+	free(k->done), free(k->start), free(k->rb.q), free(k->rb.who);
 }
 
 static int rk_init(struct rk *k, struct sdc_worker *w)
@@ -1002,6 +1328,7 @@ static int rk_init(struct rk *k, struct sdc_worker *w)
 	k->w = w;
 	k->P = k->S = sdc_fleet.size;
 	k->me = sdc_fleet.rank;
+	k->rebuilt = -1;
 	k->d = (int)o->dim, k->words = k->d + 1;
 	k->timeout = o->timeout;
 	k->l = (struct sdc_ec_layout){ .servers = k->S, .k = o->k ? (int)o->k : sdc_ec_auto_k(k->S), .rows = (int)o->rows,
@@ -1015,8 +1342,9 @@ static int rk_init(struct rk *k, struct sdc_worker *w)
 	k->got = calloc(P, sizeof(size_t));
 	k->sp = calloc(P, sizeof(*k->sp)), k->rp = calloc(P, sizeof(*k->rp));
 	k->here = calloc(P, sizeof(int)), k->count = calloc(P, sizeof(int));
+	k->done = calloc(P, sizeof(uint64_t)), k->start = calloc(P, sizeof(uint64_t));
 	if (!k->host || !k->live || !k->srv || !k->out || !k->in || !k->nout || !k->outcap || !k->incap || !k->cursor || !k->got ||
-	    !k->sp || !k->rp || !k->here || !k->count || !(k->srv[k->me] = server_new(k)))
+	    !k->sp || !k->rp || !k->here || !k->count || !k->done || !k->start || !(k->srv[k->me] = server_new(k)))
 		return -1;
 	for (int p = 0; p < k->P; p++)
 		k->host[p] = p, k->live[p] = true;
@@ -1059,7 +1387,8 @@ void sdc_ec_ranks_run(struct sdc_worker *w)
 	}
 	bool *before = calloc((size_t)k.P, sizeof(bool)), *all = calloc((size_t)k.S, sizeof(bool));
 	int64_t broken = 0;
-	bool go_on = true, reencode = false;
+	bool go_on = true, reencode = false, ended = false;
+	uint64_t round = 0;
 	if (!before || !all)
 		goto out;
 	for (int s = 0; s < k.S; s++)
@@ -1073,10 +1402,14 @@ void sdc_ec_ranks_run(struct sdc_worker *w)
 					 p, sdc_fleet_host(p));
 			goto out;
 		}
-	for (uint64_t round = 0; go_on; round++) {
+	for (; go_on; round++) {
 		k.nlog = 0;
+		memcpy(k.start, k.done, (size_t)k.S * sizeof(uint64_t));
 		memcpy(before, k.live, (size_t)k.P);
-		if (train_round(&k, round, all) || resend_round(&k, round))
+		if (train_round(&k, round) || resend_round(&k, round))
+			break;
+		/* a rebuild whose parts all came with this round's messages: in service */
+		if (k.rb.on && k.rb.next >= k.rb.slices && rb_install(&k, round))
 			break;
 		struct server *mine = k.srv[k.me];
 		if (mine)
@@ -1111,7 +1444,7 @@ void sdc_ec_ranks_run(struct sdc_worker *w)
 				verified &= k.live[p] == before[p];
 		}
 		for (int s = 0; s < k.S; s++) {
-			struct server *v = k.srv[s];
+			struct server *v = trains(&k, s);
 			struct sdc_ec_event ev[2 * MAX_BREAKS];
 			const int n = v ? sdc_ec_explain(&k.l, k.sb, k.nsb, k.cb, k.ncb, s, v->shard, v->touched, ev, 2 * MAX_BREAKS) : 0;
 			for (int i = 0; i < n; i++)
@@ -1122,12 +1455,20 @@ void sdc_ec_ranks_run(struct sdc_worker *w)
 			break;
 		int held = 0;
 		for (int s = 0; s < k.S; s++)
-			held += k.srv[s] != NULL;
+			held += trains(&k, s) != NULL;
 		sdc_worker_account(w, (double)(k.wk.steps * k.wk.batch * held));
-		finish_replay_check(&k, false); /* a rebuild's replay, if it is done */
+		/* a rebuild's replay, if it is done and the server has caught up */
+		if (!k.rc.running || k.done[k.rc.D] > k.rc.installed + 1)
+			finish_replay_check(&k, false);
+		ended = !go_on;
 	}
+	/* the last round's agreement found a rank lost: its server's parts in one exchange */
+	if (ended && k.rb.on && !k.cut_off)
+		rb_finish_now(&k, round - 1);
 out:
 	finish_replay_check(&k, true);
+	if (ended)
+		final_check(&k);
 	free(before), free(all);
 	rk_free(&k);
 }

@@ -13,9 +13,10 @@
  * gives the element and bits) and never applied; a parity word that breaks alone is the parity
  * holder's. A lost server (--inject ...:L) is rebuilt bit for bit from the parities and the
  * other members while the others train the next round (a helper thread of the next server, ECRM's
- * "training continues during recovery"), checked against a deterministic replay of its training,
- * and caught up on the round it missed; the time and rate of the rebuild go into the report
- * (run.environment.ecparity).
+ * "training continues during recovery"), put in service as rebuilt and caught up on the round it
+ * missed; its check against a deterministic replay of its training runs on a thread of its own
+ * from the loss on and is read when done, so the others do not wait for a replay that grows with
+ * the rounds; the time and rate of the rebuild go into the report (run.environment.ecparity).
  *
  * One host: the servers are the selected CPUs, one worker a server, messages through shared
  * memory, rounds kept in step by a barrier (messages drained, then verification). Each round is
@@ -139,7 +140,8 @@ struct ec_shared {
 	 * reads, fences, and looks at the flags again: a seqlock's reader, so a row read while it
 	 * moved is set aside, never used); the rows set aside are done again at the round's end,
 	 * when nothing moves. The lost server neither trains nor takes messages meanwhile; at the
-	 * round's end it is installed, checked against the replay and caught up on the round.
+	 * round's end it is installed and caught up on the round, and checked against the replay
+	 * when that is done (check_rebuild).
 	 */
 	int rebuilding;         /* the server being rebuilt, or -1 */
 	uint64_t rebuild_round; /* the round it was lost in */
@@ -149,6 +151,22 @@ struct ec_shared {
 	uint32_t *rb_out;       /* the rebuilt shard */
 	uint8_t *rb_redo;       /* rows read while one of their members moved */
 	double rb_pass;         /* the helper's pass, seconds */
+	/* the replay of the lost server's training, on a thread of its own from the loss on, so the
+	 * check at the round's end waits for it only if it is not done by then */
+	pthread_t rp_thread;
+	bool rp_running;
+	int rp_done;            /* (atomic: the replay is done) */
+	int rp_server;          /* what it replays: the server, and its rounds (set before it starts) */
+	uint64_t rp_rounds;
+	uint32_t *rp_out;
+	double rp_s;            /* the replay, seconds */
+	/* a rebuilt server in service whose check against the replay is still to come (rb_out keeps
+	 * the copy that went in until then), and the rebuild's figures for the report */
+	int installed;          /* the server, or -1 */
+	uint64_t installed_round;
+	bool check_pending, rb_caught_up;
+	int64_t rb_redone;
+	double rb_dt, rb_pause, rb_catch_s;
 	char operation[96];
 };
 
@@ -304,7 +322,9 @@ static void ec_teardown(struct sdc_probe_ctx *ctx)
 	}
 	if (sh->rb_running)
 		pthread_join(sh->rb_thread, NULL);
-	free(sh->rb_out), free(sh->rb_redo);
+	if (sh->rp_running)
+		pthread_join(sh->rp_thread, NULL);
+	free(sh->rb_out), free(sh->rb_redo), free(sh->rp_out);
 	free(sh->outbox), free(sh->recv), free(sh->published), free(sh->applied), free(sh->transit), free(sh->touched);
 	sdc_ec_state_free(&sh->st);
 	pthread_mutex_destroy(&sh->bl);
@@ -333,7 +353,7 @@ static int setup_shared(struct sdc_probe_ctx *ctx)
 	sh->d = (int)o->dim;
 	sh->batch = o->batch;
 	sh->steps = o->steps;
-	sh->lost = sh->rebuilding = sh->catch_up = -1;
+	sh->lost = sh->rebuilding = sh->catch_up = sh->installed = -1;
 	sh->l = (struct sdc_ec_layout){ .servers = sh->S, .k = o->k ? (int)o->k : sdc_ec_auto_k(sh->S), .rows = (int)o->rows,
 					.words = sh->d + 1 };
 	char why[256];
@@ -348,10 +368,11 @@ static int setup_shared(struct sdc_probe_ctx *ctx)
 	sh->touched = calloc((size_t)sh->S * (size_t)sh->l.rows, 1);
 	sh->rb_out = calloc((size_t)sh->l.rows * (size_t)sh->l.words, 4);
 	sh->rb_redo = calloc((size_t)sh->l.rows, 1);
+	sh->rp_out = malloc((size_t)sh->l.rows * (size_t)sh->l.words * 4);
 	if (sh->rb_out) /* touched now: a rebuild is not timed faulting pages in */
 		memset(sh->rb_out, 0, (size_t)sh->l.rows * (size_t)sh->l.words * 4);
 	if (!sh->outbox || !sh->recv || !sh->published || !sh->applied || !sh->transit || !sh->touched || !sh->rb_out ||
-	    !sh->rb_redo || sdc_ec_state_alloc(&sh->st, &sh->l))
+	    !sh->rb_redo || !sh->rp_out || sdc_ec_state_alloc(&sh->st, &sh->l))
 		return sdc_ctx_error(ctx, "out of memory for %d shards of %d entries", sh->S, sh->l.rows);
 	/* (published and applied start at round 0 with nothing out: no round is 2^32 - 1) */
 	for (int s = 0; s < sh->S; s++) {
@@ -516,9 +537,70 @@ static void *rebuild_pass(void *arg)
 	return NULL;
 }
 
+/* The lost server's state after the rounds up to the loss's, replayed from the seed. */
+static void *replay_pass(void *arg)
+{
+	struct ec_shared *sh = arg;
+	const double t0 = sdc_now();
+	sdc_ec_replay(&sh->wk, sh->rp_server, sh->rp_rounds, sh->rp_out, NULL, NULL);
+	sh->rp_s = sdc_now() - t0;
+	__atomic_store_n(&sh->rp_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * The check of a rebuilt server in service against the replay of its training, once the replay
+ * is done (wait: now, the run ends); a wrong copy is named at its first wrong word (the
+ * verification of the round it went in has found and repaired it in the shard by then). The
+ * rebuild's figures go into the report.
+ */
+static void check_rebuild(struct sdc_worker *w, struct ec_shared *sh, bool wait)
+{
+	if (!sh->check_pending || (!wait && sh->rp_running && !__atomic_load_n(&sh->rp_done, __ATOMIC_ACQUIRE)))
+		return;
+	if (sh->rp_running)
+		pthread_join(sh->rp_thread, NULL);
+	else if (!__atomic_load_n(&sh->rp_done, __ATOMIC_ACQUIRE))
+		replay_pass(sh); /* (no thread: here and now) */
+	sh->rp_running = false;
+	sh->check_pending = false;
+	const int lost = sh->installed, words = sh->l.words;
+	const size_t bytes_shard = (size_t)sh->l.rows * (size_t)words * 4;
+	const uint32_t *rebuilt = sh->rb_out, *replayed = sh->rp_out;
+	const bool same = !memcmp(rebuilt, replayed, bytes_shard);
+	/* the rebuild's figures in the report: what it read (k entries a row), how fast, how long the
+	 * others waited for it at the round's end (the redone rows), and for its catch-up */
+	const double bytes = (double)bytes_shard * sh->l.k;
+	struct sdc_run *run = w->ctx->run;
+	pthread_mutex_lock(&run->lock);
+	json_object_set_new(run->environment, "ecparity",
+			    json_pack("{s:{s:i, s:I, s:I, s:f, s:f, s:f, s:b, s:b, s:I, s:f, s:f, s:f, s:b}}", "rebuild", "server",
+				      lost, "round", (json_int_t)sh->rebuild_round, "installed_round", (json_int_t)sh->installed_round,
+				      "bytes_read", bytes, "seconds", sh->rb_dt, "gb_per_s", sh->rb_dt > 0 ? bytes / sh->rb_dt / 1e9 : 0,
+				      "verified_by_replay", same, "while_training", true, "rows_redone", (json_int_t)sh->rb_redone,
+				      "pause_seconds", sh->rb_pause, "catch_up_seconds", sh->rb_catch_s, "replay_seconds", sh->rp_s,
+				      "caught_up", sh->rb_caught_up));
+	pthread_mutex_unlock(&run->lock);
+	if (!same) {
+		struct sdc_ec_event e = { .owner = lost, .row = -1, .col = -1 };
+		for (size_t i = 0; i < bytes_shard / 4 && e.row < 0; i++)
+			if (rebuilt[i] != replayed[i])
+				e.row = (int)(i / (size_t)words), e.col = (int)(i % (size_t)words), e.expected = replayed[i],
+				e.actual = rebuilt[i];
+		sdc_strlcpy(e.kind, "rebuild-mismatch", sizeof(e.kind));
+		sdc_strlcpy(e.target, "L", sizeof(e.target));
+		snprintf(e.detail, sizeof(e.detail),
+			 "server %d rebuilt from the parities differs from a replay of its training at entry %d: the "
+			 "rebuild (the survivor's memory or arithmetic) went wrong",
+			 lost, e.row);
+		add_event(sh, &e);
+	}
+}
+
 /* At the end of the round after the loss, nothing moving: the rows set aside rebuilt, the shard
- * checked against a replay of the lost server's training, installed, the parities it held encoded
- * again; it trains the round it missed next (catch-up). round: the round now ending. */
+ * installed as rebuilt, the parities it held encoded again; it trains the round it missed next
+ * (catch-up). Its check against the replay comes later (check_rebuild). round: the round now
+ * ending. */
 static void rebuild_finish(struct sdc_worker *w, struct ec_shared *sh, uint64_t round, bool will_catch_up)
 {
 	const int lost = sh->rebuilding, words = sh->l.words;
@@ -543,47 +625,20 @@ static void rebuild_finish(struct sdc_worker *w, struct ec_shared *sh, uint64_t 
 		/* recorded on the lost server's device, where the finding goes */
 		sdc_ec_flip(&w->ctx->workers[lost % sh->T], lf, "L", round, row, col, rebuilt + row * words + col, true);
 	}
-	/* the state it was lost with: after the rounds up to the loss's */
-	uint32_t *replayed = malloc(bytes_shard);
-	if (!replayed) {
-		sdc_worker_error(w, "out of memory for the replay of server %d", lost);
-		replayed = rebuilt; /* (the rebuilt shard goes in unchecked; the worker's error says so) */
-	} else
-		sdc_ec_replay(&sh->wk, lost, sh->rebuild_round + 1, replayed, NULL, NULL);
-	const bool same = !memcmp(rebuilt, replayed, bytes_shard);
-	/* the replay is the truth: what goes back into the shard */
-	memcpy(sdc_ec_entry(&sh->st, lost, 0), replayed, bytes_shard);
+	/* in service as rebuilt: its check against the replay (running since the loss) comes when
+	 * the replay is done, while training goes on */
+	memcpy(sdc_ec_entry(&sh->st, lost, 0), rebuilt, bytes_shard);
 	sdc_ec_encode_held(&sh->st, lost);
 	sh->rebuilding = -1;
 	sh->catch_up = lost;
-	/* the rebuild's figures in the report: what it read (k entries a row), how fast, and how long
-	 * the others waited for it at the round's end (the redone rows and the check) */
-	const double bytes = (double)bytes_shard * sh->l.k, dt = sh->rb_pass + t_redo, pause = sdc_now() - t0;
-	struct sdc_run *run = w->ctx->run;
-	pthread_mutex_lock(&run->lock);
-	json_object_set_new(run->environment, "ecparity",
-			    json_pack("{s:{s:i, s:I, s:I, s:f, s:f, s:f, s:b, s:b, s:I, s:f, s:b}}", "rebuild", "server", lost,
-				      "round", (json_int_t)sh->rebuild_round, "installed_round", (json_int_t)round,
-				      "bytes_read", bytes, "seconds", dt, "gb_per_s", dt > 0 ? bytes / dt / 1e9 : 0,
-				      "verified_by_replay", same, "while_training", true, "rows_redone", (json_int_t)redone,
-				      "pause_seconds", pause, "caught_up", will_catch_up));
-	pthread_mutex_unlock(&run->lock);
-	if (!same) {
-		struct sdc_ec_event e = { .owner = lost, .row = -1, .col = -1 };
-		for (size_t i = 0; i < bytes_shard / 4 && e.row < 0; i++)
-			if (rebuilt[i] != replayed[i])
-				e.row = (int)(i / (size_t)words), e.col = (int)(i % (size_t)words), e.expected = replayed[i],
-				e.actual = rebuilt[i];
-		sdc_strlcpy(e.kind, "rebuild-mismatch", sizeof(e.kind));
-		sdc_strlcpy(e.target, "L", sizeof(e.target));
-		snprintf(e.detail, sizeof(e.detail),
-			 "server %d rebuilt from the parities differs from a replay of its training at entry %d: the "
-			 "rebuild (the survivor's memory or arithmetic) went wrong; the replay's value kept",
-			 lost, e.row);
-		add_event(sh, &e);
-	}
-	if (replayed != rebuilt)
-		free(replayed);
+	sh->installed = lost;
+	sh->installed_round = round;
+	sh->check_pending = true;
+	sh->rb_caught_up = will_catch_up;
+	sh->rb_redone = redone;
+	sh->rb_dt = sh->rb_pass + t_redo;
+	sh->rb_pause = sdc_now() - t0;
+	sh->rb_catch_s = 0;
 }
 
 /* The stripes whose parity server p holds, and the column it holds: their breaks, for everyone. */
@@ -615,12 +670,18 @@ static void localise(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t
 	const int n = sdc_ec_explain(&sh->l, sh->sb, sh->nsb, sh->cb, sh->ncb, s, sdc_ec_entry(&sh->st, s, 0),
 				     sh->touched + (size_t)s * sh->l.rows, ev, 2 * MAX_BREAKS);
 	for (int i = 0; i < n; i++) {
+		/* a server put in service this round: a word of it that breaks its groups now and is
+		 * still what the rebuild wrote is the rebuild's */
+		if (s == sh->installed && round == sh->installed_round)
+			sdc_ec_as_rebuild(&sh->l, &ev[i], sh->rb_out, "from the parities");
 		sdc_ec_finding(&f, sh->operation, round, &ev[i]);
 		sdc_worker_report(w, &f);
 	}
+	/* (a rebuild's check against the replay, found later, is of the round it went in) */
 	for (int i = 0; i < sh->nev; i++)
 		if (sh->ev[i].owner == s) {
-			sdc_ec_finding(&f, sh->operation, round, &sh->ev[i]);
+			sdc_ec_finding(&f, sh->operation,
+				       !strcmp(sh->ev[i].kind, "rebuild-mismatch") ? sh->installed_round : round, &sh->ev[i]);
 			sdc_worker_report(w, &f);
 		}
 }
@@ -661,9 +722,13 @@ static void ec_run(struct sdc_worker *w)
 			if (!ec_barrier(sh, w, false))
 				break;
 			EACH_SERVER(s)
-			if (s == sh->catch_up && train(w, sh, s, round)) {
-				ec_abort(sh);
-				break;
+			if (s == sh->catch_up) {
+				const double t0 = sdc_now();
+				if (train(w, sh, s, round)) {
+					ec_abort(sh);
+					break;
+				}
+				sh->rb_catch_s = sdc_now() - t0;
 			}
 		}
 		/* Every message of the round sent: the rest applied, then faults at rest and a lost server. */
@@ -679,6 +744,10 @@ static void ec_run(struct sdc_worker *w)
 		}
 		if (!ec_barrier(sh, w, false))
 			break;
+		/* a rebuilt server's check, when its replay is done (or now: a new loss's rebuild will
+		 * write over the copy it checks) */
+		if (sh->installed >= 0 && w->index == (sh->installed + 1) % sh->S % sh->T)
+			check_rebuild(w, sh, sh->lost >= 0); /* (it alone reads check_pending here) */
 		EACH_SERVER(s)
 		verify(sh, s);
 		if (!ec_barrier(sh, w, false))
@@ -700,7 +769,9 @@ static void ec_run(struct sdc_worker *w)
 		/* A server lost this round: the next one's helper rebuilds it while the others train the
 		 * next round. */
 		if (sh->rebuilding >= 0 && sh->rebuild_round == round && w->index == (sh->rebuilding + 1) % sh->S % sh->T) {
+			sh->rp_server = sh->rebuilding, sh->rp_rounds = round + 1, sh->rp_done = 0;
 			sh->rb_running = !pthread_create(&sh->rb_thread, NULL, rebuild_pass, sh);
+			sh->rp_running = sh->rb_running && !pthread_create(&sh->rp_thread, NULL, replay_pass, sh);
 			if (!sh->rb_running) {
 				sdc_worker_error(w, "cannot start the rebuild of server %d", sh->rebuilding);
 				ec_abort(sh);
@@ -713,8 +784,10 @@ static void ec_run(struct sdc_worker *w)
 		sdc_worker_account(w, (double)(sh->steps * sh->batch * mine));
 	}
 	/* The run ends with a rebuild under way: it is finished and checked all the same (nothing
-	 * trains any more), but the round it missed is not trained. */
-	const bool finisher = sh->rebuilding >= 0 && w->index == (sh->rebuilding + 1) % sh->S % sh->T;
+	 * trains any more), but the round it missed is not trained; or with a rebuilt server's check
+	 * to come: it waits for its replay. */
+	const int owner = sh->rebuilding >= 0 ? sh->rebuilding : sh->check_pending ? sh->installed : -1;
+	const bool finisher = owner >= 0 && w->index == (owner + 1) % sh->S % sh->T;
 	pthread_mutex_lock(&sh->bl);
 	if (finisher) {
 		/* (the others leave the rounds with no barrier: wait until they are all out) */
@@ -727,17 +800,23 @@ static void ec_run(struct sdc_worker *w)
 	const bool finish = finisher && !sh->abort;
 	pthread_mutex_unlock(&sh->bl);
 	if (finish) {
-		rebuild_finish(w, sh, round, false);
+		if (sh->rebuilding >= 0)
+			rebuild_finish(w, sh, round, false);
+		check_rebuild(w, sh, true);
 		/* no round is left to say what the check found: said here, on the lost server's device */
 		for (int i = 0; i < sh->nev; i++) {
 			struct sdc_finding f;
-			sdc_ec_finding(&f, sh->operation, round, &sh->ev[i]);
+			sdc_ec_finding(&f, sh->operation, sh->installed_round, &sh->ev[i]);
 			sdc_worker_report(&w->ctx->workers[sh->ev[i].owner % sh->T], &f);
 		}
 		sh->nev = 0;
 	} else if (finisher && sh->rb_running) {
 		pthread_join(sh->rb_thread, NULL);
 		sh->rb_running = false;
+	}
+	if (finisher && sh->rp_running) {
+		pthread_join(sh->rp_thread, NULL);
+		sh->rp_running = false;
 	}
 }
 

@@ -140,6 +140,11 @@ struct sdc_ec_event {
 int sdc_ec_explain(const struct sdc_ec_layout *l, const struct sdc_ec_break *sb, int nsb, const struct sdc_ec_break *cb,
 		   int ncb, int s, uint32_t *shard, const uint8_t *touched, struct sdc_ec_event *out, int max);
 
+/* An event of a server put in service this round, at its first verification: when it is in a
+ * word of its entries that still holds what its rebuilt copy held there (copy), it is the
+ * rebuild's, and named so (target L, the word's column); returns whether it was. */
+bool sdc_ec_as_rebuild(const struct sdc_ec_layout *l, struct sdc_ec_event *e, const uint32_t *copy, const char *where);
+
 struct sdc_finding;
 /* The finding of an event of round `round`. */
 void sdc_ec_finding(struct sdc_finding *f, const char *operation, uint64_t round, const struct sdc_ec_event *e);

@@ -1447,8 +1447,17 @@ void sdc_ec_ranks_run(struct sdc_worker *w)
 			struct server *v = trains(&k, s);
 			struct sdc_ec_event ev[2 * MAX_BREAKS];
 			const int n = v ? sdc_ec_explain(&k.l, k.sb, k.nsb, k.cb, k.ncb, s, v->shard, v->touched, ev, 2 * MAX_BREAKS) : 0;
-			for (int i = 0; i < n; i++)
-				report_event(&k, round, &ev[i]);
+			for (int i = 0; i < n; i++) {
+				/* a server put in service this round has not moved since the cut: a word of it
+				 * that breaks its groups now, still what the rebuild wrote, is the rebuild's
+				 * (of the round of the loss) */
+				char where[32];
+				snprintf(where, sizeof(where), "on rank %d", k.me);
+				if (s == k.rebuilt && k.rc.installed == round && sdc_ec_as_rebuild(&k.l, &ev[i], k.rc.rebuilt, where))
+					report_event(&k, k.rc.round, &ev[i]);
+				else
+					report_event(&k, round, &ev[i]);
+			}
 		}
 		/* parities that broke are recomputed by their holders, once the members are right */
 		if ((k.nsb || k.ncb) && contribute(&k, all, false, &broken))

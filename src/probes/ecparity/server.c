@@ -78,6 +78,23 @@ int sdc_ec_explain(const struct sdc_ec_layout *l, const struct sdc_ec_break *sb,
 	return n;
 }
 
+bool sdc_ec_as_rebuild(const struct sdc_ec_layout *l, struct sdc_ec_event *e, const uint32_t *copy, const char *where)
+{
+	const bool entry = !strcmp(e->target, "E") || !strcmp(e->target, "O") || !strcmp(e->target, "U");
+	/* (an accumulator found at rest is named at column 0: its word is the last) */
+	const int word = !strcmp(e->target, "O") ? l->words - 1 : e->col;
+	if (!entry || e->row < 0 || word < 0 || !copy || copy[(size_t)e->row * (size_t)l->words + (size_t)word] != e->actual)
+		return false;
+	char was[sizeof(e->detail)];
+	sdc_strlcpy(was, e->detail, sizeof(was));
+	sdc_strlcpy(e->kind, "rebuild-mismatch", sizeof(e->kind));
+	sdc_strlcpy(e->target, "L", sizeof(e->target));
+	e->col = word;
+	snprintf(e->detail, sizeof(e->detail), "in server %d's copy rebuilt %s, at its first verification: %.120s", e->owner,
+		 where, was);
+	return true;
+}
+
 void sdc_ec_finding(struct sdc_finding *f, const char *operation, uint64_t round, const struct sdc_ec_event *e)
 {
 	memset(f, 0, sizeof(*f));

@@ -567,7 +567,8 @@ static void check_rebuild(struct sdc_worker *w, struct ec_shared *sh, bool wait)
 	const int lost = sh->installed, words = sh->l.words;
 	const size_t bytes_shard = (size_t)sh->l.rows * (size_t)words * 4;
 	const uint32_t *rebuilt = sh->rb_out, *replayed = sh->rp_out;
-	const bool same = !memcmp(rebuilt, replayed, bytes_shard);
+	struct sdc_ec_event e;
+	const bool same = !sdc_ec_differs_from_replay(&sh->l, lost, replayed, rebuilt, &e);
 	/* the rebuild's figures in the report: what it read (k entries a row), how fast, how long the
 	 * others waited for it at the round's end (the redone rows), and for its catch-up */
 	const double bytes = (double)bytes_shard * sh->l.k;
@@ -582,13 +583,6 @@ static void check_rebuild(struct sdc_worker *w, struct ec_shared *sh, bool wait)
 				      "caught_up", sh->rb_caught_up));
 	pthread_mutex_unlock(&run->lock);
 	if (!same) {
-		struct sdc_ec_event e = { .owner = lost, .row = -1, .col = -1 };
-		for (size_t i = 0; i < bytes_shard / 4 && e.row < 0; i++)
-			if (rebuilt[i] != replayed[i])
-				e.row = (int)(i / (size_t)words), e.col = (int)(i % (size_t)words), e.expected = replayed[i],
-				e.actual = rebuilt[i];
-		sdc_strlcpy(e.kind, "rebuild-mismatch", sizeof(e.kind));
-		sdc_strlcpy(e.target, "L", sizeof(e.target));
 		snprintf(e.detail, sizeof(e.detail),
 			 "server %d rebuilt from the parities differs from a replay of its training at entry %d: the "
 			 "rebuild (the survivor's memory or arithmetic) went wrong",

@@ -145,6 +145,11 @@ int sdc_ec_explain(const struct sdc_ec_layout *l, const struct sdc_ec_break *sb,
  * rebuild's, and named so (target L, the word's column); returns whether it was. */
 bool sdc_ec_as_rebuild(const struct sdc_ec_layout *l, struct sdc_ec_event *e, const uint32_t *copy, const char *where);
 
+/* A server's shard (rows x words) against a replay of it: false when they are the same bits,
+ * else true with e the rebuild-mismatch at the first word that differs (the caller says why). */
+bool sdc_ec_differs_from_replay(const struct sdc_ec_layout *l, int server, const uint32_t *replayed, const uint32_t *shard,
+				struct sdc_ec_event *e);
+
 struct sdc_finding;
 /* The finding of an event of round `round`. */
 void sdc_ec_finding(struct sdc_finding *f, const char *operation, uint64_t round, const struct sdc_ec_event *e);

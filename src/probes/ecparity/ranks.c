@@ -893,16 +893,10 @@ static void finish_replay_check(struct rk *k, bool wait)
 	if (c->threaded)
 		pthread_join(c->thread, NULL);
 	c->running = false;
-	const bool same = c->finished && !memcmp(c->rebuilt, c->replayed, c->words * 4);
+	struct sdc_ec_event e;
+	const bool same = c->finished && !sdc_ec_differs_from_replay(&k->l, c->D, c->replayed, c->rebuilt, &e);
 	k->rebuilt_ok = same;
 	if (c->finished && !same) {
-		struct sdc_ec_event e = { .owner = c->D, .row = -1, .col = -1 };
-		for (size_t i = 0; i < c->words && e.row < 0; i++)
-			if (c->rebuilt[i] != c->replayed[i])
-				e.row = (int)(i / (size_t)k->words), e.col = (int)(i % (size_t)k->words), e.expected = c->replayed[i],
-				e.actual = c->rebuilt[i];
-		sdc_strlcpy(e.kind, "rebuild-mismatch", sizeof(e.kind));
-		sdc_strlcpy(e.target, "L", sizeof(e.target));
 		snprintf(e.detail, sizeof(e.detail),
 			 "server %d (lost with rank %d) rebuilt on rank %d from the parities differs from a replay of its "
 			 "training at entry %d: the rebuild went wrong here (training went on from the rebuilt copy)",
@@ -1213,15 +1207,9 @@ static void final_check(struct rk *k)
 	}
 	double until = sdc_now() + k->timeout / 2;
 	const bool finished = sdc_ec_replay(&k->wk, D, k->done[D], want, before_deadline, &until);
-	const bool same = finished && !memcmp(want, v->shard, n * 4);
+	struct sdc_ec_event e;
+	const bool same = finished && !sdc_ec_differs_from_replay(&k->l, D, want, v->shard, &e);
 	if (finished && !same && k->rebuilt_ok) {
-		struct sdc_ec_event e = { .owner = D, .row = -1, .col = -1 };
-		for (size_t i = 0; i < n && e.row < 0; i++)
-			if (want[i] != v->shard[i])
-				e.row = (int)(i / (size_t)k->words), e.col = (int)(i % (size_t)k->words), e.expected = want[i],
-				e.actual = v->shard[i];
-		sdc_strlcpy(e.kind, "rebuild-mismatch", sizeof(e.kind));
-		sdc_strlcpy(e.target, "L", sizeof(e.target));
 		snprintf(e.detail, sizeof(e.detail),
 			 "server %d, rebuilt on rank %d and right then, differs at the run's end from a replay of its %" PRIu64
 			 " rounds at entry %d: its training since (the rounds it caught up, or later ones) went wrong",

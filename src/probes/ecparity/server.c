@@ -95,6 +95,22 @@ bool sdc_ec_as_rebuild(const struct sdc_ec_layout *l, struct sdc_ec_event *e, co
 	return true;
 }
 
+bool sdc_ec_differs_from_replay(const struct sdc_ec_layout *l, int server, const uint32_t *replayed, const uint32_t *shard,
+				struct sdc_ec_event *e)
+{
+	const size_t n = (size_t)l->rows * (size_t)l->words;
+	size_t i = 0;
+	while (i < n && replayed[i] == shard[i])
+		i++;
+	if (i == n)
+		return false;
+	*e = (struct sdc_ec_event){ .owner = server, .row = (int)(i / (size_t)l->words), .col = (int)(i % (size_t)l->words),
+				    .expected = replayed[i], .actual = shard[i] };
+	sdc_strlcpy(e->kind, "rebuild-mismatch", sizeof(e->kind));
+	sdc_strlcpy(e->target, "L", sizeof(e->target));
+	return true;
+}
+
 void sdc_ec_finding(struct sdc_finding *f, const char *operation, uint64_t round, const struct sdc_ec_event *e)
 {
 	memset(f, 0, sizeof(*f));

@@ -68,8 +68,9 @@ struct sdc_probe {
 
 	/* The variants opts select; returns how many (at most max). */
 	int (*variants)(const void *opts, struct sdc_variant *out, int max);
-	/* Whether this host can run it; writes why not. NULL: always. */
-	bool (*available)(char *why, size_t len);
+	/* Whether it can run on the run's selected devices (run NULL: on this host as a whole, for
+	 * `list`); writes why not. NULL: always. */
+	bool (*available)(const struct sdc_run *run, char *why, size_t len);
 	int (*setup)(struct sdc_probe_ctx *ctx);
 	void (*run)(struct sdc_worker *w);
 	void (*teardown)(struct sdc_probe_ctx *ctx);

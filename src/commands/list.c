@@ -13,7 +13,7 @@ static int list_main(struct sdc_cmd *c)
 	printf("Probes:\n");
 	for (int i = 0; sdc_probes[i]; i++) {
 		char why[256];
-		bool ok = sdc_probe_usable(sdc_probes[i], why, sizeof(why));
+		bool ok = sdc_probe_usable(sdc_probes[i], NULL, why, sizeof(why));
 		printf("  %-10s %-11s %s\n", sdc_probes[i]->name, ok ? "available" : "unavailable",
 		       sdc_probes[i]->summary);
 		if (!ok)

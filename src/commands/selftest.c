@@ -108,7 +108,7 @@ static int build_plan(struct sdc_plan *plan, struct sdc_run *run, int *expected)
 	for (int i = 0; sdc_probes[i]; i++) {
 		const struct sdc_probe *p = sdc_probes[i];
 		char why[256], err[1024];
-		if (!p->selftest_faults || !sdc_probe_usable(p, why, sizeof(why)))
+		if (!p->selftest_faults || !sdc_probe_usable(p, run, why, sizeof(why)))
 			continue;
 		struct sdc_plan_entry *e = sdc_plan_add(plan, p);
 		if (!e)

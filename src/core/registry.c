@@ -38,9 +38,9 @@ void sdc_probe_names(char *buf, size_t len)
 	}
 }
 
-bool sdc_probe_usable(const struct sdc_probe *p, char *why, size_t len)
+bool sdc_probe_usable(const struct sdc_probe *p, const struct sdc_run *run, char *why, size_t len)
 {
-	if (p->available && !p->available(why, len))
+	if (p->available && !p->available(run, why, len))
 		return false;
 	why[0] = '\0';
 	return true;

@@ -12,6 +12,6 @@ const struct sdc_probe *sdc_probe_find(const char *name);
 /* "gemm, embbag, ...", for "valid probes" messages. */
 void sdc_probe_names(char *buf, size_t len);
 /* Whether probe can run on this host; why not in `why`. */
-bool sdc_probe_usable(const struct sdc_probe *p, char *why, size_t len);
+bool sdc_probe_usable(const struct sdc_probe *p, const struct sdc_run *run, char *why, size_t len);
 
 #endif

@@ -601,7 +601,7 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 				 e->probe->name, e->probe->name);
 			continue;
 		}
-		if (!sdc_probe_usable(e->probe, why, sizeof(why))) {
+		if (!sdc_probe_usable(e->probe, run, why, sizeof(why))) {
 			int added = 0;
 			for (int v = 0; v < nv; v++)
 				added += add_plain_results(run, e->probe, &variants[v],

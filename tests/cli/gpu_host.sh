@@ -100,6 +100,22 @@ check=$(json_get "$TMP/st.json" "sorted({'dlrm:O', 'dlrm:G', 'xfmr:W', 'xfmr:A',
 check=$(json_get "$TMP/st.json" "sorted({'8bit-d64:T', '4bit-fast-d64:T', '8bit-fast-d64:R', '4bit-d64:R'} - {i['variant'] + ':' + i['target'] for i in r['injections'] if i['device'] == 'gpu0' and i['probe'] == 'embbag'})")
 [ "$check" = "[]" ] || fail "selftest: embbag faults not in gpu0: $check"
 
+# The GPU validation's selftest (tests/gpu/gpu_suite.sh, step 2) on a host of 8 GPUs with one
+# selected: allreduce, NCCL between the selected GPUs, needs 2 and is not asked for (it counted the
+# host's GPUs, then refused the one selected: UNKNOWN). On exactly 2 GPUs every allreduce fault
+# names a member the ring has (row=2 needed 3: "72 of 73 faults injected").
+FAKE_GPU_COUNT=8 expect_exit 0 selftest8 "$SDCSCAN" selftest --cpus 0 --gpus 0
+expect_grep selftest8 out "^OK: selftest passed"
+FAKE_GPU_COUNT=2 expect_exit 0 selftest2 "$SDCSCAN" selftest --cpus 0 --json "$TMP/st2.json"
+expect_grep selftest2 out "^OK: selftest passed"
+# (with no launcher: the 4 faults of nccl-ring and the 1 of nccl in allreduce's selftest list)
+[ "$(json_get "$TMP/st2.json" "len([i for i in r['injections'] if i['probe'] == 'allreduce'])")" = 5 ] ||
+	fail "selftest on 2 GPUs: not the 5 allreduce faults of its list injected"
+# A fault naming a member the ring lacks could never take effect: refused, not run as clean.
+FAKE_GPU_COUNT=2 expect_exit 3 rowout "$SDCSCAN" run --probe allreduce --set allreduce.variants=nccl-ring \
+	--set allreduce.bytes=65536 --duration 2 --inject allreduce/nccl-ring:H:iter=1,row=2,bit=5
+expect_grep rowout out "row=2 names member 2, but the GPUs' ring has 2 (0-1)"
+
 # A persistent fault on one SM: found, and the SM replay names SM 3.
 FAKE_GPU_BAD_SM=3 expect_exit 2 badsm "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=bf16 \
 	--json "$TMP/badsm.json"

@@ -91,11 +91,11 @@ static const char *const allreduce_selftest_options[] = { "variants=ring,nccl,nc
 static const char *const allreduce_selftest_faults[] = {
 	"allreduce/ring:H:iter=1,row=1,bit=9",
 	"allreduce/ring:H:iter=2,row=0,tensor=ag,bit=20",
-	"allreduce/ring:H:iter=3,row=2,tensor=ag-header,bit=5",
+	"allreduce/ring:H:iter=3,row=0,tensor=ag-header,bit=5",
 	"allreduce/ring:C:iter=3,row=1,bit=25",
 	"allreduce/nccl-ring:H:iter=1,row=1,bit=9",
 	"allreduce/nccl-ring:H:iter=2,row=0,tensor=ag,bit=20",
-	"allreduce/nccl-ring:H:iter=3,row=2,tensor=ag-header,bit=5",
+	"allreduce/nccl-ring:H:iter=3,row=0,tensor=ag-header,bit=5",
 	"allreduce/nccl-ring:C:iter=3,row=1,bit=25",
 	"allreduce/nccl:V:iter=1,row=1,col=100,bit=7",
 	NULL,
@@ -140,20 +140,40 @@ static int allreduce_variants(const void *opts, struct sdc_variant *out, int max
 	return n;
 }
 
-static bool allreduce_available(char *why, size_t len)
+/* The GPUs a run without a launcher would put in its communicator: the selected ones (run), or
+ * with no run (`list`) every GPU of the host. */
+static int local_gpus(const struct sdc_run *run, char *note, size_t len)
+{
+	if (!run) {
+		const struct sdc_gpu_module *m = sdc_gpu_ops();
+		return m ? m->count(note, len) : 0;
+	}
+	int n = 0;
+	for (int d = 0; d < run->ndevices; d++)
+		n += run->devices[d].kind == SDC_DEVICE_GPU;
+	return n;
+}
+
+static bool allreduce_available(const struct sdc_run *run, char *why, size_t len)
 {
 	if (under_mpi())
 		return true;
-	/* no launcher: NCCL between this host's GPUs, where there are two and NCCL */
+	/* no launcher: NCCL between the selected GPUs, where there are two and NCCL */
 	const struct sdc_gpu_module *m = sdc_gpu_ops();
 	char note[200] = "";
-	const int gpus = m ? m->count(note, sizeof(note)) : 0;
-	if (gpus >= 2 && m->nccl_init && m->nccl_version(note, sizeof(note)))
+	const int gpus = local_gpus(run, note, sizeof(note));
+	if (gpus >= 2 && m && m->nccl_init && m->nccl_version(note, sizeof(note)))
 		return true;
-	snprintf(why, len, "needs 2 or more MPI ranks (mpirun -np N or srun --mpi=pmix%s)%s",
-		 HAVE_MPI ? "" : ", which this build cannot join: install libopenmpi-dev and rebuild",
-		 gpus >= 2 ? ", or NCCL between this host's GPUs, which cannot be loaded here"
-			   : ", or 2 GPUs or more here for NCCL between them");
+	const char *mpi = HAVE_MPI ? "" : ", which this build cannot join: install libopenmpi-dev and rebuild";
+	if (gpus >= 2)
+		snprintf(why, len, "needs 2 or more MPI ranks (mpirun -np N or srun --mpi=pmix%s), or NCCL between this "
+				   "host's GPUs, which cannot be loaded here", mpi);
+	else if (run)
+		snprintf(why, len, "%d GPU selected: NCCL between GPUs needs 2 or more (or 2 or more MPI ranks: mpirun -np "
+				   "N or srun --mpi=pmix%s)", gpus, mpi);
+	else
+		snprintf(why, len, "needs 2 or more MPI ranks (mpirun -np N or srun --mpi=pmix%s), or 2 GPUs or more here "
+				   "for NCCL between them", mpi);
 	return false;
 }
 
@@ -203,6 +223,16 @@ static int allreduce_setup(struct sdc_probe_ctx *ctx)
 		if (members < 2)
 			return fail_setup(ctx, "%d GPU selected: NCCL between GPUs needs 2 or more (or mpirun across "
 						  "hosts)", members);
+	}
+	/* a fault's row names a member (a rank, or a GPU with no launcher): one outside the ring
+	 * could never take effect */
+	for (int i = 0; i < ctx->run->ninject; i++) {
+		const struct sdc_inject_spec *in = &ctx->run->inject[i];
+		if (!strcmp(in->probe, "allreduce") && (!in->variant[0] || !strcmp(in->variant, ctx->variant->name)) &&
+		    in->row >= members)
+			return fail_setup(ctx, "--inject %s: row=%" PRId64 " names member %" PRId64 ", but the %s has %d "
+						  "(0-%d)", in->text, in->row, in->row, sh->local ? "GPUs' ring" : "ring of ranks",
+					  members, members - 1);
 	}
 	/* a whole number of floats per chunk */
 	sh->n = o->bytes / 4 / members * members;

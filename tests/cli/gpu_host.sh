@@ -124,6 +124,12 @@ expect_grep badsm out "checksum-mismatch at C\[0\]\[0\] (SM 3)"
 expect_grep badsm out "persistent), first SM 3, at this element"
 [ "$(json_get "$TMP/badsm.json" "sorted(set(f.get('sm', -1) for f in r['findings'] if f['kind'] == 'checksum-mismatch'))")" = "[3]" ] ||
 	fail "badsm: findings do not carry sm 3"
+# The same persistent fault, but the replay's blocks never reach SM 3 (its block ran on SM 4):
+# the replay says which SM it did not reach and judges only the others, never "transient".
+FAKE_GPU_BAD_SM=3 FAKE_GPU_SM_MISSED=3 expect_exit 2 smmissed "$SDCSCAN" run $GPU --set gemm.dtypes=int8 \
+	--set gemm.gpu_dtypes=bf16
+expect_grep smmissed out "recomputed by sdcscan's exact kernel on 7 of the GPU's 8 SMs (not reached: SM 3; two blocks shared an SM): all right there; the SMs not reached cannot be judged"
+grep -q "fault did not repeat (transient" "$TMP/smmissed.out" && fail "smmissed: called transient with SM 3 untested"
 # The same product on the CPU is right: the CPU lane of int8 stays OK while the GPU's disagrees.
 expect_grep badsm out "^gemm/int8  *cpu0  *OK"
 

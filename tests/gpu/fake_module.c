@@ -9,6 +9,8 @@
  * Environment, to exercise the failure paths:
  *   FAKE_GPU_COUNT=N      GPUs (default 1); 0: "no GPU found"
  *   FAKE_GPU_BAD_SM=S     SM S computes C[0][0] wrong (bit 3) in every product and in the replay
+ *   FAKE_GPU_SM_MISSED=S  the SM replay's block meant for SM S runs on SM S+1 beside that SM's own
+ *                         (nothing pins a block to an SM): SM S is never reached
  *   FAKE_GPU_FAIL=STEP    create, load, multiply or check fails as a sticky CUDA error would
  *   FAKE_GPU_HANG=1       the first collect waits out the deadline and reports a hung GPU, as the
  *                         CUDA module does; every later wait is refused
@@ -579,14 +581,14 @@ static int fake_flip(struct sdc_gpu_gemm *g, int slot, char matrix, int row, int
 static int fake_sm_replay(struct sdc_gpu_gemm *g, struct sdc_gpu_sm_replay *r, char *err, size_t errlen)
 {
 	(void)err, (void)errlen;
-	const int bad_sm = env_int("FAKE_GPU_BAD_SM", -1);
+	const int bad_sm = env_int("FAKE_GPU_BAD_SM", -1), missed = env_int("FAKE_GPU_SM_MISSED", -1);
 	r->blocks = SMS;
 	for (int b = 0; b < SMS; b++) {
-		r->smid[b] = b;
+		r->smid[b] = b == missed ? (b + 1) % SMS : b; /* its block shares the next SM */
 		for (int i = 0; i < r->rows; i++)
 			for (int j = 0; j < r->cols; j++) {
 				uint32_t v = product(g, r->row0 + i, r->col0 + j, g->c.n);
-				if (b == bad_sm && r->row0 + i == 0 && r->col0 + j == 0)
+				if (r->smid[b] == bad_sm && r->row0 + i == 0 && r->col0 + j == 0)
 					v ^= 1u << 3;
 				r->tiles[((size_t)b * r->rows + i) * r->cols + j] = v;
 			}

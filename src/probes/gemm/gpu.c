@@ -281,6 +281,37 @@ static int ensure_truth(struct lane *l)
 /* ---- the SM replay ---- */
 
 /*
+ * How many distinct SMs the replay's blocks ran on. Nothing pins a block to an SM (GPU.md): the
+ * blocks are sized to land one an SM, but a block that shares an SM with another, or moved while
+ * it ran, leaves some SM untested. Where not every one of the GPU's sm_count SMs was reached,
+ * reached says which were not (a "transient" verdict then covers only the SMs reached).
+ */
+static int replay_reach(const struct sdc_gpu_sm_replay *r, int sm_count, char *reached, size_t len)
+{
+	bool seen[SDC_GPU_MAX_SMS] = { false };
+	int distinct = 0, moved = 0;
+	for (int b = 0; b < r->blocks && b < SDC_GPU_MAX_SMS; b++) {
+		const int sm = r->smid[b];
+		if (sm < 0 || sm >= SDC_GPU_MAX_SMS)
+			moved++;
+		else if (!seen[sm])
+			seen[sm] = true, distinct++;
+	}
+	const int want = sm_count < SDC_GPU_MAX_SMS ? sm_count : SDC_GPU_MAX_SMS;
+	reached[0] = '\0';
+	if (distinct >= want)
+		return distinct;
+	int n = snprintf(reached, len, "not reached:");
+	for (int sm = 0, listed = 0; sm < want && n > 0 && (size_t)n < len; sm++)
+		if (!seen[sm] && listed++ < 8)
+			n += snprintf(reached + n, len - (size_t)n, "%s SM %d", listed > 1 ? "," : "", sm);
+	if (n > 0 && (size_t)n < len)
+		snprintf(reached + n, len - (size_t)n, "%s%s", want - distinct > 8 ? " ..." : "",
+			 moved ? "; some blocks moved between SMs while they ran" : "; two blocks shared an SM");
+	return distinct;
+}
+
+/*
  * Recomputes the tile around (row, col) on every SM with the module's own exact kernel and
  * writes what it shows into why: which SMs compute it wrong again (a persistent fault: the
  * finding names the first), or that none does (transient). Returns that SM, or -1.
@@ -331,13 +362,19 @@ static int sm_replay(struct lane *l, int row, int col, char *why, size_t len)
 		if (bad && !wrong++)
 			first_sm = r.smid[b];
 	}
-	if (!wrong)
+	char reached[160];
+	const int sms = replay_reach(&r, l->w->dev->gpu.sm_count, reached, sizeof(reached));
+	if (!wrong && reached[0])
+		snprintf(why, len, "; tile (%d, %d) recomputed by sdcscan's exact kernel on %d of the GPU's %d SMs (%s): "
+			 "all right there; the SMs not reached cannot be judged", r.row0, r.col0, sms,
+			 l->w->dev->gpu.sm_count, reached);
+	else if (!wrong)
 		snprintf(why, len, "; tile (%d, %d) recomputed on each of %d SMs by sdcscan's exact kernel: all right, so "
-			 "the fault did not repeat (transient, or in cuBLASLt's path)", r.row0, r.col0, r.blocks);
+			 "the fault did not repeat (transient, or in cuBLASLt's path)", r.row0, r.col0, sms);
 	else
-		snprintf(why, len, "; tile (%d, %d) recomputed on each of %d SMs: %d SM%s computed it wrong again "
-			 "(persistent), first SM %d%s", r.row0, r.col0, r.blocks, wrong, wrong == 1 ? "" : "s", first_sm,
-			 wrong_at_element ? ", at this element" : "");
+		snprintf(why, len, "; tile (%d, %d) recomputed on %s%d SMs: %d SM%s computed it wrong again (persistent), "
+			 "first SM %d%s", r.row0, r.col0, reached[0] ? "" : "each of ", sms, wrong, wrong == 1 ? "" : "s",
+			 first_sm, wrong_at_element ? ", at this element" : "");
 	return wrong ? first_sm : -1;
 }
 

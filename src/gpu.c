@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "base/env.h"
 #include "nvml.h"
 #include "sdc_config.h"
 
@@ -217,13 +218,54 @@ int sdc_gpu_nccl_fleet_id(uint8_t *id, double timeout, bool *late, char *err, si
 	return rc;
 }
 
-const struct sdc_device *sdc_gpu_of_rank(const struct sdc_run *run)
+struct sdc_gpu_comm *sdc_gpu_nccl_init(const uint8_t *id, int nranks, int first_rank, int nmem, const int *devices,
+				       const char *algo, const char *proto, int64_t n, double timeout, char *err,
+				       size_t errlen)
+{
+	static pthread_mutex_t path_lock = PTHREAD_MUTEX_INITIALIZER;
+	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	if (!m || !m->nccl_init) {
+		snprintf(err, errlen, "%s", m ? "this GPU module was built without NCCL" : load_note);
+		return NULL;
+	}
+	const bool forced = (algo && *algo) || (proto && *proto);
+	pthread_mutex_lock(&path_lock);
+	if (forced && (sdc_env_put("NCCL_ALGO", algo && *algo ? algo : sdc_env_initial("NCCL_ALGO")) ||
+		       sdc_env_put("NCCL_PROTO", proto && *proto ? proto : sdc_env_initial("NCCL_PROTO")))) {
+		sdc_env_put("NCCL_ALGO", sdc_env_initial("NCCL_ALGO"));
+		pthread_mutex_unlock(&path_lock);
+		snprintf(err, errlen, "the path %s/%s cannot be set: NCCL_ALGO or NCCL_PROTO was not sdcscan's to change "
+				      "(a value of over %d characters in the environment)", algo ? algo : "", proto ? proto : "",
+			 SDC_ENV_VALUE_MAX);
+		return NULL;
+	}
+	struct sdc_gpu_comm *c = m->nccl_init(id, nranks, first_rank, nmem, devices, algo, proto, n, timeout, err, errlen);
+	if (forced) {
+		sdc_env_put("NCCL_ALGO", sdc_env_initial("NCCL_ALGO"));
+		sdc_env_put("NCCL_PROTO", sdc_env_initial("NCCL_PROTO"));
+	}
+	pthread_mutex_unlock(&path_lock);
+	return c;
+}
+
+const struct sdc_device *sdc_gpu_of_rank(const struct sdc_run *run, char *why, size_t len)
 {
 	int ngpus = 0;
 	for (int d = 0; d < run->ndevices; d++)
 		ngpus += run->devices[d].kind == SDC_DEVICE_GPU;
-	for (int d = 0, k = 0; d < run->ndevices && ngpus; d++)
-		if (run->devices[d].kind == SDC_DEVICE_GPU && k++ == sdc_fleet.local_rank % ngpus)
+	if (!ngpus) {
+		snprintf(why, len, "no GPU here%s%s", run->gpu_note[0] ? ": " : "", run->gpu_note);
+		return NULL;
+	}
+	/* NCCL takes no two ranks on one GPU: it refuses them, or hangs in its initialisation */
+	if (sdc_fleet.local_size > ngpus) {
+		snprintf(why, len, "%d ranks on this host (%s) and %d GPU%s selected: NCCL takes one rank a GPU (start at "
+				   "most %d rank%s a host)", sdc_fleet.local_size, sdc_fleet_host(sdc_fleet.rank), ngpus,
+			 ngpus == 1 ? "" : "s", ngpus, ngpus == 1 ? "" : "s");
+		return NULL;
+	}
+	for (int d = 0, k = 0; d < run->ndevices; d++)
+		if (run->devices[d].kind == SDC_DEVICE_GPU && k++ == sdc_fleet.local_rank)
 			return &run->devices[d];
 	return NULL;
 }

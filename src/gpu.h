@@ -30,13 +30,21 @@ int sdc_gpu_discover(const struct sdc_gpu_select *sel, struct sdc_device **devs,
 
 /* The GPU of run this rank uses when the ranks take one GPU each (NCCL's rule: no two ranks of a
  * host on one GPU): the rank's place among its host's ranks picks it, as the runner does for a
- * per-rank GPU variant. NULL when the run has no GPU. */
-const struct sdc_device *sdc_gpu_of_rank(const struct sdc_run *run);
+ * per-rank GPU variant. NULL, with why, when the run has no GPU or its host's ranks outnumber its
+ * GPUs (two ranks would share one, which NCCL refuses or hangs on). */
+const struct sdc_device *sdc_gpu_of_rank(const struct sdc_run *run, char *why, size_t len);
 
 /* NCCL's unique id for a communicator of the MPI ranks: rank 0 makes it and every rank gets it
  * (an all-gather with the deadline). 0, or -1 with err: rank 0 could not make one, or some rank
  * did not answer (*late true). Every rank must call it. */
 int sdc_gpu_nccl_fleet_id(uint8_t *id, double timeout, bool *late, char *err, size_t errlen);
+
+/* The module's nccl_init on the path algo/proto (NULL or "": NCCL's own choice), NCCL_ALGO and
+ * NCCL_PROTO set to them while NCCL initialises (base/env.h: set in place, safe against the getenv
+ * of other threads; one initialisation at a time), then put back. NULL with err. */
+struct sdc_gpu_comm *sdc_gpu_nccl_init(const uint8_t *id, int nranks, int first_rank, int nmem, const int *devices,
+				       const char *algo, const char *proto, int64_t n, double timeout, char *err,
+				       size_t errlen);
 
 /* Makes dev the calling thread's current GPU. 0, or -1 with err. */
 int sdc_gpu_bind(const struct sdc_device *dev, char *err, size_t errlen);

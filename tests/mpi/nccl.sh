@@ -32,10 +32,13 @@ done
 	fail "clean: reduce-scatter / all-gather busbw is not (n-1)/n algbw"
 grep -q "corrupt\|wrong" "$TMP/clean.out" && fail "clean: a finding on a clean run"
 
-# Two ranks on one GPU: NCCL refuses it, and the run says so (never OK)
+# Two ranks on one GPU (4 ranks, 2 GPUs): NCCL refuses it or hangs in its initialisation, so
+# sdcscan refuses it first, on every rank alike, naming the ranks and the GPU (never OK)
 MPIRUN2=$(echo "$MPIRUN" | sed 's/FAKE_GPU_COUNT=4/FAKE_GPU_COUNT=2/')
 $MPIRUN2 "$SDCSCAN" run $NC --duration 2 > "$TMP/dup.out" 2>&1
-grep -q "UNKNOWN.*NCCL refused every path.*Duplicate GPU" "$TMP/dup.out" || fail "two ranks a GPU: not refused"
+grep -q "UNKNOWN.*ranks 0 and 2 share GPU 0000:f0:00.0 on .*: NCCL takes one rank a GPU" "$TMP/dup.out" ||
+	fail "two ranks a GPU: not refused by sdcscan: $(grep UNKNOWN "$TMP/dup.out" | head -3)"
+grep -q "Duplicate GPU" "$TMP/dup.out" && fail "two ranks a GPU: NCCL was still asked"
 
 # One path's all-gather wrong on rank 2 only: that rank, path and collective named, nothing else
 MPIRUN_SAVED=$MPIRUN
@@ -162,6 +165,12 @@ same_code "$TMP/dpb.codes" 2 || fail "dp over NCCL, a GPU's sum wrong: exit code
 grep -q "rank 2 cpu0 iteration 6: rank-divergence at .*step 6: the state of rank 2 " "$TMP/dpb.out" ||
 	fail "dp over NCCL, a GPU's sum wrong: rank 2 not named at step 6: $(grep divergence "$TMP/dpb.out" | head -2)"
 [ "$(grep -c "rank-divergence" "$TMP/dpb.out")" -eq 1 ] || fail "dp over NCCL, a GPU's sum wrong: other ranks named"
+
+# ... and with 4 ranks on 2 GPUs, dp_transport=nccl is refused before NCCL is asked (two ranks
+# would share a GPU), naming why
+$MPIRUN2 "$SDCSCAN" run $MT --set minitrain.dp_transport=nccl --duration 60 > "$TMP/dpdup.out" 2>&1
+grep -q "dp_transport=nccl: not every rank can: 4 ranks on this host (.*) and 2 GPUs selected: NCCL takes one rank a GPU" \
+	"$TMP/dpdup.out" || fail "dp over NCCL, ranks sharing a GPU: not refused: $(grep -i "unknown\|nccl" "$TMP/dpdup.out" | head -3)"
 
 # A path that is not one
 "$SDCSCAN" run $NC --set allreduce.nccl_paths=ring/fast --duration 1 > "$TMP/badopt.out" 2>&1

@@ -12,9 +12,9 @@
  *
  * libnccl.so.2 is opened here at run time (dlopen) and its few entry points looked up, so the
  * module still loads, and the GEMM and exact-class work still runs, on a host without NCCL; nccl.h
- * gives the types only. NCCL_ALGO and NCCL_PROTO are set while a communicator initialises: NCCL
- * reads them there (getenv in its tuning model, per communicator), so each (algorithm, protocol)
- * path gets a communicator of its own.
+ * gives the types only. NCCL_ALGO and NCCL_PROTO are set by the caller while a communicator
+ * initialises (gpu.c: NCCL reads them there, getenv in its tuning model, per communicator), so
+ * each (algorithm, protocol) path gets a communicator of its own.
  */
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -301,15 +301,6 @@ static void m_nccl_destroy(struct sdc_gpu_comm *c, int abort)
 	free(c);
 }
 
-/* Sets or restores one variable of the environment (value NULL: unset). */
-static void set_env(const char *name, const char *value)
-{
-	if (value)
-		setenv(name, value, 1);
-	else
-		unsetenv(name);
-}
-
 /* A member's stream, events and collective buffers. */
 static int member_alloc(struct member *m, int64_t n, char *err, size_t errlen)
 {
@@ -358,11 +349,8 @@ static struct sdc_gpu_comm *m_nccl_init(const uint8_t *id, int nranks, int first
 			return NULL;
 		}
 	}
-	/* the path this communicator takes, for as long as NCCL initialises it */
-	char *old_algo = getenv("NCCL_ALGO") ? strdup(getenv("NCCL_ALGO")) : NULL;
-	char *old_proto = getenv("NCCL_PROTO") ? strdup(getenv("NCCL_PROTO")) : NULL;
-	set_env("NCCL_ALGO", algo && *algo ? algo : old_algo);
-	set_env("NCCL_PROTO", proto && *proto ? proto : old_proto);
+	/* (the path, algo/proto, is in NCCL_ALGO and NCCL_PROTO: the caller set them, gpu_module.h) */
+	(void)algo, (void)proto;
 	ncclUniqueId u;
 	memcpy(&u, id, sizeof(u));
 	const double deadline = now() + timeout;
@@ -382,9 +370,6 @@ static struct sdc_gpu_comm *m_nccl_init(const uint8_t *id, int nranks, int first
 		nccl_error(err, errlen, "ncclCommInitRankConfig", NULL, r);
 	for (int i = 0; i < nmem && !rc; i++)
 		rc = c->m[i].comm ? settle(c->m[i].comm, deadline, "ncclCommInitRankConfig", err, errlen) : -1;
-	set_env("NCCL_ALGO", old_algo);
-	set_env("NCCL_PROTO", old_proto);
-	free(old_algo), free(old_proto);
 	cudaSetDevice(dev);
 	if (rc) {
 		m_nccl_destroy(c, 1);

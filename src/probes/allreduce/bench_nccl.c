@@ -77,7 +77,7 @@ static int open_comm(const struct sdc_gpu_module *m, const struct sdc_device *gp
 		sdc_error("bench nccl: rank %d: %s", sdc_fleet.rank, err[0] ? err : "another rank failed");
 		return -1;
 	}
-	*c = m->nccl_init(id, sdc_fleet.size, sdc_fleet.rank, 1, &gpu->gpu.index, algo, proto, n, 120, err, errlen);
+	*c = sdc_gpu_nccl_init(id, sdc_fleet.size, sdc_fleet.rank, 1, &gpu->gpu.index, algo, proto, n, 120, err, errlen);
 	if (all_ok(*c != NULL))
 		return 0;
 	if (*c)
@@ -102,11 +102,11 @@ static int nccl_bench_main(struct sdc_cmd *cmd)
 	if (sdc_cli_bench_start(cmd, &run))
 		return sdc_cli_unknown(&cmd->cli);
 	const struct sdc_gpu_module *m = sdc_gpu_ops();
-	const struct sdc_device *gpu = sdc_gpu_of_rank(&run); /* one rank a GPU, as the probe picks them */
-	char err[256] = "", why[256] = "";
+	char err[256] = "", why[256] = "", gwhy[256] = "";
+	const struct sdc_device *gpu = sdc_gpu_of_rank(&run, gwhy, sizeof(gwhy)); /* one rank a GPU, as the probe */
 	const char *version = m && m->nccl_init ? m->nccl_version(why, sizeof(why)) : NULL;
 	if (!gpu)
-		snprintf(err, sizeof(err), "no GPU to measure: %s", run.gpu_note[0] ? run.gpu_note : "none selected");
+		snprintf(err, sizeof(err), "no GPU to measure: %s", gwhy);
 	else if (!version)
 		snprintf(err, sizeof(err), "%s", m && m->nccl_init ? why : "this GPU module was built without NCCL");
 	else

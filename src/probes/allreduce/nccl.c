@@ -218,7 +218,7 @@ static int open_paths(struct nc_run *r, uint32_t mask)
 			return -1;
 		char err[256] = "", what[96];
 		snprintf(what, sizeof(what), "NCCL's initialisation of path %s", sdc_ar_nccl_paths[k]);
-		r->comm[k] = r->m->nccl_init(id, r->P, r->first, r->nmem, r->ordinal, path_algo[k], path_proto[k], r->sh->n,
+		r->comm[k] = sdc_gpu_nccl_init(id, r->P, r->first, r->nmem, r->ordinal, path_algo[k], path_proto[k], r->sh->n,
 					     r->sh->timeout, err, sizeof(err));
 		const bool late = !r->comm[k] && strstr(err, "in time");
 		if (agree_status(r, r->comm[k] ? 0 : late ? 2 : 1, NULL, what))
@@ -323,6 +323,17 @@ static int nc_start(struct nc_run *r, struct sdc_worker *w, uint32_t mask)
 			sdc_ar_unresponsive(w, -1, "the exchange of the ranks' GPUs");
 			return -1;
 		}
+		/* NCCL takes no two ranks on one GPU (it refuses them, or hangs initialising): every
+		 * rank sees the same list, so all say so at once */
+		for (int p = 0; p < r->P; p++)
+			for (int q = 0; q < p; q++)
+				if (!strcmp(sh->member_bus[p], sh->member_bus[q]) &&
+				    !strcmp(sdc_fleet_host(p), sdc_fleet_host(q))) {
+					sdc_worker_error(w, "ranks %d and %d share GPU %s on %s: NCCL takes one rank a GPU "
+							    "(start at most as many ranks a host as it has GPUs)",
+							 q, p, sh->member_bus[p], sdc_fleet_host(p));
+					return -1;
+				}
 	}
 	return open_paths(r, mask);
 }

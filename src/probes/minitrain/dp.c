@@ -79,16 +79,14 @@ static int all_yes(struct mt_worker *mw, bool yes)
 int mt_dp_open(struct mt_worker *mw, int transport)
 {
 	const struct sdc_gpu_module *m = sdc_gpu_ops();
-	const struct sdc_device *gpu = sdc_gpu_of_rank(mw->w->ctx->run); /* as the allreduce probe picks */
 	char why[256] = "";
+	const struct sdc_device *gpu = sdc_gpu_of_rank(mw->w->ctx->run, why, sizeof(why)); /* as allreduce picks */
 	int ordinal = gpu ? gpu->gpu.index : -1;
 	if (transport == MT_DP_MPI)
 		return 0;
-	if (ordinal < 0)
-		snprintf(why, sizeof(why), "no GPU here");
-	else if (!m || !m->nccl_rank_mean)
+	if (gpu && (!m || !m->nccl_rank_mean))
 		snprintf(why, sizeof(why), "the GPU module has no NCCL");
-	else if (!m->nccl_version(why, sizeof(why)) && !why[0])
+	else if (gpu && !m->nccl_version(why, sizeof(why)) && !why[0])
 		snprintf(why, sizeof(why), "NCCL cannot be loaded");
 	int yes = all_yes(mw, !why[0]);
 	if (yes < 0)
@@ -100,7 +98,7 @@ int mt_dp_open(struct mt_worker *mw, int transport)
 			sdc_worker_error(mw->w, "%s", why);
 			return -1;
 		}
-		mw->dp_nccl = m->nccl_init(id, sdc_fleet.size, sdc_fleet.rank, 1, &ordinal, "", "", sdc_fleet.size,
+		mw->dp_nccl = sdc_gpu_nccl_init(id, sdc_fleet.size, sdc_fleet.rank, 1, &ordinal, "", "", sdc_fleet.size,
 					   sdc_fleet.timeout, why, sizeof(why));
 		if ((yes = all_yes(mw, mw->dp_nccl != NULL)) < 0)
 			return -1;
@@ -116,7 +114,10 @@ int mt_dp_open(struct mt_worker *mw, int transport)
 		sdc_worker_error(mw->w, "dp_transport=nccl: not every rank can: %s", why[0] ? why : "another rank cannot");
 		return -1;
 	}
-	if (ordinal >= 0) /* (a rank without a GPU has nothing to say) */
+	bool any_gpu = false; /* (a rank without a GPU has nothing to say) */
+	for (int d = 0; d < mw->w->ctx->run->ndevices; d++)
+		any_gpu |= mw->w->ctx->run->devices[d].kind == SDC_DEVICE_GPU;
+	if (any_gpu)
 		sdc_warning("rank %d: xfmr-dp's gradients go over MPI, not NCCL: %s", sdc_fleet.rank,
 			    why[0] ? why : "another rank cannot");
 	return 0;

@@ -1,6 +1,7 @@
 /*
  * The GPU module loader (gpu.h). The module is looked for, in order: $SDCSCAN_GPU_MODULE; next to
- * the running binary (a build tree, or a bundle); the installed module directory. A module that
+ * the running binary (a build tree, or a bundle); the installed module directory; the last two
+ * only where the NVIDIA driver's libcuda.so.1 is found, or --gpus asked for a GPU. A module that
  * cannot be loaded (no CUDA libraries), has another ABI, or finds no usable GPU (no driver, a
  * driver too old for its runtime, no device) leaves its reason in the run's GPU note.
  */
@@ -17,14 +18,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/util.h"
 #include "base/env.h"
+#include "base/util.h"
 #include "nvml.h"
 #include "sdc_config.h"
 
 #define MODULE_FILE "sdcscan-gpu.so"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+static bool gpus_asked; /* --gpus named GPUs: set before the first load */
 static const struct sdc_gpu_module *module;
 static char module_path[PATH_MAX];
 static char load_note[512];
@@ -53,6 +55,21 @@ static const struct sdc_gpu_module *try_load(const char *path, char *why, size_t
 	return m; /* kept loaded for the life of the process */
 }
 
+/*
+ * Whether the NVIDIA driver's library is here. Without it no GPU can be tested, and loading the
+ * module (cuBLASLt and cuBLAS: 0.4 s and 200 MB) would only say so: a host without the driver runs
+ * every command without them. dlopen follows the loader's own search (LD_LIBRARY_PATH, the cache);
+ * the library stays loaded for the module's use.
+ */
+static bool driver_present(char *why, size_t len)
+{
+	if (dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL))
+		return true;
+	const char *e = dlerror();
+	snprintf(why, len, "no NVIDIA driver here (libcuda.so.1: %s)", e ? e : "not found");
+	return false;
+}
+
 static void load(void)
 {
 	const char *env = getenv("SDCSCAN_GPU_MODULE");
@@ -61,6 +78,9 @@ static void load(void)
 		module = try_load(env, load_note, sizeof(load_note));
 		return;
 	}
+	/* (--gpus asked for a GPU: the module is loaded anyway, to say in its own words why none) */
+	if (HAVE_CUDA && !gpus_asked && !driver_present(load_note, sizeof(load_note)))
+		return;
 	char exe[PATH_MAX], cand[PATH_MAX + 64];
 	const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	char first_why[512] = "";
@@ -125,6 +145,8 @@ static void fill_device(struct sdc_device *d, int index, const struct sdc_gpu_pr
 int sdc_gpu_discover(const struct sdc_gpu_select *sel, struct sdc_device **devs, int *n, char *note,
 		     size_t notelen, char *err, size_t errlen)
 {
+	if (sel && sel->listed)
+		gpus_asked = true; /* (discovery runs on the main thread, before any other asks for the module) */
 	const struct sdc_gpu_module *m = sdc_gpu_ops();
 	if (!m) {
 		if (sel && sel->listed) {

@@ -19,7 +19,7 @@
 
 #include "base/hd.h"
 
-#define SDC_GPU_MODULE_ABI 6
+#define SDC_GPU_MODULE_ABI 7
 #define SDC_GPU_MODULE_SYMBOL "sdc_gpu_module"
 
 /* What the CUDA runtime says of one GPU. */
@@ -132,6 +132,8 @@ struct sdc_gpu_coll_result {
 	float got, expected;   /* its value and the exact one */
 	double seconds;        /* the collective alone, between events on its stream */
 	int timed_out;         /* the deadline passed: the communicator must be aborted */
+	int refused;           /* NCCL itself failed the collective (its call, or its asynchronous error), not
+				* CUDA: at a path's first collective, a path NCCL does not offer here */
 };
 
 /* The checked ring over NCCL (nccl_ring): one hop as its receiver saw it. */
@@ -278,8 +280,10 @@ struct sdc_gpu_module {
 	 * process holds nmem GPUs (devices[], CUDA ordinals) as ranks first_rank .. first_rank + nmem - 1:
 	 * one under mpirun (one rank a GPU), every GPU of the host in a single process (initialised in
 	 * one group, as ncclCommInitAll does); at most 64. Its initialisation is polled until the
-	 * deadline and aborted past it. algo and proto (NULL or "": NCCL's choice) are NCCL_ALGO and
-	 * NCCL_PROTO while it initialises (its tuning reads them there); n: floats a collective moves,
+	 * deadline and aborted past it. algo and proto (NULL or "": NCCL's choice) name the path: the
+	 * caller sets NCCL_ALGO and NCCL_PROTO around this call (gpu.c, sdc_gpu_nccl_init: NCCL's tuning
+	 * reads them while the communicator initialises; the module never touches the environment,
+	 * which other threads read); n: floats a collective moves,
 	 * device buffers for them made here. The entries below act on every member, launching them in
 	 * one group so none waits for another. */
 	struct sdc_gpu_comm *(*nccl_init)(const uint8_t *id, int nranks, int first_rank, int nmem, const int *devices,

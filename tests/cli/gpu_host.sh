@@ -346,7 +346,16 @@ FAKE_GPU_COUNT=0 expect_exit 0 nodevice "$SDCSCAN" run $GPU --json "$TMP/nodevic
 NC="--probe allreduce --set allreduce.bytes=65536 --no-color"
 FAKE_GPU_COUNT=4 expect_exit 0 nclocal "$SDCSCAN" run $NC --duration 4 --json "$TMP/nclocal.json"
 [ "$(json_get "$TMP/nclocal.json" "r['run']['environment']['nccl']['shape'], r['run']['environment']['nccl']['members'], len(r['run']['environment']['nccl']['paths']), 'busbw_gb_s' in r['run']['environment']['nccl']['ring']['checked_ring'], sorted(x['variant'] for x in r['results'])")" = \
-	"one process, every GPU of the host 4 7 True ['nccl', 'nccl-ring']" ] || fail "nccl, one process: report"
+	"one process, every GPU of the host 4 5 True ['nccl', 'nccl-ring']" ] || fail "nccl, one process: report"
+# (the default paths force no LL128: forced where the platform does not enable it, it can corrupt)
+[ "$(json_get "$TMP/nclocal.json" "sorted(r['run']['environment']['nccl']['paths'])")" = \
+	"['auto', 'ring/ll', 'ring/simple', 'tree/ll', 'tree/simple']" ] || fail "nccl, one process: default paths"
+# A path NCCL refuses at its first collective (its initialisation went through): said in the
+# report as refused, left out, the rest runs clean (it was a worker error, UNKNOWN)
+FAKE_GPU_COUNT=2 FAKE_GPU_NCCL_REFUSE_LATE=ring/ll128 expect_exit 0 nclate "$SDCSCAN" run $NC --set allreduce.variants=nccl \
+	--set allreduce.nccl_paths=auto,ring/ll128,tree/simple --duration 2 --json "$TMP/nclate.json"
+[ "$(json_get "$TMP/nclate.json" "r['run']['environment']['nccl']['paths']['ring/ll128']['at'], r['run']['environment']['nccl']['paths']['ring/ll128']['gpus_refusing'], sorted(r['run']['environment']['nccl']['paths']['tree/simple'])")" = \
+	"first collective 2 ['all_reduce']" ] || fail "nccl, a path refused at its first collective: report"
 FAKE_GPU_COUNT=4 expect_exit 2 nclocalh "$SDCSCAN" run $NC --duration 4 --inject allreduce/nccl-ring:H:iter=1,row=1,bit=9
 expect_grep nclocalh out "link-corrupt at H\[1\]\[2\]: .* xor 0x00000200; .*from GPU 1 (0000:f1:00.0) to GPU 2 (0000:f2:00.0) failed"
 FAKE_GPU_COUNT=4 expect_exit 2 nclocalc "$SDCSCAN" run $NC --duration 4 --inject allreduce/nccl-ring:C:iter=3,row=2,bit=25
@@ -359,6 +368,12 @@ start=$(date +%s)
 FAKE_GPU_COUNT=2 FAKE_GPU_NCCL_HANG=1 expect_exit 3 nclocalhang "$SDCSCAN" run $NC --set allreduce.timeout=3 --duration 30
 [ $(( $(date +%s) - start )) -le 25 ] || fail "nccl, one process, a stuck GPU: took $(( $(date +%s) - start )) s"
 expect_grep nclocalhang out "UNKNOWN  GPU 1 (0000:f1:00.0) is stuck: ncclAllReduce on path auto did not finish within 3 s"
+# A stuck path on healthy GPUs: its communicators are aborted before the GPUs are pinged (a ping
+# queued behind NCCL's spinning kernels waits too), so the path is named, not a GPU
+FAKE_GPU_COUNT=2 FAKE_GPU_NCCL_STUCK=1 expect_exit 3 nclocalstuck "$SDCSCAN" run $NC --set allreduce.variants=nccl \
+	--set allreduce.timeout=3 --duration 30
+expect_grep nclocalstuck out "UNKNOWN  ncclAllReduce on path auto did not finish within 3 s: the path is stuck"
+grep -q "is stuck: ncclAllReduce" "$TMP/nclocalstuck.out" && fail "nclocalstuck: a healthy GPU named stuck"
 FAKE_GPU_COUNT=4 expect_exit 3 nclocalone "$SDCSCAN" run $NC --gpus 2 --duration 2
 expect_grep nclocalone out "1 GPU selected: NCCL between GPUs needs 2 or more"
 FAKE_GPU_COUNT=4 FAKE_GPU_NCCL=0 expect_exit 3 nclocalnone "$SDCSCAN" run $NC --duration 2

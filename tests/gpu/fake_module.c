@@ -42,6 +42,11 @@
  *                         kernels wrong, on one GPU: the paths not averaged together must show it)
  *   FAKE_GPU_NCCL_REFUSE=ALGO/PROTO     every rank's communicator for that path fails to
  *                         initialise (a protocol NCCL does not offer on this host)
+ *   FAKE_GPU_NCCL_REFUSE_LATE=ALGO/PROTO every collective on that path fails with NCCL's own error
+ *                         (its initialisation succeeded: NCCL refuses the protocol at its first use)
+ *   FAKE_GPU_NCCL_STUCK=R the collectives of rank R (with no launcher: GPU R) never complete, every
+ *                         GPU fine (a stuck path): until the communicator is aborted, its kernels
+ *                         spin on every member's GPU and a ping there waits behind them
  *   FAKE_GPU_NCCL_HANG=R  rank R's GPU stops (with no launcher: GPU R): its collectives never start
  *                         and its ping never ends (both wait out the deadline)
  *   FAKE_GPU_DP_BUG=R,N   rank R's N-th data-parallel mean (from 0) comes out with element 0's bit 20
@@ -729,12 +734,21 @@ static bool under_mpi(void)
 #endif
 }
 
-/* FAKE_GPU_NCCL_HANG: a rank under mpirun, a GPU (its ordinal) in one process. */
-static bool hangs(int who)
+/* FAKE_GPU_NCCL_HANG, FAKE_GPU_NCCL_STUCK: a rank under mpirun, a GPU (its ordinal) in one process. */
+static bool named_by(const char *var, int who)
 {
-	const char *h = getenv("FAKE_GPU_NCCL_HANG");
+	const char *h = getenv(var);
 	return h && *h && atoi(h) == who;
 }
+
+static bool hangs(int who)
+{
+	return named_by("FAKE_GPU_NCCL_HANG", who);
+}
+
+/* GPUs (ordinals) on which a stuck collective's kernels still spin: the communicator not yet
+ * aborted, a kernel or a free queued on the GPU waits behind them */
+static _Atomic bool spinning[64];
 
 static int world_rank(void)
 {
@@ -788,7 +802,8 @@ static void fake_nccl_destroy(struct sdc_gpu_comm *c, int abort)
 	if (c->mpi && !abort) /* (after a deadline a collective may still be posted on it: left as it is) */
 		MPI_Comm_free(&c->comm);
 #endif
-	(void)abort;
+	for (int i = 0; abort && c->m && i < c->nmem; i++)
+		spinning[c->m[i].ordinal & 63] = false; /* ncclCommAbort ends its kernels */
 	for (int i = 0; c->m && i < c->nmem; i++)
 		free(c->m[i].in), free(c->m[i].out), free(c->m[i].recv), free(c->m[i].sums), free(c->m[i].fault);
 	free(c->m);
@@ -906,6 +921,28 @@ static int fake_nccl_collective(struct sdc_gpu_comm *c, char op, uint64_t it, co
 		memset(&res[i], 0, sizeof(res[i]));
 		res[i].first = -1;
 	}
+	const char *late = getenv("FAKE_GPU_NCCL_REFUSE_LATE");
+	char path[40];
+	snprintf(path, sizeof(path), "%s/%s", c->algo, c->proto);
+	if (late && *late && !strcasecmp(late, path)) {
+		snprintf(err, errlen, "%s: invalid usage (run with NCCL_DEBUG=WARN for details): protocol %s is not "
+			 "supported here (fake)", op == 'A' ? "ncclAllReduce" : op == 'R' ? "ncclReduceScatter" : "ncclAllGather",
+			 c->proto);
+		for (int k = 0; k < c->nmem; k++)
+			res[k].refused = 1;
+		return -1;
+	}
+	for (int i = 0; i < c->nmem; i++)
+		if (named_by("FAKE_GPU_NCCL_STUCK", c->mpi ? c->m[i].rank : c->m[i].ordinal)) {
+			/* the path never completes (a peer's data never comes), every GPU fine */
+			wait_out(t0, timeout);
+			snprintf(err, errlen, "the collective did not finish in time (fake: the path is stuck)");
+			for (int k = 0; k < c->nmem; k++) {
+				res[k].timed_out = 1;
+				spinning[c->m[k].ordinal & 63] = true;
+			}
+			return -1;
+		}
 	for (int i = 0; i < c->nmem; i++)
 		if (member_hangs(c, &c->m[i])) {
 			wait_out(t0, timeout);
@@ -1159,6 +1196,12 @@ static int fake_nccl_rank_mean(struct sdc_gpu_comm *c, const float *local, int64
 
 static int fake_ping(int device, double timeout, char *err, size_t errlen)
 {
+	if (spinning[device & 63]) {
+		wait_out(fake_now(), timeout);
+		snprintf(err, errlen, "a kernel of one thread did not finish in time (fake: it waited behind NCCL's "
+			 "kernels of a stuck collective, not aborted)");
+		return -1;
+	}
 	if (!hangs(under_mpi() ? world_rank() : device))
 		return 0;
 	wait_out(fake_now(), timeout);

@@ -14,7 +14,7 @@ FAKE_GPU=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 FAKE_NVML=$(cd "$(dirname "$3")" && pwd)/$(basename "$3")
 MPIRUN="$MPIRUN -x SDCSCAN_GPU_MODULE=$FAKE_GPU -x SDCSCAN_NVML_LIBRARY=$FAKE_NVML -x FAKE_GPU_COUNT=4"
 NC="--probe allreduce --set allreduce.variants=nccl --set allreduce.bytes=65536 --no-color"
-PATHS="auto ring/simple ring/ll ring/ll128 tree/simple tree/ll tree/ll128"
+PATHS="auto ring/simple ring/ll tree/simple tree/ll" # the default: no LL128 forced
 
 each_rank "$TMP/clean.codes" run $NC --duration 3 --json "$TMP/clean.json" > "$TMP/clean.out" 2>&1
 same_code "$TMP/clean.codes" 0 || fail "clean: exit codes $(cat "$TMP/clean.codes"); $(tail -5 "$TMP/clean.out")"
@@ -59,13 +59,22 @@ grep -q "rank 3 gpu3 iteration 2: collective-wrong at V\[3\]\[7\]: .* xor 0x0000
 	"$TMP/v.out" || fail "V: rank 3's element 7 not named"
 [ "$(grep -c "collective-wrong at" "$TMP/v.out")" -eq 1 ] || fail "V: other findings"
 
-# A path NCCL refuses on this host: said in the report, left out, the rest runs clean
+# A path NCCL refuses on this host: said in the report, left out, the rest runs clean; at its
+# initialisation, and at its first collective (then every rank agrees to leave it out)
 MPIRUN="$MPIRUN_SAVED -x FAKE_GPU_NCCL_REFUSE=ring/ll128"
-each_rank "$TMP/ref.codes" run $NC --duration 2 --json "$TMP/ref.json" > "$TMP/ref.out" 2>&1
+each_rank "$TMP/ref.codes" run $NC --set allreduce.nccl_paths=auto,ring/simple,ring/ll128 --duration 2 \
+	--json "$TMP/ref.json" > "$TMP/ref.out" 2>&1
 MPIRUN=$MPIRUN_SAVED
 same_code "$TMP/ref.codes" 0 || fail "refused path: exit codes $(cat "$TMP/ref.codes")"
 [ "$(json_get "$TMP/ref.json" "r['run']['environment']['nccl']['paths']['ring/ll128']['ranks_refusing']")" = 4 ] ||
 	fail "refused path: not in the report"
+MPIRUN="$MPIRUN_SAVED -x FAKE_GPU_NCCL_REFUSE_LATE=ring/ll128"
+each_rank "$TMP/late.codes" run $NC --set allreduce.nccl_paths=auto,ring/ll128 --duration 2 \
+	--json "$TMP/late.json" > "$TMP/late.out" 2>&1
+MPIRUN=$MPIRUN_SAVED
+same_code "$TMP/late.codes" 0 || fail "path refused at its first collective: exit codes $(cat "$TMP/late.codes")"
+[ "$(json_get "$TMP/late.json" "r['run']['environment']['nccl']['paths']['ring/ll128']['at'], r['run']['environment']['nccl']['paths']['ring/ll128']['ranks_refusing']")" = \
+	"first collective 4" ] || fail "path refused at its first collective: not in the report"
 
 # No NCCL on the host: UNKNOWN, saying what to do
 MPIRUN="$MPIRUN_SAVED -x FAKE_GPU_NCCL=0"

@@ -472,9 +472,11 @@ static int m_nccl_collective(struct sdc_gpu_comm *c, char op, uint64_t it, const
 	}
 	if (r != ncclSuccess && r != ncclInProgress) {
 		nccl_error(err, errlen, what, c->m[0].comm, r);
-		goto fail;
+		goto refused;
 	}
-	if ((rc = settle_all(c, deadline, what, err, errlen)))
+	if ((rc = settle_all(c, deadline, what, err, errlen)) < 0)
+		goto refused; /* NCCL's asynchronous error */
+	if (rc)
 		goto out;
 	for (int i = 0; i < c->nmem; i++) {
 		struct member *m = &c->m[i];
@@ -509,6 +511,11 @@ static int m_nccl_collective(struct sdc_gpu_comm *c, char op, uint64_t it, const
 	}
 	cudaSetDevice(dev);
 	return 0;
+refused:
+	for (int i = 0; i < c->nmem; i++)
+		res[i].refused = 1;
+	cudaSetDevice(dev);
+	return -1;
 out:
 	for (int i = 0; i < c->nmem; i++)
 		res[i].timed_out = rc > 0;

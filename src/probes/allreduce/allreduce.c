@@ -59,9 +59,13 @@ static const struct sdc_option allreduce_options[] = {
 		  "receive, every hop checked on the GPU (the nccl ones are left out where the ranks have no GPU)",
 	  .choices = variant_names },
 	{ .name = "nccl_paths", .type = SDC_OPT_SET, .offset = OPT(nccl_paths),
-	  .def = "auto,ring/simple,ring/ll,ring/ll128,tree/simple,tree/ll,tree/ll128", .neutral = true,
+	  .def = "auto,ring/simple,ring/ll,tree/simple,tree/ll", .neutral = true,
 	  .help = "the nccl variant's NCCL_ALGO/NCCL_PROTO paths, a communicator each (auto: NCCL's own choice); one "
-		  "NCCL refuses on this host is left out and said in run.environment.nccl",
+		  "NCCL refuses on this host, at its initialisation or its first collective, is left out and said in "
+		  "run.environment.nccl. The ll128 ones are not in the default: NCCL enables LL128 only where the "
+		  "platform keeps its ordering, and forced elsewhere it can corrupt data (NCCL's NCCL_PROTO "
+		  "documentation), which would be NCCL's configuration, not the GPU; name them where NCCL's auto "
+		  "path uses LL128 itself",
 	  .choices = sdc_ar_nccl_paths },
 	{ .name = "bytes", .type = SDC_OPT_INT, .offset = OPT(bytes), .def = "4194304",
 	  .help = "bytes of fp32 data all-reduced per iteration", .imin = 4096, .imax = (int64_t)1 << 31 },

@@ -52,7 +52,7 @@ void sdc_ar_nccl_path_env(int k, const char **algo, const char **proto)
 
 /* What a member says after each step: how it went, and its GPU. */
 struct nc_word {
-	int32_t status; /* 0 done, 1 failed (an error), 2 past the deadline */
+	int32_t status; /* 0 done, 1 failed (an error), 2 past the deadline, 3 NCCL refused the path's first collective */
 	int32_t gpu_ok; /* after a deadline: its GPU still ran a kernel */
 	int64_t wrong;  /* wrong elements it found */
 	int32_t stop;   /* before an iteration: this rank's time is up (all stop together) */
@@ -93,6 +93,17 @@ struct nc_run {
 static int agree(struct nc_run *r, struct nc_word *mine, const char *what)
 {
 	char err[256] = "", name[96];
+	/* A collective past its deadline may leave NCCL's kernels spinning for a peer, and a kernel
+	 * or a free queued on the GPU waits behind them: the communicators are aborted first, so the
+	 * ping says whether the GPU runs, not whether NCCL's kernels ended. (The run ends here.) */
+	bool late = false;
+	for (int i = 0; i < r->nmem; i++)
+		late |= mine[i].status == 2;
+	for (int k = 0; k < NPATHS && late; k++)
+		if (r->comm[k]) {
+			r->m->nccl_destroy(r->comm[k], 1);
+			r->comm[k] = NULL;
+		}
 	for (int i = 0; i < r->nmem; i++)
 		if (mine[i].status == 2)
 			mine[i].gpu_ok = r->m->ping(r->ordinal[i], PING_S, err, sizeof(err)) == 0;
@@ -121,7 +132,7 @@ static int agree(struct nc_run *r, struct nc_word *mine, const char *what)
 		memcpy(r->all, mine, sizeof(*mine) * (size_t)r->nmem);
 	}
 	/* a stuck GPU named by every member */
-	bool late = false;
+	late = false;
 	int stuck = -1;
 	for (int p = 0; p < r->P; p++) {
 		if (r->all[p].status != 2)
@@ -246,6 +257,32 @@ static int open_paths(struct nc_run *r, uint32_t mask)
 		return -1;
 	}
 	return 0;
+}
+
+/* A path some member's NCCL refused at its first collective: said in the report, its
+ * communicator aborted, the others go on. 0: not refused; 1: refused; -1: it was the last path
+ * (the worker says so). mine: this process's refusal, if it refused. */
+static int refuse_path(struct nc_run *r, int k, const char *what, const char *mine)
+{
+	int refusing = 0;
+	for (int p = 0; p < r->P; p++)
+		refusing += r->all[p].status == 3;
+	if (!refusing)
+		return 0;
+	char why[256];
+	snprintf(why, sizeof(why), "%s: %s", what, mine ? mine : "refused on another rank");
+	if (!r->refusal[0])
+		snprintf(r->refusal, sizeof(r->refusal), "%s: %.180s", sdc_ar_nccl_paths[k], why);
+	json_object_set_new(r->paths, sdc_ar_nccl_paths[k],
+			    json_pack("{s:s, s:s, s:i}", "refused", why, "at", "first collective",
+				      r->sh->local ? "gpus_refusing" : "ranks_refusing", refusing));
+	r->m->nccl_destroy(r->comm[k], 1);
+	r->comm[k] = NULL;
+	for (int j = 0; j < NPATHS; j++)
+		if (r->comm[j])
+			return 1;
+	sdc_worker_error(r->w, "NCCL refused every path asked for (nccl_paths), the first %s", r->refusal);
+	return -1;
 }
 
 /* The bandwidth of one collective, as nccl-tests counts it, kept per path (the best seen). */
@@ -397,6 +434,7 @@ void sdc_ar_nccl_run(struct sdc_worker *w)
 				const int64_t nout = sdc_coll_out_count(op, sh->n, r.P);
 				/* V: an element of the first path's all-reduce result changes in GPU memory */
 				struct sdc_gpu_flip flip = { .member = -1 };
+				const struct sdc_fault *vflip = NULL;
 				for (int i = 0; i < nv && first_path && op == 'A'; i++) {
 					const int who = vf[i].row >= 0 ? (int)vf[i].row : 0;
 					if (who < r.first || who >= r.first + r.nmem)
@@ -404,7 +442,7 @@ void sdc_ar_nccl_run(struct sdc_worker *w)
 					flip = (struct sdc_gpu_flip){ .member = who - r.first,
 								      .el = vf[i].col >= 0 ? vf[i].col % nout : nout / 3,
 								      .bit = vf[i].bit >= 0 ? (int)(vf[i].bit % 32) : 22 };
-					sdc_worker_fault_applied(w, &vf[i], "V", it, who, flip.el, flip.bit, "", "");
+					vflip = &vf[i];
 				}
 				struct sdc_gpu_coll_result res[MAX_MEMBERS];
 				char err[256] = "", what[96];
@@ -412,10 +450,20 @@ void sdc_ar_nccl_run(struct sdc_worker *w)
 				snprintf(what, sizeof(what), "%s on path %s", name, sdc_ar_nccl_paths[k]);
 				const int rc = r.m->nccl_collective(r.comm[k], op, it, flip.member >= 0 ? &flip : NULL, res, sh->timeout,
 								    err, sizeof(err));
-				if (rc && !res[0].timed_out)
+				/* NCCL failing a path's first collective itself (not CUDA, not the deadline) refuses
+				 * the path, as a refusal at its initialisation does; later it is a failure */
+				const int status = !rc ? 0 : res[0].timed_out ? 2 : res[0].refused && it == 0 ? 3 : 1;
+				if (status == 1)
 					sdc_worker_error(w, "%s: %s", what, err);
-				if (agree_status(&r, rc ? res[0].timed_out ? 2 : 1 : 0, res, what) || other_failed(&r, rc, what))
+				if (agree_status(&r, status, res, what) || other_failed(&r, rc, what))
 					goto out;
+				const int refusal = refuse_path(&r, k, what, status == 3 ? err : NULL);
+				if (refusal < 0)
+					goto out;
+				if (refusal)
+					break;
+				if (vflip)
+					sdc_worker_fault_applied(w, vflip, "V", it, r.first + flip.member, flip.el, flip.bit, "", "");
 				int64_t all_wrong = 0;
 				for (int p = 0; p < r.P; p++)
 					all_wrong += r.all[p].wrong;

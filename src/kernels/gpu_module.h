@@ -6,7 +6,11 @@
  *
  * Every call takes the calling thread's current GPU (bind), reports failure as a non-zero return
  * with err naming what failed (a CUDA or cuBLASLt error, or a deadline), and never blocks past
- * the engine's deadline: waits poll the stream (cudaEventQuery) until it passes.
+ * the engine's deadline: waits poll the stream (cudaEventQuery) until it passes; copies between
+ * host and device memory go through pinned staging on the call's own stream and are waited for so;
+ * memory is freed in stream order (cudaFreeAsync), never by a call that waits for the device. Once
+ * a wait on a GPU has passed its deadline that GPU is given up: nothing more is started on it and
+ * nothing of it is freed (kernels/cuda/cuda_util.h; tests/gpu/wait_lint.py checks the sources).
  *
  * tests/gpu/fake_module.c implements the same table on the CPU, from the same reference
  * arithmetic (abft_ref.h, gemm_data.h), so CI tests the host side of every GPU path.
@@ -215,14 +219,14 @@ struct sdc_gpu_module {
 	/* ---- minitrain's steps on the calling thread's GPU (kernels/mt_ops.h, kernels/cuda/minitrain.cu):
 	 * the model's minitrain.h backend. One stream; every operation a kernel of one CUDA thread per
 	 * operation thread, calling the same sdc_mt_op_thread the CPU runs; the GEMM the exact kernel.
-	 * Copies (host memory pageable) wait for the stream by polling it to the deadline (a hung GPU fails the call, never
-	 * blocks it); after one failure every call fails, mt_error saying why. ---- */
+	 * Copies (host memory pageable, staged through pinned memory) wait for the stream by polling it to the deadline (a
+	 * hung GPU fails the call, never blocks it); after one failure every call fails, mt_error saying why. ---- */
 	struct sdc_gpu_mt *(*mt_open)(double timeout, char *err, size_t errlen);
 	void (*mt_close)(struct sdc_gpu_mt *g);
 	void *(*mt_alloc)(struct sdc_gpu_mt *g, size_t bytes); /* zeroed device memory; NULL: see mt_error */
 	void (*mt_free)(struct sdc_gpu_mt *g, void *p);
 	/* n copies, to the device (host to device) or from it: one wait for the stream before them
-	 * and, to the device, one after, so a step's tensors move in one batch. */
+	 * and one after, so a step's tensors move in one batch. */
 	int (*mt_copy)(struct sdc_gpu_mt *g, int to_device, int n, void *const *dst, const void *const *src,
 		       const size_t *bytes);
 	int (*mt_op)(struct sdc_gpu_mt *g, const struct sdc_mt_op *op);

@@ -2,7 +2,9 @@
  * The checked GEMM engine on the GPU (kernels/gpu_module.h): operands drawn on the device from the
  * element definitions the host shares (kernels/gemm_data.h), B's checksum columns encoded on the
  * device (kernels/abft_ref.h), C = A B_ext by cuBLASLt, every row of C checked on the device, and
- * sdcscan's own exact kernel to recompute a tile on every SM. Every wait polls against a deadline.
+ * sdcscan's own exact kernel to recompute a tile on every SM. Every wait polls against a deadline;
+ * every copy to or from host memory goes through pinned staging on the engine's stream, and memory
+ * is freed in that stream's order (cuda_util.h: nothing here can wait on a hung GPU).
  *
  * Layout. cuBLASLt is column-major; the host's matrices are row-major, so C = A B_ext is computed
  * as C^T = B_ext^T A^T: B is kept transposed on the device (Bt, ldc rows of kp elements; rows
@@ -19,11 +21,9 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "kernels/abft_ref.h"
 #include "kernels/cuda/cuda_util.h"
@@ -34,140 +34,11 @@
 #define WORKSPACE (32u << 20)
 #define DIGITS_MAX 16
 
-/* ---- errors and waits ---- */
-
-void sdc_cuda_error(char *err, size_t errlen, const char *what, cudaError_t e)
-{
-	snprintf(err, errlen, "%s: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
-}
+/* ---- errors ---- */
 
 static void blas_error(char *err, size_t errlen, const char *what, cublasStatus_t s)
 {
 	snprintf(err, errlen, "%s: %s", what, cublasLtGetStatusString(s));
-}
-
-double sdc_cuda_clock(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double now(void)
-{
-	return sdc_cuda_clock();
-}
-
-int sdc_cuda_poll(cudaEvent_t ev, double timeout, const char *what, char *err, size_t errlen)
-{
-	const double end = now() + timeout;
-	for (;;) {
-		const cudaError_t e = cudaEventQuery(ev);
-		if (e == cudaSuccess)
-			return 0;
-		if (e != cudaErrorNotReady) {
-			sdc_cuda_error(err, errlen, what, e);
-			return -1;
-		}
-		if (now() > end) {
-			snprintf(err, errlen, "%s did not finish within %.0f s: the GPU is hung (see the kernel log for an Xid)",
-				 what, timeout);
-			return 1;
-		}
-		/* A short sleep: the host threads of other devices burn on the CPUs meanwhile, and the
-		 * GPU has the next submission queued (gemm_submit), so it does not wait for this one. */
-		const struct timespec ts = { 0, 20000 };
-		nanosleep(&ts, NULL);
-	}
-}
-
-int sdc_cuda_wait(cudaStream_t s, cudaEvent_t ev, double timeout, const char *what, char *err, size_t errlen)
-{
-	const cudaError_t e = cudaEventRecord(ev, s);
-	if (e != cudaSuccess) {
-		sdc_cuda_error(err, errlen, what, e);
-		return -1;
-	}
-	return sdc_cuda_poll(ev, timeout, what, err, errlen);
-}
-
-int sdc_cuda_settle(cudaStream_t s, cudaEvent_t ev, double timeout, const char *what, char *err, size_t errlen)
-{
-	cudaError_t e = cudaEventRecord(ev, s);
-	if (e != cudaSuccess) {
-		sdc_cuda_error(err, errlen, what, e);
-		return -1;
-	}
-	const double spin_end = now() + 2e-3;
-	while ((e = cudaEventQuery(ev)) == cudaErrorNotReady && now() < spin_end)
-		sched_yield();
-	if (e == cudaSuccess)
-		return 0;
-	if (e != cudaErrorNotReady) {
-		sdc_cuda_error(err, errlen, what, e);
-		return -1;
-	}
-	return sdc_cuda_poll(ev, timeout, what, err, errlen);
-}
-
-int sdc_cuda_sticky_fail(struct sdc_cuda_sticky *k, const char *what, cudaError_t e)
-{
-	if (!k->failed)
-		sdc_cuda_error(k->err, sizeof(k->err), what, e);
-	k->failed = 1;
-	return -1;
-}
-
-int sdc_cuda_sticky_settle(struct sdc_cuda_sticky *k, const char *what)
-{
-	if (k->failed)
-		return -1;
-	const int r = sdc_cuda_settle(k->s, k->ev, k->timeout, what, k->err, sizeof(k->err));
-	if (r) {
-		k->failed = 1;
-		k->hung = r > 0;
-		return -1;
-	}
-	return 0;
-}
-
-int sdc_cuda_sticky_launched(struct sdc_cuda_sticky *k, const char *what)
-{
-	const cudaError_t e = cudaGetLastError();
-	return e == cudaSuccess ? 0 : sdc_cuda_sticky_fail(k, what, e);
-}
-
-void sdc_cuda_work_free(struct sdc_cuda_work *w)
-{
-	for (int i = 0; i < SDC_CUDA_WORK_BUFS; i++)
-		if (w->buf[i])
-			cudaFree(w->buf[i]);
-	if (w->t1)
-		cudaEventDestroy(w->t1);
-	if (w->t0)
-		cudaEventDestroy(w->t0);
-	if (w->ev)
-		cudaEventDestroy(w->ev);
-	if (w->s)
-		cudaStreamDestroy(w->s);
-	memset(w, 0, sizeof(*w));
-}
-
-int sdc_cuda_work_init(struct sdc_cuda_work *w, const size_t *bytes, int nbuf, int timing, char *err, size_t errlen)
-{
-	memset(w, 0, sizeof(*w));
-	SDC_CUDA_TRY(cudaStreamCreateWithFlags(&w->s, cudaStreamNonBlocking), "cudaStreamCreate");
-	SDC_CUDA_TRY(cudaEventCreateWithFlags(&w->ev, cudaEventDisableTiming), "cudaEventCreate");
-	if (timing) {
-		SDC_CUDA_TRY(cudaEventCreate(&w->t0), "cudaEventCreate");
-		SDC_CUDA_TRY(cudaEventCreate(&w->t1), "cudaEventCreate");
-	}
-	for (int i = 0; i < nbuf && i < SDC_CUDA_WORK_BUFS; i++)
-		SDC_CUDA_TRY(cudaMalloc(&w->buf[i], bytes[i] ? bytes[i] : 1), "cudaMalloc");
-	return 0;
-fail:
-	sdc_cuda_work_free(w);
-	return -1;
 }
 
 /* ---- the engine's state ---- */
@@ -183,7 +54,7 @@ fail:
 struct slot {
 	uint32_t *cm;              /* m x ldc, int32 or fp32 bits */
 	uint8_t *res;              /* device: RES_SUMS + 16 m bytes */
-	uint8_t *res_host;         /* pinned: the same, filled by the submission's copy */
+	struct sdc_cuda_pinned res_host; /* the same, filled by the submission's copy */
 	struct sdc_gpu_bad_row *bad;
 	cudaEvent_t done;          /* recorded after the submission's copy */
 	int what;                  /* what the last submission did (0: none yet) */
@@ -192,6 +63,7 @@ struct slot {
 struct sdc_gpu_gemm {
 	struct sdc_gpu_gemm_cfg c;
 	int kp, esz;
+	int dev;                   /* the GPU it was made on */
 	cudaStream_t s;
 	cudaEvent_t ev;
 	bool hung;                 /* a wait passed its deadline: nothing may wait on this GPU again */
@@ -208,8 +80,7 @@ struct sdc_gpu_gemm {
 	int *smid;
 	int sms, replay_smem;
 	/* pinned host staging: every copy goes through it, so none blocks past a deadline */
-	uint8_t *stage;
-	size_t stage_bytes;
+	struct sdc_cuda_pinned stage;
 	/* cuBLASLt */
 	cublasLtHandle_t lt;
 	cublasLtMatmulDesc_t op;
@@ -669,23 +540,26 @@ static void g_destroy(struct sdc_gpu_gemm *g)
 		return;
 	char err[256];
 	/*
-	 * Nothing of ours may still run on what is freed; cudaFree would wait for it without a
-	 * deadline. A hung GPU keeps its memory: the process ends soon, and that frees it.
+	 * The frees are queued on the engine's stream (sdc_cuda_free), so none waits for the device;
+	 * the wait first (bounded) only tells a hung GPU, whose memory, staging and handle stay as they
+	 * are (work queued there may never end): the process ends soon, and that frees them.
 	 */
-	if (g->hung || (g->s && wait(g, "the last work", err, sizeof(err)))) {
+	if (g->hung || sdc_cuda_is_hung(g->dev) || (g->s && wait(g, "the last work", err, sizeof(err)))) {
 		free(g);
 		return;
 	}
-	cudaFree(g->a), cudaFree(g->bt), cudaFree(g->pool), cudaFree(g->thr), cudaFree(g->thr2);
-	cudaFree(g->brow), cudaFree(g->bstats), cudaFree(g->fp), cudaFree(g->tiles), cudaFree(g->smid), cudaFree(g->ws);
+	sdc_cuda_pinned_put(g->dev, &g->stage, g->s); /* (before the frees, which make the stream busy) */
+	for (int i = 0; i < SDC_GPU_SLOTS; i++)
+		sdc_cuda_pinned_put(g->dev, &g->slot[i].res_host, g->s);
+	void *const bufs[] = { g->a, g->bt, g->pool, g->thr, g->thr2, g->brow, g->bstats, g->fp, g->tiles, g->smid, g->ws };
+	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+		sdc_cuda_free(g->dev, bufs[i], g->s);
 	for (int i = 0; i < SDC_GPU_SLOTS; i++) {
 		struct slot *sl = &g->slot[i];
-		cudaFree(sl->cm), cudaFree(sl->res), cudaFree(sl->bad);
-		cudaFreeHost(sl->res_host);
+		sdc_cuda_free(g->dev, sl->cm, g->s), sdc_cuda_free(g->dev, sl->res, g->s), sdc_cuda_free(g->dev, sl->bad, g->s);
 		if (sl->done)
 			cudaEventDestroy(sl->done);
 	}
-	cudaFreeHost(g->stage);
 	if (g->la)
 		cublasLtMatrixLayoutDestroy(g->la);
 	if (g->lb)
@@ -698,8 +572,9 @@ static void g_destroy(struct sdc_gpu_gemm *g)
 		cublasLtMatrixLayoutDestroy(g->lc_plain);
 	if (g->op)
 		cublasLtMatmulDescDestroy(g->op);
-	if (g->lt)
-		cublasLtDestroy(g->lt);
+	/* kept for the next engine on this GPU: cublasLtDestroy may synchronise the device */
+	sdc_cuda_spare_give(g->dev, SDC_CUDA_SPARE_LT, g->lt);
+	/* (neither waits: CUDA Runtime API, cudaEventDestroy, cudaStreamDestroy) */
 	if (g->ev)
 		cudaEventDestroy(g->ev);
 	if (g->s)
@@ -764,6 +639,12 @@ static int pick_algo(struct sdc_gpu_gemm *g, cublasLtMatrixLayout_t la, cublasLt
 	return 0;
 }
 
+/* Device memory in the engine's stream order (freed the same way: g_destroy). */
+static cudaError_t dmalloc(struct sdc_gpu_gemm *g, void **p, size_t bytes)
+{
+	return sdc_cuda_malloc(g->dev, p, bytes, g->s);
+}
+
 static int g_init(struct sdc_gpu_gemm *g, char *err, size_t errlen)
 {
 	const struct sdc_gpu_gemm_cfg *c = &g->c;
@@ -771,22 +652,22 @@ static int g_init(struct sdc_gpu_gemm *g, char *err, size_t errlen)
 	const size_t res_bytes = RES_SUMS + sizeof(uint64_t) * 2 * c->m;
 	CUDA_TRY(cudaStreamCreateWithFlags(&g->s, cudaStreamNonBlocking), "cudaStreamCreate");
 	CUDA_TRY(cudaEventCreateWithFlags(&g->ev, cudaEventDisableTiming), "cudaEventCreate");
-	CUDA_TRY(cudaMalloc(&g->a, a_bytes), "cudaMalloc A");
-	CUDA_TRY(cudaMalloc(&g->bt, b_bytes), "cudaMalloc B");
+	CUDA_TRY(dmalloc(g, (void **)&g->a, a_bytes), "cudaMallocAsync A");
+	CUDA_TRY(dmalloc(g, (void **)&g->bt, b_bytes), "cudaMallocAsync B");
 	for (int i = 0; i < SDC_GPU_SLOTS; i++) {
 		struct slot *sl = &g->slot[i];
-		CUDA_TRY(cudaMalloc(&sl->cm, (size_t)c->m * c->ldc * 4), "cudaMalloc C");
-		CUDA_TRY(cudaMalloc(&sl->res, res_bytes), "cudaMalloc");
-		CUDA_TRY(cudaMalloc(&sl->bad, sizeof(struct sdc_gpu_bad_row) * c->m), "cudaMalloc");
-		CUDA_TRY(cudaMallocHost(&sl->res_host, res_bytes), "cudaMallocHost");
+		CUDA_TRY(dmalloc(g, (void **)&sl->cm, (size_t)c->m * c->ldc * 4), "cudaMallocAsync C");
+		CUDA_TRY(dmalloc(g, (void **)&sl->res, res_bytes), "cudaMallocAsync");
+		CUDA_TRY(dmalloc(g, (void **)&sl->bad, sizeof(struct sdc_gpu_bad_row) * c->m), "cudaMallocAsync");
+		CUDA_TRY(sdc_cuda_pinned_get(&sl->res_host, res_bytes), "cudaHostAlloc");
 		CUDA_TRY(cudaEventCreateWithFlags(&sl->done, cudaEventDisableTiming), "cudaEventCreate");
 	}
-	CUDA_TRY(cudaMalloc(&g->thr, sizeof(double) * c->m), "cudaMalloc");
-	CUDA_TRY(cudaMalloc(&g->thr2, sizeof(double) * c->m), "cudaMalloc");
-	CUDA_TRY(cudaMalloc(&g->brow, sizeof(double) * 2 * c->k), "cudaMalloc");
-	CUDA_TRY(cudaMalloc(&g->bstats, sizeof(double) * 3), "cudaMalloc");
-	CUDA_TRY(cudaMalloc(&g->fp, sizeof(unsigned long long) * 2), "cudaMalloc");
-	CUDA_TRY(cudaMalloc(&g->ws, WORKSPACE), "cudaMalloc workspace");
+	CUDA_TRY(dmalloc(g, (void **)&g->thr, sizeof(double) * c->m), "cudaMallocAsync");
+	CUDA_TRY(dmalloc(g, (void **)&g->thr2, sizeof(double) * c->m), "cudaMallocAsync");
+	CUDA_TRY(dmalloc(g, (void **)&g->brow, sizeof(double) * 2 * c->k), "cudaMallocAsync");
+	CUDA_TRY(dmalloc(g, (void **)&g->bstats, sizeof(double) * 3), "cudaMallocAsync");
+	CUDA_TRY(dmalloc(g, (void **)&g->fp, sizeof(unsigned long long) * 2), "cudaMallocAsync");
+	CUDA_TRY(dmalloc(g, (void **)&g->ws, WORKSPACE), "cudaMallocAsync workspace");
 	/* zero padding (k up to kp, B's rows n_ext up to ldc) stays zero: nothing writes there */
 	CUDA_TRY(cudaMemsetAsync(g->a, 0, a_bytes, g->s), "cudaMemset");
 	CUDA_TRY(cudaMemsetAsync(g->bt, 0, b_bytes, g->s), "cudaMemset");
@@ -797,11 +678,9 @@ static int g_init(struct sdc_gpu_gemm *g, char *err, size_t errlen)
 	const size_t replay = sizeof(uint32_t) * SDC_GPU_MAX_SMS * SDC_GPU_TILE * SDC_GPU_TILE + sizeof(int) * SDC_GPU_MAX_SMS;
 	stage = stage > bad_b ? stage : bad_b;
 	stage = stage > row_b ? stage : row_b;
-	g->stage_bytes = stage > replay ? stage : replay;
-	CUDA_TRY(cudaMallocHost(&g->stage, g->stage_bytes), "cudaMallocHost");
+	CUDA_TRY(sdc_cuda_pinned_get(&g->stage, stage > replay ? stage : replay), "cudaHostAlloc");
 
-	int dev;
-	CUDA_TRY(cudaGetDevice(&dev), "cudaGetDevice");
+	const int dev = g->dev;
 	CUDA_TRY(cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute");
 	if (g->sms > SDC_GPU_MAX_SMS)
 		g->sms = SDC_GPU_MAX_SMS;
@@ -811,13 +690,14 @@ static int g_init(struct sdc_gpu_gemm *g, char *err, size_t errlen)
 	g->replay_smem = per_sm / 2 + 1024 < per_block ? per_sm / 2 + 1024 : per_block;
 	CUDA_TRY(cudaFuncSetAttribute(k_sm_replay, cudaFuncAttributeMaxDynamicSharedMemorySize, g->replay_smem),
 		 "cudaFuncSetAttribute");
-	CUDA_TRY(cudaMalloc(&g->tiles, sizeof(uint32_t) * g->sms * SDC_GPU_TILE * SDC_GPU_TILE), "cudaMalloc");
-	CUDA_TRY(cudaMalloc(&g->smid, sizeof(int) * g->sms), "cudaMalloc");
+	CUDA_TRY(dmalloc(g, (void **)&g->tiles, sizeof(uint32_t) * g->sms * SDC_GPU_TILE * SDC_GPU_TILE), "cudaMallocAsync");
+	CUDA_TRY(dmalloc(g, (void **)&g->smid, sizeof(int) * g->sms), "cudaMallocAsync");
 
 	cudaDataType_t ab, cd, scale;
 	cublasComputeType_t comp;
 	blas_types(c->type, &ab, &cd, &comp, &scale);
-	BLAS_TRY(cublasLtCreate(&g->lt), "cublasLtCreate");
+	if (!(g->lt = (cublasLtHandle_t)sdc_cuda_spare_take(g->dev, SDC_CUDA_SPARE_LT)))
+		BLAS_TRY(cublasLtCreate(&g->lt), "cublasLtCreate");
 	BLAS_TRY(cublasLtMatmulDescCreate(&g->op, comp, scale), "cublasLtMatmulDescCreate");
 	const cublasOperation_t opT = CUBLAS_OP_T, opN = CUBLAS_OP_N;
 	BLAS_TRY(cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof(opT)), "TRANSA");
@@ -850,6 +730,11 @@ static struct sdc_gpu_gemm *g_create(const struct sdc_gpu_gemm_cfg *cfg, char *e
 		return NULL;
 	}
 	g->c = *cfg;
+	g->dev = sdc_cuda_device();
+	if (sdc_cuda_refuse_hung(g->dev, err, errlen)) {
+		free(g);
+		return NULL;
+	}
 	g->kp = (cfg->k + 15) / 16 * 16;
 	g->esz = sdc_gpu_type_esz(cfg->type);
 	if (g_init(g, err, errlen)) {
@@ -875,6 +760,32 @@ static int enqueue_fingerprints(struct sdc_gpu_gemm *g, unsigned long long *out,
 	return 0;
 }
 
+/*
+ * The fast class's pool to the device, on the engine's own stream: the kernels that read it are
+ * queued after it there. (Issue 28: a synchronous cudaMemcpy on the legacy stream, which returns
+ * before its DMA is done from pageable memory and which the non-blocking stream was not ordered
+ * after, let the kernels read stale operands.) Through the pinned staging in pieces, each waited
+ * for within the deadline before the staging is filled again.
+ */
+static int upload_pool(struct sdc_gpu_gemm *g, const double *pool, char *err, size_t errlen)
+{
+	const size_t bytes = sizeof(double) * g->c.pool_size;
+	if (!g->pool)
+		CUDA_TRY(dmalloc(g, (void **)&g->pool, bytes), "cudaMallocAsync pool");
+	g->pool_host = NULL; /* (until it is all there) */
+	for (size_t done = 0; done < bytes;) {
+		const size_t n = bytes - done < g->stage.bytes ? bytes - done : g->stage.bytes;
+		/* the staging is free: every copy through it has been waited for */
+		memcpy(g->stage.p, (const uint8_t *)pool + done, n);
+		CUDA_TRY(sdc_cuda_to_device((uint8_t *)g->pool + done, &g->stage, 0, n, g->s), "the pool upload");
+		if (wait(g, "the pool upload", err, errlen))
+			return -1;
+		done += n;
+	}
+	g->pool_host = pool;
+	return 0;
+}
+
 static int g_load(struct sdc_gpu_gemm *g, uint64_t set, const double *pool, char *err, size_t errlen)
 {
 	const struct sdc_gpu_gemm_cfg c = g->c;
@@ -887,15 +798,8 @@ static int g_load(struct sdc_gpu_gemm *g, uint64_t set, const double *pool, char
 													    g->kp, g->bt);
 		k_encode_exact<<<c.k, THREADS, 0, g->s>>>(c, g->kp, g->bt);
 	} else {
-		if (pool != g->pool_host) {
-			if (!g->pool)
-				CUDA_TRY(cudaMalloc(&g->pool, sizeof(double) * c.pool_size), "cudaMalloc pool");
-			/* pageable source: the copy completes before this call returns, so wait for the stream first */
-			if (wait(g, "the work before the pool upload", err, errlen))
-				return -1;
-			CUDA_TRY(cudaMemcpy(g->pool, pool, sizeof(double) * c.pool_size, cudaMemcpyHostToDevice), "pool upload");
-			g->pool_host = pool;
-		}
+		if (pool != g->pool_host && upload_pool(g, pool, err, errlen))
+			return -1;
 		const struct sdc_rng wr = sdc_gd_rng(c.seed, c.cls, SDC_GD_WINDOW);
 		const struct sdc_gd_window w = sdc_gd_window_of(&wr, set, c.pool_size);
 		k_gen_fast<<<blocks_for((uint64_t)c.m * c.k, THREADS), THREADS, 0, g->s>>>(c, w, g->pool, SDC_GD_A, g->kp, g->a);
@@ -907,11 +811,10 @@ static int g_load(struct sdc_gpu_gemm *g, uint64_t set, const double *pool, char
 	CUDA_TRY(cudaGetLastError(), "operand kernels");
 	if (enqueue_fingerprints(g, g->fp, err, errlen))
 		return -1;
-	CUDA_TRY(cudaMemcpyAsync(g->stage, g->fp, 2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, g->s),
-		 "cudaMemcpy");
+	CUDA_TRY(sdc_cuda_from_device(&g->stage, 0, g->fp, 2 * sizeof(unsigned long long), g->s), "cudaMemcpyAsync");
 	if (wait(g, "drawing the operands", err, errlen))
 		return -1;
-	memcpy(g->fp_load, g->stage, sizeof(g->fp_load));
+	memcpy(g->fp_load, g->stage.p, sizeof(g->fp_load));
 	return 0;
 }
 
@@ -958,7 +861,7 @@ static int g_submit(struct sdc_gpu_gemm *g, int slot, int what, char *err, size_
 		copy = copy > RES_SUMS ? copy : RES_SUMS;
 	}
 	if (copy)
-		CUDA_TRY(cudaMemcpyAsync(sl->res_host, sl->res, copy, cudaMemcpyDeviceToHost, g->s), "cudaMemcpy");
+		CUDA_TRY(sdc_cuda_from_device(&sl->res_host, 0, sl->res, copy, g->s), "cudaMemcpyAsync");
 	CUDA_TRY(cudaEventRecord(sl->done, g->s), "cudaEventRecord");
 	sl->what = what;
 	return 0;
@@ -993,15 +896,15 @@ static int g_collect(struct sdc_gpu_gemm *g, int slot, uint64_t *sums, struct sd
 		return -1;
 	if (sl->what & SDC_GPU_FINGERPRINT) {
 		unsigned long long f[2];
-		memcpy(f, sl->res_host + RES_FP, sizeof(f));
+		memcpy(f, sl->res_host.p + RES_FP, sizeof(f));
 		out->a_intact = f[0] == g->fp_load[0];
 		out->b_intact = f[1] == g->fp_load[1];
 	}
 	if (!(sl->what & SDC_GPU_CHECK))
 		return 0;
-	memcpy(&out->nbad, sl->res_host + RES_NBAD, sizeof(int));
+	memcpy(&out->nbad, sl->res_host.p + RES_NBAD, sizeof(int));
 	if (sums)
-		memcpy(sums, sl->res_host + RES_SUMS, sizeof(uint64_t) * 2 * c->m);
+		memcpy(sums, sl->res_host.p + RES_SUMS, sizeof(uint64_t) * 2 * c->m);
 	if (out->nbad < 0 || out->nbad > c->m) {
 		snprintf(err, errlen, "the row check reported %d failing rows of %d: its own memory is corrupt", out->nbad, c->m);
 		return -1;
@@ -1010,10 +913,10 @@ static int g_collect(struct sdc_gpu_gemm *g, int slot, uint64_t *sums, struct sd
 		return 0;
 	/* Behind whatever was submitted since: a failure path, it may wait. */
 	const size_t bytes = sizeof(struct sdc_gpu_bad_row) * out->nbad;
-	CUDA_TRY(cudaMemcpyAsync(g->stage, sl->bad, bytes, cudaMemcpyDeviceToHost, g->s), "cudaMemcpy");
+	CUDA_TRY(sdc_cuda_from_device(&g->stage, 0, sl->bad, bytes, g->s), "cudaMemcpyAsync");
 	if (wait(g, "reading the failing rows", err, errlen))
 		return -1;
-	memcpy(out->bad, g->stage, bytes);
+	memcpy(out->bad, g->stage.p, bytes);
 	qsort(out->bad, (size_t)out->nbad, sizeof(*out->bad), by_row);
 	return 0;
 }
@@ -1034,25 +937,26 @@ static int g_read(struct sdc_gpu_gemm *g, int slot, char matrix, int row, int co
 		return -1;
 	}
 	/* in pieces as large as the staging buffer */
+	const int per = (int)(g->stage.bytes / esz < (size_t)count ? g->stage.bytes / esz : (size_t)count);
 	for (int done = 0; done < count;) {
-		const int n = count - done < (int)(g->stage_bytes / esz) ? count - done : (int)(g->stage_bytes / esz);
+		const int n = count - done < per ? count - done : per;
 		if (matrix == 'A') {
-			CUDA_TRY(cudaMemcpyAsync(g->stage, g->a + ((size_t)row * g->kp + col + done) * esz, (size_t)n * esz,
-						 cudaMemcpyDeviceToHost, g->s), "cudaMemcpy A");
+			CUDA_TRY(sdc_cuda_from_device(&g->stage, 0, g->a + ((size_t)row * g->kp + col + done) * esz, (size_t)n * esz,
+						      g->s), "cudaMemcpyAsync A");
 		} else if (matrix == 'B') {
 			/* row p of B_ext is a column of Bt: one element every kp */
-			CUDA_TRY(cudaMemcpy2DAsync(g->stage, esz, g->bt + ((size_t)(col + done) * g->kp + row) * esz,
-						   (size_t)g->kp * esz, esz, n, cudaMemcpyDeviceToHost, g->s), "cudaMemcpy B");
+			CUDA_TRY(sdc_cuda_from_device_2d(&g->stage, 0, esz, g->bt + ((size_t)(col + done) * g->kp + row) * esz,
+							 (size_t)g->kp * esz, esz, n, g->s), "cudaMemcpy2DAsync B");
 		} else if (matrix == 'C') {
-			CUDA_TRY(cudaMemcpyAsync(g->stage, (uint8_t *)g->slot[slot].cm + ((size_t)row * c->ldc + col + done) * 4,
-						 (size_t)n * 4, cudaMemcpyDeviceToHost, g->s), "cudaMemcpy C");
+			CUDA_TRY(sdc_cuda_from_device(&g->stage, 0, (uint8_t *)g->slot[slot].cm + ((size_t)row * c->ldc + col + done) * 4,
+						      (size_t)n * 4, g->s), "cudaMemcpyAsync C");
 		} else {
 			snprintf(err, errlen, "no matrix '%c'", matrix);
 			return -1;
 		}
 		if (wait(g, "reading back", err, errlen))
 			return -1;
-		memcpy(dst + (size_t)done * esz, g->stage, (size_t)n * esz);
+		memcpy(dst + (size_t)done * esz, g->stage.p, (size_t)n * esz);
 		done += n;
 	}
 	return 0;
@@ -1073,15 +977,15 @@ static int g_flip(struct sdc_gpu_gemm *g, int slot, char matrix, int row, int co
 		snprintf(err, errlen, "no matrix '%c' (slot %d)", matrix, slot);
 		return -1;
 	}
-	CUDA_TRY(cudaMemcpyAsync(g->stage, p, esz, cudaMemcpyDeviceToHost, g->s), "cudaMemcpy");
+	CUDA_TRY(sdc_cuda_from_device(&g->stage, 0, p, esz, g->s), "cudaMemcpyAsync");
 	if (wait(g, "reading an element", err, errlen))
 		return -1;
 	uint64_t v = 0;
-	memcpy(&v, g->stage, esz);
+	memcpy(&v, g->stage.p, esz);
 	*before = v;
 	*after = v ^ ((uint64_t)1 << bit);
-	memcpy(g->stage, after, esz);
-	CUDA_TRY(cudaMemcpyAsync(p, g->stage, esz, cudaMemcpyHostToDevice, g->s), "cudaMemcpy");
+	memcpy(g->stage.p, after, esz);
+	CUDA_TRY(sdc_cuda_to_device(p, &g->stage, 0, esz, g->s), "cudaMemcpyAsync");
 	return wait(g, "writing an element", err, errlen);
 }
 
@@ -1095,14 +999,13 @@ static int g_sm_replay(struct sdc_gpu_gemm *g, struct sdc_gpu_sm_replay *r, char
 								 r->cols, g->tiles, g->smid);
 	CUDA_TRY(cudaGetLastError(), "SM replay kernel");
 	const size_t tile_bytes = sizeof(uint32_t) * g->sms * r->rows * r->cols;
-	CUDA_TRY(cudaMemcpyAsync(g->stage, g->tiles, tile_bytes, cudaMemcpyDeviceToHost, g->s), "cudaMemcpy");
-	CUDA_TRY(cudaMemcpyAsync(g->stage + tile_bytes, g->smid, sizeof(int) * g->sms, cudaMemcpyDeviceToHost, g->s),
-		 "cudaMemcpy");
+	CUDA_TRY(sdc_cuda_from_device(&g->stage, 0, g->tiles, tile_bytes, g->s), "cudaMemcpyAsync");
+	CUDA_TRY(sdc_cuda_from_device(&g->stage, tile_bytes, g->smid, sizeof(int) * g->sms, g->s), "cudaMemcpyAsync");
 	if (wait(g, "the SM replay", err, errlen))
 		return -1;
 	r->blocks = g->sms;
-	memcpy(r->tiles, g->stage, tile_bytes);
-	memcpy(r->smid, g->stage + tile_bytes, sizeof(int) * g->sms);
+	memcpy(r->tiles, g->stage.p, tile_bytes);
+	memcpy(r->smid, g->stage.p + tile_bytes, sizeof(int) * g->sms);
 	return 0;
 }
 

@@ -71,12 +71,18 @@ static int m_crc32c(const void *buf, uint64_t len, uint32_t *crc, double timeout
 	if (sdc_cuda_work_init(&w, bytes, 5, 0, err, errlen))
 		return -1;
 	struct sdc_crc_scratch sc = { { (uint32_t *)w.buf[1], (uint32_t *)w.buf[3] }, { (uint64_t *)w.buf[2], (uint64_t *)w.buf[4] } };
-	SDC_CUDA_TRY(cudaMemcpyAsync(w.buf[0], buf, len, cudaMemcpyHostToDevice, w.s), "cudaMemcpy");
+	/* through the pinned staging (len bytes, then the CRC): see xgemm.cu's entries */
+	if (sdc_cuda_work_host(&w, len + 4, err, errlen))
+		goto fail;
+	if (len)
+		memcpy(w.host.p, buf, len);
+	SDC_CUDA_TRY(sdc_cuda_to_device(w.buf[0], &w.host, 0, len, w.s), "cudaMemcpyAsync");
 	sdc_cuda_crc_enqueue((const uint8_t *)w.buf[0], len, &sc, &which, w.s);
 	SDC_CUDA_TRY(cudaGetLastError(), "the CRC32C kernels");
-	SDC_CUDA_TRY(cudaMemcpyAsync(crc, sc.c[which], 4, cudaMemcpyDeviceToHost, w.s), "cudaMemcpy");
+	SDC_CUDA_TRY(sdc_cuda_from_device(&w.host, len, sc.c[which], 4, w.s), "cudaMemcpyAsync");
 	if (sdc_cuda_wait(w.s, w.ev, timeout, "CRC32C", err, errlen))
 		goto fail;
+	memcpy(crc, w.host.p + len, 4);
 	rc = 0;
 fail:
 	sdc_cuda_work_free(&w);
@@ -94,19 +100,27 @@ static int m_ring_check(int64_t n, uint64_t it, int count, int rsum, const float
 	if (sdc_cuda_work_init(&w, bytes, 8, 0, err, errlen))
 		return -1;
 	struct sdc_crc_scratch sc = { { (uint32_t *)w.buf[4], (uint32_t *)w.buf[6] }, { (uint64_t *)w.buf[5], (uint64_t *)w.buf[7] } };
-	SDC_CUDA_TRY(cudaMemcpyAsync(w.buf[0], own, nb, cudaMemcpyHostToDevice, w.s), "cudaMemcpy");
-	SDC_CUDA_TRY(cudaMemcpyAsync(w.buf[1], got, nb, cudaMemcpyHostToDevice, w.s), "cudaMemcpy");
+	/* the staging: own, got, then dst, the count and the CRC coming back */
+	if (sdc_cuda_work_host(&w, 3 * nb + 8 + 4, err, errlen))
+		goto fail;
+	memcpy(w.host.p, own, nb);
+	memcpy(w.host.p + nb, got, nb);
+	SDC_CUDA_TRY(sdc_cuda_to_device(w.buf[0], &w.host, 0, nb, w.s), "cudaMemcpyAsync");
+	SDC_CUDA_TRY(sdc_cuda_to_device(w.buf[1], &w.host, nb, nb, w.s), "cudaMemcpyAsync");
 	SDC_CUDA_TRY(cudaMemsetAsync(w.buf[3], 0, 8, w.s), "cudaMemset");
 	k_check<<<blocks_for((uint64_t)n), 256, 0, w.s>>>(n, sdc_ring_salt(it), count, rsum, (const float *)w.buf[0],
 							   (const uint32_t *)w.buf[1], (float *)w.buf[2],
 							   (unsigned long long *)w.buf[3]);
 	sdc_cuda_crc_enqueue((const uint8_t *)w.buf[2], nb, &sc, &which, w.s);
 	SDC_CUDA_TRY(cudaGetLastError(), "the hop check kernels");
-	SDC_CUDA_TRY(cudaMemcpyAsync(dst, w.buf[2], nb, cudaMemcpyDeviceToHost, w.s), "cudaMemcpy");
-	SDC_CUDA_TRY(cudaMemcpyAsync(&bad, w.buf[3], 8, cudaMemcpyDeviceToHost, w.s), "cudaMemcpy");
-	SDC_CUDA_TRY(cudaMemcpyAsync(crc, sc.c[which], 4, cudaMemcpyDeviceToHost, w.s), "cudaMemcpy");
+	SDC_CUDA_TRY(sdc_cuda_from_device(&w.host, 2 * nb, w.buf[2], nb, w.s), "cudaMemcpyAsync");
+	SDC_CUDA_TRY(sdc_cuda_from_device(&w.host, 3 * nb, w.buf[3], 8, w.s), "cudaMemcpyAsync");
+	SDC_CUDA_TRY(sdc_cuda_from_device(&w.host, 3 * nb + 8, sc.c[which], 4, w.s), "cudaMemcpyAsync");
 	if (sdc_cuda_wait(w.s, w.ev, timeout, "the hop check", err, errlen))
 		goto fail;
+	memcpy(dst, w.host.p + 2 * nb, nb);
+	memcpy(&bad, w.host.p + 3 * nb, 8);
+	memcpy(crc, w.host.p + 3 * nb + 8, 4);
 	*wrong = (int64_t)bad;
 	rc = 0;
 fail:

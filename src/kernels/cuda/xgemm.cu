@@ -90,6 +90,11 @@ static void launch_xgemm(int m, int n, int k, const float *a, const float *b, fl
 	sdc_cuda_xgemm_launch(m, n, k, a, k, b, n, c, n, s);
 }
 
+/*
+ * The one-call entries below copy through the workspace's pinned staging on its own stream, and
+ * wait for the copies back by polling to the deadline (a copy into pageable host memory would
+ * return only once done, with no deadline: CUDA Runtime API, API synchronization behavior).
+ */
 static int m_xgemm(int m, int n, int k, const float *a, const float *b, float *c, double timeout, char *err,
 		   size_t errlen)
 {
@@ -97,13 +102,18 @@ static int m_xgemm(int m, int n, int k, const float *a, const float *b, float *c
 	const size_t bytes[3] = { (size_t)m * k * 4, (size_t)k * n * 4, (size_t)m * n * 4 };
 	if (sdc_cuda_work_init(&w, bytes, 3, 0, err, errlen))
 		return -1;
-	SDC_CUDA_TRY(cudaMemcpyAsync(w.buf[0], a, bytes[0], cudaMemcpyHostToDevice, w.s), "cudaMemcpy A");
-	SDC_CUDA_TRY(cudaMemcpyAsync(w.buf[1], b, bytes[1], cudaMemcpyHostToDevice, w.s), "cudaMemcpy B");
+	if (sdc_cuda_work_host(&w, bytes[0] + bytes[1] + bytes[2], err, errlen))
+		goto fail;
+	memcpy(w.host.p, a, bytes[0]);
+	memcpy(w.host.p + bytes[0], b, bytes[1]);
+	SDC_CUDA_TRY(sdc_cuda_to_device(w.buf[0], &w.host, 0, bytes[0], w.s), "cudaMemcpyAsync A");
+	SDC_CUDA_TRY(sdc_cuda_to_device(w.buf[1], &w.host, bytes[0], bytes[1], w.s), "cudaMemcpyAsync B");
 	launch_xgemm(m, n, k, (const float *)w.buf[0], (const float *)w.buf[1], (float *)w.buf[2], w.s);
 	SDC_CUDA_TRY(cudaGetLastError(), "the exact GEMM kernel");
-	SDC_CUDA_TRY(cudaMemcpyAsync(c, w.buf[2], bytes[2], cudaMemcpyDeviceToHost, w.s), "cudaMemcpy C");
+	SDC_CUDA_TRY(sdc_cuda_from_device(&w.host, bytes[0] + bytes[1], w.buf[2], bytes[2], w.s), "cudaMemcpyAsync C");
 	if (sdc_cuda_wait(w.s, w.ev, timeout, "the exact GEMM", err, errlen))
 		goto fail;
+	memcpy(c, w.host.p + bytes[0] + bytes[1], bytes[2]);
 	sdc_cuda_work_free(&w);
 	return 0;
 fail:
@@ -114,17 +124,22 @@ fail:
 static int m_xmath(int n, const double *x, double *e, double *l, double timeout, char *err, size_t errlen)
 {
 	struct sdc_cuda_work w;
-	const size_t bytes[3] = { (size_t)n * 8, (size_t)n * 8, (size_t)n * 8 };
+	const size_t nb = (size_t)n * 8, bytes[3] = { nb, nb, nb };
 	if (sdc_cuda_work_init(&w, bytes, 3, 0, err, errlen))
 		return -1;
-	SDC_CUDA_TRY(cudaMemcpyAsync(w.buf[0], x, bytes[0], cudaMemcpyHostToDevice, w.s), "cudaMemcpy x");
+	if (sdc_cuda_work_host(&w, 3 * nb, err, errlen))
+		goto fail;
+	memcpy(w.host.p, x, nb);
+	SDC_CUDA_TRY(sdc_cuda_to_device(w.buf[0], &w.host, 0, nb, w.s), "cudaMemcpyAsync x");
 	k_xmath<<<(unsigned)((n + 255) / 256), 256, 0, w.s>>>(n, (const double *)w.buf[0], (double *)w.buf[1],
 							      (double *)w.buf[2]);
 	SDC_CUDA_TRY(cudaGetLastError(), "the exp/log kernel");
-	SDC_CUDA_TRY(cudaMemcpyAsync(e, w.buf[1], bytes[1], cudaMemcpyDeviceToHost, w.s), "cudaMemcpy exp");
-	SDC_CUDA_TRY(cudaMemcpyAsync(l, w.buf[2], bytes[2], cudaMemcpyDeviceToHost, w.s), "cudaMemcpy log");
+	SDC_CUDA_TRY(sdc_cuda_from_device(&w.host, nb, w.buf[1], nb, w.s), "cudaMemcpyAsync exp");
+	SDC_CUDA_TRY(sdc_cuda_from_device(&w.host, 2 * nb, w.buf[2], nb, w.s), "cudaMemcpyAsync log");
 	if (sdc_cuda_wait(w.s, w.ev, timeout, "exp and log", err, errlen))
 		goto fail;
+	memcpy(e, w.host.p + nb, nb);
+	memcpy(l, w.host.p + 2 * nb, nb);
 	sdc_cuda_work_free(&w);
 	return 0;
 fail:
@@ -139,6 +154,14 @@ __global__ void k_fill(float *p, size_t n, uint32_t seed)
 		h ^= h >> 15, h *= 0x2C1B3C6Du, h ^= h >> 12;
 		p[i] = (float)(h >> 8) * (1.0f / 16777216.0f) - 0.5f;
 	}
+}
+
+/* The handle back for the next call, once its stream has run dry (its work is w's, whose stream it
+ * keeps until then); on a hung GPU it is left as it is. */
+static void give_blas(struct sdc_cuda_work *w, cublasHandle_t blas)
+{
+	if (blas && sdc_cuda_idle(w->s))
+		sdc_cuda_spare_give(w->dev, SDC_CUDA_SPARE_BLAS, blas);
 }
 
 /*
@@ -156,7 +179,9 @@ static int m_xgemm_bench(int n, int reps, double *exact_s, double *sgemm_s, doub
 	if (sdc_cuda_work_init(&w, bytes, 3, 1, err, errlen))
 		return -1;
 	a = (float *)w.buf[0], b = (float *)w.buf[1], c = (float *)w.buf[2];
-	if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(blas, w.s) != CUBLAS_STATUS_SUCCESS) {
+	/* a handle kept from an earlier call on this GPU: cublasDestroy would synchronise the device */
+	blas = (cublasHandle_t)sdc_cuda_spare_take(w.dev, SDC_CUDA_SPARE_BLAS);
+	if ((!blas && cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) || cublasSetStream(blas, w.s) != CUBLAS_STATUS_SUCCESS) {
 		snprintf(err, errlen, "cublasCreate failed");
 		goto fail;
 	}
@@ -186,13 +211,11 @@ static int m_xgemm_bench(int n, int reps, double *exact_s, double *sgemm_s, doub
 			if (ms / 1e3 / reps < *best)
 				*best = ms / 1e3 / reps;
 		}
-	if (blas)
-		cublasDestroy(blas);
+	give_blas(&w, blas);
 	sdc_cuda_work_free(&w);
 	return 0;
 fail:
-	if (blas)
-		cublasDestroy(blas);
+	give_blas(&w, blas);
 	sdc_cuda_work_free(&w);
 	return -1;
 }

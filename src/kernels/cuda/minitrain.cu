@@ -6,8 +6,10 @@
  * division and square root), no atomics, so the bits are the CPU's whatever the launch shape. The
  * GEMM is the exact kernel of xgemm.cu on the model's device matrices.
  *
- * One stream per model. Launches do not wait; copies first poll the stream empty against the
- * deadline (cudaMemcpy would block on a hung kernel), so a stuck GPU fails the call.
+ * One stream per model. Launches do not wait; copies go through pinned staging on that stream and
+ * are waited for by polling it to the deadline (a copy to or from pageable memory can block with no
+ * deadline), so a stuck GPU fails the call. Memory is allocated and freed in the stream's order
+ * (cuda_util.h), so no free waits for the device either.
  */
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -35,28 +37,19 @@ static struct sdc_gpu_mt *m_mt_open(double timeout, char *err, size_t errlen)
 		snprintf(err, errlen, "out of host memory");
 		return NULL;
 	}
-	g->k.timeout = timeout;
-	SDC_CUDA_TRY(cudaStreamCreateWithFlags(&g->k.s, cudaStreamNonBlocking), "cudaStreamCreate");
-	SDC_CUDA_TRY(cudaEventCreateWithFlags(&g->k.ev, cudaEventDisableTiming), "cudaEventCreate");
+	if (sdc_cuda_sticky_open(&g->k, timeout, err, errlen)) {
+		free(g);
+		return NULL;
+	}
 	return g;
-fail:
-	if (g->k.s)
-		cudaStreamDestroy(g->k.s);
-	free(g);
-	return NULL;
 }
 
 static void m_mt_close(struct sdc_gpu_mt *g)
 {
 	if (!g)
 		return;
-	if (!g->k.failed)
-		sdc_cuda_sticky_settle(&g->k, "the last training kernels");
-	/* (a hung GPU keeps its stream, as its memory: see m_mt_free) */
-	if (!g->k.hung) {
-		cudaEventDestroy(g->k.ev);
-		cudaStreamDestroy(g->k.s);
-	}
+	/* (the model has freed its buffers: m_mt_free) */
+	sdc_cuda_sticky_close(&g->k, NULL, 0);
 	free(g);
 }
 
@@ -65,47 +58,65 @@ static void *m_mt_alloc(struct sdc_gpu_mt *g, size_t bytes)
 	void *p = NULL;
 	if (g->k.failed)
 		return NULL;
-	cudaError_t e = cudaMalloc(&p, bytes);
+	cudaError_t e = sdc_cuda_malloc(g->k.dev, &p, bytes, g->k.s);
 	if (e != cudaSuccess) {
-		sdc_cuda_sticky_fail(&g->k, "cudaMalloc", e);
+		sdc_cuda_sticky_fail(&g->k, "cudaMallocAsync", e);
 		return NULL;
 	}
 	if ((e = cudaMemsetAsync(p, 0, bytes, g->k.s)) != cudaSuccess || sdc_cuda_sticky_settle(&g->k, "zeroing device memory")) {
 		if (e != cudaSuccess)
 			sdc_cuda_sticky_fail(&g->k, "cudaMemset", e);
-		cudaFree(p);
+		sdc_cuda_free(g->k.dev, p, g->k.s);
 		return NULL;
 	}
 	return p;
 }
 
-/* cudaFree waits for the device without a deadline: a hung GPU keeps its memory (the process
- * ends soon, and that frees it), as the GEMM engine's does. The model frees its buffers before
- * it closes the stream, and after a settled stream nothing of its own still runs on them. */
+/* In the stream's order (cudaFreeAsync: it never waits for the device); on a hung GPU the memory
+ * is kept (the process ends soon, and that frees it). The model frees its buffers before it closes
+ * the stream. */
 static void m_mt_free(struct sdc_gpu_mt *g, void *p)
 {
 	if (!g->k.hung)
-		cudaFree(p);
+		sdc_cuda_free(g->k.dev, p, g->k.s);
 }
 
 /*
- * The stream is waited for first (a copy from pageable memory synchronises with the stream inside
- * cudaMemcpyAsync, with no deadline, so nothing but copies may be queued then). To the device: each
- * returns once its host bytes are staged (CUDA's API notes on pageable memory), the batch is waited
- * for once at the end; from the device: each returns when its bytes are in host memory.
+ * The stream is settled first (nothing may be queued that reads or writes what is copied, or the
+ * staging), then the batch goes through the pinned staging in one piece: to the device, the host
+ * bytes are put there and copied, and the batch is settled once at the end; from the device, the
+ * copies are settled, then the bytes taken from the staging.
  */
 static int m_mt_copy(struct sdc_gpu_mt *g, int to_device, int n, void *const *dst, const void *const *src,
 		     const size_t *bytes)
 {
 	if (sdc_cuda_sticky_settle(&g->k, to_device ? "the training kernels before a copy to the GPU" : "the training kernels"))
 		return -1;
-	for (int i = 0; i < n; i++) {
-		const cudaError_t e = cudaMemcpyAsync(dst[i], src[i], bytes[i],
-						      to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, g->k.s);
+	size_t total = 0;
+	for (int i = 0; i < n; i++)
+		total += bytes[i];
+	if (sdc_cuda_sticky_stage(&g->k, total, "cudaHostAlloc (staging)"))
+		return -1;
+	size_t off = 0;
+	for (int i = 0; i < n; off += bytes[i], i++) {
+		cudaError_t e;
+		if (to_device) {
+			memcpy(g->k.stage.p + off, src[i], bytes[i]);
+			e = sdc_cuda_to_device(dst[i], &g->k.stage, off, bytes[i], g->k.s);
+		} else {
+			e = sdc_cuda_from_device(&g->k.stage, off, src[i], bytes[i], g->k.s);
+		}
 		if (e != cudaSuccess)
-			return sdc_cuda_sticky_fail(&g->k, to_device ? "cudaMemcpy to the GPU" : "cudaMemcpy from the GPU", e);
+			return sdc_cuda_sticky_fail(&g->k, to_device ? "cudaMemcpyAsync to the GPU" : "cudaMemcpyAsync from the GPU", e);
 	}
-	return to_device ? sdc_cuda_sticky_settle(&g->k, "copies to the GPU") : 0;
+	if (sdc_cuda_sticky_settle(&g->k, to_device ? "copies to the GPU" : "copies from the GPU"))
+		return -1;
+	if (!to_device) {
+		off = 0;
+		for (int i = 0; i < n; off += bytes[i], i++)
+			memcpy(dst[i], g->k.stage.p + off, bytes[i]);
+	}
+	return 0;
 }
 
 static int m_mt_op(struct sdc_gpu_mt *g, const struct sdc_mt_op *op)

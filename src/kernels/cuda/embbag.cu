@@ -43,6 +43,7 @@ struct sdc_gpu_eb {
 	struct sdc_gpu_flip *flips;
 	uint64_t *bad;
 	int *nbad;
+	size_t v_off; /* where the verdicts lie in the staging (k.stage): after the outputs */
 };
 
 __global__ void k_eb_fill(const struct sdc_eb_cfg cfg, const struct sdc_eb_layout l, uint8_t *table)
@@ -143,25 +144,23 @@ static void m_eb_close(struct sdc_gpu_eb *g)
 {
 	if (!g)
 		return;
-	if (!g->k.failed)
-		sdc_cuda_sticky_settle(&g->k, "the last lookups");
-	/* cudaFree and cudaStreamDestroy wait without a deadline: a hung GPU keeps its memory (the
-	 * process ends soon, and that frees it), as the GEMM engine's does */
-	if (!g->k.hung) {
-		void *bufs[] = { g->table, g->idx, g->w, g->start, g->len, g->weighted, g->out, g->v, g->flips, g->bad, g->nbad };
-		for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
-			if (bufs[i])
-				cudaFree(bufs[i]);
+	/* Freed in the stream's order, nothing on a hung GPU (sdc_cuda_sticky_close): the process
+	 * ends soon, and that frees it. */
+	if (!g->k.hung && !sdc_cuda_is_hung(g->k.dev)) {
 		if (g->t1)
 			cudaEventDestroy(g->t1);
 		if (g->t0)
 			cudaEventDestroy(g->t0);
-		if (g->k.ev)
-			cudaEventDestroy(g->k.ev);
-		if (g->k.s)
-			cudaStreamDestroy(g->k.s);
 	}
+	void *const bufs[] = { g->table, g->idx, g->w, g->start, g->len, g->weighted, g->out, g->v, g->flips, g->bad, g->nbad };
+	sdc_cuda_sticky_close(&g->k, bufs, (int)(sizeof(bufs) / sizeof(bufs[0])));
 	free(g);
+}
+
+/* Device memory in the stream's order (freed the same way: m_eb_close). */
+static cudaError_t dmalloc(struct sdc_gpu_eb *g, void **p, size_t bytes)
+{
+	return sdc_cuda_malloc(g->k.dev, p, bytes, g->k.s);
 }
 
 static struct sdc_gpu_eb *m_eb_open(const struct sdc_eb_cfg *cfg, int with_sums, int max_bags, double timeout,
@@ -173,7 +172,6 @@ static struct sdc_gpu_eb *m_eb_open(const struct sdc_eb_cfg *cfg, int with_sums,
 		return NULL;
 	}
 	g->cfg = *cfg;
-	g->k.timeout = timeout;
 	g->max_bags = max_bags;
 	if (sdc_eb_layout_init(&g->l, cfg->fmt, cfg->d, with_sums) || max_bags < cfg->batch || !cfg->rows) {
 		snprintf(err, errlen, "a table of %llu rows of width %d and %d bags cannot be made",
@@ -181,25 +179,36 @@ static struct sdc_gpu_eb *m_eb_open(const struct sdc_eb_cfg *cfg, int with_sums,
 		free(g);
 		return NULL;
 	}
+	if (sdc_cuda_sticky_open(&g->k, timeout, err, errlen)) {
+		free(g);
+		return NULL;
+	}
 	{
 		const int batches = max_bags / cfg->batch;
 		const size_t region = (size_t)sdc_eb_batch_plan(cfg).max_total * (size_t)batches;
 		const size_t table_bytes = (size_t)cfg->rows * g->l.stride;
-		SDC_CUDA_TRY(cudaStreamCreateWithFlags(&g->k.s, cudaStreamNonBlocking), "cudaStreamCreate");
-		SDC_CUDA_TRY(cudaEventCreateWithFlags(&g->k.ev, cudaEventDisableTiming), "cudaEventCreate");
+		/* the staging: the outputs then the verdicts (eb_lookup); the sweep's rows, a row and the
+		 * flips each fit in it too */
+		const size_t out_bytes = (size_t)max_bags * cfg->d * sizeof(float);
+		g->v_off = (out_bytes + 15) / 16 * 16;
+		size_t stage = g->v_off + (size_t)max_bags * sizeof(struct sdc_eb_verdict);
+		const size_t other[] = { EB_SWEEP_CAP * sizeof(uint64_t), g->l.stride, EB_MAX_FLIPS * sizeof(struct sdc_gpu_flip) };
+		for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++)
+			stage = stage > other[i] ? stage : other[i];
+		SDC_CUDA_TRY(sdc_cuda_pinned_get(&g->k.stage, stage), "cudaHostAlloc (staging)");
 		SDC_CUDA_TRY(cudaEventCreate(&g->t0), "cudaEventCreate");
 		SDC_CUDA_TRY(cudaEventCreate(&g->t1), "cudaEventCreate");
-		SDC_CUDA_TRY(cudaMalloc(&g->table, table_bytes), "cudaMalloc (the table)");
-		SDC_CUDA_TRY(cudaMalloc(&g->idx, region * sizeof(uint32_t)), "cudaMalloc");
-		SDC_CUDA_TRY(cudaMalloc(&g->w, region * sizeof(float)), "cudaMalloc");
-		SDC_CUDA_TRY(cudaMalloc(&g->start, (size_t)max_bags * sizeof(int32_t)), "cudaMalloc");
-		SDC_CUDA_TRY(cudaMalloc(&g->len, (size_t)max_bags * sizeof(int32_t)), "cudaMalloc");
-		SDC_CUDA_TRY(cudaMalloc(&g->weighted, (size_t)max_bags), "cudaMalloc");
-		SDC_CUDA_TRY(cudaMalloc(&g->out, (size_t)max_bags * cfg->d * sizeof(float)), "cudaMalloc");
-		SDC_CUDA_TRY(cudaMalloc(&g->v, (size_t)max_bags * sizeof(struct sdc_eb_verdict)), "cudaMalloc");
-		SDC_CUDA_TRY(cudaMalloc(&g->flips, EB_MAX_FLIPS * sizeof(struct sdc_gpu_flip)), "cudaMalloc");
-		SDC_CUDA_TRY(cudaMalloc(&g->bad, EB_SWEEP_CAP * sizeof(uint64_t)), "cudaMalloc");
-		SDC_CUDA_TRY(cudaMalloc(&g->nbad, sizeof(int)), "cudaMalloc");
+		SDC_CUDA_TRY(dmalloc(g, (void **)&g->table, table_bytes), "cudaMallocAsync (the table)");
+		SDC_CUDA_TRY(dmalloc(g, (void **)&g->idx, region * sizeof(uint32_t)), "cudaMallocAsync");
+		SDC_CUDA_TRY(dmalloc(g, (void **)&g->w, region * sizeof(float)), "cudaMallocAsync");
+		SDC_CUDA_TRY(dmalloc(g, (void **)&g->start, (size_t)max_bags * sizeof(int32_t)), "cudaMallocAsync");
+		SDC_CUDA_TRY(dmalloc(g, (void **)&g->len, (size_t)max_bags * sizeof(int32_t)), "cudaMallocAsync");
+		SDC_CUDA_TRY(dmalloc(g, (void **)&g->weighted, (size_t)max_bags), "cudaMallocAsync");
+		SDC_CUDA_TRY(dmalloc(g, (void **)&g->out, out_bytes), "cudaMallocAsync");
+		SDC_CUDA_TRY(dmalloc(g, (void **)&g->v, (size_t)max_bags * sizeof(struct sdc_eb_verdict)), "cudaMallocAsync");
+		SDC_CUDA_TRY(dmalloc(g, (void **)&g->flips, EB_MAX_FLIPS * sizeof(struct sdc_gpu_flip)), "cudaMallocAsync");
+		SDC_CUDA_TRY(dmalloc(g, (void **)&g->bad, EB_SWEEP_CAP * sizeof(uint64_t)), "cudaMallocAsync");
+		SDC_CUDA_TRY(dmalloc(g, (void **)&g->nbad, sizeof(int)), "cudaMallocAsync");
 		const uint64_t blocks = (cfg->rows + 255) / 256;
 		k_eb_fill<<<(unsigned)blocks, 256, 0, g->k.s>>>(g->cfg, g->l, g->table);
 		SDC_CUDA_TRY(cudaGetLastError(), "making the table");
@@ -249,18 +258,28 @@ static int m_eb_lookup(struct sdc_gpu_eb *g, int sums, const struct sdc_gpu_flip
 	if (nflips > EB_MAX_FLIPS)
 		nflips = EB_MAX_FLIPS;
 	cudaError_t e;
-	if (nflips && (e = cudaMemcpyAsync(g->flips, flips, (size_t)nflips * sizeof(*flips), cudaMemcpyHostToDevice,
-					   g->k.s)) != cudaSuccess)
-		return sdc_cuda_sticky_fail(&g->k, "cudaMemcpy to the GPU", e);
+	/* The staging is free at every entry: whatever went through it was settled. The flips go
+	 * through it too, and the lookups are settled before the copies back are queued there. */
+	if (nflips) {
+		memcpy(g->k.stage.p, flips, (size_t)nflips * sizeof(*flips));
+		if ((e = sdc_cuda_to_device(g->flips, &g->k.stage, 0, (size_t)nflips * sizeof(*flips), g->k.s)) != cudaSuccess)
+			return sdc_cuda_sticky_fail(&g->k, "cudaMemcpyAsync to the GPU", e);
+	}
 	if (launch_bags(g, sums, nflips) || sdc_cuda_sticky_settle(&g->k, "the lookups"))
 		return -1;
-	if (out && (e = cudaMemcpyAsync(out, g->out, (size_t)g->nbags * g->l.d * sizeof(float), cudaMemcpyDeviceToHost,
-					g->k.s)) != cudaSuccess)
-		return sdc_cuda_sticky_fail(&g->k, "cudaMemcpy from the GPU", e);
-	if (v && g->l.trailer &&
-	    (e = cudaMemcpyAsync(v, g->v, (size_t)g->nbags * sizeof(*v), cudaMemcpyDeviceToHost, g->k.s)) != cudaSuccess)
-		return sdc_cuda_sticky_fail(&g->k, "cudaMemcpy from the GPU", e);
-	return sdc_cuda_sticky_settle(&g->k, "copying the lookups back");
+	const size_t out_bytes = (size_t)g->nbags * g->l.d * sizeof(float), v_bytes = (size_t)g->nbags * sizeof(*v);
+	const bool want_v = v && g->l.trailer;
+	if (out && (e = sdc_cuda_from_device(&g->k.stage, 0, g->out, out_bytes, g->k.s)) != cudaSuccess)
+		return sdc_cuda_sticky_fail(&g->k, "cudaMemcpyAsync from the GPU", e);
+	if (want_v && (e = sdc_cuda_from_device(&g->k.stage, g->v_off, g->v, v_bytes, g->k.s)) != cudaSuccess)
+		return sdc_cuda_sticky_fail(&g->k, "cudaMemcpyAsync from the GPU", e);
+	if (sdc_cuda_sticky_settle(&g->k, "copying the lookups back"))
+		return -1;
+	if (out)
+		memcpy(out, g->k.stage.p, out_bytes);
+	if (want_v)
+		memcpy(v, g->k.stage.p + g->v_off, v_bytes);
+	return 0;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -285,10 +304,11 @@ static int m_eb_sweep(struct sdc_gpu_eb *g, uint64_t row0, uint64_t n, uint64_t 
 								    g->nbad);
 	if (sdc_cuda_sticky_launched(&g->k, "the sweep kernel") || sdc_cuda_sticky_settle(&g->k, "the sweep"))
 		return -1;
-	if ((e = cudaMemcpyAsync(nbad, g->nbad, sizeof(int), cudaMemcpyDeviceToHost, g->k.s)) != cudaSuccess)
-		return sdc_cuda_sticky_fail(&g->k, "cudaMemcpy from the GPU", e);
+	if ((e = sdc_cuda_from_device(&g->k.stage, 0, g->nbad, sizeof(int), g->k.s)) != cudaSuccess)
+		return sdc_cuda_sticky_fail(&g->k, "cudaMemcpyAsync from the GPU", e);
 	if (sdc_cuda_sticky_settle(&g->k, "copying the sweep's count back"))
 		return -1;
+	memcpy(nbad, g->k.stage.p, sizeof(int));
 	const int got = *nbad < EB_SWEEP_CAP ? *nbad : EB_SWEEP_CAP, take = got < max ? got : max;
 	uint64_t *all = (uint64_t *)malloc((size_t)(got ? got : 1) * sizeof(uint64_t));
 	if (!all) {
@@ -296,12 +316,13 @@ static int m_eb_sweep(struct sdc_gpu_eb *g, uint64_t row0, uint64_t n, uint64_t 
 		g->k.failed = 1;
 		return -1;
 	}
-	if (got && ((e = cudaMemcpyAsync(all, g->bad, (size_t)got * sizeof(uint64_t), cudaMemcpyDeviceToHost, g->k.s)) !=
+	if (got && ((e = sdc_cuda_from_device(&g->k.stage, 0, g->bad, (size_t)got * sizeof(uint64_t), g->k.s)) !=
 			    cudaSuccess ||
 		    sdc_cuda_sticky_settle(&g->k, "copying the sweep's rows back"))) {
 		free(all);
-		return e != cudaSuccess ? sdc_cuda_sticky_fail(&g->k, "cudaMemcpy from the GPU", e) : -1;
+		return e != cudaSuccess ? sdc_cuda_sticky_fail(&g->k, "cudaMemcpyAsync from the GPU", e) : -1;
 	}
+	memcpy(all, g->k.stage.p, (size_t)got * sizeof(uint64_t));
 	qsort(all, (size_t)got, sizeof(uint64_t), cmp_u64);
 	memcpy(bad, all, (size_t)take * sizeof(uint64_t));
 	free(all);
@@ -319,11 +340,17 @@ static int m_eb_row(struct sdc_gpu_eb *g, int write, uint64_t row, uint8_t *byte
 		return -1;
 	}
 	uint8_t *p = g->table + row * g->l.stride;
-	const cudaError_t e = cudaMemcpyAsync(write ? (void *)p : (void *)bytes, write ? (const void *)bytes : (const void *)p,
-					      g->l.stride, write ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, g->k.s);
+	if (write)
+		memcpy(g->k.stage.p, bytes, g->l.stride);
+	const cudaError_t e = write ? sdc_cuda_to_device(p, &g->k.stage, 0, g->l.stride, g->k.s)
+				    : sdc_cuda_from_device(&g->k.stage, 0, p, g->l.stride, g->k.s);
 	if (e != cudaSuccess)
-		return sdc_cuda_sticky_fail(&g->k, write ? "cudaMemcpy to the GPU" : "cudaMemcpy from the GPU", e);
-	return sdc_cuda_sticky_settle(&g->k, write ? "writing a row" : "reading a row");
+		return sdc_cuda_sticky_fail(&g->k, write ? "cudaMemcpyAsync to the GPU" : "cudaMemcpyAsync from the GPU", e);
+	if (sdc_cuda_sticky_settle(&g->k, write ? "writing a row" : "reading a row"))
+		return -1;
+	if (!write)
+		memcpy(bytes, g->k.stage.p, g->l.stride);
+	return 0;
 }
 
 static int m_eb_time(struct sdc_gpu_eb *g, int sums, int reps, double *seconds)

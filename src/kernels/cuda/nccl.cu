@@ -117,14 +117,15 @@ static void pause_briefly(void)
 	nanosleep(&ts, NULL);
 }
 
-/* What a ring's hops leave on the device, copied back at its end (pinned, so the copies are
- * queued and never block the host past a deadline): per hop, the wrong elements and the first
- * (stat, 2 words), the CRC of what arrived, the first wrong value, the header as it arrived. */
+/* What a ring's hops leave on the device, copied back at its end: per hop, the wrong elements and
+ * the first (stat, 2 words), the CRC of what arrived, the first wrong value, the header as it
+ * arrived. Its host copy lies in one pinned staging buffer in this order (RING_OUT_BYTES). */
 struct ring_out {
 	unsigned long long *stat;
 	uint32_t *crc, *hdr;
 	float *got;
 };
+#define RING_OUT_BYTES(hops) ((size_t)(hops) * (16 + 4 + 16 + 4))
 
 /* One GPU of this process in the communicator (one under mpirun, every GPU of the host in a
  * single process): its NCCL rank, stream, buffers. */
@@ -135,17 +136,19 @@ struct member {
 	cudaEvent_t t0, t1;
 	float *in, *out;
 	unsigned long long *stat;  /* [0] wrong elements, [1] the first (ULLONG_MAX: none) */
-	unsigned long long *hstat; /* its pinned host copy */
+	struct sdc_cuda_pinned hstat; /* its host copy (staging: kernels/cuda/cuda_util.h) */
 	/* the checked ring's (made at its first use): a chunk each to receive into, for the sums sent
 	 * on and for a hop fault's copy; headers sent; the hops' results on the device and pinned */
 	float *recv, *sums, *fault;
 	uint32_t *hdr_send;
-	struct ring_out dev, host;
+	struct ring_out dev, host; /* host: views into ring_stage */
+	struct sdc_cuda_pinned ring_stage;
 	struct sdc_crc_scratch sc;
 	/* the data-parallel mean's (made at its first use, for total floats): this rank's gradient, every
 	 * rank's, the mean; pinned host copies of the first and the last */
 	int64_t dp_total;
-	float *dp_local, *dp_all, *dp_out, *dp_hin, *dp_hout;
+	float *dp_local, *dp_all, *dp_out;
+	struct sdc_cuda_pinned dp_stage; /* the gradient in, then the mean out */
 };
 
 struct sdc_gpu_comm {
@@ -259,6 +262,74 @@ static int m_nccl_unique_id(uint8_t *id, char *err, size_t errlen)
 	return 0;
 }
 
+/* ncclCommAbort and ncclCommDestroy can wait for the device (a cudaFree inside: NVIDIA/nccl
+ * issues 549 and 829), so each runs on a thread of its own and is waited for ABORT_S at most;
+ * one that does not return gives its GPU up (marked hung: nothing more is started or freed there)
+ * and is left running to the process's end. */
+#define ABORT_S 10.0
+struct comm_call {
+	ncclResult_t (*fn)(ncclComm_t);
+	ncclComm_t comm;
+	int ordinal;
+	int done; /* (__atomic builtins: the thread sets it, the caller polls it) */
+};
+
+static void *comm_call_thread(void *arg)
+{
+	struct comm_call *k = (struct comm_call *)arg;
+	cudaSetDevice(k->ordinal);
+	k->fn(k->comm);
+	__atomic_store_n(&k->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* 0 when fn(comm) returned within ABORT_S; -1 (the GPU marked hung) when not. */
+static int comm_call_bounded(ncclResult_t (*fn)(ncclComm_t), ncclComm_t comm, int ordinal)
+{
+	struct comm_call *k = (struct comm_call *)calloc(1, sizeof(*k));
+	pthread_t t;
+	if (!k)
+		return -1;
+	k->fn = fn, k->comm = comm, k->ordinal = ordinal;
+	if (pthread_create(&t, NULL, comm_call_thread, k)) {
+		free(k);
+		return -1;
+	}
+	const double deadline = now() + ABORT_S;
+	while (!__atomic_load_n(&k->done, __ATOMIC_ACQUIRE) && now() < deadline)
+		pause_briefly();
+	if (!__atomic_load_n(&k->done, __ATOMIC_ACQUIRE)) {
+		pthread_detach(t); /* (k stays with it: it may still write done) */
+		sdc_cuda_mark_hung(ordinal);
+		return -1;
+	}
+	pthread_join(t, NULL);
+	free(k);
+	return 0;
+}
+
+/* A member's memory, streams and events (nothing on a GPU given up: see cuda_util.h). */
+static void member_free(struct member *m)
+{
+	const int d = m->ordinal;
+	void *const bufs[] = { m->in, m->out, m->stat, m->recv, m->sums, m->fault, m->hdr_send, m->dev.stat,
+			       m->dev.crc, m->dev.hdr, m->dev.got, m->sc.c[0], m->sc.c[1], m->sc.l[0], m->sc.l[1],
+			       m->dp_local, m->dp_all, m->dp_out };
+	if (sdc_cuda_is_hung(d) || !m->s)
+		return;
+	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+		if (bufs[i])
+			sdc_cuda_free(d, bufs[i], m->s);
+	sdc_cuda_pinned_put(d, &m->hstat, m->s);
+	sdc_cuda_pinned_put(d, &m->ring_stage, m->s);
+	sdc_cuda_pinned_put(d, &m->dp_stage, m->s);
+	cudaStreamDestroy(m->s); /* (returns at once: the stream goes when its work is done) */
+	if (m->t0)
+		cudaEventDestroy(m->t0);
+	if (m->t1)
+		cudaEventDestroy(m->t1);
+}
+
 static void m_nccl_destroy(struct sdc_gpu_comm *c, int abort)
 {
 	if (!c)
@@ -276,25 +347,11 @@ static void m_nccl_destroy(struct sdc_gpu_comm *c, int abort)
 	finalized = finalized && !settle_all(c, now() + 10, "ncclCommFinalize", NULL, 0);
 	for (int i = 0; i < c->nmem; i++) {
 		struct member *m = &c->m[i];
-		cudaSetDevice(m->ordinal);
-		if (m->comm)
-			(finalized ? api.CommDestroy : api.CommAbort)(m->comm);
-		if (!finalized)
-			continue; /* after an abort the stream may hold work that never ends: left to the process's end */
-		cudaFree(m->in), cudaFree(m->out), cudaFree(m->stat), cudaFreeHost(m->hstat);
-		cudaFree(m->recv), cudaFree(m->sums), cudaFree(m->fault), cudaFree(m->hdr_send);
-		cudaFree(m->dev.stat), cudaFree(m->dev.crc), cudaFree(m->dev.hdr), cudaFree(m->dev.got);
-		cudaFreeHost(m->host.stat), cudaFreeHost(m->host.crc), cudaFreeHost(m->host.hdr), cudaFreeHost(m->host.got);
-		for (int k = 0; k < 2; k++)
-			cudaFree(m->sc.c[k]), cudaFree(m->sc.l[k]);
-		cudaFree(m->dp_local), cudaFree(m->dp_all), cudaFree(m->dp_out);
-		cudaFreeHost(m->dp_hin), cudaFreeHost(m->dp_hout);
-		if (m->s)
-			cudaStreamDestroy(m->s);
-		if (m->t0)
-			cudaEventDestroy(m->t0);
-		if (m->t1)
-			cudaEventDestroy(m->t1);
+		if (m->comm && comm_call_bounded(finalized ? api.CommDestroy : api.CommAbort, m->comm, m->ordinal))
+			continue; /* given up */
+		/* after an abort the stream may hold work that never ends: left to the process's end */
+		if (finalized)
+			member_free(m);
 	}
 	cudaSetDevice(dev);
 	free(c->m);
@@ -305,15 +362,15 @@ static void m_nccl_destroy(struct sdc_gpu_comm *c, int abort)
 static int member_alloc(struct member *m, int64_t n, char *err, size_t errlen)
 {
 	const size_t bytes = (size_t)n * 4;
-	if (use(m, err, errlen))
+	if (use(m, err, errlen) || sdc_cuda_refuse_hung(m->ordinal, err, errlen))
 		return -1;
 	SDC_CUDA_TRY(cudaStreamCreateWithFlags(&m->s, cudaStreamNonBlocking), "cudaStreamCreate");
 	SDC_CUDA_TRY(cudaEventCreate(&m->t0), "cudaEventCreate");
 	SDC_CUDA_TRY(cudaEventCreate(&m->t1), "cudaEventCreate");
-	SDC_CUDA_TRY(cudaMalloc(&m->in, bytes), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMalloc(&m->out, bytes), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMalloc(&m->stat, 16), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMallocHost(&m->hstat, 16), "cudaMallocHost");
+	SDC_CUDA_TRY(sdc_cuda_malloc(m->ordinal, (void **)&m->in, bytes, m->s), "cudaMallocAsync");
+	SDC_CUDA_TRY(sdc_cuda_malloc(m->ordinal, (void **)&m->out, bytes, m->s), "cudaMallocAsync");
+	SDC_CUDA_TRY(sdc_cuda_malloc(m->ordinal, (void **)&m->stat, 16, m->s), "cudaMallocAsync");
+	SDC_CUDA_TRY(sdc_cuda_pinned_get(&m->hstat, 16), "cudaHostAlloc");
 	return 0;
 fail:
 	return -1;
@@ -487,7 +544,7 @@ static int m_nccl_collective(struct sdc_gpu_comm *c, char op, uint64_t it, const
 			k_flip<<<1, 1, 0, m->s>>>((uint32_t *)m->out, flip->el, flip->bit & 31);
 		k_verify<<<grid_for(nout), 256, 0, m->s>>>(op, nout, m->rank, P, n, salt, (const uint32_t *)m->out, m->stat);
 		SDC_CUDA_TRY(cudaGetLastError(), "the check kernel");
-		SDC_CUDA_TRY(cudaMemcpyAsync(m->hstat, m->stat, 16, cudaMemcpyDeviceToHost, m->s), "cudaMemcpy");
+		SDC_CUDA_TRY(sdc_cuda_from_device(&m->hstat, 0, m->stat, 16, m->s), "cudaMemcpyAsync");
 	}
 	if ((rc = drain_streams(c, deadline, what, err, errlen)))
 		goto out;
@@ -496,18 +553,19 @@ static int m_nccl_collective(struct sdc_gpu_comm *c, char op, uint64_t it, const
 		float ms = 0;
 		SDC_CUDA_TRY(cudaEventElapsedTime(&ms, m->t0, m->t1), "cudaEventElapsedTime");
 		res[i].seconds = ms / 1e3;
-		res[i].wrong = (int64_t)m->hstat[0];
-		if (!m->hstat[0])
+		const unsigned long long *hstat = (const unsigned long long *)m->hstat.p;
+		res[i].wrong = (int64_t)hstat[0];
+		if (!hstat[0])
 			continue;
-		res[i].first = (int64_t)m->hstat[1];
+		res[i].first = (int64_t)hstat[1];
 		res[i].expected = sdc_coll_expect(op, res[i].first, m->rank, P, n, salt);
 		if (use(m, err, errlen))
 			goto fail;
-		SDC_CUDA_TRY(cudaMemcpyAsync(m->hstat, (const uint32_t *)m->out + res[i].first, 4, cudaMemcpyDeviceToHost, m->s),
-			     "cudaMemcpy");
+		SDC_CUDA_TRY(sdc_cuda_from_device(&m->hstat, 0, (const uint32_t *)m->out + res[i].first, 4, m->s),
+			     "cudaMemcpyAsync");
 		if ((rc = drain_streams(c, deadline, what, err, errlen)))
 			goto out;
-		memcpy(&res[i].got, m->hstat, 4);
+		memcpy(&res[i].got, m->hstat.p, 4);
 	}
 	cudaSetDevice(dev);
 	return 0;
@@ -601,21 +659,23 @@ static int ring_alloc(struct member *m, int P, int64_t n, char *err, size_t errl
 	const uint64_t np = sdc_cuda_crc_pieces(cb);
 	if (use(m, err, errlen))
 		return -1;
-	SDC_CUDA_TRY(cudaMalloc(&m->recv, cb), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMalloc(&m->sums, cb), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMalloc(&m->fault, cb), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMalloc(&m->hdr_send, (size_t)hops * 16), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMalloc(&m->dev.stat, (size_t)hops * 16), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMalloc(&m->dev.crc, (size_t)hops * 4), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMalloc(&m->dev.hdr, (size_t)hops * 16), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMalloc(&m->dev.got, (size_t)hops * 4), "cudaMalloc");
-	SDC_CUDA_TRY(cudaMallocHost(&m->host.stat, (size_t)hops * 16), "cudaMallocHost");
-	SDC_CUDA_TRY(cudaMallocHost(&m->host.crc, (size_t)hops * 4), "cudaMallocHost");
-	SDC_CUDA_TRY(cudaMallocHost(&m->host.hdr, (size_t)hops * 16), "cudaMallocHost");
-	SDC_CUDA_TRY(cudaMallocHost(&m->host.got, (size_t)hops * 4), "cudaMallocHost");
+	const int d = m->ordinal;
+	SDC_CUDA_TRY(sdc_cuda_malloc(d, (void **)&m->recv, cb, m->s), "cudaMallocAsync");
+	SDC_CUDA_TRY(sdc_cuda_malloc(d, (void **)&m->sums, cb, m->s), "cudaMallocAsync");
+	SDC_CUDA_TRY(sdc_cuda_malloc(d, (void **)&m->fault, cb, m->s), "cudaMallocAsync");
+	SDC_CUDA_TRY(sdc_cuda_malloc(d, (void **)&m->hdr_send, (size_t)hops * 16, m->s), "cudaMallocAsync");
+	SDC_CUDA_TRY(sdc_cuda_malloc(d, (void **)&m->dev.stat, (size_t)hops * 16, m->s), "cudaMallocAsync");
+	SDC_CUDA_TRY(sdc_cuda_malloc(d, (void **)&m->dev.crc, (size_t)hops * 4, m->s), "cudaMallocAsync");
+	SDC_CUDA_TRY(sdc_cuda_malloc(d, (void **)&m->dev.hdr, (size_t)hops * 16, m->s), "cudaMallocAsync");
+	SDC_CUDA_TRY(sdc_cuda_malloc(d, (void **)&m->dev.got, (size_t)hops * 4, m->s), "cudaMallocAsync");
+	SDC_CUDA_TRY(sdc_cuda_pinned_get(&m->ring_stage, RING_OUT_BYTES(hops)), "cudaHostAlloc");
+	m->host.stat = (unsigned long long *)m->ring_stage.p;
+	m->host.crc = (uint32_t *)(m->ring_stage.p + (size_t)hops * 16);
+	m->host.hdr = (uint32_t *)(m->ring_stage.p + (size_t)hops * 20);
+	m->host.got = (float *)(m->ring_stage.p + (size_t)hops * 36);
 	for (int k = 0; k < 2; k++) {
-		SDC_CUDA_TRY(cudaMalloc(&m->sc.c[k], np * 4), "cudaMalloc");
-		SDC_CUDA_TRY(cudaMalloc(&m->sc.l[k], np * 8), "cudaMalloc");
+		SDC_CUDA_TRY(sdc_cuda_malloc(d, (void **)&m->sc.c[k], np * 4, m->s), "cudaMallocAsync");
+		SDC_CUDA_TRY(sdc_cuda_malloc(d, (void **)&m->sc.l[k], np * 8, m->s), "cudaMallocAsync");
 	}
 	return 0;
 fail:
@@ -767,10 +827,11 @@ static int m_nccl_ring(struct sdc_gpu_comm *c, const int *order, uint64_t it, co
 		if (use(m, err, errlen))
 			goto fail;
 		SDC_CUDA_TRY(cudaEventRecord(m->t1, m->s), "cudaEventRecord");
-		SDC_CUDA_TRY(cudaMemcpyAsync(m->host.stat, m->dev.stat, (size_t)nh * 16, cudaMemcpyDeviceToHost, m->s), "cudaMemcpy");
-		SDC_CUDA_TRY(cudaMemcpyAsync(m->host.crc, m->dev.crc, (size_t)nh * 4, cudaMemcpyDeviceToHost, m->s), "cudaMemcpy");
-		SDC_CUDA_TRY(cudaMemcpyAsync(m->host.hdr, m->dev.hdr, (size_t)nh * 16, cudaMemcpyDeviceToHost, m->s), "cudaMemcpy");
-		SDC_CUDA_TRY(cudaMemcpyAsync(m->host.got, m->dev.got, (size_t)nh * 4, cudaMemcpyDeviceToHost, m->s), "cudaMemcpy");
+		struct sdc_cuda_pinned *h = &m->ring_stage;
+		SDC_CUDA_TRY(sdc_cuda_from_device(h, 0, m->dev.stat, (size_t)nh * 16, m->s), "cudaMemcpyAsync");
+		SDC_CUDA_TRY(sdc_cuda_from_device(h, (size_t)nh * 16, m->dev.crc, (size_t)nh * 4, m->s), "cudaMemcpyAsync");
+		SDC_CUDA_TRY(sdc_cuda_from_device(h, (size_t)nh * 20, m->dev.hdr, (size_t)nh * 16, m->s), "cudaMemcpyAsync");
+		SDC_CUDA_TRY(sdc_cuda_from_device(h, (size_t)nh * 36, m->dev.got, (size_t)nh * 4, m->s), "cudaMemcpyAsync");
 	}
 	if ((rc = drain_streams(c, deadline, "the checked ring", err, errlen)))
 		goto out;
@@ -831,20 +892,28 @@ static int m_nccl_rank_mean(struct sdc_gpu_comm *c, const float *local, int64_t 
 	cudaGetDevice(&dev);
 	if (use(m, err, errlen))
 		goto fail;
+	if (sdc_cuda_refuse_hung(m->ordinal, err, errlen))
+		goto fail;
 	if (m->dp_total != total) {
-		cudaFree(m->dp_local), cudaFree(m->dp_all), cudaFree(m->dp_out);
-		cudaFreeHost(m->dp_hin), cudaFreeHost(m->dp_hout);
-		m->dp_local = m->dp_all = m->dp_out = m->dp_hin = m->dp_hout = NULL;
+		/* (stream ordered: the old buffers go after the work queued before them; the stream is
+		 * idle here, every call waits for its own work) */
+		void *old[] = { m->dp_local, m->dp_all, m->dp_out };
+		for (int k = 0; k < 3; k++)
+			if (old[k])
+				sdc_cuda_free(m->ordinal, old[k], m->s);
+		m->dp_local = m->dp_all = m->dp_out = NULL;
 		m->dp_total = 0;
-		SDC_CUDA_TRY(cudaMalloc(&m->dp_local, bytes), "cudaMalloc");
-		SDC_CUDA_TRY(cudaMalloc(&m->dp_all, bytes * (size_t)P), "cudaMalloc");
-		SDC_CUDA_TRY(cudaMalloc(&m->dp_out, bytes), "cudaMalloc");
-		SDC_CUDA_TRY(cudaMallocHost(&m->dp_hin, bytes), "cudaMallocHost");
-		SDC_CUDA_TRY(cudaMallocHost(&m->dp_hout, bytes), "cudaMallocHost");
+		SDC_CUDA_TRY(sdc_cuda_malloc(m->ordinal, (void **)&m->dp_local, bytes, m->s), "cudaMallocAsync");
+		SDC_CUDA_TRY(sdc_cuda_malloc(m->ordinal, (void **)&m->dp_all, bytes * (size_t)P, m->s), "cudaMallocAsync");
+		SDC_CUDA_TRY(sdc_cuda_malloc(m->ordinal, (void **)&m->dp_out, bytes, m->s), "cudaMallocAsync");
+		if (m->dp_stage.bytes < bytes) {
+			sdc_cuda_pinned_put(m->ordinal, &m->dp_stage, m->s);
+			SDC_CUDA_TRY(sdc_cuda_pinned_get(&m->dp_stage, bytes), "cudaHostAlloc");
+		}
 		m->dp_total = total;
 	}
-	memcpy(m->dp_hin, local, bytes);
-	SDC_CUDA_TRY(cudaMemcpyAsync(m->dp_local, m->dp_hin, bytes, cudaMemcpyHostToDevice, m->s), "cudaMemcpy");
+	memcpy(m->dp_stage.p, local, bytes);
+	SDC_CUDA_TRY(sdc_cuda_to_device(m->dp_local, &m->dp_stage, 0, bytes, m->s), "cudaMemcpyAsync");
 	{
 		const ncclResult_t r = api.AllGather(m->dp_local, m->dp_all, (size_t)total, ncclFloat32, m->comm, m->s);
 		if (r != ncclSuccess && r != ncclInProgress) {
@@ -856,10 +925,10 @@ static int m_nccl_rank_mean(struct sdc_gpu_comm *c, const float *local, int64_t 
 		goto out;
 	k_rank_mean<<<grid_for(total), 256, 0, m->s>>>(m->dp_all, total, P, 1.0f / (float)P, m->dp_out);
 	SDC_CUDA_TRY(cudaGetLastError(), "the rank-order mean");
-	SDC_CUDA_TRY(cudaMemcpyAsync(m->dp_hout, m->dp_out, bytes, cudaMemcpyDeviceToHost, m->s), "cudaMemcpy");
+	SDC_CUDA_TRY(sdc_cuda_from_device(&m->dp_stage, 0, m->dp_out, bytes, m->s), "cudaMemcpyAsync");
 	if ((rc = drain_streams(c, deadline, "the gradients' mean", err, errlen)))
 		goto out;
-	memcpy(out, m->dp_hout, bytes);
+	memcpy(out, m->dp_stage.p, bytes);
 	cudaSetDevice(dev);
 	return 0;
 out:
@@ -875,29 +944,46 @@ __global__ void k_nothing(int *p)
 		*p = 1;
 }
 
+/* Each GPU's ping: a stream, an event and a word, made at its first ping and kept (a ping runs
+ * after a deadline, when nothing may be freed: a free waits for the whole device). */
+static struct {
+	cudaStream_t s;
+	cudaEvent_t ev;
+	int *word;
+} pings[SDC_CUDA_MAX_DEVICES];
+static pthread_mutex_t ping_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int m_ping(int device, double timeout, char *err, size_t errlen)
 {
-	struct sdc_cuda_work w;
-	const size_t bytes[1] = { 4 };
 	int rc = -1, dev = 0;
 	cudaGetDevice(&dev);
-	if (device >= 0 && cudaSetDevice(device) != cudaSuccess) {
+	if (device < 0 || device >= SDC_CUDA_MAX_DEVICES || cudaSetDevice(device) != cudaSuccess) {
 		snprintf(err, errlen, "cudaSetDevice(%d) failed", device);
 		return -1;
 	}
-	if (sdc_cuda_work_init(&w, bytes, 1, 0, err, errlen)) {
-		cudaSetDevice(dev);
-		return -1;
+	if (sdc_cuda_refuse_hung(device, err, errlen))
+		goto fail;
+	pthread_mutex_lock(&ping_lock);
+	if (!pings[device].s) {
+		cudaStream_t s = NULL;
+		cudaEvent_t ev = NULL;
+		int *word = NULL;
+		const bool made = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess &&
+				  cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) == cudaSuccess &&
+				  sdc_cuda_malloc(device, (void **)&word, 4, s) == cudaSuccess;
+		if (made)
+			pings[device].s = s, pings[device].ev = ev, pings[device].word = word;
 	}
-	k_nothing<<<1, 1, 0, w.s>>>((int *)w.buf[0]);
+	pthread_mutex_unlock(&ping_lock);
+	if (!pings[device].s) {
+		snprintf(err, errlen, "a stream for a kernel of one thread could not be made on GPU %d", device);
+		goto fail;
+	}
+	k_nothing<<<1, 1, 0, pings[device].s>>>(pings[device].word);
 	SDC_CUDA_TRY(cudaGetLastError(), "a kernel of one thread");
-	rc = sdc_cuda_wait(w.s, w.ev, timeout, "a kernel of one thread", err, errlen) ? -1 : 0;
-	if (rc) {
-		cudaSetDevice(dev);
-		return -1; /* (a GPU that does not finish it: nothing of it is freed) */
-	}
+	/* (past the deadline sdc_cuda_wait marks the GPU hung) */
+	rc = sdc_cuda_wait(pings[device].s, pings[device].ev, timeout, "a kernel of one thread", err, errlen) ? -1 : 0;
 fail:
-	sdc_cuda_work_free(&w);
 	cudaSetDevice(dev);
 	return rc;
 }

@@ -10,15 +10,18 @@
 #define RESERVED_MAX 4
 #define NAME_MAX_LEN 31
 
-/* One reserved name: two "NAME=value" buffers in environ, at most one visible. A hidden buffer's
- * name starts with HIDDEN[b] instead of its first letter, so getenv(NAME) passes over it (two
- * marks: putenv would take two entries of one name for one). */
-static const char HIDDEN[2] = { '_', '-' };
+/* One reserved name: BUFS "NAME=value" buffers in environ, at most one visible, written in turn,
+ * so a value a reader got from getenv is rewritten only BUFS - 1 puts later. A hidden buffer's
+ * name starts with HIDDEN[b] instead of its first letter, so getenv(NAME) passes over it (a mark
+ * each: putenv would take two entries of one name for one). */
+#define BUFS 4
+static const char HIDDEN[BUFS] = { '_', '-', '.', '+' };
 
 struct reserved {
 	char name[NAME_MAX_LEN + 1];
-	char *buf[2];
-	int visible; /* 0, 1, or -1: neither (the variable is absent) */
+	char *buf[BUFS];
+	int visible; /* the buffer getenv finds, or -1: none (the variable is absent) */
+	int next;    /* the buffer the next value goes to */
 	char *initial;
 };
 
@@ -45,8 +48,7 @@ static void show(struct reserved *r, int b, bool visible)
 int sdc_env_reserve(const char *name)
 {
 	const size_t len = strlen(name);
-	if (nreserved == RESERVED_MAX || len == 0 || len > NAME_MAX_LEN || name[0] == HIDDEN[0] || name[0] == HIDDEN[1] ||
-	    find(name))
+	if (nreserved == RESERVED_MAX || len == 0 || len > NAME_MAX_LEN || memchr(HIDDEN, name[0], BUFS) || find(name))
 		return -1;
 	struct reserved *r = &reserved[nreserved];
 	const char *now = getenv(name);
@@ -55,7 +57,7 @@ int sdc_env_reserve(const char *name)
 	memset(r, 0, sizeof(*r));
 	memcpy(r->name, name, len);
 	r->initial = now ? strdup(now) : NULL;
-	for (int b = 0; b < 2; b++) {
+	for (int b = 0; b < BUFS; b++) {
 		r->buf[b] = calloc(1, len + 2 + SDC_ENV_VALUE_MAX);
 		if (!r->buf[b])
 			return -1;
@@ -63,9 +65,11 @@ int sdc_env_reserve(const char *name)
 	}
 	/* the variable's own entry (if any) goes, while no other thread runs; ours stay for good */
 	unsetenv(name);
-	if (putenv(r->buf[0]) || putenv(r->buf[1]))
-		return -1;
+	for (int b = 0; b < BUFS; b++)
+		if (putenv(r->buf[b]))
+			return -1;
 	r->visible = -1;
+	r->next = 1;
 	if (now) {
 		show(r, 0, true);
 		r->visible = 0;
@@ -86,8 +90,9 @@ int sdc_env_put(const char *name, const char *value)
 	}
 	const int old = r->visible;
 	if (value) {
-		/* the hidden buffer takes the value, then shows; the old one hides after */
-		const int b = old == 0 ? 1 : 0;
+		/* the next hidden buffer takes the value, then shows; the old one hides after */
+		const int b = r->next;
+		r->next = (b + 1) % BUFS;
 		snprintf(r->buf[b] + 1, strlen(r->name) + 1 + SDC_ENV_VALUE_MAX, "%s=%s", r->name + 1, value);
 		show(r, b, true);
 		r->visible = b;

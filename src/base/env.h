@@ -3,9 +3,9 @@
  * are not safe against a concurrent getenv (POSIX leaves it undefined; glibc reallocates environ
  * when a name is added and shifts its entries when one is removed), and Open MPI's, NCCL's and our
  * own threads call getenv at any time. A variable named here is made sdcscan's own once, before
- * any thread starts (sdc_env_reserve, first thing in main): two entries of environ point at two
- * buffers of ours, and a later change writes the hidden one and swaps which is visible, so
- * environ and its entries never move. Used for NCCL_ALGO and NCCL_PROTO, which NCCL reads with
+ * any thread starts (sdc_env_reserve, first thing in main): four entries of environ point at four
+ * buffers of ours, and a later change writes the next hidden one and makes it the visible one, so
+ * environ and its entries never move (a value a reader holds is rewritten only three puts later). Used for NCCL_ALGO and NCCL_PROTO, which NCCL reads with
  * getenv while a communicator initialises (one path's each).
  */
 #ifndef SDC_ENV_H
@@ -19,7 +19,8 @@
  * when the environment cannot take it (out of memory, too many names). */
 int sdc_env_reserve(const char *name);
 /* Sets a reserved name's value (NULL: absent, as unset; longer than SDC_ENV_VALUE_MAX: refused,
- * -1). Calls are serialised; a getenv on another thread sees the old or the new value whole. */
+ * -1). Calls are serialised; a getenv on another thread finds the old or the new value, never a
+ * moved or freed entry. */
 int sdc_env_put(const char *name, const char *value);
 /* The value the reserved name had when sdcscan started (NULL: unset then, or not reserved). */
 const char *sdc_env_initial(const char *name);

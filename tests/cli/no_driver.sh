@@ -8,6 +8,10 @@
 . "$(dirname "$0")/lib.sh"
 STUB_DIR=$(cd "$(dirname "$2")" && pwd)
 unset SDCSCAN_GPU_MODULE SDCSCAN_NVML_LIBRARY
+# (meson puts the folder of a library named among a test's arguments on LD_LIBRARY_PATH: the stub's
+# folder is taken off it, so the runs "without a driver" are)
+LD_LIBRARY_PATH=$(printf %s "${LD_LIBRARY_PATH:-}" | tr : "\n" | grep -vxF "$STUB_DIR" | paste -sd: -)
+export LD_LIBRARY_PATH
 if [ ! -f "$(dirname "$SDCSCAN")/sdcscan-gpu.so" ]; then
 	echo "SKIP: this build has no GPU module"
 	exit 77

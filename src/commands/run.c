@@ -195,7 +195,10 @@ static bool write_outputs(json_t *report, const struct sdc_cli *cli, const struc
 		ok &= !sdc_report_write(report, cli->json);
 	double last_success = 0;
 	if (ro->state) {
-		ok &= !sdc_state_path(ro->state, "last.json", path, sizeof(path)) && !sdc_report_write(report, path);
+		const bool saved = !sdc_state_path(ro->state, "last.json", path, sizeof(path)) && !sdc_report_write(report, path);
+		if (saved)
+			sdc_state_clear_start(ro->state);
+		ok &= saved;
 		last_success = v == SDC_OK ? sdc_report_end_time(report) : sdc_state_last_success(ro->state);
 		if (v == SDC_OK && sdc_state_save_success(ro->state, last_success, err, sizeof(err))) {
 			sdc_error("state: %s", err);
@@ -341,6 +344,11 @@ static int run_main(struct sdc_cmd *c)
 		goto out;
 	check_gpu_count(&run, o->expect_gpus >= 0 ? (int)o->expect_gpus : plan.expect_gpus);
 
+	/* before anything burns: a run that dies anyway leaves this, and status says so */
+	if (ro.state && sdc_state_save_start(ro.state, plan.name, err, sizeof(err))) {
+		fprintf(stderr, "sdcscan run: state: %s\n", err);
+		goto out;
+	}
 	struct sdc_output out;
 	sdc_output_init(&out, cli->json && !strcmp(cli->json, "-"), cli->quiet, cli->no_color, sdc_fleet.rank == 0);
 	sdc_output_header(&out, &run, &plan);

@@ -7,12 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "commands/commands.h"
+#include "core/export.h"
 #include "core/report_read.h"
 #include "core/state.h"
+#include "sdc_config.h"
 
 struct status_opts {
-	const char *state_dir;
+	const char *state_dir, *prom;
 	double max_age;
 };
 
@@ -22,6 +26,9 @@ static const struct sdc_option status_options[] = {
 	  .help = "where sdcscan run saved its report (default: $SDCSCAN_STATE_DIR, else " SDC_STATE_DIR_DEFAULT ")" },
 	{ .name = "max-age", .metavar = "SECONDS", .type = SDC_OPT_CUSTOM, .offset = OPT(max_age), .parse = sdc_cli_opt_age,
 	  .def = "172800", .help = "a last run older than this is stale: WARNING (default two days)" },
+	{ .name = "prom", .metavar = "FILE", .type = SDC_OPT_ARG, .offset = OPT(prom),
+	  .help = "where the last run died without a verdict, write its metrics (UNKNOWN) there: the textfile the "
+		  "run would have written (sdcscan run --prom)" },
 	SDC_OPT_END,
 };
 
@@ -35,6 +42,70 @@ static void age_text(double s, char *buf, size_t len)
 		snprintf(buf, len, "%.0f h", s / 3600);
 	else
 		snprintf(buf, len, "%.0f days", s / 86400);
+}
+
+/*
+ * Metrics for a run that died without a verdict: the run before's report (its probes and devices)
+ * with this verdict, no results, and the died run's start as its time; or a bare one. 0, or -1
+ * (said).
+ */
+static int status_prom(const char *dir, const char *prom, enum sdc_verdict v, const char *summary, double start,
+		       enum sdc_exit_style style)
+{
+	char path[4096], err[1024], when[40];
+	json_t *r = NULL;
+	size_t len;
+	if (!sdc_state_path(dir, "last.json", path, sizeof(path))) {
+		char *text = sdc_read_regular_file(path, 256u << 20, &len, "report", err, sizeof(err));
+		r = text ? sdc_report_parse(text, len, err, sizeof(err)) : NULL;
+		free(text);
+	}
+	if (!r)
+		r = json_pack("{s:{s:s, s:s}, s:{s:[]}, s:[]}", "tool", "name", "sdcscan", "version", SDC_VERSION, "run",
+			      "probes", "devices");
+	sdc_format_utc(start, when, sizeof(when));
+	json_t *run = json_object_get(r, "run");
+	json_object_set_new(run, "start", json_string(when));
+	json_object_set_new(run, "duration_seconds", json_real(0));
+	json_object_set_new(r, "results", json_array());
+	json_object_set_new(r, "verdict", json_pack("{s:s, s:i, s:s}", "status", sdc_verdict_name(v), "code",
+						    sdc_exit_code(v, style == SDC_EXIT_NPD ? SDC_EXIT_NAGIOS : style),
+						    "summary", summary));
+	const int rc = sdc_export_prom(r, sdc_state_last_success(dir), prom, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "sdcscan status: --prom: %s\n", err);
+	json_decref(r);
+	return rc;
+}
+
+/*
+ * The last run started and died without a verdict (SIGKILL, the OOM killer, a power loss): never
+ * the verdict of the run before, unless that was CRITICAL (what it found stands). UNKNOWN, or that
+ * CRITICAL, with what happened.
+ */
+static int died(struct sdc_cmd *c, const struct sdc_report_summary *prev, const struct sdc_state_start *st)
+{
+	const struct status_opts *o = c->opts;
+	const bool npd = c->cli.exit_style == SDC_EXIT_NPD;
+	const enum sdc_verdict v = prev && prev->verdict == SDC_CRITICAL ? SDC_CRITICAL : SDC_UNKNOWN;
+	char when[40], ago[32], line[1024];
+	sdc_format_utc(st->start, when, sizeof(when));
+	age_text(sdc_wall_now() - st->start, ago, sizeof(ago));
+	snprintf(line, sizeof(line), "the last run, started %s (%s ago, pid %d, profile %s), died without a verdict", when,
+		 ago, st->pid, st->profile);
+	if (npd) {
+		char short_line[96];
+		snprintf(short_line, sizeof(short_line), "SDC: %s last run died without a verdict", sdc_verdict_name(v));
+		short_line[80] = '\0';
+		printf("%s\n", short_line);
+		fprintf(stderr, "sdcscan status: %s%s%s\n", line, prev ? "; the run before it: " : "", prev ? prev->summary : "");
+	} else {
+		printf("%s: %s%s%s\n", sdc_verdict_name(v), line, prev ? "; the run before it: " : "",
+		       prev ? prev->summary : "");
+	}
+	if (o->prom && status_prom(sdc_state_dir(o->state_dir), o->prom, v, line, st->start, c->cli.exit_style))
+		return sdc_exit_code(SDC_UNKNOWN, c->cli.exit_style);
+	return sdc_exit_code(v, c->cli.exit_style);
 }
 
 static int status_main(struct sdc_cmd *c)
@@ -51,7 +122,15 @@ static int status_main(struct sdc_cmd *c)
 	size_t len;
 	char *text = sdc_read_regular_file(path, 256u << 20, &len, "report", why, sizeof(why));
 	struct sdc_report_summary s;
-	if (!text || sdc_report_read_summary(text, len, &s, why + strlen(why), sizeof(why) - strlen(why))) {
+	const bool have = text && !sdc_report_read_summary(text, len, &s, why + strlen(why), sizeof(why) - strlen(why));
+	/* a run started after that verdict, with none of its own: going, or died (no report given) */
+	struct sdc_state_start st;
+	const int started = c->nargs ? 0 : sdc_state_read_start(dir, &st);
+	if (started == 1 && !st.alive && (!have || st.start >= s.end - 1)) {
+		free(text);
+		return died(c, have ? &s : NULL, &st);
+	}
+	if (!have) {
 		/* no result to go by: UNKNOWN, and why (never run here, unreadable, not a report) */
 		if (text)
 			fprintf(stderr, "sdcscan status: %s: %s\n", path, why);
@@ -84,8 +163,11 @@ static int status_main(struct sdc_cmd *c)
 		fprintf(stderr, "sdcscan status: %s, %s ago (%s), profile %s: %s%s%s\n", sdc_verdict_name(s.verdict), ago, path,
 			s.profile, s.summary, s.first_detail[0] ? ": " : "", s.first_detail);
 	} else {
-		printf("%s: last run %s ago%s, profile %s, %.1f s: %s%s%s\n", sdc_verdict_name(v), ago,
-		       stale ? " (stale: older than --max-age)" : "", s.profile, s.duration,
+		char going[96] = "";
+		if (started == 1 && st.alive)
+			snprintf(going, sizeof(going), " (a run is in progress: pid %d, profile %.40s)", st.pid, st.profile);
+		printf("%s: last run %s ago%s%s, profile %s, %.1f s: %s%s%s\n", sdc_verdict_name(v), ago,
+		       stale ? " (stale: older than --max-age)" : "", going, s.profile, s.duration,
 		       s.first[0] && s.verdict != SDC_OK ? s.first : s.summary, s.first_detail[0] ? ": " : "",
 		       s.first_detail);
 	}

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -135,4 +136,97 @@ int sdc_state_save_success(const char *dir, double epoch, char *err, size_t errl
 	}
 	const int n = snprintf(text, sizeof(text), "%.3f\n", epoch);
 	return sdc_write_atomic(path, text, (size_t)n, err, errlen);
+}
+
+/* The kernel's id of this boot (a run started in another boot died with it), and a process's start
+ * time in clock ticks since boot (/proc/PID/stat field 22: a pid reused by another process has
+ * another). */
+static void boot_id(char *buf, size_t len)
+{
+	char err[128];
+	size_t n;
+	char *t = sdc_read_regular_file("/proc/sys/kernel/random/boot_id", 128, &n, "boot id", err, sizeof(err));
+	snprintf(buf, len, "%s", t ? t : "");
+	buf[strcspn(buf, "\n")] = '\0';
+	free(t);
+}
+
+static unsigned long long proc_start_ticks(long pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	const size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* after the command's closing parenthesis: fields 3 .. (state is field 3) */
+	const char *p = strrchr(buf, ')');
+	unsigned long long ticks = 0;
+	for (int field = 2; p && *p; p++)
+		if (*p == ' ' && ++field == 22) {
+			ticks = strtoull(p + 1, NULL, 10);
+			break;
+		}
+	return ticks;
+}
+
+int sdc_state_save_start(const char *dir, const char *profile, char *err, size_t errlen)
+{
+	char path[4096], boot[64], text[1024], when[40];
+	if (sdc_state_path(dir, "started", path, sizeof(path))) {
+		snprintf(err, errlen, "state directory %s: path too long", dir);
+		return -1;
+	}
+	boot_id(boot, sizeof(boot));
+	const double now = sdc_wall_now();
+	sdc_format_utc(now, when, sizeof(when));
+	/* one "key value" a line; the profile last, as it may hold spaces */
+	const int n = snprintf(text, sizeof(text), "start %.3f\nstarted %s\npid %ld\nticks %llu\nboot %s\nprofile %s\n",
+			       now, when, (long)getpid(), proc_start_ticks((long)getpid()), boot, profile);
+	return sdc_write_atomic(path, text, (size_t)(n < (int)sizeof(text) ? n : (int)sizeof(text) - 1), err, errlen);
+}
+
+void sdc_state_clear_start(const char *dir)
+{
+	char path[4096];
+	if (!sdc_state_path(dir, "started", path, sizeof(path)))
+		unlink(path);
+}
+
+int sdc_state_read_start(const char *dir, struct sdc_state_start *s)
+{
+	char path[4096], err[256], boot[64] = "";
+	size_t len;
+	memset(s, 0, sizeof(*s));
+	if (sdc_state_path(dir, "started", path, sizeof(path)) || access(path, F_OK))
+		return 0;
+	char *text = sdc_read_regular_file(path, 4096, &len, "start record", err, sizeof(err));
+	if (!text)
+		return -1;
+	unsigned long long ticks = 0;
+	long pid = 0;
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		if (!strncmp(line, "start ", 6))
+			s->start = strtod(line + 6, NULL);
+		else if (!strncmp(line, "pid ", 4))
+			pid = strtol(line + 4, NULL, 10);
+		else if (!strncmp(line, "ticks ", 6))
+			ticks = strtoull(line + 6, NULL, 10);
+		else if (!strncmp(line, "boot ", 5))
+			snprintf(boot, sizeof(boot), "%s", line + 5);
+		else if (!strncmp(line, "profile ", 8))
+			snprintf(s->profile, sizeof(s->profile), "%s", line + 8);
+	}
+	free(text);
+	if (!(s->start > 0) || pid <= 0)
+		return -1;
+	s->pid = (int)pid;
+	char now_boot[64];
+	boot_id(now_boot, sizeof(now_boot));
+	/* the same boot, the pid there, and the same process (not a later one given its pid) */
+	s->alive = !strcmp(boot, now_boot) && (kill((pid_t)pid, 0) == 0 || errno == EPERM) &&
+		   proc_start_ticks(pid) == ticks;
+	return 1;
 }

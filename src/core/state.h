@@ -36,4 +36,21 @@ void sdc_state_unlock(struct sdc_state_lock *l);
 double sdc_state_last_success(const char *dir);
 int sdc_state_save_success(const char *dir, double epoch, char *err, size_t errlen);
 
+/*
+ * A run's start, saved before it burns (DIR/started: start time, pid, the process's start time
+ * since boot, boot id, profile) and cleared once its verdict is saved: a run that dies anyway
+ * (SIGKILL, the OOM killer, a power loss) leaves it, and `status` says so instead of the verdict
+ * of the run before.
+ */
+int sdc_state_save_start(const char *dir, const char *profile, char *err, size_t errlen);
+void sdc_state_clear_start(const char *dir);
+struct sdc_state_start {
+	double start; /* epoch */
+	int pid;
+	char profile[128];
+	bool alive; /* that process is still running (same boot, same process) */
+};
+/* 1 with s filled: a run started and has not saved its verdict; 0: none; -1: the record is unreadable. */
+int sdc_state_read_start(const char *dir, struct sdc_state_start *s);
+
 #endif

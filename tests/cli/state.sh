@@ -125,4 +125,30 @@ expect_grep bad_state err "state directory"
 t0=$(date +%s%N)
 for _ in 1 2 3 4 5 6 7 8 9 10; do "$SDCSCAN" status --state-dir "$ST" >/dev/null; done
 echo "status: $(( ($(date +%s%N) - t0) / 10000000 )) ms a call (mean of 10)"
+
+# A run that dies outright (SIGKILL, the OOM killer, a power loss) leaves its start record: status
+# says it died without a verdict, UNKNOWN in its line, npd line and metrics, never the OK before it;
+# a CRITICAL before it stands. A run still going is said as such.
+D="$TMP/died"
+expect_exit 0 before "$SDCSCAN" run $SMALL --set gemm.dtypes=int8 --cpus 0 --duration 1 --state-dir "$D"
+"$SDCSCAN" run $SMALL --set gemm.dtypes=int8 --cpus 0 --duration 30 --state-dir "$D" > /dev/null 2>&1 &
+pid=$!
+sleep 1.5
+expect_exit 0 going "$SDCSCAN" status --state-dir "$D"
+expect_grep going out "^OK: last run .* ago (a run is in progress: pid $pid, profile quick)"
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+expect_exit 3 died "$SDCSCAN" status --state-dir "$D" --prom "$TMP/died.prom"
+expect_grep died out "^UNKNOWN: the last run, started .* (.* ago, pid $pid, profile quick), died without a verdict; the run before it: OK"
+grep -q "^sdcscan_verdict 3$" "$TMP/died.prom" || fail "died: metrics not UNKNOWN"
+expect_exit 2 diednpd "$SDCSCAN" status --state-dir "$D" --exit-codes npd
+expect_grep diednpd out "^SDC: UNKNOWN last run died without a verdict$"
+expect_exit 2 crit "$SDCSCAN" run $SMALL --set gemm.dtypes=int8 --cpus 0 --duration 1 --state-dir "$D" --inject "gemm:C:iter=0,row=1,col=2,bit=30"
+"$SDCSCAN" run $SMALL --set gemm.dtypes=int8 --cpus 0 --duration 30 --state-dir "$D" > /dev/null 2>&1 &
+pid=$!
+sleep 1.5
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+expect_exit 2 diedcrit "$SDCSCAN" status --state-dir "$D"
+expect_grep diedcrit out "^CRITICAL: the last run, started .* died without a verdict; the run before it: CRITICAL"
 finish

@@ -131,6 +131,8 @@ struct sdc_probe_ctx {
 	struct sdc_worker *workers;
 	int nworkers;
 	struct sdc_fault_plan *faults;
+	bool fatal_planned; /* a fault of fatal.h's targets is asked for this probe */
+	_Atomic int lost_workers; /* workers that crashed or hung: a probe whose workers wait for each other stops */
 	char error[256];
 };
 
@@ -154,6 +156,10 @@ struct sdc_worker {
 	bool failed;
 	bool device_lost; /* sdc_worker_device_lost */
 	char error[256];
+	/* supervision (core/supervise.h): progress besides iterations, and how the worker ended */
+	_Atomic uint64_t heartbeat;
+	bool crashed;
+	_Atomic int ended; /* 0 running; 1 returned; 2 named hung by the runner: left behind, never joined */
 
 	/* framework */
 	double t_start, t_end;
@@ -179,6 +185,13 @@ static inline bool sdc_worker_continue(const struct sdc_worker *w)
 		       !atomic_load_explicit(&w->ctx->hard_stop, memory_order_relaxed) && !sdc_stop_interrupted();
 	return !w->ctx->max_iterations ||
 	       atomic_load_explicit(&w->iterations, memory_order_relaxed) < w->ctx->max_iterations;
+}
+
+/* Progress within an iteration that takes long (a table build, a replay): without iterations or
+ * heartbeats for the probe's hang_timeout a worker is named hung. One relaxed add. */
+static inline void sdc_worker_heartbeat(struct sdc_worker *w)
+{
+	atomic_fetch_add_explicit(&w->heartbeat, 1, memory_order_relaxed);
 }
 
 /* Counts one finished iteration and its work (operations, for the throughput). */

@@ -21,8 +21,35 @@ const char *sdc_status_name(enum sdc_status s)
 		return "skipped";
 	case SDC_STATUS_NOT_RUN:
 		return "not-run";
+	case SDC_STATUS_CRASHED:
+		return "crashed";
+	case SDC_STATUS_HUNG:
+		return "hung";
 	}
 	return "error";
+}
+
+const char *sdc_finding_class_name(enum sdc_finding_class c)
+{
+	static const char *const names[] = { [SDC_FINDING_CORRUPTION] = "corruption", [SDC_FINDING_DEGRADED] = "degraded",
+					     [SDC_FINDING_ERROR] = "error", [SDC_FINDING_CRASH] = "crash",
+					     [SDC_FINDING_HANG] = "hang" };
+	return (unsigned)c < sizeof(names) / sizeof(names[0]) ? names[c] : "error";
+}
+
+enum sdc_verdict sdc_finding_class_verdict(enum sdc_finding_class c)
+{
+	switch (c) {
+	case SDC_FINDING_CORRUPTION:
+	case SDC_FINDING_CRASH:
+		return SDC_CRITICAL;
+	case SDC_FINDING_DEGRADED:
+		return SDC_WARNING;
+	case SDC_FINDING_ERROR:
+	case SDC_FINDING_HANG:
+		return SDC_UNKNOWN;
+	}
+	return SDC_UNKNOWN;
 }
 
 enum sdc_verdict sdc_status_verdict(enum sdc_status s)
@@ -31,12 +58,14 @@ enum sdc_verdict sdc_status_verdict(enum sdc_status s)
 	case SDC_STATUS_OK:
 		return SDC_OK;
 	case SDC_STATUS_CORRUPT:
+	case SDC_STATUS_CRASHED:
 		return SDC_CRITICAL;
 	case SDC_STATUS_DEGRADED:
 	case SDC_STATUS_SKIPPED:
 		return SDC_WARNING;
 	case SDC_STATUS_ERROR:
 	case SDC_STATUS_NOT_RUN:
+	case SDC_STATUS_HUNG:
 		return SDC_UNKNOWN;
 	}
 	return SDC_UNKNOWN;
@@ -135,19 +164,8 @@ enum sdc_verdict sdc_run_verdict(const struct sdc_run *run)
 	enum sdc_verdict v = SDC_OK;
 	for (int i = 0; i < run->nresults; i++)
 		v = sdc_verdict_worst(v, sdc_status_verdict(run->results[i].status));
-	for (int i = 0; i < run->nfindings; i++) {
-		switch (run->findings[i].cls) {
-		case SDC_FINDING_CORRUPTION:
-			v = sdc_verdict_worst(v, SDC_CRITICAL);
-			break;
-		case SDC_FINDING_DEGRADED:
-			v = sdc_verdict_worst(v, SDC_WARNING);
-			break;
-		case SDC_FINDING_ERROR:
-			v = sdc_verdict_worst(v, SDC_UNKNOWN);
-			break;
-		}
-	}
+	for (int i = 0; i < run->nfindings; i++)
+		v = sdc_verdict_worst(v, sdc_finding_class_verdict(run->findings[i].cls));
 	if (run->interrupted)
 		v = sdc_verdict_worst(v, SDC_UNKNOWN);
 	return v;
@@ -247,6 +265,11 @@ void sdc_summary_line(const struct sdc_run *run, enum sdc_verdict v, char *buf, 
 			snprintf(buf, len, "%s: %s %s %s slow: %.1f %s%s", sdc_verdict_name(v), dev, r->probe,
 				 r->variant, r->rate, r->rate_unit, more);
 			return;
+		case SDC_STATUS_CRASHED:
+		case SDC_STATUS_HUNG:
+			snprintf(buf, len, "%s: %s %s %s %s: %s%s", sdc_verdict_name(v), dev, r->probe, r->variant,
+				 r->status == SDC_STATUS_CRASHED ? "crashed" : "hung", r->error, more);
+			return;
 		default:
 			snprintf(buf, len, "%s: %s %s %s: %s%s", sdc_verdict_name(v), dev, r->probe, r->variant,
 				 r->error[0] ? r->error : sdc_status_name(r->status), more);
@@ -254,12 +277,9 @@ void sdc_summary_line(const struct sdc_run *run, enum sdc_verdict v, char *buf, 
 		}
 	}
 	/* Else the first finding at that level (the fleet's, GPU memory errors, a missing GPU). */
-	static const enum sdc_verdict level[] = { [SDC_FINDING_CORRUPTION] = SDC_CRITICAL,
-						  [SDC_FINDING_DEGRADED] = SDC_WARNING,
-						  [SDC_FINDING_ERROR] = SDC_UNKNOWN };
 	for (int k = 0; k < run->nfindings && v != SDC_OK; k++) {
 		const struct sdc_finding *f = &run->findings[k];
-		if (level[f->cls] == v) {
+		if (sdc_finding_class_verdict(f->cls) == v) {
 			snprintf(buf, len, "%s: %s %s%s%s: %s", sdc_verdict_name(v),
 				 f->device >= 0 ? run->devices[f->device].id : "host", f->probe, f->variant[0] ? " " : "",
 				 f->variant, f->detail);

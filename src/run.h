@@ -25,6 +25,8 @@ enum sdc_status {
 	SDC_STATUS_ERROR,    /* could not test (platform failure, bad setup): UNKNOWN */
 	SDC_STATUS_SKIPPED,  /* optional probe, hardware missing: WARNING */
 	SDC_STATUS_NOT_RUN,  /* the run ended (interrupt) before this one started: UNKNOWN */
+	SDC_STATUS_CRASHED,  /* its worker died of a fault (SIGSEGV, SIGBUS, ...): CRITICAL */
+	SDC_STATUS_HUNG,     /* its worker stopped making progress for the probe's timeout: UNKNOWN */
 };
 
 const char *sdc_status_name(enum sdc_status s);
@@ -34,7 +36,14 @@ enum sdc_finding_class {
 	SDC_FINDING_CORRUPTION, /* wrong data: CRITICAL */
 	SDC_FINDING_DEGRADED,   /* too slow: WARNING */
 	SDC_FINDING_ERROR,      /* could not test: UNKNOWN */
+	SDC_FINDING_CRASH,      /* a burn worker died of a fault the CPU or GPU raised: CRITICAL */
+	SDC_FINDING_HANG,       /* a burn worker stopped making progress: UNKNOWN (core/supervise.h) */
 };
+
+/* "corruption", "degraded", "error", "crash", "hang": the report's class names. */
+const char *sdc_finding_class_name(enum sdc_finding_class c);
+/* The verdict a finding of class c gives. */
+enum sdc_verdict sdc_finding_class_verdict(enum sdc_finding_class c);
 
 struct sdc_finding {
 	enum sdc_finding_class cls;
@@ -51,6 +60,8 @@ struct sdc_finding {
 	double threshold, margin; /* fast class: the check's threshold and |difference| / threshold */
 	bool sm_known;           /* GPU: the streaming multiprocessor that computed it wrong */
 	int sm;
+	/* a crash: the signal, its si_code, the faulting address and the instruction (module+offset) */
+	char signal[12], si_code[24], fault_address[24], ip[112];
 	char detail[320];
 };
 

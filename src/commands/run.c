@@ -15,6 +15,7 @@
 #include "core/report.h"
 #include "core/runner.h"
 #include "core/state.h"
+#include "fatal.h"
 #include "fleet.h"
 
 struct run_opts {
@@ -92,6 +93,9 @@ static void run_help(FILE *out)
 	for (int i = 0; sdc_probes[i]; i++)
 		for (int t = 0; sdc_probes[i]->inject_targets && sdc_probes[i]->inject_targets[t]; t++)
 			fprintf(out, "  %s target %s\n", sdc_probes[i]->name, sdc_probes[i]->inject_targets[t]);
+	fprintf(out, "Every probe also takes faults that kill or hang its worker, met in its loop on the device asked:\n");
+	for (int t = 0; sdc_fatal_targets[t]; t++)
+		fprintf(out, "  any target %s\n", sdc_fatal_targets[t]);
 }
 
 /* Keeps only the probes named by --probe, taking each one's options from the profile. */

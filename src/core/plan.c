@@ -23,6 +23,10 @@ const struct sdc_option sdc_common_options[] = {
 	  .imax = (int64_t)1 << 40 },
 	{ .name = "optional", .type = SDC_OPT_BOOL, .offset = OPT(optional), .def = "false",
 	  .help = "when the hardware is missing, skip with WARNING instead of UNKNOWN" },
+	{ .name = "hang_timeout", .type = SDC_OPT_DOUBLE, .offset = OPT(hang_timeout), .def = "120", .neutral = true,
+	  .help = "seconds a device's worker may finish no iteration and send no heartbeat before it is named hung "
+		  "(UNKNOWN) and left behind; the run then ends within its duration plus this",
+	  .dmin = 1, .dmax = 86400.0, .unit = "s" },
 	SDC_OPT_END,
 };
 

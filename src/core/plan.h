@@ -20,6 +20,7 @@ struct sdc_common_opts {
 	double gpu_duration; /* > 0: seconds for the GPU-only variants, apart from duration */
 	int64_t iterations; /* stop each device after this many iterations; 0: the duration decides */
 	bool optional;      /* missing hardware is WARNING (skipped), not UNKNOWN */
+	double hang_timeout; /* seconds a worker may make no progress (iterations, heartbeats) before it is hung */
 };
 extern const struct sdc_option sdc_common_options[];
 

@@ -200,11 +200,6 @@ static json_t *totals_json(const struct sdc_run *run)
 	return arr;
 }
 
-static const char *class_name(enum sdc_finding_class c)
-{
-	return c == SDC_FINDING_CORRUPTION ? "corruption" : c == SDC_FINDING_DEGRADED ? "degraded" : "error";
-}
-
 static void set_if(json_t *o, const char *key, const char *v)
 {
 	if (v[0])
@@ -217,7 +212,7 @@ static json_t *findings_json(const struct sdc_run *run)
 	for (int i = 0; i < run->nfindings; i++) {
 		const struct sdc_finding *f = &run->findings[i];
 		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:f, s:o, s:o}", "class",
-				      class_name(f->cls), "probe", f->probe, "variant", f->variant, "device",
+				      sdc_finding_class_name(f->cls), "probe", f->probe, "variant", f->variant, "device",
 				      f->device >= 0 ? run->devices[f->device].id : "host", "kind", f->kind,
 				      "operation", f->operation, "iteration", (json_int_t)f->iteration,
 				      "time_to_failure_seconds", f->time_to_failure, "row", nullable_int(f->row),
@@ -236,6 +231,10 @@ static json_t *findings_json(const struct sdc_run *run)
 		}
 		if (f->sm_known)
 			json_object_set_new(o, "sm", json_integer(f->sm));
+		set_if(o, "signal", f->signal);
+		set_if(o, "si_code", f->si_code);
+		set_if(o, "fault_address", f->fault_address);
+		set_if(o, "ip", f->ip);
 		char replay[4096];
 		sdc_replay_finding(run, f, replay, sizeof(replay));
 		json_object_set_new(o, "replay", json_string(replay));
@@ -249,12 +248,13 @@ static json_t *injections_json(const struct sdc_run *run)
 	json_t *arr = json_array();
 	for (int i = 0; i < run->ninjections; i++) {
 		const struct sdc_injection *in = &run->injections[i];
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:i, s:s, s:s, s:s}",
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:i, s:o, s:o, s:s}",
 						     "probe", in->probe, "variant", in->variant, "device",
 						     run->devices[in->device].id, "target", in->target,
 						     "iteration", (json_int_t)in->iteration, "row",
 						     nullable_int(in->row), "col", nullable_int(in->col), "bit",
-						     in->bit, "before", in->before, "after", in->after, "spec",
+						     in->bit, "before", in->before[0] ? json_string(in->before) : json_null(),
+						     "after", in->after[0] ? json_string(in->after) : json_null(), "spec",
 						     run->inject[in->spec].text));
 	}
 	return arr;

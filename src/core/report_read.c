@@ -47,10 +47,13 @@ void *sdc_report_parse(const char *text, size_t len, char *why, size_t whylen)
 	return NULL;
 }
 
-/* The finding level a verdict comes from (the report's class names). */
-static const char *class_for(enum sdc_verdict v)
+/* Whether a finding of the report's class name gives verdict v. */
+static bool class_gives(const char *name, enum sdc_verdict v)
 {
-	return v == SDC_CRITICAL ? "corruption" : v == SDC_WARNING ? "degraded" : "error";
+	for (int c = SDC_FINDING_CORRUPTION; c <= SDC_FINDING_HANG; c++)
+		if (!strcmp(name, sdc_finding_class_name((enum sdc_finding_class)c)))
+			return sdc_finding_class_verdict((enum sdc_finding_class)c) == v;
+	return false;
 }
 
 int sdc_report_read_summary(const char *text, size_t len, struct sdc_report_summary *s, char *why, size_t whylen)
@@ -71,7 +74,7 @@ int sdc_report_read_summary(const char *text, size_t len, struct sdc_report_summ
 	size_t i;
 	json_t *f;
 	json_array_foreach(findings, i, f) {
-		if (strcmp(sdc_json_str(f, "class"), class_for(s->verdict)))
+		if (!class_gives(sdc_json_str(f, "class"), s->verdict))
 			continue;
 		json_t *row = json_object_get(f, "row"), *col = json_object_get(f, "col");
 		char where[64] = "";

@@ -14,6 +14,8 @@
 
 #include "probe.h"
 #include "core/registry.h"
+#include "core/supervise.h"
+#include "fatal.h"
 #include "base/util.h"
 #include "core/vote.h"
 
@@ -89,7 +91,7 @@ int sdc_runner_check_injections(const struct sdc_run *run, const struct sdc_plan
 				  s->probe, s->probe);
 			return -1;
 		}
-		bool known = false;
+		bool known = sdc_fatal_target(s->target); /* every probe's (fatal.h) */
 		size_t used = 0;
 		names[0] = '\0';
 		for (int t = 0; p->inject_targets && p->inject_targets[t]; t++) {
@@ -148,6 +150,7 @@ void sdc_worker_device_lost(struct sdc_worker *w, const char *fmt, ...)
 	va_end(ap);
 	w->failed = true;
 	w->device_lost = true;
+	atomic_fetch_add(&w->ctx->lost_workers, 1);
 }
 
 static void file_finding(struct sdc_worker *w, struct sdc_finding *f)
@@ -253,21 +256,91 @@ static void on_dissent(void *arg, const struct sdc_vote_dissent *d)
 	}
 }
 
+/* A worker whose probe died of a fault (core/supervise.h): the finding, and the device is given
+ * no more work in this run (what else it held may be what broke). */
+static void worker_crashed(struct sdc_worker *w, const struct sdc_crash *c)
+{
+	struct sdc_finding f;
+	sdc_crash_finding(w, c, &f);
+	f.time_to_failure = sdc_now() - w->ctx->t_start;
+	file_finding(w, &f);
+	w->crashed = sdc_crash_is_fault(c);
+	snprintf(w->error, sizeof(w->error), "%s (%s) in iteration %" PRIu64 ", instruction at %.120s", f.signal,
+		 f.si_code, c->iteration, f.ip);
+	w->failed = true;
+	w->device_lost = true;
+	atomic_fetch_add(&w->ctx->lost_workers, 1);
+}
+
+/* A worker's end, counted once: by itself, or by the runner when it named it hung. */
+static bool worker_end(struct sdc_worker *w, int how)
+{
+	int running = 0;
+	if (!atomic_compare_exchange_strong(&w->ended, &running, how))
+		return false;
+	sdc_vote_lane_done(w->ctx->vote, w->index);
+	atomic_fetch_add(&((struct variant_run *)w->ctx)->finished, 1); /* ctx is the first member */
+	return true;
+}
+
 static void *worker_main(void *arg)
 {
 	struct sdc_worker *w = arg;
-	struct variant_run *vr = (struct variant_run *)w->ctx; /* ctx is the first member */
-	char err[200];
+	char err[200], name[16];
+	snprintf(name, sizeof(name), "sdc %.11s", w->dev->id); /* what top -H and /proc show */
+	pthread_setname_np(pthread_self(), name);
 	const int bound = sdc_device_bind(w->dev, err, sizeof(err));
 	w->t_start = sdc_now();
+	struct sdc_crash crash;
 	if (bound)
 		sdc_worker_error(w, "%s", err);
-	else
-		w->ctx->probe->run(w);
+	else if (sdc_supervise_call(w, w->ctx->probe->run, &crash))
+		worker_crashed(w, &crash);
 	w->t_end = sdc_now();
-	sdc_vote_lane_done(w->ctx->vote, w->index);
-	atomic_fetch_add(&vr->finished, 1);
+	worker_end(w, 1);
 	return NULL;
+}
+
+/* Each worker's progress (iterations and heartbeats) and when it last moved, on the main thread. */
+struct hang_watch {
+	uint64_t *seen;
+	double *since;
+	int hung;
+};
+
+/* Names the workers that made no progress for timeout seconds hung: a finding at the device, the
+ * device given no more work, the worker left behind (never joined). */
+static void watch_hangs(struct variant_run *vr, struct hang_watch *hw, int started, double timeout)
+{
+	struct sdc_probe_ctx *ctx = &vr->ctx;
+	const double now = sdc_now();
+	for (int i = 0; i < started; i++) {
+		struct sdc_worker *w = &ctx->workers[i];
+		const uint64_t it = atomic_load(&w->iterations), p = it + atomic_load(&w->heartbeat);
+		if (atomic_load(&w->ended) || p != hw->seen[i] || !hw->since[i]) {
+			hw->seen[i] = p, hw->since[i] = now;
+			continue;
+		}
+		if (now - hw->since[i] < timeout || !worker_end(w, 2))
+			continue;
+		hw->hung++;
+		atomic_fetch_add(&ctx->lost_workers, 1);
+		struct sdc_finding f = { .cls = SDC_FINDING_HANG, .device = w->device, .iteration = it, .row = -1, .col = -1 };
+		sdc_strlcpy(f.kind, "hang", sizeof(f.kind));
+		sdc_strlcpy(f.probe, ctx->probe->name, sizeof(f.probe));
+		sdc_strlcpy(f.variant, ctx->variant->name, sizeof(f.variant));
+		snprintf(f.operation, sizeof(f.operation), "%.40s %.40s worker on %.12s", ctx->probe->name,
+			 ctx->variant->name, w->dev->id);
+		f.time_to_failure = now - ctx->t_start;
+		snprintf(f.detail, sizeof(f.detail),
+			 "the worker on %s finished no iteration and sent no heartbeat for %.0f s (in iteration %" PRIu64
+			 "): stuck (a livelock, a stuck GPU lane, or the host stopping it); left behind, the run went on",
+			 w->dev->id, timeout, it);
+		sdc_run_add_finding(ctx->run, &f);
+		snprintf(w->error, sizeof(w->error), "no progress for %.0f s in iteration %" PRIu64, timeout, it);
+		sdc_strlcpy(ctx->run->devices[w->device].lost, "hung earlier in this run",
+			    sizeof(ctx->run->devices[w->device].lost));
+	}
 }
 
 /* Whether device d runs variant v: its kind, and for a per-rank variant one such device: the first,
@@ -359,7 +432,15 @@ static void collect_results(struct variant_run *vr)
 			total.devices++;
 			total.gpus += w->dev->kind == SDC_DEVICE_GPU;
 		}
-		if (r->corruptions) {
+		if (atomic_load(&w->ended) == 2) {
+			r->status = SDC_STATUS_HUNG;
+			sdc_strlcpy(r->error, w->error, sizeof(r->error));
+		} else if (w->crashed) {
+			r->status = SDC_STATUS_CRASHED;
+			sdc_strlcpy(r->error, w->error, sizeof(r->error));
+			sdc_strlcpy(ctx->run->devices[w->device].lost, "crashed earlier in this run",
+				    sizeof(ctx->run->devices[w->device].lost));
+		} else if (r->corruptions) {
 			r->status = SDC_STATUS_CORRUPT;
 		} else if (w->failed) {
 			r->status = SDC_STATUS_ERROR;
@@ -434,7 +515,9 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 	const struct sdc_device **devs = calloc((size_t)nw + 1, sizeof(*devs));
 	ctx->vote = sdc_vote_new(nw);
 	ctx->nworkers = nw;
-	if (!ctx->workers || !vr->dissents || !threads || !devs || !ctx->vote) {
+	struct hang_watch hw = { .seen = calloc((size_t)nw + 1, sizeof(uint64_t)),
+				 .since = calloc((size_t)nw + 1, sizeof(double)) };
+	if (!ctx->workers || !vr->dissents || !threads || !devs || !ctx->vote || !hw.seen || !hw.since) {
 		add_plain_results(run, e->probe, variant, SDC_STATUS_ERROR, "out of memory");
 		goto out_free;
 	}
@@ -454,6 +537,8 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 		i++;
 	}
 	ctx->faults = sdc_fault_plan_new(run->inject, run->ninject, e->probe->name, variant->name, ctx->seed, devs, nw);
+	for (int i = 0; i < run->ninject; i++)
+		ctx->fatal_planned |= !strcmp(run->inject[i].probe, e->probe->name) && sdc_fatal_target(run->inject[i].target);
 	if (!ctx->faults) {
 		add_plain_results(run, e->probe, variant, SDC_STATUS_ERROR, "out of memory");
 		goto out_free;
@@ -481,6 +566,7 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 	for (;;) {
 		double now = sdc_now();
 		poll_fleet_interrupt();
+		watch_hangs(vr, &hw, started, e->common.hang_timeout);
 		if (atomic_load(&sdc_stop_requested) || atomic_load(&vr->finished) == started || now >= deadline)
 			break;
 		sleep_seconds(SDC_MIN(TICK_SECONDS, deadline - now));
@@ -489,27 +575,41 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 	}
 	atomic_store(&sdc_stop_requested, true);
 	/* A device still on its first iteration finishes it (sdc_worker_continue), within a grace of
-	 * ten times the variant's time (10 s at least); then everything stops. */
+	 * ten times the variant's time (10 s at least); then everything stops, and a worker that does
+	 * not is named hung once it has made no progress for hang_timeout (a few seconds after an
+	 * interrupt): the run ends within its time and that. */
 	const double grace_end = sdc_now() + SDC_MAX(10.0, 10 * duration);
-	while (atomic_load(&vr->finished) < started && sdc_now() < grace_end && !sdc_stop_interrupted()) {
+	while (atomic_load(&vr->finished) < started) {
 		poll_fleet_interrupt();
+		if (sdc_now() >= grace_end || sdc_stop_interrupted())
+			atomic_store(&ctx->hard_stop, true);
+		watch_hangs(vr, &hw, started,
+			    sdc_stop_interrupted() ? SDC_MIN(e->common.hang_timeout, 5.0) : e->common.hang_timeout);
 		sleep_seconds(0.02);
 	}
 	atomic_store(&ctx->hard_stop, true);
-	for (int i = 0; i < started; i++)
-		pthread_join(threads[i], NULL);
+	for (int i = 0; i < started; i++) {
+		if (atomic_load(&ctx->workers[i].ended) == 2)
+			pthread_detach(threads[i]); /* hung: left behind */
+		else
+			pthread_join(threads[i], NULL);
+	}
 	for (int i = started; i < nw; i++) {
 		sdc_worker_error(&ctx->workers[i], "worker thread could not start");
 		sdc_vote_lane_done(ctx->vote, i);
 	}
 	sdc_output_clear_progress(out);
 	sdc_vote_compare(ctx->vote, true, on_dissent, vr);
-	if (e->probe->teardown)
+	/* a hung worker may still be using what teardown frees: kept to the process's end */
+	if (e->probe->teardown && !hw.hung)
 		e->probe->teardown(ctx);
 	collect_results(vr);
 out_output:
 	sdc_output_results(out, run, first, run->nresults);
+	if (hw.hung)
+		return 0; /* (vr, the workers and the vote stay: a hung worker may still touch them) */
 out_free:
+	free(hw.seen), free(hw.since);
 	for (int i = 0; ctx->workers && i < nw; i++)
 		if (ctx->workers[i].work.ctx)
 			sdc_sha256_release(&ctx->workers[i].work);
@@ -574,6 +674,9 @@ static void health_compare(struct sdc_run *run)
 
 int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct sdc_output *out)
 {
+	if (sdc_supervise_init())
+		sdc_warning("the handlers that turn a crashing worker into a finding could not be installed: a crash "
+			    "ends the run");
 	gpu_health(run, 0);
 	/* What every probe builds on goes into every report (the BLAS of the fast class, ...). */
 	for (int i = 0; sdc_probes[i]; i++)

@@ -116,6 +116,14 @@ FAKE_GPU_COUNT=2 expect_exit 3 rowout "$SDCSCAN" run --probe allreduce --set all
 	--set allreduce.bytes=65536 --duration 2 --inject allreduce/nccl-ring:H:iter=1,row=2,bit=5
 expect_grep rowout out "row=2 names member 2, but the GPUs' ring has 2 (0-1)"
 
+# A crash in a GPU lane's host thread (a corrupted pointer read in its iteration loop) is named at
+# that GPU, CRITICAL, and the CPU lane goes on (core/supervise.h).
+expect_exit 2 gpucrash "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=int8 --json "$TMP/gpucrash.json" \
+	--inject gemm/gpu-int8:SEGV:iter=2,device=gpu0
+[ "$(json_get "$TMP/gpucrash.json" "[(f['device'], f['class'], f['signal'], f['iteration']) for f in r['findings']], sorted((x['variant'], x['device'], x['status']) for x in r['results'])")" = \
+	"[('gpu0', 'crash', 'SIGSEGV', 2)] [('gpu-int8', 'gpu0', 'crashed'), ('int8', 'cpu0', 'ok'), ('int8', 'gpu0', 'ok')]" ] ||
+	fail "gpucrash: $(tail -3 "$TMP/gpucrash.out")"
+
 # A persistent fault on one SM: found, and the SM replay names SM 3.
 FAKE_GPU_BAD_SM=3 expect_exit 2 badsm "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=bf16 \
 	--json "$TMP/badsm.json"

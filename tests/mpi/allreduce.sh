@@ -146,6 +146,16 @@ for r in 0 1 3; do
 		fail "interrupt: rank $r did not name rank 2: $(cat "$TMP/int.err.$r")"
 done
 
+# A worker that crashes on rank 2 (a corrupted pointer read in the gemm loop): that rank stays in
+# the fleet vote and every rank exits CRITICAL, the job's verdict naming rank 2 and its CPU.
+each_rank "$TMP/crash.codes" run --variant gemm/int8 --set gemm.m=48 --set gemm.n=40 --set gemm.k=64 --duration 2 \
+	--json "$TMP/crash.json" --inject "gemm:SEGV:iter=1,rank=2" > "$TMP/crash.out" 2>&1
+same_code "$TMP/crash.codes" 2 || fail "crash: exit codes $(cat "$TMP/crash.codes")"
+grep -q "^CRITICAL: rank 2 (.*): cpu[0-9]* gemm int8 crashed: SIGSEGV (SEGV_MAPERR)" "$TMP/crash.out" ||
+	fail "crash: the job's verdict does not name rank 2's CPU: $(grep "^[A-Z]*:" "$TMP/crash.out" | tail -2)"
+[ "$(json_get "$TMP/crash.json" "len(r['fleet']['ranks']), sorted(k['verdict'] for k in r['fleet']['ranks'])")" = \
+	"4 ['CRITICAL', 'OK', 'OK', 'OK']" ] || fail "crash: the crashed rank is not in the fleet vote"
+
 # Several tasks announced, one rank: UNKNOWN, not OK.
 expect_exit 3 launch env SLURM_NTASKS=4 "$SDCSCAN" run --probe minitrain --duration 1
 expect_grep launch err "SLURM_NTASKS says 4 tasks"

@@ -108,7 +108,7 @@ int main(void)
 		     "valid keys: description, seed, expect_gpus, probes");
 	expect_error("probes:\n  gemn:\n    m: 4\n", "t.yaml:2:3:", "unknown probe 'gemn'", "valid probes: gemm");
 	expect_error("probes:\n  gemm:\n    size: 4\n", "t.yaml:3:5:", "unknown key 'size' for probe gemm",
-		     "valid keys: duration, gpu_duration, iterations, optional, dtypes, m, n, k");
+		     "valid keys: duration, gpu_duration, iterations, optional, hang_timeout, dtypes, m, n, k");
 	/* Wrong type. */
 	expect_error("probes:\n  gemm:\n    m: big\n", "t.yaml:3:8:", "'big' is not valid", "an integer from 1 to 16384");
 	expect_error("probes:\n  gemm:\n    m: [1, 2]\n", "t.yaml:3:8:", "m: ", "an integer");

@@ -32,6 +32,7 @@
 #include "bench.h"
 #include "command.h"
 #include "probe.h"
+#include "fatal.h"
 #include "sdc_config.h"
 
 #if HAVE_MPI
@@ -573,6 +574,7 @@ static void ring_run(struct sdc_worker *w)
 		sdc_ar_ring_orders(P, it, g[0].order, g[1].order, g[2].order);
 		struct ar_faults faults;
 		due_faults(w, it, &faults);
+		sdc_worker_fatal_faults(w, it, buf);
 		sdc_ring_terms(sh->n, it, f, gt);
 		sdc_ring_values(buf, sh->n, sdc_fleet.rank, f, gt);
 		for (int k = 0; k < 3; k++) {
@@ -608,6 +610,7 @@ static void mpi_run(struct sdc_worker *w)
 			break;
 		sdc_ring_terms(sh->n, it, f, gt);
 		sdc_ring_values(in, sh->n, sdc_fleet.rank, f, gt);
+		sdc_worker_fatal_faults(w, it, in);
 		MPI_Request req;
 		const double t0 = sdc_now();
 		if (MPI_Iallreduce(in, out, (int)sh->n, MPI_FLOAT, MPI_SUM, comm, &req) != MPI_SUCCESS) {

@@ -37,6 +37,7 @@
 #include "kernels/ecparity.h"
 #include "fleet.h"
 #include "probe.h"
+#include "fatal.h"
 #include "probes/ecparity/ecparity.h"
 
 #define MAX_DIM SDC_EC_MAX_DIM
@@ -215,7 +216,8 @@ static bool ec_barrier(struct ec_shared *sh, struct sdc_worker *w, bool decide)
 	} else {
 		while (gen == sh->generation && !sh->abort) {
 			wait_a_while(sh);
-			if (atomic_load(&w->ctx->hard_stop)) {
+			/* (a server's worker that crashed or hung never comes: the others stop too) */
+			if (atomic_load(&w->ctx->hard_stop) || atomic_load(&w->ctx->lost_workers)) {
 				sh->abort = true;
 				pthread_cond_broadcast(&sh->bc);
 			}
@@ -731,9 +733,11 @@ static void ec_run(struct sdc_worker *w)
 		EACH_SERVER(s)
 		{
 			drain(sh, s, round);
-			if (s == w->index) /* a device's faults go to its first server */
+			if (s == w->index) { /* a device's faults go to its first server */
 				sdc_ec_rest_faults(w, &sh->l, sdc_ec_entry(&sh->st, s, 0), sh->touched + (size_t)s * sh->l.rows,
 						   round);
+				sdc_worker_fatal_faults(w, round, sdc_ec_entry(&sh->st, s, 0));
+			}
 			lose(w, sh, s, round);
 		}
 		if (!ec_barrier(sh, w, false))

@@ -43,6 +43,7 @@
 #include "kernels/crc32c.h"
 #include "kernels/ecparity.h"
 #include "probe.h"
+#include "fatal.h"
 #include "probes/ecparity/ecparity.h"
 
 #define MAX_BREAKS 64
@@ -1402,6 +1403,7 @@ void sdc_ec_ranks_run(struct sdc_worker *w)
 		struct server *mine = k.srv[k.me];
 		if (mine)
 			sdc_ec_rest_faults(w, &k.l, mine->shard, mine->touched, round);
+		sdc_worker_fatal_faults(w, round, mine ? (const void *)mine->shard : (const void *)&k);
 		if (taken_away(&k, round))
 			break;
 		/* agree on who is there; rebuild what was lost; verify; again if a rank was lost meanwhile */

@@ -28,6 +28,7 @@
 #include "gpu.h"
 #include "parallel.h"
 #include "probe.h"
+#include "fatal.h"
 #include "probes/embbag/abft.h"
 #include "probes/embbag/embbag.h"
 
@@ -696,6 +697,7 @@ static void run_gpu(struct eb_worker *ew)
 			apply_table_faults(ew, tf, nt);
 		}
 		const int nflips = output_flips(ew, rf, nr, flips, from);
+		sdc_worker_fatal_faults(w, ew->iter, ew->out);
 		if (ew->lost || ew->m->eb_draw(ew->g, first, sh->batches) ||
 		    ew->m->eb_lookup(ew->g, sums, flips, nflips, ew->out, ew->verdicts)) {
 			gpu_lost(ew);
@@ -749,7 +751,11 @@ static void embbag_run(struct sdc_worker *w)
 			sdc_worker_error(w, "%s", err);
 			return;
 		}
-		sdc_eb_table_fill(&ew.own, 0, cfg->rows); /* on this core: its memory is local */
+		/* on this core, so its memory is local; a heartbeat a slice, as a paper-size table takes minutes */
+		for (uint64_t r0 = 0; r0 < cfg->rows; r0 += 65536) {
+			sdc_eb_table_fill(&ew.own, r0, cfg->rows - r0 < 65536 ? cfg->rows : r0 + 65536);
+			sdc_worker_heartbeat(w);
+		}
 		ew.t = &ew.own;
 	}
 	const int d = cfg->d;
@@ -786,6 +792,7 @@ static void embbag_run(struct sdc_worker *w)
 		int bags_reported = 0;
 		struct sdc_fault rfaults[8];
 		const int nrf = sdc_worker_faults(w, "R", ew.iter, rfaults, 8);
+		sdc_worker_fatal_faults(w, ew.iter, ew.out);
 		for (int bt = 0; bt < sh->batches; bt++) {
 			sdc_eb_batch_draw(&ew.batch, cfg, ew.iter * (uint64_t)sh->batches + (uint64_t)bt);
 			if (bt == 0) {

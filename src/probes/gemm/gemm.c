@@ -21,6 +21,7 @@
 #include "probes/gemm/calibration.h"
 #include "base/digest.h"
 #include "probe.h"
+#include "fatal.h"
 #include "probes/gemm/abft.h"
 #include "probes/gemm/gemm.h"
 #include "gpu.h"
@@ -683,6 +684,7 @@ static void gemm_run(struct sdc_worker *w)
 		draw_faults(&fb, w, &g, 'B', iter);
 		apply_faults(&fb, 0, INT32_MAX);
 		draw_faults(&fb, w, &g, 'C', iter);
+		sdc_worker_fatal_faults(w, iter, g.a);
 		const int nbad = sdc_gemm_multiply_check(&g, fb.n ? apply_faults : NULL, &fb);
 		/* Operands first: a changed input explains the rows that fail after it. */
 		const bool operand_fault = verify_operands(w, &g, sh, iter);

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "base/digest.h"
+#include "fatal.h"
 #include "gpu.h"
 #include "kernels/abft_ref.h"
 #include "kernels/gemm_data.h"
@@ -737,6 +738,7 @@ static int look_at(struct lane *l, int slot, uint64_t iter, bool *redo)
 		}
 		digest = sdc_xxh64(l->c_host, (size_t)c->m * (size_t)c->ldc * 4);
 	}
+	sdc_worker_fatal_faults(l->w, iter, l->sums); /* (in the lane's host thread: named at the GPU) */
 	sdc_worker_digest(l->w, iter, digest);
 	sdc_worker_account(l->w, 2.0 * c->m * c->n * c->k);
 	return 0;

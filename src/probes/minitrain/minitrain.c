@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "fleet.h"
+#include "fatal.h"
 #include "probes/minitrain/minitrain.h"
 
 static const char *const model_names[] = { "dlrm", "xfmr", NULL };
@@ -488,6 +489,7 @@ static void minitrain_run(struct sdc_worker *w)
 			const int s = mw.step;
 			mw.diverged_this_step = false;
 			rest_faults(&mw);
+			sdc_worker_fatal_faults(w, mw.iter, mw.traj);
 			uint64_t entry = mt_tensors_hash(mw.traj, mw.ntraj, NULL);
 			/* what this rank held, for its work digest (the fleet vote), before any repair */
 			const uint64_t held = entry;

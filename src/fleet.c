@@ -84,11 +84,11 @@ static double *heard, last_beat;
  * MPI_Test for good: "this local MPI process will likely now behave unpredictably (it may even
  * hang or crash)", its own warning says). Each MPI call that may progress the transport holds a
  * slot with the time it began; a thread checks them every second, and a call inside the library
- * for longer than one deadline plus WATCH_GRACE ends the process: it says so, with the peers it
- * was waiting on, and exits with watch_code (UNKNOWN, or the agreed verdict once MPI is ending).
+ * for longer than one deadline plus SDC_FLEET_WATCH_GRACE (fleet.h) ends the process: it says so,
+ * with the peers it was waiting on, and exits with watch_code (UNKNOWN, or the agreed verdict
+ * once MPI is ending).
  */
 #define WATCH_SLOTS 64
-#define WATCH_GRACE 5.0
 static _Atomic int64_t watch_since[WATCH_SLOTS]; /* microseconds of sdc_now(); 0: free */
 static _Atomic int64_t watch_limit[WATCH_SLOTS]; /* how long that call may take, microseconds */
 static _Atomic int watch_peers[WATCH_SLOTS][2];
@@ -101,7 +101,7 @@ static int watch_enter(int dst, int src)
 		int64_t free_slot = 0;
 		if (atomic_compare_exchange_strong(&watch_since[i], &free_slot, now)) {
 			/* read here, by the thread that set it, not by the watchdog */
-			atomic_store(&watch_limit[i], (int64_t)((sdc_fleet.timeout + WATCH_GRACE) * 1e6));
+			atomic_store(&watch_limit[i], (int64_t)((sdc_fleet.timeout + SDC_FLEET_WATCH_GRACE) * 1e6));
 			atomic_store(&watch_peers[i][0], dst);
 			atomic_store(&watch_peers[i][1], src);
 			return i;

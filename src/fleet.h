@@ -27,6 +27,10 @@ struct sdc_fleet {
 
 extern struct sdc_fleet sdc_fleet;
 
+/* The MPI watchdog (fleet.c) ends a rank whose one MPI call has lasted the timeout plus this many
+ * seconds (the man page says how long; tests/unit/test_defaults.c holds the two together). */
+#define SDC_FLEET_WATCH_GRACE 5.0
+
 /* MPI_Init_thread when launched by an MPI launcher (OMPI_/PMI_/PMIX_ environment). */
 int sdc_fleet_init(int *argc, char ***argv);
 /* Ends MPI; after a peer died, skips MPI_Finalize (which would wait for it) and exits with code. */

@@ -2,12 +2,15 @@
  * NVML, loaded with dlopen (nvml.h). There is no NVML header on the build machines, so the few
  * prototypes and constants used are declared here, from NVIDIA's nvml.h (CUDA 12/13): functions
  * return nvmlReturn_t (0 success, 7 insufficient size), a device is an opaque pointer.
+ * Events: NVML API Reference, "Event Handling Methods" (nvmlEventSetCreate,
+ * nvmlDeviceRegisterEvents, nvmlEventSetWait_v2, nvmlEventSetFree), docs.nvidia.com/deploy/nvml-api.
  */
 #include "nvml.h"
 
 #include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +19,24 @@
 
 typedef int nvml_ret;
 typedef struct nvml_device *nvml_dev;
+typedef struct nvml_event_set *nvml_event_set;
+
+/* nvmlEventData_t as nvmlEventSetWait_v2 fills it; the older nvmlEventSetWait fills the first
+ * three members only (its struct had no MIG instance ids). */
+struct nvml_event_data {
+	nvml_dev device;
+	unsigned long long type;
+	unsigned long long data; /* the Xid, for nvmlEventTypeXidCriticalError */
+	unsigned gpu_instance, compute_instance;
+};
+
+#define NVML_EVENT_XID_CRITICAL 0x0000000000000008ULL /* nvmlEventTypeXidCriticalError */
 
 enum {
 	NVML_SUCCESS = 0,
 	NVML_ERROR_INSUFFICIENT_SIZE = 7,
+	NVML_ERROR_TIMEOUT = 10,     /* no event waiting */
+	NVML_ERROR_GPU_IS_LOST = 15, /* a GPU fell off the bus */
 	/* nvmlMemoryErrorType_t, nvmlEccCounterType_t */
 	NVML_MEMORY_ERROR_TYPE_CORRECTED = 0,
 	NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1,
@@ -48,6 +65,11 @@ static struct {
 	nvml_ret (*temperature)(nvml_dev, int, unsigned *);
 	nvml_ret (*power)(nvml_dev, unsigned *);
 	nvml_ret (*throttle)(nvml_dev, unsigned long long *);
+	nvml_ret (*event_set_create)(nvml_event_set *);
+	nvml_ret (*event_types)(nvml_dev, unsigned long long *);
+	nvml_ret (*register_events)(nvml_dev, unsigned long long, nvml_event_set);
+	nvml_ret (*event_wait)(nvml_event_set, struct nvml_event_data *, unsigned);
+	nvml_ret (*event_set_free)(nvml_event_set);
 } nv;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -86,6 +108,13 @@ static void load(void)
 	/* NVML 13 renamed the throttle reasons to clock event reasons; older drivers have the old name. */
 	nv.throttle = (nvml_ret (*)(nvml_dev, unsigned long long *))sym("nvmlDeviceGetCurrentClocksEventReasons",
 									"nvmlDeviceGetCurrentClocksThrottleReasons");
+	nv.event_set_create = (nvml_ret (*)(nvml_event_set *))sym("nvmlEventSetCreate", NULL);
+	nv.event_types = (nvml_ret (*)(nvml_dev, unsigned long long *))sym("nvmlDeviceGetSupportedEventTypes", NULL);
+	nv.register_events = (nvml_ret (*)(nvml_dev, unsigned long long, nvml_event_set))sym("nvmlDeviceRegisterEvents",
+											  NULL);
+	nv.event_wait = (nvml_ret (*)(nvml_event_set, struct nvml_event_data *, unsigned))sym("nvmlEventSetWait_v2",
+												 "nvmlEventSetWait");
+	nv.event_set_free = (nvml_ret (*)(nvml_event_set))sym("nvmlEventSetFree", NULL);
 	if (!nv.init || !nv.by_pci) {
 		snprintf(nv.why, sizeof(nv.why), "%s lacks nvmlInit or nvmlDeviceGetHandleByPciBusId", path);
 		goto out_close;
@@ -196,4 +225,106 @@ void sdc_nvml_throttle_text(int64_t reasons, char *buf, size_t len)
 	}
 	if (!used)
 		sdc_strlcpy(buf, reasons ? "other" : "none", len);
+}
+
+/* ---- critical Xid events ---- */
+
+struct sdc_nvml_events {
+	nvml_event_set set; /* NULL when none could be made */
+	int n;
+	nvml_dev *devs;     /* per GPU; NULL when not registered */
+	char (*why)[160];
+};
+
+static const char *nvml_error(nvml_ret rc)
+{
+	return nv.error_string ? nv.error_string(rc) : "error";
+}
+
+struct sdc_nvml_events *sdc_nvml_events_open(const char *const *pci_bus_ids, int n)
+{
+	pthread_once(&once, load);
+	struct sdc_nvml_events *ev = calloc(1, sizeof(*ev));
+	if (!ev)
+		return NULL;
+	ev->n = n;
+	ev->devs = calloc((size_t)n + 1, sizeof(*ev->devs));
+	ev->why = calloc((size_t)n + 1, sizeof(*ev->why));
+	if (!ev->devs || !ev->why) {
+		sdc_nvml_events_close(ev);
+		return NULL;
+	}
+	char common[160] = "";
+	nvml_ret rc;
+	if (!nv.handle)
+		sdc_strlcpy(common, nv.why, sizeof(common));
+	else if (!nv.event_set_create || !nv.register_events || !nv.event_wait)
+		snprintf(common, sizeof(common), "this NVML has no nvmlEventSetCreate, nvmlDeviceRegisterEvents or nvmlEventSetWait");
+	else if ((rc = nv.event_set_create(&ev->set)) != NVML_SUCCESS)
+		snprintf(common, sizeof(common), "nvmlEventSetCreate: %s", nvml_error(rc));
+	for (int i = 0; i < n; i++) {
+		nvml_dev d;
+		unsigned long long types = NVML_EVENT_XID_CRITICAL;
+		if (common[0])
+			sdc_strlcpy(ev->why[i], common, sizeof(ev->why[i]));
+		else if ((rc = nv.by_pci(pci_bus_ids[i], &d)) != NVML_SUCCESS)
+			snprintf(ev->why[i], sizeof(ev->why[i]), "NVML does not know the GPU at %s: %s", pci_bus_ids[i],
+				 nvml_error(rc));
+		else if (nv.event_types && nv.event_types(d, &types) == NVML_SUCCESS && !(types & NVML_EVENT_XID_CRITICAL))
+			snprintf(ev->why[i], sizeof(ev->why[i]), "NVML says the GPU at %s reports no Xid events",
+				 pci_bus_ids[i]);
+		else if ((rc = nv.register_events(d, NVML_EVENT_XID_CRITICAL, ev->set)) != NVML_SUCCESS)
+			snprintf(ev->why[i], sizeof(ev->why[i]), "nvmlDeviceRegisterEvents (%s): %s", pci_bus_ids[i],
+				 nvml_error(rc));
+		else
+			ev->devs[i] = d;
+	}
+	return ev;
+}
+
+bool sdc_nvml_events_registered(const struct sdc_nvml_events *ev, int i, char *why, size_t len)
+{
+	if (ev && i >= 0 && i < ev->n && ev->devs[i])
+		return true;
+	sdc_strlcpy(why, ev && i >= 0 && i < ev->n ? ev->why[i] : "not a GPU of this run", len);
+	return false;
+}
+
+int sdc_nvml_events_poll(struct sdc_nvml_events *ev, struct sdc_nvml_xid *out, int max, char *why, size_t len)
+{
+	int got = 0;
+	if (!ev || !ev->set)
+		return 0;
+	while (got < max) {
+		struct nvml_event_data e = { .gpu_instance = 0xFFFFFFFFu, .compute_instance = 0xFFFFFFFFu };
+		/* A timeout of 0 returns at once: an event waiting, or NVML_ERROR_TIMEOUT when none is. */
+		const nvml_ret rc = nv.event_wait(ev->set, &e, 0);
+		if (rc == NVML_ERROR_TIMEOUT)
+			break;
+		if (rc != NVML_SUCCESS) {
+			snprintf(why, len, "nvmlEventSetWait: %s%s", nvml_error(rc),
+				 rc == NVML_ERROR_GPU_IS_LOST ? " (a GPU fell off the bus or cannot be reached)" : "");
+			return got ? got : -1;
+		}
+		if (!(e.type & NVML_EVENT_XID_CRITICAL))
+			continue;
+		out[got] = (struct sdc_nvml_xid){ .gpu = -1, .xid = e.data, .gpu_instance = e.gpu_instance,
+						  .compute_instance = e.compute_instance };
+		for (int i = 0; i < ev->n; i++)
+			if (ev->devs[i] && ev->devs[i] == e.device)
+				out[got].gpu = i;
+		got++;
+	}
+	return got;
+}
+
+void sdc_nvml_events_close(struct sdc_nvml_events *ev)
+{
+	if (!ev)
+		return;
+	if (ev->set && nv.event_set_free)
+		nv.event_set_free(ev->set);
+	free(ev->devs);
+	free(ev->why);
+	free(ev);
 }

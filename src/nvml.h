@@ -2,7 +2,8 @@
  * GPU health from NVML, loaded at run time with dlopen (libnvidia-ml.so.1, which the driver
  * installs; $SDCSCAN_NVML_LIBRARY names another, for tests), so the binary runs where there is no
  * driver. A run records each GPU's health before and after it; an uncorrectable ECC error that
- * appeared during the run is a finding (core/runner.c).
+ * appeared during the run is a finding (core/runner.c). The Xid events a GPU raises during the run
+ * are polled here too (hwerr.c makes them findings).
  */
 #ifndef SDC_NVML_H
 #define SDC_NVML_H
@@ -34,5 +35,28 @@ void sdc_nvml_health(const char *pci_bus_id, struct sdc_gpu_health *h);
 
 /* The throttle reasons as words ("sw-power-cap hw-slowdown"), "none" for 0. */
 void sdc_nvml_throttle_text(int64_t reasons, char *buf, size_t len);
+
+/*
+ * Critical Xid events (nvmlEventTypeXidCriticalError) of a set of GPUs, registered once and then
+ * polled without waiting (nvmlEventSetWait_v2 with a timeout of 0). Events raised before the
+ * registration are not delivered: register before the work starts.
+ */
+struct sdc_nvml_events;
+
+struct sdc_nvml_xid {
+	int gpu;                 /* index into the bus ids given to sdc_nvml_events_open, -1 if none matches */
+	unsigned long long xid;  /* the Xid (999: one NVML does not know) */
+	unsigned gpu_instance, compute_instance; /* MIG instance, 0xFFFFFFFF when not attributed */
+};
+
+/* Registers each GPU (PCI bus id) for critical Xid events. NULL only when out of memory; a GPU
+ * that could not be registered says why (sdc_nvml_events_registered). */
+struct sdc_nvml_events *sdc_nvml_events_open(const char *const *pci_bus_ids, int n);
+/* Whether GPU i is registered; why not in why otherwise. */
+bool sdc_nvml_events_registered(const struct sdc_nvml_events *ev, int i, char *why, size_t len);
+/* The events waiting now, at most max of them, without waiting: how many, or -1 with why (a GPU
+ * fell off the bus, an NVML error), after which polling is pointless. */
+int sdc_nvml_events_poll(struct sdc_nvml_events *ev, struct sdc_nvml_xid *out, int max, char *why, size_t len);
+void sdc_nvml_events_close(struct sdc_nvml_events *ev);
 
 #endif

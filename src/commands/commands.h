@@ -13,6 +13,7 @@ extern const struct sdc_command sdc_command_calibrate;
 extern const struct sdc_command sdc_command_campaign;
 extern const struct sdc_command sdc_command_version;
 extern const struct sdc_command sdc_command_status;
+extern const struct sdc_command sdc_command_clear;
 extern const struct sdc_command sdc_command_fleet;
 
 #endif

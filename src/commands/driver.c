@@ -17,9 +17,9 @@
 #include "sdc_config.h"
 
 static const struct sdc_command *const commands[] = {
-	&sdc_command_run,     &sdc_command_status,    &sdc_command_list,      &sdc_command_selftest, &sdc_command_golden,
-	&sdc_command_fleet,   &sdc_command_bench,     &sdc_command_calibrate, &sdc_command_campaign, &sdc_command_version,
-	NULL,
+	&sdc_command_run,     &sdc_command_status,    &sdc_command_clear,     &sdc_command_list,     &sdc_command_selftest,
+	&sdc_command_golden,  &sdc_command_fleet,     &sdc_command_bench,     &sdc_command_calibrate, &sdc_command_campaign,
+	&sdc_command_version, NULL,
 };
 
 /* The common flags, for getopt and --help; parsed by parse_common. */

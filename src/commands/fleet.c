@@ -34,8 +34,10 @@ static const struct sdc_option fleet_options[] = {
 };
 
 struct fleet {
-	json_t *latest;     /* hostname -> {report, path, end} (the newest report of each host) */
+	json_t *latest;     /* hostname -> {report, path, end, scheduled, sequence, future}: what stands for each host */
 	json_t *unreadable; /* [{path, why}] */
+	json_t *skewed;     /* [{host, path, ahead_seconds}]: reports dated in the future */
+	double now;
 	int files;
 };
 
@@ -45,7 +47,31 @@ static void unreadable(struct fleet *f, const char *path, const char *why)
 	json_array_append_new(f->unreadable, json_pack("{s:s, s:s}", "path", path, "why", why));
 }
 
-/* One report: checked for what the comparison reads, kept if it is its host's newest. */
+/* Seconds a report may be dated ahead of this clock before it is a clock skew. */
+#define CLOCK_SLACK 300.0
+
+/*
+ * Whether report cand stands for its host rather than have: a full scheduled run over any other
+ * kind (an injected or partial run says less of the host); then the later sequence number of the
+ * host's own state where both carry one (a clock cannot skew it); then the later end. A report
+ * dated in the future stands only where nothing else does: its clock, not its age, put it first.
+ */
+static bool newer(json_t *cand, json_t *have)
+{
+	const bool cf = json_is_true(json_object_get(cand, "future")), hf = json_is_true(json_object_get(have, "future"));
+	if (cf != hf)
+		return hf;
+	const bool cs = json_is_true(json_object_get(cand, "scheduled")), hs = json_is_true(json_object_get(have, "scheduled"));
+	if (cs != hs)
+		return cs;
+	const json_int_t cq = json_integer_value(json_object_get(cand, "sequence")),
+			 hq = json_integer_value(json_object_get(have, "sequence"));
+	if (cq && hq && cq != hq)
+		return cq > hq;
+	return json_real_value(json_object_get(cand, "end")) > json_real_value(json_object_get(have, "end"));
+}
+
+/* One report: checked for what the comparison reads, kept if it is what stands for its host. */
 static void take_report(struct fleet *f, const char *path)
 {
 	char why[700];
@@ -69,12 +95,23 @@ static void take_report(struct fleet *f, const char *path)
 		json_decref(r);
 		return;
 	}
+	json_t *run = json_object_get(r, "run");
+	const char *kind = sdc_json_str(run, "kind");
+	json_t *cand = json_pack("{s:o, s:s, s:f, s:b, s:I, s:b}", "report", r, "path", path, "end", end, "scheduled",
+				 !*kind || !strcmp(kind, "scheduled"), "sequence", json_integer_value(json_object_get(run, "sequence")),
+				 "future", end > f->now + CLOCK_SLACK);
 	json_t *have = json_object_get(f->latest, host);
-	if (have && json_real_value(json_object_get(have, "end")) >= end) {
-		json_decref(r);
+	if (have && !newer(cand, have)) {
+		if (json_is_true(json_object_get(cand, "future")))
+			json_array_append_new(f->skewed, json_pack("{s:s, s:s, s:f}", "host", host, "path", path, "ahead_seconds",
+								   end - f->now));
+		json_decref(cand);
 		return;
 	}
-	json_object_set_new(f->latest, host, json_pack("{s:o, s:s, s:f}", "report", r, "path", path, "end", end));
+	if (have && json_is_true(json_object_get(have, "future")))
+		json_array_append_new(f->skewed, json_pack("{s:s, s:O, s:f}", "host", host, "path", json_object_get(have, "path"),
+							   "ahead_seconds", json_real_value(json_object_get(have, "end")) - f->now));
+	json_object_set_new(f->latest, host, cand);
 }
 
 /* A directory: every *.json under it, three levels down at most (DIR/host/last.json and the like). */
@@ -130,11 +167,11 @@ static int fleet_main(struct sdc_cmd *c)
 {
 	const struct fleet_opts *o = c->opts;
 	struct sdc_cli *cli = &c->cli;
-	struct fleet f = { .latest = json_object(), .unreadable = json_array() };
+	struct fleet f = { .latest = json_object(), .unreadable = json_array(), .skewed = json_array(), .now = sdc_wall_now() };
 	for (int a = 0; a < c->nargs; a++) {
 		struct stat st;
 		if (stat(c->args[a], &st)) {
-			json_decref(f.latest), json_decref(f.unreadable);
+			json_decref(f.latest), json_decref(f.unreadable), json_decref(f.skewed);
 			return sdc_cli_bad(cli, "%s: %s", c->args[a], strerror(errno));
 		}
 		if (S_ISDIR(st.st_mode))
@@ -156,7 +193,12 @@ static int fleet_main(struct sdc_cmd *c)
 			worst = sdc_verdict_worst(worst, SDC_WARNING);
 		}
 		json_t *v = json_object_get(r, "verdict");
-		const enum sdc_verdict hv = (enum sdc_verdict)json_integer_value(json_object_get(v, "code"));
+		enum sdc_verdict hv = (enum sdc_verdict)json_integer_value(json_object_get(v, "code"));
+		/* the node's state where the host keeps one: a CRITICAL stays until cleared */
+		const char *node = sdc_json_str(json_object_get(r, "node"), "verdict");
+		for (int nv = SDC_OK; nv <= SDC_UNKNOWN && *node; nv++)
+			if (!strcmp(node, sdc_verdict_name((enum sdc_verdict)nv)))
+				hv = (enum sdc_verdict)nv;
 		if (hv != SDC_OK) {
 			json_array_append_new(findings, json_pack("{s:s, s:s, s:s}", "host", host, "verdict",
 								  sdc_verdict_name(hv), "summary", sdc_json_str(v, "summary")));
@@ -186,7 +228,7 @@ static int fleet_main(struct sdc_cmd *c)
 		char *text = sdc_read_regular_file(o->hosts, 16u << 20, &len, "hosts file", why, sizeof(why));
 		if (!text) {
 			json_decref(groups), json_decref(findings), json_decref(stale), json_decref(missing);
-			json_decref(f.latest), json_decref(f.unreadable);
+			json_decref(f.latest), json_decref(f.unreadable), json_decref(f.skewed);
 			return sdc_cli_bad(cli, "--hosts %s", why);
 		}
 		for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -198,7 +240,7 @@ static int fleet_main(struct sdc_cmd *c)
 		}
 		free(text);
 	}
-	if (json_array_size(f.unreadable))
+	if (json_array_size(f.unreadable) || json_array_size(f.skewed))
 		worst = sdc_verdict_worst(worst, SDC_WARNING);
 	/* the vote, group by group */
 	json_t *out_groups = json_array(), *minority_all = json_array();
@@ -254,17 +296,20 @@ static int fleet_main(struct sdc_cmd *c)
 		printf("missing: %s: no report\n", json_string_value(e));
 	json_array_foreach(f.unreadable, i, e)
 		printf("unreadable: %s: %s\n", sdc_json_str(e, "path"), sdc_json_str(e, "why"));
+	json_array_foreach(f.skewed, i, e)
+		printf("clock-skew: %s: a report dated %.0f s in the future (%s): its clock is wrong\n", sdc_json_str(e, "host"),
+		       json_real_value(json_object_get(e, "ahead_seconds")), sdc_json_str(e, "path"));
 	printf("%s: %zu minority device%s, %zu host%s with findings, %zu stale, %zu missing, %zu unreadable\n",
 	       sdc_verdict_name(worst), json_array_size(minority_all), json_array_size(minority_all) == 1 ? "" : "s",
 	       json_array_size(findings), json_array_size(findings) == 1 ? "" : "s", json_array_size(stale),
 	       json_array_size(missing), json_array_size(f.unreadable));
 	int rc = sdc_exit_code(worst, cli->exit_style);
 	if (cli->json) {
-		json_t *j = json_pack("{s:[i,i], s:i, s:I, s:o, s:O, s:o, s:o, s:o, s:O, s:{s:s, s:i}}", "schema_version",
+		json_t *j = json_pack("{s:[i,i], s:i, s:I, s:o, s:O, s:o, s:o, s:o, s:O, s:O, s:{s:s, s:i}}", "schema_version",
 				      SDC_SCHEMA_MAJOR, SDC_SCHEMA_MINOR, "report_files", f.files, "hosts", (json_int_t)nhosts,
 				      "groups", out_groups, "minority", minority_all, "hosts_with_findings", findings,
-				      "stale", stale, "missing", missing, "unreadable", f.unreadable, "verdict", "status",
-				      sdc_verdict_name(worst), "code", (int)worst);
+				      "stale", stale, "missing", missing, "unreadable", f.unreadable, "clock_skew", f.skewed,
+				      "verdict", "status", sdc_verdict_name(worst), "code", (int)worst);
 		if (!j || sdc_cli_write_json(cli->json, j, "fleet"))
 			rc = sdc_cli_unknown(cli);
 		json_decref(j);
@@ -275,6 +320,7 @@ static int fleet_main(struct sdc_cmd *c)
 	json_decref(groups);
 	json_decref(f.latest);
 	json_decref(f.unreadable);
+	json_decref(f.skewed);
 	return rc;
 }
 

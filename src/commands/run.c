@@ -8,11 +8,13 @@
 #include "commands/commands.h"
 #include "core/export.h"
 #include "core/fleet_vote.h"
+#include "core/history.h"
 #include "core/output.h"
 #include "core/plan.h"
 #include "core/profile.h"
 #include "core/registry.h"
 #include "core/report.h"
+#include "core/report_read.h"
 #include "core/runner.h"
 #include "core/state.h"
 #include "fatal.h"
@@ -188,6 +190,8 @@ static void check_gpu_count(struct sdc_run *run, int expected)
 struct run_outputs {
 	const char *state; /* the state directory, or NULL (--no-state, or a rank other than 0) */
 	const char *prom, *junit;
+	enum sdc_run_kind kind; /* what the run is, for the node's state (core/history.h) */
+	int clear_after;        /* the profile's clear_after_clean_runs */
 };
 
 /* Writes the report's forms; false when one could not be written (said on stderr). */
@@ -195,16 +199,30 @@ static bool write_outputs(json_t *report, const struct sdc_cli *cli, const struc
 {
 	bool ok = true;
 	char err[1024], path[4096];
+	const double end = sdc_report_end_time(report);
+	/* into history and the node's state first: every form of the report then says what the run
+	 * was (run.kind, run.sequence) and what the node's state became (node) */
+	struct sdc_node_state st;
+	if (ro->state) {
+		if (sdc_node_record(ro->state, report, ro->kind, v, sdc_json_str(json_object_get(report, "verdict"), "summary"),
+				    end, ro->clear_after, &st, err, sizeof(err))) {
+			sdc_error("state: %s", err);
+			ok = false;
+		} else {
+			json_object_set_new(report, "node", sdc_node_json(&st));
+		}
+	}
 	if (cli->json)
 		ok &= !sdc_report_write(report, cli->json);
-	double last_success = 0;
+	double last_success = v == SDC_OK ? end : 0;
 	if (ro->state) {
 		const bool saved = !sdc_state_path(ro->state, "last.json", path, sizeof(path)) && !sdc_report_write(report, path);
 		if (saved)
 			sdc_state_clear_start(ro->state);
 		ok &= saved;
-		last_success = v == SDC_OK ? sdc_report_end_time(report) : sdc_state_last_success(ro->state);
-		if (v == SDC_OK && sdc_state_save_success(ro->state, last_success, err, sizeof(err))) {
+		if (v != SDC_OK)
+			last_success = sdc_state_last_success(ro->state);
+		else if (sdc_state_save_success(ro->state, last_success, err, sizeof(err))) {
 			sdc_error("state: %s", err);
 			ok = false;
 		}
@@ -360,6 +378,12 @@ static int run_main(struct sdc_cmd *c)
 	if (sdc_runner_execute(&run, &plan, &out))
 		goto out;
 	run.end_mono = sdc_now();
+	ro.clear_after = plan.clear_after;
+	ro.kind = run.ninject ? SDC_RUN_INJECTED
+		  : run.interrupted ? SDC_RUN_INTERRUPTED
+		  : o->variant	    ? SDC_RUN_VARIANT
+		  : o->probes.n	    ? SDC_RUN_PARTIAL
+				    : SDC_RUN_SCHEDULED;
 	rc = finish(cli, &run, &plan, &out, &ro);
 out:
 	sdc_state_unlock(&lock);

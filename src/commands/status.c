@@ -11,6 +11,7 @@
 
 #include "commands/commands.h"
 #include "core/export.h"
+#include "core/history.h"
 #include "core/report_read.h"
 #include "core/state.h"
 #include "sdc_config.h"
@@ -68,6 +69,7 @@ static int status_prom(const char *dir, const char *prom, enum sdc_verdict v, co
 	json_object_set_new(run, "start", json_string(when));
 	json_object_set_new(run, "duration_seconds", json_real(0));
 	json_object_set_new(r, "results", json_array());
+	json_object_set_new(r, "node", json_pack("{s:s}", "verdict", sdc_verdict_name(v)));
 	json_object_set_new(r, "verdict", json_pack("{s:s, s:i, s:s}", "status", sdc_verdict_name(v), "code",
 						    sdc_exit_code(v, style == SDC_EXIT_NPD ? SDC_EXIT_NAGIOS : style),
 						    "summary", summary));
@@ -87,7 +89,12 @@ static int died(struct sdc_cmd *c, const struct sdc_report_summary *prev, const 
 {
 	const struct status_opts *o = c->opts;
 	const bool npd = c->cli.exit_style == SDC_EXIT_NPD;
-	const enum sdc_verdict v = prev && prev->verdict == SDC_CRITICAL ? SDC_CRITICAL : SDC_UNKNOWN;
+	/* the node's CRITICAL where it keeps a state (an injected run's is not one), else the last report's */
+	struct sdc_node_state ns;
+	char why[512];
+	const bool node = sdc_node_read(sdc_state_dir(o->state_dir), &ns, why, sizeof(why)) == 0;
+	const enum sdc_verdict before = node ? ns.verdict : prev ? prev->verdict : SDC_UNKNOWN;
+	const enum sdc_verdict v = before == SDC_CRITICAL ? SDC_CRITICAL : SDC_UNKNOWN;
 	char when[40], ago[32], line[1024];
 	sdc_format_utc(st->start, when, sizeof(when));
 	age_text(sdc_wall_now() - st->start, ago, sizeof(ago));
@@ -108,6 +115,37 @@ static int died(struct sdc_cmd *c, const struct sdc_report_summary *prev, const 
 	return sdc_exit_code(v, c->cli.exit_style);
 }
 
+/* Seconds a report may be dated ahead of this clock before it is a clock skew (NTP keeps hosts
+ * well within it; a run's end rounds to the millisecond). */
+#define CLOCK_SLACK 300.0
+
+/*
+ * The node's state where the last run did not set it: a CRITICAL that stands (sticky: which run
+ * set it, the clean scheduled runs since, the last run), or the last run's kind (one that does not
+ * change the state), or a CRITICAL cleared.
+ */
+static void node_line(const struct sdc_node_state *ns, const struct sdc_report_summary *s, char *buf, size_t len,
+		      bool sticky)
+{
+	char since[40], ago[32], last_ago[32];
+	sdc_format_utc(ns->since, since, sizeof(since));
+	age_text(sdc_wall_now() - ns->since, ago, sizeof(ago));
+	age_text(sdc_wall_now() - ns->last_end, last_ago, sizeof(last_ago));
+	if (sticky)
+		snprintf(buf, len,
+			 "since %s (%s ago, run %llu; it stays until `sdcscan clear --reason ...`): %.200s; %d clean "
+			 "scheduled run%s since; the last run (%s, %s ago): %.160s",
+			 since, ago, (unsigned long long)ns->set_by, ns->summary, ns->clean_runs, ns->clean_runs == 1 ? "" : "s",
+			 sdc_run_kind_name(ns->last_kind), last_ago, s->summary);
+	else if (ns->cleared > ns->last_end)
+		snprintf(buf, len, "%.300s (at %s); no run since", ns->summary, since);
+	else
+		snprintf(buf, len, "%s since %s (%s ago): %.200s; the last run was %s (%s ago, which does not change the "
+				   "node's state): %.160s",
+			 sdc_verdict_name(ns->verdict), since, ago, ns->summary, sdc_run_kind_name(ns->last_kind), last_ago,
+			 s->summary);
+}
+
 static int status_main(struct sdc_cmd *c)
 {
 	const struct status_opts *o = c->opts;
@@ -126,7 +164,11 @@ static int status_main(struct sdc_cmd *c)
 	/* a run started after that verdict, with none of its own: going, or died (no report given) */
 	struct sdc_state_start st;
 	const int started = c->nargs ? 0 : sdc_state_read_start(dir, &st);
-	if (started == 1 && !st.alive && (!have || st.start >= s.end - 1)) {
+	/* (the node's state, where kept: a run that died before a person cleared it says nothing now) */
+	struct sdc_node_state ns;
+	char nwhy[512];
+	const int nrc = c->nargs ? 1 : sdc_node_read(dir, &ns, nwhy, sizeof(nwhy));
+	if (started == 1 && !st.alive && (!have || st.start >= s.end - 1) && (nrc != 0 || st.start > ns.cleared)) {
 		free(text);
 		return died(c, have ? &s : NULL, &st);
 	}
@@ -141,32 +183,58 @@ static int status_main(struct sdc_cmd *c)
 		return sdc_exit_code(SDC_UNKNOWN, cli->exit_style);
 	}
 	free(text);
-	const double age = sdc_wall_now() - s.end;
+	/* the node's state (core/history.h), where the runs keep one: what it is, and which run set it */
+	if (nrc < 0)
+		fprintf(stderr, "sdcscan status: %s: the last report is read instead\n", nwhy);
+	const bool node = nrc == 0;
+	const double now = sdc_wall_now();
+	/* how old the node's verdict is: from its last full scheduled run (a manual or injected run
+	 * does not make it fresh) */
+	const double ref = node && ns.last_scheduled_end > 0 ? ns.last_scheduled_end : s.end;
+	const double age = now - ref;
 	const bool stale = age > o->max_age;
-	enum sdc_verdict v = s.verdict;
-	if (stale)
+	/* a report from the future says nothing about now: the clock was wrong, then or now */
+	const double ahead = (s.end > ref ? s.end : ref) - now;
+	const bool skew = ahead > CLOCK_SLACK;
+	const enum sdc_verdict base = node ? ns.verdict : s.verdict;
+	enum sdc_verdict v = base;
+	if (stale || skew)
 		v = sdc_verdict_worst(v, SDC_WARNING);
-	char ago[32], limit[32];
+	char ago[32], limit[32], note[700] = "", future[48];
 	age_text(age, ago, sizeof(ago));
 	age_text(o->max_age, limit, sizeof(limit));
+	age_text(ahead, future, sizeof(future));
+	if (skew)
+		snprintf(note, sizeof(note), "clock skew: the last run on %s is dated %s in the future; ", s.host, future);
+	/* the last run did not set the node's state (a CRITICAL that stands, a run of another kind),
+	 * or a person cleared it since */
+	if (node && (ns.set_by != ns.sequence || ns.cleared > ns.last_end))
+		node_line(&ns, &s, note + strlen(note), sizeof(note) - strlen(note), base == SDC_CRITICAL);
 	if (npd) {
 		/* node-problem-detector keeps 80 characters of stdout: the problem, short; the rest on stderr */
 		char line[512];
-		if (s.verdict == SDC_OK && !stale)
+		if (skew)
+			snprintf(line, sizeof(line), "SDC: clock skew on %s: last run dated %s ahead", s.host, future);
+		else if (base == SDC_OK && !stale)
 			snprintf(line, sizeof(line), "SDC: OK %s ago", ago);
-		else if (s.verdict == SDC_OK)
-			snprintf(line, sizeof(line), "SDC: last run %s ago, stale (max %s)", ago, limit);
+		else if (base == SDC_OK)
+			snprintf(line, sizeof(line), "SDC: last scheduled run %s ago, stale (max %s)", ago, limit);
+		else if (node && base == SDC_CRITICAL && ns.set_by != ns.sequence)
+			snprintf(line, sizeof(line), "SDC: CRITICAL %.200s",
+				 ns.summary + (strncmp(ns.summary, "CRITICAL: ", 10) ? 0 : 10));
 		else
-			snprintf(line, sizeof(line), "SDC: %s %s", sdc_verdict_name(s.verdict), s.first[0] ? s.first : s.summary);
+			snprintf(line, sizeof(line), "SDC: %s %s", sdc_verdict_name(base), s.first[0] ? s.first : s.summary);
 		line[80] = '\0';
 		printf("%s\n", line);
-		fprintf(stderr, "sdcscan status: %s, %s ago (%s), profile %s: %s%s%s\n", sdc_verdict_name(s.verdict), ago, path,
-			s.profile, s.summary, s.first_detail[0] ? ": " : "", s.first_detail);
+		fprintf(stderr, "sdcscan status: %s%s, %s ago (%s), profile %s: %s%s%s\n", note, sdc_verdict_name(base), ago,
+			path, s.profile, s.summary, s.first_detail[0] ? ": " : "", s.first_detail);
+	} else if (note[0] && !skew) {
+		printf("%s: %s\n", sdc_verdict_name(v), note);
 	} else {
 		char going[96] = "";
 		if (started == 1 && st.alive)
 			snprintf(going, sizeof(going), " (a run is in progress: pid %d, profile %.40s)", st.pid, st.profile);
-		printf("%s: last run %s ago%s%s, profile %s, %.1f s: %s%s%s\n", sdc_verdict_name(v), ago,
+		printf("%s: %slast run %s ago%s%s, profile %s, %.1f s: %s%s%s\n", sdc_verdict_name(v), note, ago,
 		       stale ? " (stale: older than --max-age)" : "", going, s.profile, s.duration,
 		       s.first[0] && s.verdict != SDC_OK ? s.first : s.summary, s.first_detail[0] ? ": " : "",
 		       s.first_detail);

@@ -154,7 +154,13 @@ int sdc_export_prom(void *report, double last_success, const char *path, char *e
 	put(&t, "} 1\n");
 	const double end = sdc_report_end_time(report);
 	const double dur = json_number_value(json_object_get(json_object_get(report, "run"), "duration_seconds"));
-	const json_int_t verdict = json_integer_value(json_object_get(json_object_get(report, "verdict"), "code"));
+	const json_int_t run_verdict = json_integer_value(json_object_get(json_object_get(report, "verdict"), "code"));
+	/* the node's verdict where the run kept state (a CRITICAL stays until cleared: core/history.h) */
+	const char *node = sdc_json_str(json_object_get(report, "node"), "verdict");
+	json_int_t verdict = run_verdict;
+	for (int nv = SDC_OK; nv <= SDC_UNKNOWN && *node; nv++)
+		if (!strcmp(node, sdc_verdict_name((enum sdc_verdict)nv)))
+			verdict = nv;
 	put(&t, "# HELP sdcscan_last_run_timestamp_seconds When the last sdcscan run ended.\n"
 		"# TYPE sdcscan_last_run_timestamp_seconds gauge\nsdcscan_last_run_timestamp_seconds %.3f\n",
 	    end > 0 ? end : 0);
@@ -164,9 +170,12 @@ int sdc_export_prom(void *report, double last_success, const char *path, char *e
 	put(&t, "# HELP sdcscan_last_run_duration_seconds How long the last sdcscan run took.\n"
 		"# TYPE sdcscan_last_run_duration_seconds gauge\nsdcscan_last_run_duration_seconds %.3f\n",
 	    dur);
-	put(&t, "# HELP sdcscan_verdict The last run's verdict: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.\n"
+	put(&t, "# HELP sdcscan_verdict The node's verdict: 0 OK, 1 WARNING, 2 CRITICAL (until cleared), 3 UNKNOWN.\n"
 		"# TYPE sdcscan_verdict gauge\nsdcscan_verdict %" JSON_INTEGER_FORMAT "\n",
 	    verdict);
+	put(&t, "# HELP sdcscan_last_run_verdict The last run's own verdict (an injected or partial run's too).\n"
+		"# TYPE sdcscan_last_run_verdict gauge\nsdcscan_last_run_verdict %" JSON_INTEGER_FORMAT "\n",
+	    run_verdict);
 	put(&t, "# HELP sdcscan_probe_failed 1 when the probe found corruption, degradation or an error on the device "
 		"in the last run, else 0.\n# TYPE sdcscan_probe_failed gauge\n");
 	size_t i, k;

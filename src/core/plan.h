@@ -44,6 +44,7 @@ struct sdc_plan {
 	enum sdc_seed_mode seed_mode;
 	uint64_t seed;
 	int expect_gpus; /* GPUs the host should have; fewer is WARNING (0: no expectation) */
+	int clear_after; /* a CRITICAL node state clears after this many clean scheduled runs (0: never) */
 	struct sdc_plan_entry entries[SDC_PLAN_MAX];
 	int n;
 };

@@ -329,6 +329,14 @@ int sdc_profile_parse(const char *file, const char *text, size_t len, struct sdc
 				goto out;
 			}
 			plan->expect_gpus = (int)g;
+		} else if (!strcmp(k->value, "clear_after_clean_runs")) {
+			int64_t n;
+			if (v->type != NODE_SCALAR || !sdc_parse_i64(v->value, &n) || n < 0 || n > 1000) {
+				fail(&ps, v->line, v->col,
+				     "clear_after_clean_runs: expected a number of runs from 0 (never) to 1000");
+				goto out;
+			}
+			plan->clear_after = (int)n;
 		} else if (!strcmp(k->value, "probes")) {
 			probes = v;
 			if (v->type != NODE_MAP || !v->n) {
@@ -336,7 +344,8 @@ int sdc_profile_parse(const char *file, const char *text, size_t len, struct sdc
 				goto out;
 			}
 		} else {
-			fail(&ps, k->line, k->col, "unknown key '%s' (valid keys: description, seed, expect_gpus, probes)",
+			fail(&ps, k->line, k->col, "unknown key '%s' (valid keys: description, seed, expect_gpus, "
+						"clear_after_clean_runs, probes)",
 			     k->value);
 			goto out;
 		}

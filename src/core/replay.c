@@ -3,7 +3,8 @@
  * reproduces the run), and for each finding of `sdcscan run` a narrower one (its probe and
  * variant, its device, the seed, up to its iteration) that reproduces that finding. Built from
  * the command line as given, so every --set, --inject, --profile and --duration carries over;
- * what only says where output goes (--json, --quiet, --no-color, --exit-codes) is left out.
+ * what only says where output goes (--json, --quiet, --no-color, --exit-codes) or where the run is
+ * saved (--state-dir, --no-state, --prom, --junit, --wait) is left out.
  */
 #include "core/replay.h"
 
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "fleet.h"
+#include "inject.h"
 
 /* Options dropped from the run's line, with whether each takes a value. */
 struct drop {
@@ -20,16 +22,21 @@ struct drop {
 	bool value;
 };
 
+/* (and what saves the run: a replay is a run of its own kind, it never writes where the scheduled
+ * scans keep the node's state, metrics or JUnit; core/history.h) */
+#define STATE_AND_OUTPUTS                                                                                  \
+	{ "state-dir", 0, true }, { "no-state", 0, false }, { "prom", 0, true }, { "junit", 0, true }, \
+		{ "wait", 0, true }
 static const struct drop output_only[] = {
 	{ "json", 'j', true }, { "quiet", 'q', false }, { "no-color", 0, false }, { "exit-codes", 'e', true },
-	{ "seed", 'S', true }, { NULL, 0, false },
+	{ "seed", 'S', true }, STATE_AND_OUTPUTS,     { NULL, 0, false },
 };
 
 /* For a finding: where it ran and how long are set anew. */
 static const struct drop narrowed[] = {
 	{ "json", 'j', true },	{ "quiet", 'q', false }, { "no-color", 0, false }, { "exit-codes", 'e', true },
 	{ "seed", 'S', true },	{ "probe", 'P', true },	 { "variant", 0, true },   { "cpus", 'c', true },
-	{ "gpus", 'g', true },	{ NULL, 0, false },
+	{ "gpus", 'g', true },	STATE_AND_OUTPUTS,	 { NULL, 0, false },
 };
 
 static void append(char *buf, size_t len, const char *s)
@@ -80,14 +87,41 @@ static int dropped(char **argv, int argc, int i, const struct drop *drops)
 	return 0;
 }
 
-static void command_line(const struct sdc_run *run, const struct drop *drops, char *buf, size_t len)
+/*
+ * How many words argv[i] takes when it is an --inject whose fault cannot come in a finding's
+ * replay (another probe or variant, or a later iteration: the replay stops at the finding's),
+ * which the replay would refuse as one that cannot take effect. 0 when it is not.
+ */
+static int foreign_inject(char **argv, int argc, int i, const struct sdc_finding *f)
+{
+	const char *a = argv[i], *spec = NULL;
+	int words = 1;
+	if ((!strcmp(a, "--inject") || !strcmp(a, "-i")) && i + 1 < argc)
+		spec = argv[i + 1], words = 2;
+	else if (!strncmp(a, "--inject=", 9))
+		spec = a + 9;
+	else if (!strncmp(a, "-i", 2) && a[2])
+		spec = a + 2;
+	struct sdc_inject_spec s;
+	char err[256];
+	if (!f || !spec || sdc_inject_parse(spec, &s, err, sizeof(err)))
+		return 0;
+	const bool here = !strcmp(s.probe, f->probe) && (!s.variant[0] || !strcmp(s.variant, f->variant)) &&
+			  (s.iter < 0 || (uint64_t)s.iter <= f->iteration);
+	return here ? 0 : words;
+}
+
+static void command_line(const struct sdc_run *run, const struct drop *drops, const struct sdc_finding *f, char *buf,
+			 size_t len)
 {
 	buf[0] = '\0';
 	if (sdc_fleet.active)
 		snprintf(buf, len, "mpirun -np %d ", sdc_fleet.size);
 	append(buf, len, "sdcscan");
 	for (int i = 0; i < run->argc;) {
-		const int skip = i ? dropped(run->argv, run->argc, i, drops) : 0;
+		int skip = i ? dropped(run->argv, run->argc, i, drops) : 0;
+		if (!skip && i)
+			skip = foreign_inject(run->argv, run->argc, i, f);
 		if (skip) {
 			i += skip;
 			continue;
@@ -103,7 +137,7 @@ static void command_line(const struct sdc_run *run, const struct drop *drops, ch
 
 void sdc_replay_run(const struct sdc_run *run, char *buf, size_t len)
 {
-	command_line(run, output_only, buf, len);
+	command_line(run, output_only, NULL, buf, len);
 }
 
 /* "--cpus 0,3 --gpus none": the devices the run had. */
@@ -131,7 +165,7 @@ void sdc_replay_finding(const struct sdc_run *run, const struct sdc_finding *f, 
 		sdc_replay_run(run, buf, len);
 		return;
 	}
-	command_line(run, narrowed, buf, len);
+	command_line(run, narrowed, f, buf, len);
 	char words[160];
 	snprintf(words, sizeof(words), " --variant %s/%s", f->probe, f->variant);
 	append(buf, len, words);

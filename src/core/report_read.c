@@ -17,6 +17,38 @@ const char *sdc_json_str(void *o, const char *key)
 }
 
 
+/*
+ * Whether the report's verdict is less than its own findings and results say (an OK over a
+ * corruption finding: edited, or written by something else): such a report is refused, never
+ * believed either way.
+ */
+static bool inconsistent(json_t *r, enum sdc_verdict v, char *why, size_t whylen)
+{
+	size_t i;
+	json_t *x;
+	json_array_foreach(json_object_get(r, "findings"), i, x) {
+		const char *cls = sdc_json_str(x, "class");
+		for (int c = SDC_FINDING_CORRUPTION; c <= SDC_FINDING_HANG; c++) {
+			const enum sdc_verdict fv = sdc_finding_class_verdict((enum sdc_finding_class)c);
+			if (!strcmp(cls, sdc_finding_class_name((enum sdc_finding_class)c)) && sdc_verdict_worst(v, fv) != v) {
+				snprintf(why, whylen, "its verdict (%s) disagrees with its findings (a %s finding: %.32s on %.16s)",
+					 sdc_verdict_name(v), cls, sdc_json_str(x, "kind"), sdc_json_str(x, "device"));
+				return true;
+			}
+		}
+	}
+	static const char *const worse[][2] = { { "corrupt", "CRITICAL" }, { "crashed", "CRITICAL" } };
+	json_array_foreach(json_object_get(r, "results"), i, x)
+		for (size_t k = 0; k < sizeof(worse) / sizeof(worse[0]); k++)
+			if (!strcmp(sdc_json_str(x, "status"), worse[k][0]) && v != SDC_CRITICAL) {
+				snprintf(why, whylen, "its verdict (%s) disagrees with its results (%.24s/%.24s on %.16s is %s)",
+					 sdc_verdict_name(v), sdc_json_str(x, "probe"), sdc_json_str(x, "variant"),
+					 sdc_json_str(x, "device"), worse[k][0]);
+				return true;
+			}
+	return false;
+}
+
 void *sdc_report_parse(const char *text, size_t len, char *why, size_t whylen)
 {
 	json_error_t je;
@@ -41,6 +73,8 @@ void *sdc_report_parse(const char *text, size_t len, char *why, size_t whylen)
 	else if (!json_is_array(json_object_get(r, "results")) || !json_is_array(json_object_get(r, "devices")) ||
 		 !json_is_array(json_object_get(r, "findings")))
 		snprintf(why, whylen, "it has no results, devices or findings list");
+	else if (inconsistent(r, (enum sdc_verdict)json_integer_value(code), why, whylen))
+		; /* why says */
 	else
 		return r;
 	json_decref(r);

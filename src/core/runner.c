@@ -72,56 +72,6 @@ void sdc_worker_fault_applied(struct sdc_worker *w, const struct sdc_fault *f, c
 	sdc_run_add_injection(w->ctx->run, &inj);
 }
 
-int sdc_runner_check_injections(const struct sdc_run *run, const struct sdc_plan *plan)
-{
-	for (int i = 0; i < run->ninject; i++) {
-		const struct sdc_inject_spec *s = &run->inject[i];
-		const struct sdc_probe *p = sdc_probe_find(s->probe);
-		char names[256];
-		if (!p) {
-			sdc_probe_names(names, sizeof(names));
-			sdc_error("--inject '%s': unknown probe '%s' (valid probes: %s)", s->text, s->probe, names);
-			return -1;
-		}
-		bool in_plan = false;
-		for (int e = 0; e < plan->n; e++)
-			in_plan |= plan->entries[e].probe == p;
-		if (!in_plan) {
-			sdc_error("--inject '%s': probe %s is not part of this run (add --probe %s)", s->text,
-				  s->probe, s->probe);
-			return -1;
-		}
-		bool known = sdc_fatal_target(s->target); /* every probe's (fatal.h) */
-		size_t used = 0;
-		names[0] = '\0';
-		for (int t = 0; p->inject_targets && p->inject_targets[t]; t++) {
-			const char *tg = p->inject_targets[t];
-			size_t len = strcspn(tg, ":");
-			known |= strlen(s->target) == len && !strncmp(tg, s->target, len);
-			int w = snprintf(names + used, sizeof(names) - used, "%s%.*s", used ? ", " : "", (int)len, tg);
-			if (w > 0 && (size_t)w < sizeof(names) - used)
-				used += (size_t)w;
-		}
-		if (!known) {
-			sdc_error("--inject '%s': probe %s has no target '%s' (valid targets: %s)", s->text, s->probe,
-				  s->target, names[0] ? names : "none");
-			return -1;
-		}
-		if (s->device >= 0) {
-			bool found = false;
-			for (int d = 0; d < run->ndevices; d++)
-				found |= sdc_inject_spec_device(s, &run->devices[d]);
-			if (!found) {
-				sdc_error("--inject '%s': device=%s%d is not one of the %ss this run uses", s->text,
-					  s->device_kind == SDC_DEVICE_GPU ? "gpu" : "", s->device,
-					  s->device_kind == SDC_DEVICE_GPU ? "GPU" : "CPU");
-				return -1;
-			}
-		}
-	}
-	return 0;
-}
-
 /* ---- helpers for probes ---- */
 
 int sdc_ctx_error(struct sdc_probe_ctx *ctx, const char *fmt, ...)
@@ -744,6 +694,8 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 	}
 	poll_fleet_interrupt();
 	run->interrupted = sdc_stop_interrupted();
+	if (!run->interrupted)
+		sdc_runner_check_injected(run);
 	gpu_health(run, 1);
 	health_compare(run);
 	sdc_output_host_findings(out, run, "health");

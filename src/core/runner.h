@@ -14,7 +14,10 @@
 /* Runs every plan entry. Returns 0, or -1 if the run could not start at all. */
 int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct sdc_output *out);
 
-/* Checks --inject specs against the plan's probes and the run's devices. */
+/* Checks --inject specs against the plan's probes and the run's devices (core/inject_check.c):
+ * each must be able to take effect. 0, or -1 (said). */
 int sdc_runner_check_injections(const struct sdc_run *run, const struct sdc_plan *plan);
+/* After the run: a spec that was never injected is a finding (UNKNOWN). */
+void sdc_runner_check_injected(struct sdc_run *run);
 
 #endif

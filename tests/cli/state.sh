@@ -54,18 +54,23 @@ grep -q '^sdcscan_verdict 0$' "$TMP/m.prom" || fail "sdcscan_verdict is not 0"
 grep -q '^sdcscan_build_info{version="' "$TMP/m.prom" || fail "no sdcscan_build_info"
 grep -q ' [0-9.]* [0-9]*$' "$TMP/m.prom" && fail "a sample carries a timestamp"
 
-# A corrupt run: status names it; npd gets one line of at most 80 characters and exit 1.
+# A corrupt run (injected): its report names it, status given the report says so; npd gets one
+# line of at most 80 characters and exit 1. The node's state is not an injected run's to change
+# (verdict_life.sh has the node's life): status of the state directory stays OK, and says why.
 expect_exit 2 bad "$SDCSCAN" $RUN --duration 1 --cpus 0-1 --set gemm.iterations=4 --prom "$TMP/b.prom" \
 	--junit "$TMP/b.xml" --inject "gemm/int8:C:device=1,iter=1,row=3,col=4,bit=12"
-expect_exit 2 status_bad "$SDCSCAN" status --state-dir "$ST"
+expect_exit 0 status_node "$SDCSCAN" status --state-dir "$ST"
+expect_grep status_node out "^OK: OK since .*; the last run was injected (.* ago, which does not change the node's state): CRITICAL"
+expect_exit 2 status_bad "$SDCSCAN" status "$ST/last.json"
 expect_grep status_bad out "^CRITICAL: last run .* cpu1 gemm/int8 checksum-mismatch C\[3\]\[4\]"
-expect_exit 1 status_bad_npd "$SDCSCAN" status --state-dir "$ST" --exit-codes npd
+expect_exit 1 status_bad_npd "$SDCSCAN" status "$ST/last.json" --exit-codes npd
 [ "$(wc -l <"$TMP/status_bad_npd.out")" -eq 1 ] && [ "$(head -1 "$TMP/status_bad_npd.out" | wc -c)" -le 81 ] ||
 	fail "npd output is not one line of at most 80 characters: $(cat "$TMP/status_bad_npd.out")"
 expect_grep status_bad_npd out "^SDC: CRITICAL cpu1 gemm"
 grep -q '^sdcscan_probe_failed{probe="gemm",device="cpu1",gpu="",UUID=""} 1$' "$TMP/b.prom" || fail "cpu1 not failed in prom"
 grep -q '^sdcscan_probe_failed{probe="gemm",device="cpu0",gpu="",UUID=""} 0$' "$TMP/b.prom" || fail "cpu0 not clean in prom"
-grep -q '^sdcscan_verdict 2$' "$TMP/b.prom" || fail "sdcscan_verdict is not 2"
+grep -q '^sdcscan_last_run_verdict 2$' "$TMP/b.prom" || fail "sdcscan_last_run_verdict is not 2"
+grep -q '^sdcscan_verdict 0$' "$TMP/b.prom" || fail "sdcscan_verdict (the node's) is not 0 after an injected run"
 # last success is the clean run's, not this one's
 [ "$(sed -n 's/^sdcscan_last_success_timestamp_seconds //p' "$TMP/b.prom")" = "$(sed -n 's/^sdcscan_last_run_timestamp_seconds //p' "$TMP/m.prom")" ] ||
 	fail "last success moved with a CRITICAL run"
@@ -127,8 +132,8 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do "$SDCSCAN" status --state-dir "$ST" >/dev/null
 echo "status: $(( ($(date +%s%N) - t0) / 10000000 )) ms a call (mean of 10)"
 
 # A run that dies outright (SIGKILL, the OOM killer, a power loss) leaves its start record: status
-# says it died without a verdict, UNKNOWN in its line, npd line and metrics, never the OK before it;
-# a CRITICAL before it stands. A run still going is said as such.
+# says it died without a verdict, UNKNOWN in its line, npd line and metrics, never the OK before it.
+# A run still going is said as such.
 D="$TMP/died"
 expect_exit 0 before "$SDCSCAN" run $SMALL --set gemm.dtypes=int8 --cpus 0 --duration 1 --state-dir "$D"
 "$SDCSCAN" run $SMALL --set gemm.dtypes=int8 --cpus 0 --duration 30 --state-dir "$D" > /dev/null 2>&1 &
@@ -149,6 +154,7 @@ pid=$!
 sleep 1.5
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
-expect_exit 2 diedcrit "$SDCSCAN" status --state-dir "$D"
-expect_grep diedcrit out "^CRITICAL: the last run, started .* died without a verdict; the run before it: CRITICAL"
+# (an injected CRITICAL is not the node's: the died run is UNKNOWN; verdict_life.sh has a real one)
+expect_exit 3 diedinj "$SDCSCAN" status --state-dir "$D"
+expect_grep diedinj out "^UNKNOWN: the last run, started .* died without a verdict; the run before it: CRITICAL"
 finish

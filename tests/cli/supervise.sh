@@ -4,7 +4,8 @@
 # a corrupted pointer read, a read past a file's end, a call into undefined instructions or
 # breakpoint padding, a division by a zeroed counter, a failed check, a livelock): CRITICAL with
 # a crash finding naming the signal, si_code, address and instruction at cpu1 and its iteration,
-# cpu0 going on, the report, state, metrics and JUnit written. A signal another process sends a
+# cpu0 going on, the report, state, metrics and JUnit written (injected: the run's own verdict;
+# the node's state is not an injected run's to change). A signal another process sends a
 # worker is named but UNKNOWN. A hang is UNKNOWN at its device within the duration plus
 # hang_timeout.
 # usage: supervise.sh SDCSCAN
@@ -52,7 +53,7 @@ for probe in GEMM EMBBAG MINITRAIN ECPARITY; do
 		[ "$(crashed "$t" "$k" "$code")" = ok ] || fail "$t: $(crashed "$t" "$k" "$code")"
 		expect_grep "$t" out "crash: the worker on cpu1 died of SIG"
 		[ "$(json_get "$TMP/st-$t/last.json" "r['verdict']['status']")" = CRITICAL ] || fail "$t: state not CRITICAL"
-		grep -q "^sdcscan_verdict 2$" "$TMP/$t.prom" || fail "$t: metrics not CRITICAL"
+		grep -q "^sdcscan_last_run_verdict 2$" "$TMP/$t.prom" || fail "$t: metrics not CRITICAL"
 		grep -q "<failure" "$TMP/$t.xml" || fail "$t: JUnit has no failure"
 		# the other core went on (ecparity's servers wait for each other: they stop with it)
 		[ "$pname" = ecparity ] || [ "$(json_get "$TMP/$t.json" "[x['status'] for x in r['results'] if x['device'] == 'cpu0']")" = "['ok']" ] ||

@@ -2,7 +2,7 @@
 # A real Slurm: munged, slurmctld and slurmd (Debian's slurm-wlm) on this host as a one-node
 # cluster, in a temporary directory on their own ports. Checks (1) that slurmd, running
 # packaging/'s HealthCheckProgram itself, drains the node with an "sdcscan:" reason when the
-# saved verdict is CRITICAL and resumes it when it is OK, but leaves an admin's drain alone;
+# node's state is CRITICAL and resumes it only once that is cleared, but leaves an admin's drain alone;
 # (2) that srun -n 4 --mpi=pmix runs a 4-rank sdcscan whose fleet verdict is srun's exit code.
 # Exits 77 (skipped) where Slurm or munge is not installed or this is not root (the daemons
 # need it); anything else that fails is a failure.
@@ -91,13 +91,22 @@ wait_reason() { # wait_reason PATTERN: up to 20 s for the node's reason to match
 }
 SMALL_RUN="run --probe gemm --set gemm.dtypes=int8 --set gemm.m=48 --set gemm.n=40 --set gemm.k=64 --duration 1"
 
-# (1) HealthCheckProgram, run by slurmd itself.
-SDCSCAN_STATE_DIR=$S/st expect_exit 2 crit "$SDC" $SMALL_RUN --cpus 0 --set gemm.iterations=3 \
-	--inject "gemm/int8:C:device=0,iter=1,row=3,col=4,bit=12"
-wait_reason "^sdcscan: cpu0 gemm/int8 checksum-mismatch C\[3\]\[4\]" ||
+# (1) HealthCheckProgram, run by slurmd itself. A real CRITICAL (not an injected one, which never
+# changes the node's state): a scheduled run on a GPU whose SM 3 computes wrong (the fake GPU
+# module). It drains; the OK run after it does not resume (a CRITICAL stays until cleared);
+# `sdcscan clear` does.
+printf 'probes:\n  gemm:\n    dtypes: [int8]\n    m: 48\n    n: 40\n    k: 64\n    gpu_dtypes: [bf16]\n    gpu_m: 48\n    gpu_n: 40\n    gpu_k: 64\n' >"$TMP/sched.yaml"
+SCHED="run --profile $TMP/sched.yaml --duration 2 --cpus 0"
+export SDCSCAN_GPU_MODULE=$BLD/tests/fake-gpu.so SDCSCAN_NVML_LIBRARY=$BLD/tests/fake-nvml.so
+SDCSCAN_STATE_DIR=$S/st FAKE_GPU_BAD_SM=3 expect_exit 2 crit "$SDC" $SCHED
+wait_reason "^sdcscan: gpu0 gemm/gpu-bf16 checksum-mismatch C\[0\]\[0\]" ||
 	fail "CRITICAL: slurmd's health check did not drain with an sdcscan: reason (state: $(scontrol show node "$NODE" | grep -E 'State=|Reason='))"
-SDCSCAN_STATE_DIR=$S/st expect_exit 0 ok "$SDC" $SMALL_RUN --cpus 0
-wait_reason "" || fail "OK: the node sdcscan drained was not resumed (reason: $(reason))"
+SDCSCAN_STATE_DIR=$S/st expect_exit 0 ok "$SDC" $SCHED
+sleep 5 # two health checks
+reason | grep -q "^sdcscan:" || fail "OK after a CRITICAL resumed the node before anyone cleared it (reason: $(reason))"
+SDCSCAN_STATE_DIR=$S/st expect_exit 0 clear "$SDC" clear --reason "replaced gpu0"
+wait_reason "" || fail "cleared: the node sdcscan drained was not resumed (reason: $(reason))"
+unset SDCSCAN_GPU_MODULE SDCSCAN_NVML_LIBRARY
 scontrol update NodeName="$NODE" State=DRAIN Reason="admin: reseat DIMM"
 sleep 5 # two health checks
 [ "$(reason)" = "admin: reseat DIMM" ] || fail "OK resumed or changed an admin's drain (reason: $(reason))"

@@ -105,7 +105,8 @@ int main(void)
 	expect_error("description: x\n", "t.yaml:1:1:", "missing 'probes'", NULL);
 	/* Unknown top-level key, probe, option key. */
 	expect_error("probes:\n  gemm: {}\nprofile: x\n", "t.yaml:3:1:", "unknown key 'profile'",
-		     "valid keys: description, seed, expect_gpus, probes");
+		     "valid keys: description, seed, expect_gpus, clear_after_clean_runs, probes");
+	expect_error("clear_after_clean_runs: -1\nprobes:\n  gemm: {}\n", "t.yaml:1:25:", "from 0 (never) to 1000", NULL);
 	expect_error("probes:\n  gemn:\n    m: 4\n", "t.yaml:2:3:", "unknown probe 'gemn'", "valid probes: gemm");
 	expect_error("probes:\n  gemm:\n    size: 4\n", "t.yaml:3:5:", "unknown key 'size' for probe gemm",
 		     "valid keys: duration, gpu_duration, iterations, optional, hang_timeout, dtypes, m, n, k");

@@ -25,7 +25,7 @@ cleanup() {
 	[ -f "$S/slurmctld.pid" ] && kill "$(cat "$S/slurmctld.pid")" 2>/dev/null
 	[ -f "$S/munge/munged.pid" ] && kill "$(cat "$S/munge/munged.pid")" 2>/dev/null
 	sleep 1
-	[ "$FAILED" = 0 ] || tail -20 "$S/slurmd.log" "$S/slurmctld.log" >&2
+	[ "$FAILED" = 0 ] || tail -n 20 "$S/slurmd.log" "$S/slurmctld.log" >&2
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -99,7 +99,7 @@ printf 'probes:\n  gemm:\n    dtypes: [int8]\n    m: 48\n    n: 40\n    k: 64\n 
 SCHED="run --profile $TMP/sched.yaml --duration 2 --cpus 0"
 export SDCSCAN_GPU_MODULE=$BLD/tests/fake-gpu.so SDCSCAN_NVML_LIBRARY=$BLD/tests/fake-nvml.so
 SDCSCAN_STATE_DIR=$S/st FAKE_GPU_BAD_SM=3 expect_exit 2 crit "$SDC" $SCHED
-wait_reason "^sdcscan: gpu0 gemm/gpu-bf16 checksum-mismatch C\[0\]\[0\]" ||
+wait_reason "^sdcscan: gpu0 gemm/.* checksum-mismatch C\[0\]\[0\]" ||
 	fail "CRITICAL: slurmd's health check did not drain with an sdcscan: reason (state: $(scontrol show node "$NODE" | grep -E 'State=|Reason='))"
 SDCSCAN_STATE_DIR=$S/st expect_exit 0 ok "$SDC" $SCHED
 sleep 5 # two health checks

@@ -1,12 +1,14 @@
 /*
  * Hardware error counters around a run (hwerr.h): the sources read before and after it, the
- * GPU Xid poller during it, and the findings and report entry they make.
+ * poller during it, and the findings and report entry they make.
  *
- * The Xid poller is one thread for the whole run, not one a GPU lane: an Xid counts whenever it
+ * The poller is one thread for the whole run, not one a GPU lane: an Xid counts whenever it
  * happens during the run (while the CPU variants burn, between variants, in a lane that hung),
  * NVML delivers the events of every registered GPU through one event set, and the lanes belong
- * to the probes while this is the framework's. It polls every POLL_SECONDS without waiting
- * (nvmlEventSetWait_v2 with a timeout of 0), and once more after the run.
+ * to the probes while this is the framework's. It polls NVML every POLL_SECONDS without waiting
+ * (nvmlEventSetWait_v2 with a timeout of 0), and once more after the run. It also reads the
+ * kernel log every KMSG_TICKS polls, so a long run's records are read before the kernel's ring
+ * buffer overwrites them.
  */
 #include "hwerr.h"
 
@@ -25,6 +27,7 @@
 #include "base/util.h"
 
 #define POLL_SECONDS 0.1
+#define KMSG_TICKS 10
 
 struct sdc_hwerr {
 	double start;
@@ -44,6 +47,10 @@ struct sdc_hwerr {
 	struct sdc_hwerr_event xid[SDC_HWERR_EVENTS_MAX];
 	int nxid;
 	char poll_note[200];
+	bool xid_polled; /* some GPU is registered */
+	/* the kernel log's events: the poller's while it runs, then sdc_hwerr_end's */
+	struct sdc_hwerr_event kev[SDC_HWERR_EVENTS_MAX];
+	int nkev;
 };
 
 /* ---- merging ---- */
@@ -136,12 +143,18 @@ static void *poller_main(void *arg)
 {
 	struct sdc_hwerr *h = arg;
 	const struct timespec tick = { 0, (long)(POLL_SECONDS * 1e9) };
-	while (!atomic_load(&h->stop) && poll_once(h))
+	for (unsigned t = 1; !atomic_load(&h->stop); t++) {
+		if (h->xid_polled && !h->poll_failed)
+			poll_once(h);
+		if (t % KMSG_TICKS == 0)
+			sdc_kmsg_collect(&h->kmsg, h->start, h->kev, &h->nkev, SDC_HWERR_EVENTS_MAX);
 		nanosleep(&tick, NULL);
+	}
 	return NULL;
 }
 
-static void start_poller(struct sdc_hwerr *h, struct sdc_run *run)
+/* The GPUs of the run, registered for Xid events. */
+static void register_gpus(struct sdc_hwerr *h, struct sdc_run *run)
 {
 	for (int d = 0; d < run->ndevices; d++)
 		if (run->devices[d].kind == SDC_DEVICE_GPU)
@@ -169,14 +182,9 @@ static void start_poller(struct sdc_hwerr *h, struct sdc_run *run)
 	}
 	h->nv = sdc_nvml_events_open(bus, h->ngpus);
 	free(bus);
-	bool any = false;
 	char why[160];
 	for (int g = 0; g < h->ngpus; g++)
-		any |= sdc_nvml_events_registered(h->nv, g, why, sizeof(why));
-	if (any && !pthread_create(&h->poller, NULL, poller_main, h))
-		h->polling = true;
-	else if (any)
-		sdc_strlcpy(h->poll_note, "cannot start a thread: Xid events polled once after the run", sizeof(h->poll_note));
+		h->xid_polled |= sdc_nvml_events_registered(h->nv, g, why, sizeof(why));
 }
 
 /* ---- the run ---- */
@@ -202,7 +210,11 @@ struct sdc_hwerr *sdc_hwerr_begin(struct sdc_run *run)
 		sdc_kmsg_open(h->kmsg_path, &h->kmsg);
 		sdc_ras_open(h->ras_path, &h->ras);
 	}
-	start_poller(h, run);
+	register_gpus(h, run);
+	if ((h->xid_polled || h->kmsg.read) && !pthread_create(&h->poller, NULL, poller_main, h))
+		h->polling = true;
+	else if (h->xid_polled || h->kmsg.read)
+		sdc_strlcpy(h->poll_note, "cannot start a thread: Xid events and the kernel log read once after the run", sizeof(h->poll_note));
 	return h;
 }
 
@@ -214,12 +226,9 @@ static void stop_poller(struct sdc_hwerr *h)
 		h->polling = false;
 	}
 	/* the events of the run's last moments */
-	bool any = false;
-	char why[160];
-	for (int g = 0; g < h->ngpus; g++)
-		any |= sdc_nvml_events_registered(h->nv, g, why, sizeof(why));
-	if (any && !h->poll_failed)
+	if (h->xid_polled && !h->poll_failed)
 		poll_once(h);
+	sdc_kmsg_collect(&h->kmsg, h->start, h->kev, &h->nkev, SDC_HWERR_EVENTS_MAX);
 }
 
 static void add_finding(struct sdc_run *run, const struct sdc_hwerr *h, const struct sdc_hwerr_event *e)
@@ -308,7 +317,8 @@ void sdc_hwerr_end(struct sdc_hwerr *h, struct sdc_run *run)
 			h->edac0.read = after.read;
 			sdc_edac_release(&after);
 		}
-		sdc_kmsg_collect(&h->kmsg, h->start, ev, &n, SDC_HWERR_EVENTS_MAX);
+		for (int i = 0; i < h->nkev && n < SDC_HWERR_EVENTS_MAX; i++)
+			ev[n++] = h->kev[i];
 		sdc_ras_collect(&h->ras, ev, &n, SDC_HWERR_EVENTS_MAX);
 		n = sdc_hwerr_merge(ev, n);
 	}

@@ -95,12 +95,14 @@ struct sdc_kmsg {
 	char path[256];
 	uint64_t records, lost; /* records read; records the ring overwrote before they were read */
 	char note[160];         /* what limited the reading, when something did */
+	unsigned long long injected[64]; /* page frames the kernel was asked to poison (MADV_HWPOISON) */
+	int ninjected;
 };
 
 /* Opens path (normally /dev/kmsg) at its end; k->read and k->why say whether it can be read. */
 void sdc_kmsg_open(const char *path, struct sdc_kmsg *k);
-/* Reads every record logged since the open and adds the errors they report to out (at most max,
- * from *n on); start is sdc_now() at the run's start (for the events' times). */
+/* Reads every record logged since the open (or the last collect) and adds the errors they report
+ * to out (at most max, from *n on); start is sdc_now() at the run's start (for the events' times). */
 void sdc_kmsg_collect(struct sdc_kmsg *k, double start, struct sdc_hwerr_event *out, int *n, int max);
 void sdc_kmsg_close(struct sdc_kmsg *k);
 /* One kernel message (the text after a record's ';'): whether it reports a hardware error, and

@@ -256,10 +256,9 @@ static bool parse_record(char *rec, unsigned *prio, uint64_t *ts_us, const char 
 	return true;
 }
 
-/* Adds one record's event, unless it is a simulated memory failure (injected[] holds the pfns
- * the kernel was asked to poison, *ninjected of them). */
-static void take_record(char *rec, double start, unsigned long long *injected, int *ninjected,
-			struct sdc_hwerr_event *out, int *n, int max)
+/* Adds one record's event, unless it is a simulated memory failure (k->injected holds the pfns
+ * the kernel was asked to poison). */
+static void take_record(struct sdc_kmsg *k, char *rec, double start, struct sdc_hwerr_event *out, int *n, int max)
 {
 	unsigned prio;
 	uint64_t ts;
@@ -269,10 +268,10 @@ static void take_record(char *rec, double start, unsigned long long *injected, i
 		return; /* not a record, or not the kernel's (a process wrote it) */
 	bool inj;
 	const unsigned long long pfn = failure_pfn(msg, &inj);
-	if (inj && *ninjected < 64)
-		injected[(*ninjected)++] = pfn;
-	for (int i = 0; pfn && !inj && i < *ninjected; i++)
-		if (injected[i] == pfn)
+	if (inj && k->ninjected < (int)SDC_ARRAY_SIZE(k->injected))
+		k->injected[k->ninjected++] = pfn;
+	for (int i = 0; pfn && !inj && i < k->ninjected; i++)
+		if (k->injected[i] == pfn)
 			return;
 	if (*n >= max || !sdc_kmsg_classify(msg, &out[*n]))
 		return;
@@ -291,8 +290,6 @@ void sdc_kmsg_collect(struct sdc_kmsg *k, double start, struct sdc_hwerr_event *
 		sdc_strlcpy(k->note, "out of memory: the kernel log was not read", sizeof(k->note));
 		return;
 	}
-	unsigned long long injected[64];
-	int ninjected = 0;
 	size_t have = 0; /* bytes of a regular file's line not finished yet */
 	while (k->records < RECORDS_MAX) {
 		const ssize_t got = read(k->fd, buf + have, RECORD_MAX - have);
@@ -314,7 +311,7 @@ void sdc_kmsg_collect(struct sdc_kmsg *k, double start, struct sdc_hwerr_event *
 			*nl = '\0';
 			if (*line != ' ') {
 				k->records++;
-				take_record(line, start, injected, &ninjected, out, n, max);
+				take_record(k, line, start, out, n, max);
 			}
 			line = nl + 1;
 		}
@@ -323,6 +320,9 @@ void sdc_kmsg_collect(struct sdc_kmsg *k, double start, struct sdc_hwerr_event *
 		if (have == RECORD_MAX)
 			have = 0; /* a line longer than any record: dropped */
 	}
+	/* A file's line not finished yet (its writer is still at it): read again next time. */
+	if (have)
+		lseek(k->fd, -(off_t)have, SEEK_CUR);
 	if (k->records >= RECORDS_MAX)
 		snprintf(k->note, sizeof(k->note), "read the first %d records of the run only", RECORDS_MAX);
 	else if (k->lost)

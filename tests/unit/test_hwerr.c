@@ -275,6 +275,18 @@ static void test_kmsg_file(void)
 			  "%s %s", ev[0].key, ev[0].detail);
 		CHECK_MSG(!strcmp(ev[1].kind, "memory-failure") && !strcmp(ev[1].key, "pfn 0xdef"), "%s", ev[1].key);
 	}
+	/* read while the run goes on (the poller does, every second): a record its writer has not
+	 * finished is read when it is, once */
+	sdc_kmsg_open(path, &k);
+	n = 0;
+	append("dev/kmsg", "0,107,7000000,-;mce: [Hardware Error]: CPU 2: Machine Check: 0 Bank 1: be0000");
+	sdc_kmsg_collect(&k, 0, ev, &n, 16);
+	CHECK_MSG(n == 0, "%d events from half a record", n);
+	append("dev/kmsg", "0000800400\n");
+	sdc_kmsg_collect(&k, 0, ev, &n, 16);
+	sdc_kmsg_collect(&k, 0, ev, &n, 16);
+	CHECK_MSG(n == 1 && !strcmp(ev[0].key, "cpu 2 bank 1") && ev[0].cls == SDC_FINDING_CORRUPTION, "%d events", n);
+	sdc_kmsg_close(&k);
 	/* unreadable: not read, and why */
 	snprintf(path, sizeof(path), "%s/dev/none", root);
 	sdc_kmsg_open(path, &k);

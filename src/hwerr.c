@@ -214,7 +214,8 @@ struct sdc_hwerr *sdc_hwerr_begin(struct sdc_run *run)
 	if ((h->xid_polled || h->kmsg.read) && !pthread_create(&h->poller, NULL, poller_main, h))
 		h->polling = true;
 	else if (h->xid_polled || h->kmsg.read)
-		sdc_strlcpy(h->poll_note, "cannot start a thread: Xid events and the kernel log read once after the run", sizeof(h->poll_note));
+		sdc_strlcpy(h->poll_note, "cannot start a thread: Xid events and the kernel log read once after the run",
+			    sizeof(h->poll_note));
 	return h;
 }
 
@@ -277,7 +278,8 @@ static void report_sources(struct sdc_run *run, const struct sdc_hwerr *h, int n
 			json_object_set_new(e, "note", json_string(h->kmsg.note));
 	}
 	json_array_append_new(src, e);
-	json_array_append_new(src, source_json("rasdaemon", h->ras_path, h->host && h->ras.read, h->host ? h->ras.why : other));
+	json_array_append_new(src,
+			      source_json("rasdaemon", h->ras_path, h->host && h->ras.read, h->host ? h->ras.why : other));
 	json_t *gpus = json_array();
 	bool any = false;
 	for (int g = 0; g < h->ngpus; g++) {

@@ -189,7 +189,8 @@ static void mc_row(sqlite3_stmt *st, struct sdc_hwerr_event *out, int *n, int ma
 	ev->count = count > 0 ? count : 1;
 	snprintf(ev->key, sizeof(ev->key), "mc%d", mc);
 	snprintf(ev->operation, sizeof(ev->operation), "EDAC memory controller mc%d, %.60s", mc, text(st, 5));
-	snprintf(ev->detail, sizeof(ev->detail), "rasdaemon mc_event %" PRId64 " at %.32s: %" PRId64 " %s error%s %.80s on %.100s",
+	snprintf(ev->detail, sizeof(ev->detail),
+		 "rasdaemon mc_event %" PRId64 " at %.32s: %" PRId64 " %s error%s %.80s on %.100s",
 		 (int64_t)sq.col_int64(st, 0), text(st, 1), ev->count, type, ev->count == 1 ? "" : "s", text(st, 4),
 		 text(st, 5));
 }

@@ -87,7 +87,8 @@ int sdc_edac_compare(const struct sdc_edac *before, const struct sdc_edac *after
 		     int max);
 
 /* The kernel log (Documentation/ABI/testing/dev-kmsg): opened non-blocking and at its end before
- * the run; the records logged after are read after it. */
+ * the run; the records logged after are read during it (hwerr.c's poller, every second) and
+ * after it. */
 struct sdc_kmsg {
 	int fd;
 	bool read;

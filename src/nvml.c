@@ -70,6 +70,7 @@ static struct {
 	nvml_ret (*register_events)(nvml_dev, unsigned long long, nvml_event_set);
 	nvml_ret (*event_wait)(nvml_event_set, struct nvml_event_data *, unsigned);
 	nvml_ret (*event_set_free)(nvml_event_set);
+	nvml_ret (*compute_procs)(nvml_dev, unsigned *, void *);
 } nv;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -108,6 +109,9 @@ static void load(void)
 	/* NVML 13 renamed the throttle reasons to clock event reasons; older drivers have the old name. */
 	nv.throttle = (nvml_ret (*)(nvml_dev, unsigned long long *))sym("nvmlDeviceGetCurrentClocksEventReasons",
 									"nvmlDeviceGetCurrentClocksThrottleReasons");
+	/* (only counted: called with no array, whose layout the versions change) */
+	nv.compute_procs = (nvml_ret (*)(nvml_dev, unsigned *, void *))sym("nvmlDeviceGetComputeRunningProcesses_v3",
+									   "nvmlDeviceGetComputeRunningProcesses");
 	nv.event_set_create = (nvml_ret (*)(nvml_event_set *))sym("nvmlEventSetCreate", NULL);
 	nv.event_types = (nvml_ret (*)(nvml_dev, unsigned long long *))sym("nvmlDeviceGetSupportedEventTypes", NULL);
 	nv.register_events = (nvml_ret (*)(nvml_dev, unsigned long long, nvml_event_set))sym("nvmlDeviceRegisterEvents",
@@ -327,4 +331,34 @@ void sdc_nvml_events_close(struct sdc_nvml_events *ev)
 	free(ev->devs);
 	free(ev->why);
 	free(ev);
+}
+
+int sdc_nvml_gpu_processes(const char *pci_bus_id, char *why, size_t len)
+{
+	pthread_once(&once, load);
+	nvml_dev d;
+	if (!nv.handle || !nv.init) {
+		snprintf(why, len, "%s", nv.why[0] ? nv.why : "NVML cannot be loaded");
+		return -1;
+	}
+	if (!nv.compute_procs) {
+		snprintf(why, len, "this NVML has no nvmlDeviceGetComputeRunningProcesses");
+		return -1;
+	}
+	nvml_ret r = nv.by_pci(pci_bus_id, &d);
+	if (r != NVML_SUCCESS) {
+		snprintf(why, len, "NVML does not know GPU %s: %s", pci_bus_id, nv.error_string ? nv.error_string(r) : "error");
+		return -1;
+	}
+	/* "call this function with *infoCount = 0: the return code will be NVML_ERROR_INSUFFICIENT_SIZE,
+	 * or NVML_SUCCESS if none are running" (nvml.h) */
+	unsigned count = 0;
+	r = nv.compute_procs(d, &count, NULL);
+	if (r == NVML_SUCCESS)
+		return 0;
+	if (r == NVML_ERROR_INSUFFICIENT_SIZE)
+		return (int)count;
+	snprintf(why, len, "nvmlDeviceGetComputeRunningProcesses on %s: %s", pci_bus_id,
+		 nv.error_string ? nv.error_string(r) : "error");
+	return -1;
 }

@@ -59,4 +59,7 @@ bool sdc_nvml_events_registered(const struct sdc_nvml_events *ev, int i, char *w
 int sdc_nvml_events_poll(struct sdc_nvml_events *ev, struct sdc_nvml_xid *out, int max, char *why, size_t len);
 void sdc_nvml_events_close(struct sdc_nvml_events *ev);
 
+/* The compute processes running on the GPU at this bus id (another job's), or -1 with why. */
+int sdc_nvml_gpu_processes(const char *pci_bus_id, char *why, size_t len);
+
 #endif

@@ -280,9 +280,9 @@ void sdc_summary_line(const struct sdc_run *run, enum sdc_verdict v, char *buf, 
 	for (int k = 0; k < run->nfindings && v != SDC_OK; k++) {
 		const struct sdc_finding *f = &run->findings[k];
 		if (sdc_finding_class_verdict(f->cls) == v) {
-			snprintf(buf, len, "%s: %s %s%s%s: %s", sdc_verdict_name(v),
-				 f->device >= 0 ? run->devices[f->device].id : "host", f->probe, f->variant[0] ? " " : "",
-				 f->variant, f->detail);
+			snprintf(buf, len, "%s: %s%s%s%s%s: %s", sdc_verdict_name(v),
+				 f->device >= 0 ? run->devices[f->device].id : "host", f->probe[0] ? " " : "", f->probe,
+				 f->variant[0] ? " " : "", f->variant, f->detail);
 			return;
 		}
 	}

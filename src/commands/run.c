@@ -19,6 +19,7 @@
 #include "core/state.h"
 #include "fatal.h"
 #include "fleet.h"
+#include "idle.h"
 
 struct run_opts {
 	const char *profile, *variant;
@@ -26,7 +27,7 @@ struct run_opts {
 	double duration;
 	int64_t expect_gpus;
 	const char *state_dir, *prom, *junit;
-	bool no_state;
+	bool no_state, if_idle;
 	double wait;
 };
 
@@ -71,6 +72,10 @@ static const struct sdc_option run_options[] = {
 	{ .name = "state-dir", .metavar = "DIR", .type = SDC_OPT_ARG, .offset = OPT(state_dir),
 	  .help = "where the run's report (last.json) and lock are kept (default: $SDCSCAN_STATE_DIR, else "
 		  SDC_STATE_DIR_DEFAULT ")" },
+	{ .name = "if-idle", .type = SDC_OPT_FLAG, .offset = OPT(if_idle),
+	  .help = "burn only if the node is idle: not when Slurm has a job on it, its GPUs run another job's processes, "
+		  "or its CPUs are over 25% busy; a busy node's run is recorded as skipped, with why (UNKNOWN), and "
+		  "the node's state is left as it was" },
 	{ .name = "no-state", .type = SDC_OPT_FLAG, .offset = OPT(no_state),
 	  .help = "keep no state: no saved report for sdcscan status, no lock (another run may overlap)" },
 	{ .name = "wait", .metavar = "SECONDS", .type = SDC_OPT_CUSTOM, .offset = OPT(wait), .parse = parse_wait,
@@ -270,6 +275,24 @@ static int finish(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_pla
 	return code;
 }
 
+/* A run --if-idle found the node busy: its report (a finding saying why: UNKNOWN), kept as
+ * skipped, which never changes the node's state. */
+static int skip_busy(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_plan *plan, struct run_outputs *ro,
+		     const char *busy, const char *checked)
+{
+	struct sdc_finding f = { .cls = SDC_FINDING_ERROR, .device = -1, .row = -1, .col = -1 };
+	sdc_strlcpy(f.kind, "skipped-busy", sizeof(f.kind));
+	snprintf(f.detail, sizeof(f.detail), "skipped, the node is busy: %.290s", busy);
+	sdc_run_add_finding(run, &f);
+	json_object_set_new(run->environment, "idle", json_pack("{s:s, s:s}", "busy", busy, "checked", checked));
+	struct sdc_output out;
+	sdc_output_init(&out, cli->json && !strcmp(cli->json, "-"), cli->quiet, cli->no_color, true);
+	run->end_mono = sdc_now();
+	ro->kind = SDC_RUN_SKIPPED;
+	ro->clear_after = plan->clear_after;
+	return finish(cli, run, plan, &out, ro);
+}
+
 static int run_main(struct sdc_cmd *c)
 {
 	struct run_opts *o = c->opts;
@@ -366,6 +389,16 @@ static int run_main(struct sdc_cmd *c)
 		goto out;
 	check_gpu_count(&run, o->expect_gpus >= 0 ? (int)o->expect_gpus : plan.expect_gpus);
 
+	/* a busy node is not burned: the run is kept as skipped, with why (--if-idle) */
+	if (o->if_idle && sdc_fleet.active) {
+		rc = sdc_cli_bad(cli, "--if-idle: not under mpirun or srun (a job's ranks are the node's work)");
+		goto out;
+	}
+	char busy[512] = "", checked[1024] = "";
+	if (o->if_idle && sdc_host_busy(&run, busy, sizeof(busy), checked, sizeof(checked))) {
+		rc = skip_busy(cli, &run, &plan, &ro, busy, checked);
+		goto out;
+	}
 	/* before anything burns: a run that dies anyway leaves this, and status says so */
 	if (ro.state && sdc_state_save_start(ro.state, plan.name, err, sizeof(err))) {
 		fprintf(stderr, "sdcscan run: state: %s\n", err);

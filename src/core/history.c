@@ -14,7 +14,7 @@
 #include "core/report_read.h"
 #include "core/state.h"
 
-static const char *const kind_names[] = { "scheduled", "partial", "variant", "injected", "interrupted" };
+static const char *const kind_names[] = { "scheduled", "partial", "variant", "injected", "interrupted", "skipped" };
 
 const char *sdc_run_kind_name(enum sdc_run_kind k)
 {
@@ -151,7 +151,8 @@ static void apply(struct sdc_node_state *s, enum sdc_run_kind kind, enum sdc_ver
 	bool set = false;
 	if (kind == SDC_RUN_SCHEDULED && !sticky) {
 		set = true;
-	} else if (!s->last_scheduled_end && !sticky && kind != SDC_RUN_INJECTED && kind != SDC_RUN_INTERRUPTED) {
+	} else if (!s->last_scheduled_end && !sticky && kind != SDC_RUN_INJECTED && kind != SDC_RUN_INTERRUPTED &&
+		   kind != SDC_RUN_SKIPPED) {
 		set = true; /* no full scheduled run yet: the runs there are stand for the node until one comes */
 	} else if (kind == SDC_RUN_SCHEDULED) {
 		s->clean_runs = v == SDC_OK ? s->clean_runs + 1 : 0;
@@ -162,7 +163,7 @@ static void apply(struct sdc_node_state *s, enum sdc_run_kind kind, enum sdc_ver
 				 "%d full scheduled runs in a row were OK (the profile's clear_after_clean_runs)", s->clean_runs);
 			set = true;
 		}
-	} else if (kind != SDC_RUN_INJECTED && v == SDC_CRITICAL && !sticky) {
+	} else if (kind != SDC_RUN_INJECTED && kind != SDC_RUN_SKIPPED && v == SDC_CRITICAL && !sticky) {
 		set = true; /* corruption seen is corruption, whatever run saw it */
 	}
 	if (set) {

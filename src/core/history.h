@@ -9,7 +9,7 @@
  *   - any other run is kept in history as what it is and never lowers the state; one that found
  *     corruption (and injected nothing) raises it to CRITICAL: corruption seen is corruption;
  *     until the first full scheduled run, a run that is neither injected nor interrupted sets it;
- *   - an injected run never changes the state.
+ *   - an injected or skipped run never changes the state.
  */
 #ifndef SDC_HISTORY_H
 #define SDC_HISTORY_H
@@ -26,6 +26,7 @@ enum sdc_run_kind {
 	SDC_RUN_VARIANT,     /* --variant: one variant (a finding's replay) */
 	SDC_RUN_INJECTED,    /* --inject: faults planted on purpose */
 	SDC_RUN_INTERRUPTED, /* stopped before its end (a signal, a peer's interrupt) */
+	SDC_RUN_SKIPPED,     /* --if-idle found the node busy: nothing burned */
 };
 const char *sdc_run_kind_name(enum sdc_run_kind k);
 

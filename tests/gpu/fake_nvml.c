@@ -9,6 +9,9 @@
  * for events, as if it happened during the run; an event set's wait delivers it like NVML's (one
  * event a call, NVML_ERROR_TIMEOUT when none is waiting). FAKE_NVML_NO_XID_EVENTS=1: the GPUs
  * report no Xid event type (nvmlDeviceGetSupportedEventTypes), as where NVML cannot deliver them.
+ *
+ * FAKE_NVML_PROCS=N: every GPU runs N compute processes (another job), as
+ * nvmlDeviceGetComputeRunningProcesses counts them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +59,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigne
 EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned *mw);
 EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d, unsigned long long *r);
 EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set);
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *count, void *infos);
 EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t d, unsigned long long *types);
 EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t d, unsigned long long types, nvmlEventSet_t set);
 EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms);
@@ -209,5 +213,18 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsi
 nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
 {
 	free(set);
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *count, void *infos)
+{
+	(void)d, (void)infos;
+	const char *e = getenv("FAKE_NVML_PROCS");
+	const unsigned n = e ? (unsigned)atoi(e) : 0;
+	if (n > *count) {
+		*count = n;
+		return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */
+	}
+	*count = n;
 	return 0;
 }

@@ -14,6 +14,13 @@ static void on_signal(int sig)
 	signal(sig, SIG_DFL);
 }
 
+static void on_pipe(int sig)
+{
+	atomic_store(&interrupted, true);
+	atomic_store(&sdc_stop_requested, true);
+	signal(sig, SIG_IGN);
+}
+
 void sdc_stop_install_signals(void)
 {
 	struct sigaction sa;
@@ -24,6 +31,12 @@ void sdc_stop_install_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 	/* A closed terminal or a session manager's hangup ends a run like SIGTERM: with a report. */
 	sigaction(SIGHUP, &sa, NULL);
+	/* So does a reader that went away (`sdcscan run | head -1`): the run ends UNKNOWN, its report,
+	 * state and metrics written (later writes to the pipe fail with EPIPE, unseen). Only the first
+	 * SIGPIPE interrupts; the ones after are ignored, never the default death. */
+	struct sigaction pipe = sa;
+	pipe.sa_handler = on_pipe;
+	sigaction(SIGPIPE, &pipe, NULL);
 }
 
 bool sdc_stop_interrupted(void)

@@ -139,6 +139,9 @@ static void node_line(const struct sdc_node_state *ns, const struct sdc_report_s
 			 sdc_run_kind_name(ns->last_kind), last_ago, s->summary);
 	else if (ns->cleared > ns->last_end)
 		snprintf(buf, len, "%.300s (at %s); no run since", ns->summary, since);
+	else if (!ns->since)
+		snprintf(buf, len, "%.200s; the last run was %s (%s ago): %.160s", ns->summary,
+			 sdc_run_kind_name(ns->last_kind), last_ago, s->summary);
 	else
 		snprintf(buf, len, "%s since %s (%s ago): %.200s; the last run was %s (%s ago, which does not change the "
 				   "node's state): %.160s",

@@ -32,4 +32,12 @@ code=$?
 [ "$(json_get "$TMP/hup.json" "r['run']['interrupted'], r['verdict']['status']")" = "True UNKNOWN" ] ||
 	fail "SIGHUP: the report does not say interrupted/UNKNOWN"
 expect_grep hup out "^UNKNOWN: "
+
+# A reader that goes away (`sdcscan run | head -1`): not a death by SIGPIPE (exit 141, no report,
+# no state) but the same end, UNKNOWN, with the report and the state written.
+code=$( ( "$SDCSCAN" run $SMALL --duration 60 --json "$TMP/pipe.json" --state-dir "$TMP/pst" 2>"$TMP/pipe.err"; echo $? >"$TMP/pipe.code" ) | head -1 >/dev/null; cat "$TMP/pipe.code")
+[ "$code" = 3 ] || fail "SIGPIPE: exit $code, expected 3: $(cat "$TMP/pipe.err")"
+[ "$(json_get "$TMP/pipe.json" "r['run']['interrupted'], r['verdict']['status']")" = "True UNKNOWN" ] ||
+	fail "SIGPIPE: the report does not say interrupted/UNKNOWN"
+[ "$(json_get "$TMP/pst/last.json" "r['run']['kind']")" = interrupted ] || fail "SIGPIPE: no state saved"
 finish

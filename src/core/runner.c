@@ -16,6 +16,7 @@
 #include "core/registry.h"
 #include "core/supervise.h"
 #include "fatal.h"
+#include "hwerr.h"
 #include "base/util.h"
 #include "core/vote.h"
 
@@ -628,6 +629,7 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 		sdc_warning("the handlers that turn a crashing worker into a finding could not be installed: a crash "
 			    "ends the run");
 	gpu_health(run, 0);
+	struct sdc_hwerr *hwerr = sdc_hwerr_begin(run); /* the hardware's error counters, before and during */
 	/* What every probe builds on goes into every report (the BLAS of the fast class, ...). */
 	for (int i = 0; sdc_probes[i]; i++)
 		if (sdc_probes[i]->environment)
@@ -688,8 +690,10 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 			const double share = !own ? e->common.duration / runnable
 					     : gpu ? e->common.gpu_duration / gpu_only
 						   : e->common.duration / SDC_MAX(1, runnable - gpu_only);
-			if (run_variant(run, e, &variants[v], share, out))
+			if (run_variant(run, e, &variants[v], share, out)) {
+				sdc_hwerr_end(hwerr, NULL);
 				return -1;
+			}
 		}
 	}
 	poll_fleet_interrupt();
@@ -698,6 +702,7 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 		sdc_runner_check_injected(run);
 	gpu_health(run, 1);
 	health_compare(run);
+	sdc_hwerr_end(hwerr, run);
 	sdc_output_host_findings(out, run, "health");
 	return 0;
 }

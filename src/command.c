@@ -5,6 +5,8 @@
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <unistd.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +86,21 @@ int sdc_cli_bench_start(struct sdc_cmd *c, struct sdc_run *run)
 	return 0;
 }
 
+/* Where --json - goes: the process's stdout as it was, while the commands' own printing goes to
+ * stderr (sdc_cli_json_stdout). */
+static FILE *json_stdout;
+
+int sdc_cli_json_stdout(void)
+{
+	fflush(stdout);
+	const int fd = dup(STDOUT_FILENO);
+	if (fd < 0 || !(json_stdout = fdopen(fd, "w")) || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+		sdc_error("--json -: cannot set stdout aside for the JSON: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 int sdc_cli_write_json(const char *path, void *j, const char *who)
 {
 	char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -95,7 +112,8 @@ int sdc_cli_write_json(const char *path, void *j, const char *who)
 	}
 	const size_t len = strlen(text);
 	if (!strcmp(path, "-")) {
-		if (fwrite(text, 1, len, stdout) != len || fputc('\n', stdout) == EOF || fflush(stdout)) {
+		FILE *out = json_stdout ? json_stdout : stdout;
+		if (fwrite(text, 1, len, out) != len || fputc('\n', out) == EOF || fflush(out)) {
 			sdc_error("%s: cannot write to stdout", who);
 			rc = -1;
 		}

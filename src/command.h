@@ -102,6 +102,10 @@ int sdc_cli_start_run(struct sdc_cmd *c, struct sdc_run *run, uint64_t seed);
 /* A benchmark's start: the run, with this thread pinned to the first CPU. -1 after printing why not. */
 int sdc_cli_bench_start(struct sdc_cmd *c, struct sdc_run *run);
 
+/* --json -: from here on only the JSON goes to stdout (sdc_cli_write_json), and what the command
+ * prints for people goes to stderr. 0, or -1 (said). */
+int sdc_cli_json_stdout(void);
+
 /* Writes j (a json_t *) to path ("-": stdout) atomically, pretty-printed; -1 after printing why not. */
 int sdc_cli_write_json(const char *path, void *j, const char *who);
 

@@ -389,6 +389,11 @@ int sdc_main(int argc, char **argv)
 		goto out;
 	}
 	sdc_set_quiet(c.cli.quiet);
+	/* --json -: stdout holds the JSON alone, whatever the command prints for people */
+	if (c.cli.json && !strcmp(c.cli.json, "-") && sdc_cli_json_stdout()) {
+		rc = sdc_exit_code(SDC_UNKNOWN, c.cli.exit_style);
+		goto out;
+	}
 	rc = cmd->fn(&c);
 	/* Output that did not reach its file (a full disk, a closed pipe) makes a clean run UNKNOWN. */
 	if (fflush(stdout) || ferror(stdout)) {

@@ -43,4 +43,14 @@ expect_exit 3 golden_null "$SDCSCAN" golden record --probe gemm --set gemm.dtype
 expect_grep golden_null err "not a regular file"
 expect_exit 3 cal_full "$SDCSCAN" calibrate --trials 100 --sizes 16 --output /dev/full
 expect_grep cal_full err "not a regular file"
+# --json -: stdout holds the JSON alone, for every command that takes it (what each prints for
+# people goes to stderr)
+mkdir -p "$TMP/fl"
+"$SDCSCAN" run $SMALL --set gemm.dtypes=int8 --cpus 0 --duration 1 --no-state --json "$TMP/fl/a.json" >/dev/null 2>&1
+for cmd in "run $SMALL --set gemm.dtypes=int8 --cpus 0 --duration 1 --no-state" "fleet $TMP/fl" "campaign gemm --trials 20" \
+	"selftest --cpus 0" "bench ecparity --rows 4096 --updates 4096 --seconds 0.2 --steps 4 --batch 64"; do
+	"$SDCSCAN" $cmd --json - >"$TMP/js.out" 2>"$TMP/js.err"
+	python3 -c "import json, sys; json.load(open(sys.argv[1]))" "$TMP/js.out" 2>/dev/null ||
+		fail "--json - of '$cmd': stdout is not JSON alone: $(head -c 160 "$TMP/js.out")"
+done
 finish

@@ -1,7 +1,11 @@
 /* sdcscan run: the probes of a profile on every selected device, one verdict. */
+#include <errno.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -197,7 +201,24 @@ struct run_outputs {
 	const char *prom, *junit;
 	enum sdc_run_kind kind; /* what the run is, for the node's state (core/history.h) */
 	int clear_after;        /* the profile's clear_after_clean_runs */
+	char warning[600];      /* the --prom folder is missing: no metrics, the scan goes on (run.warnings) */
 };
+
+/* A --prom FILE whose folder does not exist (node_exporter's textfile folder where only Debian's
+ * prometheus is installed) must not stop the scan: 1 with the warning in why, else 0. A folder
+ * that exists but cannot be written stays an error (sdc_output_path). */
+static int prom_folder_missing(const char *prom, char *why, size_t len)
+{
+	char d[4096];
+	struct stat st;
+	sdc_strlcpy(d, prom, sizeof(d));
+	const char *dn = dirname(d);
+	if (!stat(dn, &st) || errno != ENOENT)
+		return 0;
+	snprintf(why, len, "--prom %.250s: the folder %.250s does not exist (node_exporter not installed?): no metrics "
+		 "written", prom, dn);
+	return 1;
+}
 
 /* Writes the report's forms; false when one could not be written (said on stderr). */
 static bool write_outputs(json_t *report, const struct sdc_cli *cli, const struct run_outputs *ro, enum sdc_verdict v)
@@ -208,6 +229,8 @@ static bool write_outputs(json_t *report, const struct sdc_cli *cli, const struc
 	/* into history and the node's state first: every form of the report then says what the run
 	 * was (run.kind, run.sequence) and what the node's state became (node) */
 	struct sdc_node_state st;
+	if (ro->warning[0])
+		json_object_set_new(json_object_get(report, "run"), "warnings", json_pack("[s]", ro->warning));
 	if (ro->state) {
 		if (sdc_node_record(ro->state, report, ro->kind, v, sdc_json_str(json_object_get(report, "verdict"), "summary"),
 				    end, ro->clear_after, &st, err, sizeof(err))) {
@@ -368,8 +391,12 @@ static int run_main(struct sdc_cmd *c)
 			goto out;
 		}
 	}
+	if (o->prom && sdc_fleet.rank == 0 && prom_folder_missing(o->prom, ro.warning, sizeof(ro.warning))) {
+		fprintf(stderr, "sdcscan run: warning: %s\n", ro.warning);
+		ro.prom = NULL;
+	}
 	for (int k = 0; k < 2; k++) {
-		const char *p = k ? o->junit : o->prom;
+		const char *p = k ? o->junit : ro.prom;
 		char path[4096];
 		if (p && sdc_fleet.rank == 0 && sdc_output_path(p, path, sizeof(path), err, sizeof(err))) {
 			rc = sdc_cli_bad(cli, "--%s: %s", k ? "junit" : "prom", err);

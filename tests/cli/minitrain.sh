@@ -128,4 +128,11 @@ expect_exit 0 bench "$SDCSCAN" bench minitrain --sizes 64 --seconds 0.2
 expect_grep bench out "tiled/openblas"
 expect_grep bench out "^xfmr "
 
+# A finding against the golden shows the golden's value and the device's: the loss of step 3 as the
+# shipped golden holds it (goldens/minitrain-quick.json, read here), not a replay's.
+expect_exit 2 goldloss "$SDCSCAN" run --profile quick --probe minitrain --set minitrain.models=dlrm --cpus 0 --no-state \
+	--inject minitrain/dlrm:A:iter=3 --json "$TMP/goldloss.json"
+want=$(python3 -c "import json, sys; g = json.load(open(sys.argv[1])); print(['0x' + e['result']['trajectory']['loss'][3] for e in g['entries'] if e['key']['variant'] == 'dlrm'][0])" "$(dirname "$0")/../../goldens/minitrain-quick.json")
+[ "$(json_get "$TMP/goldloss.json" "[(f['expected'], f['expected'] != f['actual']) for f in r['findings'] if f['kind'] == 'golden-divergence' and f['target'] == 'A']")" = \
+	"[('$want', True)]" ] || fail "goldloss: the finding does not show the golden's loss $want: $(json_get "$TMP/goldloss.json" "[(f.get('expected'), f.get('actual')) for f in r['findings']]")"
 finish

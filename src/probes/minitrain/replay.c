@@ -134,8 +134,13 @@ void mt_diverged(struct mt_worker *mw, enum point at, float loss)
 			 "computes the model differently every time (from step %d), or the golden came from a build that does",
 			 mw->step, point_names[at], mt_device_word(mw), mt_device_word(mw), replay_bad);
 	} else if (at == POINT_LOSS) {
+		/* the golden's own loss, beside this device's (the golden holds the loss's bits) */
+		const struct sdc_golden_traj *g = &sh->golden->traj;
+		float golden_loss = replay_loss;
+		if (mw->step < g->steps)
+			memcpy(&golden_loss, &g->loss[mw->step], 4);
 		mt_finding_init(&f, mw, "golden-divergence", target, -1, -1);
-		sdc_finding_set_f32(&f, at == POINT_LOSS ? replay_loss : 0, at == POINT_LOSS ? loss : 0);
+		sdc_finding_set_f32(&f, golden_loss, loss);
 		snprintf(f.detail, sizeof(f.detail),
 			 "step %d: %s did not match the golden while the state entering the step matched: the forward "
 			 "pass computed differently; began as %s; %s",
@@ -145,7 +150,18 @@ void mt_diverged(struct mt_worker *mw, enum point at, float loss)
 		const struct sdc_mt_tensor *t = &ft[first_t];
 		mt_finding_init(&f, mw, "golden-divergence", target, (int64_t)(first_i / (size_t)t->cols),
 			     (int64_t)(first_i % (size_t)t->cols));
-		sdc_finding_set_f32(&f, d.expected, d.actual);
+		/* the reference's element is the golden's where its replay matches the golden; where no replay
+		 * here does, the golden's digest of the state beside this device's (the golden holds digests
+		 * of the tensors, not their elements) */
+		const struct sdc_golden_traj *g = &sh->golden->traj;
+		if (ref != cpu && replay_bad >= 0 && mw->step < g->steps) {
+			const uint64_t want = at == POINT_ENTRY ? g->entry[mw->step] : g->grads[mw->step];
+			const uint64_t got = at == POINT_ENTRY ? mt_tensors_hash(mw->traj, mw->ntraj, NULL)
+							       : mt_tensors_hash(mw->grads, mw->ngrads, NULL);
+			sdc_finding_set_bits(&f, want, got, 64);
+		} else {
+			sdc_finding_set_f32(&f, d.expected, d.actual);
+		}
 		snprintf(f.detail, sizeof(f.detail),
 			 "step %d: %s did not match the golden: first %s[%zu][%zu], %zu element%s in %d tensor%s "
 			 "differ; began as %s; %s",

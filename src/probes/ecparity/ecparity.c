@@ -311,11 +311,42 @@ static void drain(struct ec_shared *sh, int s, uint64_t round)
 
 /* ---- setup and teardown ---- */
 
+/*
+ * Every shard and parity at the run's end, as a SHA-256 in the report
+ * (run.environment.ecparity.state_sha256): the same seed, servers and rounds give the same state.
+ * The probe has no per-device result digest (its servers hold different shards), and `sdcscan
+ * campaign cpu-faults` needs one to tell a fault that changed nothing from one that changed the
+ * state unseen.
+ */
+static void record_state(struct sdc_probe_ctx *ctx, const struct ec_shared *sh)
+{
+	const struct sdc_ec_layout *l = &sh->st.l;
+	const size_t w = (size_t)l->words * 4;
+	struct sdc_sha256 h;
+	uint8_t sha[SDC_SHA256_LEN];
+	char hex[SDC_SHA256_HEX_LEN];
+	if (!sh->st.data || sdc_sha256_init(&h))
+		return;
+	sdc_sha256_update(&h, sh->st.data, (size_t)l->servers * (size_t)l->rows * w);
+	sdc_sha256_update(&h, sh->st.stripe, (size_t)l->rows * (size_t)sdc_ec_chunks(l) * w);
+	sdc_sha256_update(&h, sh->st.column, (size_t)l->servers * w);
+	sdc_sha256_final(&h, sha);
+	sdc_sha256_release(&h);
+	sdc_hex(sha, sizeof(sha), hex);
+	pthread_mutex_lock(&ctx->run->lock);
+	json_t *ec = json_object_get(ctx->run->environment, "ecparity");
+	if (!json_is_object(ec))
+		json_object_set_new(ctx->run->environment, "ecparity", ec = json_object());
+	json_object_set_new(ec, "state_sha256", json_string(hex));
+	pthread_mutex_unlock(&ctx->run->lock);
+}
+
 static void ec_teardown(struct sdc_probe_ctx *ctx)
 {
 	struct ec_shared *sh = ctx->shared;
 	if (!sh || ctx->variant->per_rank)
 		return; /* (the ranks' form keeps its state on its worker) */
+	record_state(ctx, sh);
 	for (int s = 0; s < sh->S; s++) {
 		if (sh->outbox)
 			free(sh->outbox[s]);

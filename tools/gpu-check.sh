@@ -1,36 +1,54 @@
 #!/bin/sh
-# GPU validation in one command, on a machine with an NVIDIA GPU, its driver and the CUDA runtime
-# but none of Debian's -dev packages (../shared/GPU.md: build here, run there).
+# GPU validation in one command, on a machine with an NVIDIA GPU, its driver and the CUDA 13
+# runtime but none of the project's build dependencies (../shared/GPU.md: build here, run there).
 #
-#   tools/gpu-check.sh bundle [BUILD_DIR] [BUNDLE.tar.xz]
-#       On the development machine: sdcscan, its GPU module, the gpu suite and the non-CUDA
-#       shared libraries they need (from ldd, glibc and its loader included, so the bundle runs
-#       whatever glibc the GPU machine has) into gpu-bundle.tar.xz (default), for the GPU machine.
-#       CUDA's own libraries (cuBLASLt, the driver, NVML) are that machine's.
+#   tools/gpu-check.sh bundle [OPTIONS] [BUILD_DIR] [BUNDLE.tar.gz]
+#       Here, on the development machine: into BUNDLE.tar.gz (default gpu-bundle.tar.gz; gzip,
+#       which every machine can unpack; .tar.xz is smaller and slower to make), one
+#       folder gpu-bundle/ with sdcscan, its GPU module, the gpu suite, this script, every
+#       non-CUDA library they load (glibc and its loader included: the bundle runs on any glibc)
+#       and Open MPI's runtime (mpirun, orted, its components, help files and configuration,
+#       PMIx's), relocated to wherever the bundle is unpacked. cuBLAS, cuBLASLt and NCCL are
+#       the GPU machine's (its toolkit's $CUDA_HOME/lib64, or pip's nvidia/*/lib); the driver
+#       and NVML always are. Options:
+#         --carry-cuda        carry libcublas, libcublasLt and libnccl too (about 800 MB before
+#                             compression: for a machine that has none; too big for a 64 MiB carry)
+#         --fake-module FILE  put FILE (build/tests/fake-gpu.so) in the place of the GPU module
+#         --fake-nvml FILE    and FILE (build/tests/fake-nvml.so) in the place of NVML: the
+#                             rehearsal without a GPU (tests/gpu/rehearse.sh)
 #
-#   tools/gpu-check.sh run OUT_DIR [STAGE...]
-#       On the GPU machine, from the repository root (the bundle unpacked from gpu-bundle.tar.xz
-#       when it is not yet): every stage, or those named, each log and report into OUT_DIR, and
-#       OUT_DIR/summary.txt with each stage's exit status and time. Stages:
-#         info       sdcscan version, nvidia-smi -q, where every library resolves
-#         suite      the gpu meson suite (tests/gpu/gpu_suite.sh)
-#         selftest   sdcscan selftest, GPUs included (selftest.json)
-#         quick      sdcscan run --profile quick (quick.json)
-#         calibrate  sdcscan calibrate gemm --gpus (calibration.json)
-#         tightness  sdcscan campaign gemm --gpus: Table 7's e_max, then the calibration's
-#         bench      sdcscan bench overhead --gpus (bench.json): plain cuBLASLt against checked;
-#                    sdcscan bench minitrain --gpus (bench-minitrain.json): the exact class's bits
-#                    and its GEMM against cuBLAS sgemm, n = 512 ... 4096; sdcscan bench ring-hops
-#                    --gpus (bench-ring-hops.json): the hop checks' bits and GB/s; sdcscan bench
-#                    embbag --gpus (bench-embbag.json): lookups/s, GB/s and the checked lookup's
-#                    overhead on the GPU, with its bits against the CPU's kernel; with mpirun
-#                    and 2 GPUs or more, sdcscan bench nccl (bench-nccl.json): the checked ring
-#                    over NCCL against ncclAllReduce, busbw 1 MiB to 1 GiB
-#         sanitizer  compute-sanitizer memcheck, racecheck and synccheck on short GPU runs (gemm,
-#                    embbag, minitrain)
-#       Exit status: 0 when every stage did (the suite may skip: 77), 1 otherwise.
+#   gpu-bundle/tools/gpu-check.sh run [--budget SECONDS] [--scale full|rehearsal] OUT_DIR [STAGE...]
+#       There, from anywhere (this script inside the unpacked bundle; or tools/gpu-check.sh in a
+#       checkout beside gpu-bundle/ or gpu-bundle.tar.gz): every stage, or those named, each
+#       log and report into OUT_DIR, and OUT_DIR/summary.txt: each stage's result and time, and
+#       the command for the next call when some did not run. --budget: start no stage that its
+#       estimate says would end past SECONDS from the start, and stop one still running then
+#       (cut short); --scale rehearsal: the same stages and commands at the sizes the fake
+#       module (2 CPU cores) runs in minutes. Stages, with their estimate on one H100 at full
+#       scale (from their sizes, H100 rates and the fake run's fixed costs; no GPU has run them):
+#         info             10 s  bundle, driver, where each library resolved, nvidia-smi -q, MPI
+#         suite           240 s  the gpu suite (tests/gpu/gpu_suite.sh: bits, faults, NCCL)
+#         selftest         45 s  sdcscan selftest, GPUs included (selftest.json)
+#         quick           110 s  sdcscan run --profile quick (quick.json)
+#         calibrate        45 s  sdcscan calibrate gemm --gpus all --trials 3000
+#         tightness        50 s  campaign gemm --gpus 0: Table 7's e_max, then the calibration's
+#                                (tightness-cal)
+#         bench           270 s  bench-overhead (plain cuBLASLt against checked, 90 s),
+#                                bench-minitrain (the exact class's bits, against sgemm, 50 s),
+#                                bench-ring-hops (the hop checks' bits and GB/s, 30 s),
+#                                bench-embbag (bits, lookups/s and overhead, 100 s), and
+#                                bench-nccl under mpirun with 2 GPUs or more (60 s; not on one)
+#         sanitizer       240 s  compute-sanitizer memcheck, racecheck and synccheck on short
+#                                gemm, embbag and minitrain runs ("skipped" where there is none)
+#       About 17 minutes in all: three calls of under 9 minutes (--budget 480 each), e.g.
+#         1: info suite selftest quick      (~405 s)
+#         2: calibrate tightness bench      (~365 s)
+#         3: sanitizer                      (~240 s, and whatever a cut left)
+#       (README.md's GPU section has the device tool's commands.)
+#       Exit status: 0 when every stage that ran passed (or could not be judged without a GPU and
+#       says why), 1 otherwise.
 set -u
-here=$(cd "$(dirname "$0")/.." && pwd)
+self=$(cd "$(dirname "$0")" && pwd)
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 
@@ -42,140 +60,182 @@ is_cuda_lib() {
 	return 1
 }
 
+# The libraries FILE... load (from ldd), glibc's loader included.
+lib_deps() {
+	for f in "$@"; do
+		ldd "$f" | awk '/=> \// { print $3 } /^\t\/.*ld-linux/ { print $1 }'
+	done | sort -u
+}
+
+# (the same helpers beside this script in a checkout's tools/ and in the bundle's)
+. "$self/gpu-bundle-env.sh"
+. "$self/gpu-check-run.sh"
+
 bundle() {
+	carry_cuda=0 fake_module="" fake_nvml=""
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--carry-cuda) carry_cuda=1 ;;
+		--fake-module) fake_module=${2:?}; shift ;;
+		--fake-nvml) fake_nvml=${2:?}; shift ;;
+		-*) echo "gpu-check: bundle: unknown option $1" >&2; return 2 ;;
+		*) break ;;
+		esac
+		shift
+	done
 	build=${1:-build}
-	out=${2:-gpu-bundle.tar.xz}
+	out=${2:-gpu-bundle.tar.gz}
+	here=$(cd "$self/.." && pwd)
+	module=${fake_module:-$build/src/sdcscan-gpu.so}
 	[ -x "$build/src/sdcscan" ] || { echo "gpu-check: no $build/src/sdcscan: build first" >&2; return 1; }
-	[ -f "$build/src/sdcscan-gpu.so" ] || { echo "gpu-check: no $build/src/sdcscan-gpu.so: a build with cuda" >&2; return 1; }
+	[ -f "$module" ] || { echo "gpu-check: no $module: a build with cuda" >&2; return 1; }
+	if [ -n "$fake_module" ] && [ -z "$fake_nvml" ]; then
+		echo "gpu-check: --fake-module needs --fake-nvml (the fake's GPUs have no NVML otherwise)" >&2
+		return 2
+	fi
 	stage=$(mktemp -d "${TMPDIR:-/tmp}/gpu-bundle.XXXXXX")
 	b=$stage/gpu-bundle
 	mkdir -p "$b/bin" "$b/lib" "$b/tests/gpu" "$b/tests/cli" "$b/tools"
 	cp "$build/src/sdcscan" "$b/bin/sdcscan.bin"
-	cp "$build/src/sdcscan-gpu.so" "$b/bin/"
+	cp "$module" "$b/bin/sdcscan-gpu.so"
 	cp "$here/tests/gpu/gpu_suite.sh" "$b/tests/gpu/"
 	cp "$here/tests/cli/lib.sh" "$b/tests/cli/"
-	cp "$here/tools/gpu-check.sh" "$b/tools/"
-	for f in "$build/src/sdcscan" "$build/src/sdcscan-gpu.so"; do
-		ldd "$f" | awk '/=> \// { print $3 } /^\t\/.*ld-linux/ { print $1 }'
-	done | sort -u | while read -r lib; do
+	cp "$here/tools/gpu-check.sh" "$here/tools/gpu-check-run.sh" "$here/tools/gpu-bundle-env.sh" "$b/tools/"
+	[ -n "$fake_nvml" ] && cp "$fake_nvml" "$b/lib/libnvidia-ml.so.1"
+	files="$build/src/sdcscan $module ${fake_nvml:-}"
+	# shellcheck disable=SC2086
+	for lib in $(lib_deps $files); do
 		is_cuda_lib "$lib" || cp -L "$lib" "$b/lib/"
 	done
-	# The binary runs through the bundled loader, with the bundled libraries first; it finds its
-	# module next to itself otherwise, so the wrapper names it.
-	cat >"$b/bin/sdcscan" <<'EOF'
-#!/bin/sh
-d=$(cd "$(dirname "$0")/.." && pwd)
-cuda=${CUDA_HOME:-/usr/local/cuda}
-export SDCSCAN_GPU_MODULE="${SDCSCAN_GPU_MODULE:-$d/bin/sdcscan-gpu.so}"
-exec "$d/lib/ld-linux-x86-64.so.2" --library-path "$d/lib:$cuda/lib64:$cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}" \
-	"$d/bin/sdcscan.bin" "$@"
-EOF
-	chmod +x "$b/bin/sdcscan"
 	[ -f "$b/lib/ld-linux-x86-64.so.2" ] || { echo "gpu-check: ldd named no ld-linux-x86-64.so.2" >&2; return 1; }
-	XZ_OPT=${XZ_OPT:--3} tar -C "$stage" -cJf "$out" gpu-bundle
-	rm -rf "$stage"
-	echo "gpu-check: $out ($(du -h "$out" | cut -f1)): $(tar -tJf "$out" | grep -c '/lib/') libraries"
-}
-
-# One stage: its command's output into OUT/NAME.log, its status and time into the summary.
-stage() {
-	name=$1
-	shift
-	t0=$(date +%s)
-	"$@" >"$out/$name.log" 2>&1
-	rc=$?
-	printf '%-10s exit %-3s %5ss  %s\n' "$name" "$rc" "$(($(date +%s) - t0))" "$*" | tee -a "$out/summary.txt"
-	case "$name:$rc" in suite:77) ;; *:0) ;; *) failed=1 ;; esac
-}
-
-info() {
-	"$S" version
-	echo
-	command -v nvidia-smi >/dev/null && nvidia-smi -q
-	echo
-	echo "libraries as the bundle resolves them:"
-	"$B/lib/ld-linux-x86-64.so.2" --list --library-path "$B/lib:${CUDA_HOME:-/usr/local/cuda}/lib64" "$B/bin/sdcscan.bin"
-	"$B/lib/ld-linux-x86-64.so.2" --list --library-path "$B/lib:${CUDA_HOME:-/usr/local/cuda}/lib64" "$B/bin/sdcscan-gpu.so"
-}
-
-sanitize() {
-	cs=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
-	[ -x "$cs" ] || { echo "no compute-sanitizer"; return 1; }
-	small="--probe gemm --gpus 0 --cpus 0 --set gemm.dtypes=int8 --set gemm.m=64 --set gemm.n=64 --set gemm.k=256
---set gemm.gpu_dtypes=int8,bf16,fp32-fast --set gemm.gpu_m=256 --set gemm.gpu_n=256 --set gemm.gpu_k=512
---set gemm.iterations=3 --set gemm.gpu_timeout=600"
-	rc=0
-	for tool in memcheck racecheck synccheck; do
-		echo "== $tool"
-		# shellcheck disable=SC2086
-		"$cs" --tool "$tool" --target-processes all --error-exitcode 9 "$S" run $small \
-			--inject gemm/gpu-int8:C:iter=1,row=5,col=9,bit=4 || [ $? = 2 ] || rc=1
-		# embbag's kernels (the expectation warp's tree in shared memory) and minitrain's
-		"$cs" --tool "$tool" --target-processes all --error-exitcode 9 "$S" run --probe embbag --gpus 0 --cpus 0 \
-			--set embbag.rows=65536 --set embbag.batches=4 --set embbag.iterations=3 --set embbag.gpu_timeout=600 \
-			--inject embbag/8bit-fast-d64:R:iter=1,device=gpu0 || [ $? = 2 ] || rc=1
-		"$cs" --tool "$tool" --target-processes all --error-exitcode 9 "$S" run --probe minitrain --gpus 0 --cpus 0 \
-			--set minitrain.models=dlrm --set minitrain.iterations=2 --set minitrain.gpu_timeout=600 || rc=1
-	done
-	return $rc
-}
-
-run() {
-	out=${1:?usage: gpu-check.sh run OUT_DIR [STAGE...]}
-	shift
-	mkdir -p "$out"
-	out=$(cd "$out" && pwd)
-	# the runs' saved reports and lock come back with the logs, not into the machine's /var/lib
-	export SDCSCAN_STATE_DIR="$out/state"
-	cd "$here" || return 1
-	if [ ! -x gpu-bundle/bin/sdcscan ]; then
-		[ -f gpu-bundle.tar.xz ] || { echo "gpu-check: no gpu-bundle/ and no gpu-bundle.tar.xz here" >&2; return 1; }
-		tar -xJf gpu-bundle.tar.xz
+	# The CUDA libraries the CUDA module needs by name (the real one's, also when the fake stands in:
+	# info then says where they would resolve), and the CUDA they come from (the driver it needs).
+	real=$build/src/sdcscan-gpu.so
+	[ -f "$real" ] || real=$module
+	sonames=$(ldd "$real" | awk '{ print $1 }' | while read -r so; do is_cuda_lib "$so" && echo "$so"; done | sort -u | tr '\n' ' ')
+	major=$(echo "$sonames" | sed -n 's/.*libcublasLt\.so\.\([0-9]*\).*/\1/p')
+	nvcc=$(command -v nvcc || echo "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc")
+	cuda=$("$nvcc" --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\),.*/\1/p')
+	[ -z "$major" ] && major=${cuda%%.*}
+	if [ $carry_cuda = 1 ]; then
+		mkdir -p "$b/cuda-lib"
+		for so in $sonames libnccl.so.2; do
+			p=$(ldd "$real" | awk -v s="$so" '$1 == s { print $3 }')
+			[ -z "$p" ] && p=$(ls "${CUDA_HOME:-/usr/local/cuda}/lib64/$so" 2>/dev/null)
+			if [ -n "$p" ]; then cp -L "$p" "$b/cuda-lib/"; else echo "gpu-check: --carry-cuda: no $so here" >&2; fi
+		done
 	fi
-	B=$here/gpu-bundle
-	S=$B/bin/sdcscan
-	stages=${*:-info suite selftest quick calibrate tightness bench sanitizer}
-	failed=0
-	: >>"$out/summary.txt"
-	for s in $stages; do
-		case $s in
-		info) stage info info ;;
-		suite) stage suite sh "$B/tests/gpu/gpu_suite.sh" "$S" ;;
-		selftest) stage selftest "$S" selftest --json "$out/selftest.json" ;;
-		quick) stage quick "$S" run --profile quick --json "$out/quick.json" ;;
-		calibrate) stage calibrate "$S" calibrate gemm --gpus all --trials 3000 -o "$out/calibration.json" ;;
-		tightness)
-			stage tightness "$S" campaign gemm --gpus 0 --json "$out/tightness.json"
-			[ -f "$out/calibration.json" ] &&
-				stage tightness-cal "$S" campaign gemm --gpus 0 --calibration "$out/calibration.json" \
-					--json "$out/tightness-calibrated.json"
+	if ldd "$build/src/sdcscan" | grep -q 'libmpi\.so'; then
+		bundle_mpi "$b" || return 1
+	fi
+	wrap "$b" bin/sdcscan bin/sdcscan.bin
+	{
+		echo "BUNDLE_FAKE=$([ -n "$fake_module" ] && echo 1 || echo 0)"
+		echo "BUNDLE_CUDA_MAJOR=$major"
+		echo "BUNDLE_CUDA_SONAMES='$sonames'"
+	} >"$b/bin/bundle.conf"
+	{
+		echo "sdcscan GPU bundle, made $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname)"
+		echo "source: $(git -C "$here" describe --always --dirty 2>/dev/null || echo unknown)"
+		if [ -n "$fake_module" ]; then
+			echo "module: THE FAKE GPU MODULE ($(basename "$fake_module"), CPU emulation) and fake NVML: a rehearsal bundle"
+		else
+			echo "module: the CUDA module, built with CUDA ${cuda:-$major}; needs ${sonames:-no CUDA library by name}"
+		fi
+		echo "cuda libraries carried: $([ $carry_cuda = 1 ] && ls "$b/cuda-lib" | tr '\n' ' ' || echo "none (the GPU machine's)")"
+		echo "open mpi: $([ -d "$b/mpi" ] && cat "$b/mpi/VERSION" || echo "not carried (sdcscan built without MPI)")"
+	} >"$b/MANIFEST"
+	case $out in
+	*.xz) XZ_OPT=${XZ_OPT:--3 -T0} tar -C "$stage" -cJf "$out" gpu-bundle ;;
+	*) tar -C "$stage" -czf "$out" gpu-bundle ;;
+	esac || return 1
+	echo "gpu-check: $out ($(du -h "$out" | cut -f1), $(du -sh "$b" | cut -f1) unpacked):" \
+		"$(ls "$b/lib" | wc -l) libraries; $(sed -n 3p "$b/MANIFEST")"
+	rm -rf "$stage"
+}
+
+# wrap BUNDLE WRAPPER TARGET: WRAPPER (relative to the bundle) runs TARGET (likewise) through the
+# bundled loader with the bundle's library path and Open MPI's relocation (gpu-bundle-env.sh).
+# ld.so(8): --library-path stands for LD_LIBRARY_PATH, which is left alone for the programs
+# these start (a system shell must not load the bundle's glibc).
+wrap() {
+	up=$(echo "$2" | sed 's|[^/]*/|../|g; s|[^/]*$||')
+	cat >"$1/$2" <<EOF
+#!/bin/sh
+d=\$(cd "\$(dirname "\$0")/${up%/}" && pwd)
+. "\$d/tools/gpu-bundle-env.sh"
+bundle_env "\$d"
+exec "\$d/lib/ld-linux-x86-64.so.2" --library-path "\$SDCSCAN_BUNDLE_LIBPATH" "\$d/$3" "\$@"
+EOF
+	chmod +x "$1/$2"
+}
+
+# Open MPI's runtime into BUNDLE/mpi, laid out as under its prefix (ompi_info --path all), so that
+# OPAL_PREFIX relocates it (gpu-bundle-env.sh): mpirun (orterun), orted (a singleton's MPI_Init
+# starts one from bindir), ompi_info, the components, help files and configuration; PMIx's
+# components and help files into BUNDLE/mpi/pmix; every library they load into BUNDLE/lib.
+# Components that need a fabric library (InfiniBand verbs, UCX, libfabric, PSM) are left out:
+# one host's ranks talk through shared memory (vader) and TCP.
+bundle_mpi() {
+	info=$(ompi_info --parsable --path all 2>/dev/null) ||
+		{ echo "gpu-check: sdcscan links Open MPI, and ompi_info is missing (openmpi-bin)" >&2; return 1; }
+	get() { echo "$info" | sed -n "s/^path:$1://p" | head -n 1; }
+	prefix=$(get prefix) bindir=$(get bindir) pkglibdir=$(get pkglibdir) pkgdatadir=$(get pkgdatadir)
+	sysconfdir=$(get sysconfdir)
+	for d in "$bindir" "$pkglibdir" "$pkgdatadir"; do
+		case $d in "$prefix"/*) ;; *)
+			echo "gpu-check: Open MPI's $d is outside its prefix $prefix: OPAL_PREFIX cannot move it" >&2
+			return 1
 			;;
-		bench)
-			stage bench "$S" bench overhead --gpus 0 --json "$out/bench.json"
-			stage bench-minitrain "$S" bench minitrain --gpus 0 --json "$out/bench-minitrain.json"
-			stage bench-ring-hops "$S" bench ring-hops --gpus 0 --json "$out/bench-ring-hops.json"
-			stage bench-embbag "$S" bench embbag --gpus 0 --json "$out/bench-embbag.json"
-			ngpu=$("$S" version | sed -n 's/^gpus: \([0-9]*\) .*/\1/p')
-			if command -v mpirun >/dev/null 2>&1 && [ "${ngpu:-0}" -ge 2 ]; then
-				stage bench-nccl mpirun --allow-run-as-root -np "$ngpu" "$S" bench nccl --gpus all \
-					--json "$out/bench-nccl.json"
-			else
-				echo "bench-nccl: not run: needs mpirun and 2 GPUs or more (${ngpu:-0} here; NCCL takes no two ranks on one GPU)" \
-					>>"$out/summary.txt"
-			fi
-			;;
-		sanitizer) stage sanitizer sanitize ;;
-		*) echo "gpu-check: no stage '$s'" >&2; failed=1 ;;
 		esac
 	done
-	return $failed
+	m=$1/mpi
+	mb=mpi${bindir#"$prefix"} ml=$m${pkglibdir#"$prefix"} md=$m${pkgdatadir#"$prefix"}
+	mkdir -p "$1/$mb" "$ml" "$md" "$m/etc/openmpi" "$m/elf"
+	cp -r "$pkgdatadir/." "$md/"
+	cp -r "$sysconfdir/." "$m/etc/openmpi/"
+	# One host and no ssh there: ranks started by mpirun itself (the isolated launcher), not by
+	# the rsh launcher, which refuses to start without ssh or rsh even for local ranks.
+	printf '\n# tools/gpu-check.sh bundle: one host, no ssh\nplm = isolated\n' >>"$m/etc/openmpi/openmpi-mca-params.conf"
+	kept="" left=""
+	for c in "$pkglibdir"/mca_*.so; do
+		deps=$(ldd "$c" 2>&1)
+		if echo "$deps" | grep -q 'not found' ||
+			echo "$deps" | grep -Eq 'lib(fabric|ucp|ucs|uct|ucm|ibverbs|rdmacm|psm_infinipath|psm2)\.so'; then
+			left="$left $(basename "$c" .so)"
+			continue
+		fi
+		cp "$c" "$ml/"
+		kept="$kept $c"
+	done
+	for p in orterun orted ompi_info; do
+		cp "$bindir/$p" "$m/elf/$p"
+		wrap "$1" "$mb/$p" "mpi/elf/$p"
+		kept="$kept $bindir/$p"
+	done
+	wrap "$1" bin/mpirun mpi/elf/orterun
+	# shellcheck disable=SC2086
+	for lib in $(lib_deps $kept); do
+		is_cuda_lib "$lib" || cp -L "$lib" "$1/lib/"
+	done
+	# shellcheck disable=SC2086
+	pmix=$(lib_deps $kept | grep '/libpmix\.so' | head -n 1)
+	if [ -n "$pmix" ]; then
+		pl=$(dirname "$(readlink -f "$pmix")")
+		mkdir -p "$m/pmix/lib" "$m/pmix/share"
+		[ -d "$pl/pmix" ] && cp -r "$pl/pmix" "$m/pmix/lib/"
+		[ -d "$pl/../share" ] && cp -r "$pl/../share/." "$m/pmix/share/"
+	fi
+	echo "$(ompi_info --version 2>/dev/null | head -n 1) from $prefix," \
+		"$(echo "$kept" | wc -w) pieces; left out (fabrics):${left:- none}" >"$m/VERSION"
 }
 
 case $cmd in
 bundle) bundle "$@" ;;
 run) run "$@" ;;
+__stage) run_stage "$@" ;;
 *)
-	sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
 	exit 2
 	;;
 esac

@@ -23,9 +23,32 @@
 #      the core's (the same bits); T and R faults in gpu0's memory found at their elements; and
 #      bench embbag --gpus: the bits against the CPU's kernel, lookups/s, GB/s and the checked
 #      lookup's overhead against the plain one (target <= 10%).
-# usage: gpu_suite.sh SDCSCAN (the module next to it, as installed)
+# usage: gpu_suite.sh SDCSCAN [STEP...] (the module next to it, as installed; every step, or those
+# named). Environment:
+#   SDCSCAN_GPU_CHECK_SCALE=full (default) or rehearsal: the same steps and commands at smaller
+#      sizes and times (tools/gpu-check.sh's --scale), for the fake module on a 2-core machine;
+#      with rehearsal, $SDCSCAN_GPU_MODULE and $SDCSCAN_NVML_LIBRARY are kept (the fake may stand
+#      in for the GPU), otherwise they are unset (the module next to sdcscan, and the driver's NVML).
+# On the fake module (tests/gpu/fake_module.c, which runs the GPU's work on the CPU with the CPU's
+# own functions) every assertion is made as on a GPU; the end says which of them can say nothing
+# about a GPU there (bits by construction, emulated SMs and NCCL, timings), never silently.
 . "$(dirname "$0")/../cli/lib.sh"
-unset SDCSCAN_GPU_MODULE SDCSCAN_NVML_LIBRARY
+shift
+scale=${SDCSCAN_GPU_CHECK_SCALE:-full}
+case $scale in
+full) unset SDCSCAN_GPU_MODULE SDCSCAN_NVML_LIBRARY ;;
+rehearsal) ;;
+*) echo "gpu_suite: SDCSCAN_GPU_CHECK_SCALE is full or rehearsal, not '$scale'" >&2; exit 1 ;;
+esac
+steps=${*:-1 2 3 4 5 6 7 8 9 10}
+# sz FULL REHEARSAL: the value for this scale
+sz() { if [ "$scale" = rehearsal ]; then echo "$2"; else echo "$1"; fi; }
+# step N: whether step N is to run (and its start, for the time it took)
+step() {
+	case " $steps " in *" $1 "*) ;; *) return 1 ;; esac
+	echo "== step $1 ($(date +%T))"
+	return 0
+}
 gpus=$("$SDCSCAN" version | sed -n 's/^gpus: //p')
 case "$gpus" in
 none:* | "")
@@ -33,15 +56,26 @@ none:* | "")
 	exit 77
 	;;
 esac
-echo "GPUs: $gpus"
+echo "GPUs: $gpus (scale $scale, steps $steps)"
+fake=0
+case "$gpus" in *"CUDA runtime fake"*) fake=1 ;; esac
+# the CPU's own variant beside the GPU's, where a step is about the GPU's (small in a rehearsal)
+CPU_SMALL=$(sz "" "--set gemm.m=32 --set gemm.n=32 --set gemm.k=64")
+NOT_JUDGED=""
+# not_judged TEXT: an assertion made here that says nothing about a GPU on the fake module
+not_judged() { [ $fake = 1 ] && NOT_JUDGED="$NOT_JUDGED
+  - $*"; }
 
 # 1. Clean, every variant; CPU and GPU agree bit for bit.
-SIZES="--set gemm.m=256 --set gemm.n=240 --set gemm.k=512 --set gemm.gpu_m=2048 --set gemm.gpu_n=2048 \
---set gemm.gpu_k=2048 --set gemm.gpu_refresh=8"
-expect_exit 0 clean "$SDCSCAN" run --probe gemm --gpus 0 --cpus 0 $SIZES --set gemm.iterations=32 \
-	--set gemm.dtypes=int8,fp32 --set gemm.gpu_dtypes=int8,fp32,bf16,fp16,fp32-fast,tf32-fast,bf16-fast \
-	--json "$TMP/clean.json"
-check=$(python3 - "$TMP/clean.json" <<'PY'
+if step 1; then
+	# (16 iterations at least: the work digest is of the first 16)
+	G=$(sz 2048 64)
+	SIZES="$(sz "--set gemm.m=256 --set gemm.n=240 --set gemm.k=512" "--set gemm.m=64 --set gemm.n=48 --set gemm.k=128") \
+--set gemm.gpu_m=$G --set gemm.gpu_n=$G --set gemm.gpu_k=$G --set gemm.gpu_refresh=8"
+	expect_exit 0 clean "$SDCSCAN" run --probe gemm --gpus 0 --cpus 0 $SIZES --set gemm.iterations=$(sz 32 16) \
+		--set gemm.dtypes=int8,fp32 --set gemm.gpu_dtypes=int8,fp32,bf16,fp16,fp32-fast,tf32-fast,bf16-fast \
+		--json "$TMP/clean.json"
+	check=$(python3 - "$TMP/clean.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 bad = []
@@ -57,121 +91,179 @@ for x in r["results"]:
 print(" ".join(bad) or "ok")
 PY
 )
-[ "$check" = ok ] || fail "clean: $check"
+	[ "$check" = ok ] || fail "clean: $check"
+	not_judged "1: int8 and fp32 digests the CPU's: the fake computes with the CPU's own functions"
+	not_judged "1: each lane's share of plain cuBLASLt: the fake times a CPU loop, not cuBLASLt"
+fi
 
 # 2. selftest, GPUs included.
-expect_exit 0 selftest "$SDCSCAN" selftest --cpus 0 --gpus 0 --json "$TMP/st.json"
-[ "$(located "$TMP/st.json" same-step)" = ok ] || fail "selftest: $(located "$TMP/st.json" same-step)"
-[ "$(json_get "$TMP/st.json" "len([i for i in r['injections'] if i['device'] == 'gpu0'])")" -ge 20 ] ||
-	fail "selftest injected fewer than 20 faults into the GPU"
+if step 2; then
+	expect_exit 0 selftest "$SDCSCAN" selftest --cpus 0 --gpus 0 --json "$TMP/st.json"
+	[ "$(located "$TMP/st.json" same-step)" = ok ] || fail "selftest: $(located "$TMP/st.json" same-step)"
+	[ "$(json_get "$TMP/st.json" "len([i for i in r['injections'] if i['device'] == 'gpu0'])")" -ge 20 ] ||
+		fail "selftest injected fewer than 20 faults into the GPU"
+fi
 
 # 3. The exactness bound at its deepest k (2^22 / 2^7 = 32768): every product and partial sum
 # an integer below 2^22, so the tensor cores must add them exactly; the closed form says whether.
-expect_exit 0 extreme "$SDCSCAN" run --probe gemm --gpus 0 --cpus 0 --set gemm.dtypes=int8 \
-	--set gemm.gpu_dtypes=int8,bf16,fp16 --set gemm.gpu_data=extreme --set gemm.gpu_m=512 --set gemm.gpu_n=512 \
-	--set gemm.gpu_k=32768 --set gemm.iterations=4
-for v in gpu-int8 gpu-bf16 gpu-fp16; do
-	expect_grep extreme out "^gemm/$v  *gpu0  *OK"
-done
+# (The rehearsal keeps k and shrinks the rows and columns.)
+if step 3; then
+	E=$(sz 512 16)
+	expect_exit 0 extreme "$SDCSCAN" run --probe gemm --gpus 0 --cpus 0 --set gemm.dtypes=int8 $CPU_SMALL \
+		--set gemm.gpu_dtypes=int8,bf16,fp16 --set gemm.gpu_data=extreme --set gemm.gpu_m=$E --set gemm.gpu_n=$E \
+		--set gemm.gpu_k=32768 --set gemm.iterations=4
+	for v in gpu-int8 gpu-bf16 gpu-fp16; do
+		expect_grep extreme out "^gemm/$v  *gpu0  *OK"
+	done
+	not_judged "3: exact sums at k = 32768: the fake's accumulators are int64 and double, not tensor cores"
+fi
 
 # 4. A fault in C, in one tile: named there, and the replay on every SM finds it transient.
-expect_exit 2 tile "$SDCSCAN" run --probe gemm --gpus 0 --cpus 0 --set gemm.dtypes=int8 --set gemm.gpu_dtypes=bf16 \
-	--set gemm.gpu_m=512 --set gemm.gpu_n=512 --set gemm.gpu_k=512 --set gemm.iterations=4 \
-	--inject gemm/gpu-bf16:C:iter=2,row=37,col=300,bit=20
-expect_grep tile out "checksum-mismatch at C\[37\]\[300\]"
-expect_grep tile out "tile (32, 288) recomputed on each of [0-9]* SMs by sdcscan's exact kernel: all right"
+if step 4; then
+	expect_exit 2 tile "$SDCSCAN" run --probe gemm --gpus 0 --cpus 0 --set gemm.dtypes=int8 $CPU_SMALL --set gemm.gpu_dtypes=bf16 \
+		--set gemm.gpu_m=512 --set gemm.gpu_n=512 --set gemm.gpu_k=$(sz 512 64) --set gemm.iterations=4 \
+		--inject gemm/gpu-bf16:C:iter=2,row=37,col=300,bit=20
+	expect_grep tile out "checksum-mismatch at C\[37\]\[300\]"
+	expect_grep tile out "tile (32, 288) recomputed on each of [0-9]* SMs by sdcscan's exact kernel: all right"
+	not_judged "4: the replay on every SM: the fake's SMs are emulated (nothing ran on an SM)"
+fi
 
 # 5. Calibration, tightness and benchmark, small.
-expect_exit 0 calibrate "$SDCSCAN" calibrate gemm --gpus 0 --gpu-sizes 256,1024 --trials 200 -o "$TMP/cal.json"
-"$SDCSCAN" campaign gemm --gpus 0 --tightness 128,256 --tightness-trials 10 >"$TMP/tight.out" 2>"$TMP/tight.err"
-rc=$?
-case $rc in 0 | 2) ;; *) fail "campaign --gpus: exit $rc"; cat "$TMP/tight.err" >&2 ;; esac
-expect_grep tight out "^target: no threshold below its row's |E|: 0 false positive rows: met"
-"$SDCSCAN" bench overhead --gpus 0 --sizes 2048 --seconds 0.5 --dtypes int8,bf16 >"$TMP/bench.out" 2>"$TMP/bench.err"
-rc=$?
-case $rc in 0 | 2) ;; *) fail "bench overhead --gpus: exit $rc"; cat "$TMP/bench.err" >&2 ;; esac
-cat "$TMP/bench.out"
+if step 5; then
+	expect_exit 0 calibrate "$SDCSCAN" calibrate gemm --gpus 0 --gpu-sizes $(sz 256,1024 32,64) --trials 200 \
+		-o "$TMP/cal.json"
+	"$SDCSCAN" campaign gemm --gpus 0 --tightness $(sz 128,256 64,128) --tightness-trials $(sz 10 3) \
+		>"$TMP/tight.out" 2>"$TMP/tight.err"
+	rc=$?
+	case $rc in 0 | 2) ;; *) fail "campaign --gpus: exit $rc"; cat "$TMP/tight.err" >&2 ;; esac
+	expect_grep tight out "^target: no threshold below its row's |E|: 0 false positive rows: met"
+	"$SDCSCAN" bench overhead --gpus 0 --sizes $(sz 2048 64) --seconds $(sz 0.5 0.2) --dtypes int8,bf16 \
+		>"$TMP/bench.out" 2>"$TMP/bench.err"
+	rc=$?
+	case $rc in 0 | 2) ;; *) fail "bench overhead --gpus: exit $rc"; cat "$TMP/bench.err" >&2 ;; esac
+	cat "$TMP/bench.out"
+	not_judged "5: e_max, the tightness ratios and the overhead: the fake's rounding and timings, not a GPU's"
+fi
 
 # 6. The exact class's bits on the GPU: every line "the same" (a speed target may be missed).
-"$SDCSCAN" bench minitrain --gpus 0 --sizes 512,1536 >"$TMP/mt.out" 2>"$TMP/mt.err"
-rc=$?
-case $rc in 0 | 2) ;; *) fail "bench minitrain --gpus: exit $rc"; cat "$TMP/mt.err" >&2 ;; esac
-cat "$TMP/mt.out"
-expect_grep mt out "^bits: exact GEMM 67 x 131 x 77 (tile edges), every element against this CPU's: the same$"
-expect_grep mt out "^bits: exp and log of 8192 values against this CPU's: the same$"
-[ "$(grep -c "^ *[0-9]*  same  " "$TMP/mt.out")" = 2 ] || fail "bench minitrain --gpus: a size's GEMM differs from the CPU's"
-# training on the GPU: 20 steps of each model the same bits as this CPU's
-expect_grep mt out "^dlrm   same  "
-expect_grep mt out "^xfmr   same  "
+if step 6; then
+	"$SDCSCAN" bench minitrain --gpus 0 --sizes $(sz 512,1536 64,96) $(sz "" "--seconds 0.3") \
+		>"$TMP/mt.out" 2>"$TMP/mt.err"
+	rc=$?
+	cat "$TMP/mt.out"
+	expect_grep mt out "^bits: exact GEMM 67 x 131 x 77 (tile edges), every element against this CPU's: the same$"
+	expect_grep mt out "^bits: exp and log of 8192 values against this CPU's: the same$"
+	if [ $fake = 1 ] && [ $rc = 3 ] && grep -q "the fake GPU module has no GPU to time and no cuBLAS" "$TMP/mt.err"; then
+		# the fake stops where the sizes are timed against cuBLAS sgemm, after the training
+		not_judged "6: each size's exact GEMM against the CPU's bits and against cuBLAS sgemm: NOT RUN on the fake" \
+			"('$(cat "$TMP/mt.err")')"
+	else
+		case $rc in 0 | 2) ;; *) fail "bench minitrain --gpus: exit $rc"; cat "$TMP/mt.err" >&2 ;; esac
+		[ "$(grep -c "^ *[0-9]*  same  " "$TMP/mt.out")" = 2 ] || fail "bench minitrain --gpus: a size's GEMM differs from the CPU's"
+	fi
+	# training on the GPU: 20 steps of each model the same bits as this CPU's
+	expect_grep mt out "^dlrm   same  "
+	expect_grep mt out "^xfmr   same  "
+	not_judged "6: the exact class's bits and 20 training steps the CPU's: the fake runs xops.h and mt_ops.h on the CPU"
+fi
 
 # 7. The hop checks' bits on the GPU.
-expect_exit 0 hops "$SDCSCAN" bench ring-hops --gpus 0 --max-bytes 67108864
-cat "$TMP/hops.out"
-expect_grep hops out "^bits: CRC32C of 10 buffers (0 B to 16 MiB, odd lengths) against this CPU's: the same$"
-expect_grep hops out "^bits: a hop's check (3000017 elements, 7 wrong) against this CPU's: the same count, sums and CRC32C$"
+if step 7; then
+	"$SDCSCAN" bench ring-hops --gpus 0 --max-bytes $(sz 67108864 4194304) >"$TMP/hops.out" 2>"$TMP/hops.err"
+	rc=$?
+	cat "$TMP/hops.out"
+	if [ $fake = 1 ] && [ $rc = 3 ] && grep -q "the fake GPU module has no GPU to time" "$TMP/hops.err"; then
+		not_judged "7: the hop checks' GB/s on device buffers: NOT RUN on the fake ('$(cat "$TMP/hops.err")')"
+	elif [ $rc != 0 ]; then
+		fail "hops: exit $rc"
+		sed 's/^/    stderr: /' "$TMP/hops.err" >&2
+	fi
+	expect_grep hops out "^bits: CRC32C of 10 buffers (0 B to 16 MiB, odd lengths) against this CPU's: the same$"
+	expect_grep hops out "^bits: a hop's check (3000017 elements, 7 wrong) against this CPU's: the same count, sums and CRC32C$"
+	not_judged "7: CRC32C and the hop check the CPU's: the fake runs ring_hd.h on the CPU"
+fi
 
 # 8. NCCL between the GPUs.
-ngpus=$(echo "$gpus" | sed -n 's/^\([0-9]*\) .*/\1/p')
-if ! command -v mpirun >/dev/null 2>&1; then
-	echo "8. NCCL: not tested: no mpirun here (apt-get install openmpi-bin)"
-elif [ "${ngpus:-0}" -lt 2 ]; then
-	echo "8. NCCL: not tested: ${ngpus:-0} GPU (NCCL takes no two ranks on one GPU)"
-else
-	NCCL_RUN="mpirun --allow-run-as-root -np $ngpus $SDCSCAN run --probe allreduce --set allreduce.variants=nccl \
---set allreduce.bytes=67108864 --no-color"
-	$NCCL_RUN --duration 20 --json "$TMP/nccl.json" >"$TMP/nccl.out" 2>&1
-	rc=$?
-	cat "$TMP/nccl.out"
-	if grep -q "libnccl.so.2" "$TMP/nccl.out"; then
-		echo "8. NCCL: not tested: NCCL cannot be loaded here"
+if step 8; then
+	ngpus=$(echo "$gpus" | sed -n 's/^\([0-9]*\) .*/\1/p')
+	if ! command -v mpirun >/dev/null 2>&1; then
+		echo "8. NCCL: not tested: no mpirun here (apt-get install openmpi-bin, or tools/gpu-check.sh's bundle)"
+	elif [ "${ngpus:-0}" -lt 2 ]; then
+		echo "8. NCCL: not tested: ${ngpus:-0} GPU (NCCL takes no two ranks on one GPU)"
 	else
-		[ $rc -eq 0 ] || fail "nccl: exit $rc"
-		json_get "$TMP/nccl.json" "r['run']['environment']['nccl']"
-		$NCCL_RUN --duration 5 --inject "allreduce/nccl:V:iter=1,row=1,col=12345,bit=7" >"$TMP/ncclv.out" 2>&1
-		grep -q "collective-wrong at V\[1\]\[12345\]: .* xor 0x00000080; ncclAllReduce on path auto gave rank 1" \
-			"$TMP/ncclv.out" || fail "nccl: the V fault on rank 1 was not named"
+		# (--oversubscribe: the rehearsal's ranks outnumber its 2 cores; on a GPU machine there are
+		# more cores than GPUs, and it changes nothing)
+		NCCL_RUN="mpirun --allow-run-as-root --oversubscribe -np $ngpus $SDCSCAN run --probe allreduce \
+--set allreduce.variants=nccl --set allreduce.bytes=$(sz 67108864 1048576) --no-color"
+		$NCCL_RUN --duration $(sz 20 4) --json "$TMP/nccl.json" >"$TMP/nccl.out" 2>&1
+		rc=$?
+		cat "$TMP/nccl.out"
+		if grep -q "libnccl.so.2" "$TMP/nccl.out"; then
+			echo "8. NCCL: not tested: NCCL cannot be loaded here"
+		else
+			[ $rc -eq 0 ] || fail "nccl: exit $rc"
+			json_get "$TMP/nccl.json" "r['run']['environment']['nccl']"
+			$NCCL_RUN --duration $(sz 5 3) --inject "allreduce/nccl:V:iter=1,row=1,col=12345,bit=7" >"$TMP/ncclv.out" 2>&1
+			grep -q "collective-wrong at V\[1\]\[12345\]: .* xor 0x00000080; ncclAllReduce on path auto gave rank 1" \
+				"$TMP/ncclv.out" || fail "nccl: the V fault on rank 1 was not named"
+			not_judged "8: NCCL's paths and busbw: the fake's NCCL is MPI's collectives on host memory"
+		fi
 	fi
 fi
 
 # 9. minitrain on the GPUs: the quick profile's goldens, and a fault of each kind in GPU memory.
-expect_exit 0 mtquick "$SDCSCAN" run --profile quick --probe minitrain --cpus 0 --duration 20 --json "$TMP/mtq.json"
-cat "$TMP/mtquick.out"
-for v in dlrm xfmr; do
-	expect_grep mtquick out "^minitrain/$v  *gpu0  *OK .*kernel exact CUDA, golden: built-in golden minitrain-quick"
-done
-check=$(json_get "$TMP/mtq.json" "' '.join('%s:%s' % (v, len({x['work_digest']['sha256'] for x in r['results'] if x['variant'] == v})) for v in ('dlrm', 'xfmr'))")
-[ "$check" = "dlrm:1 xfmr:1" ] || fail "mtquick: the core's and the GPUs' work digests differ: $check"
-MT="--probe minitrain --set minitrain.seed=1 --set minitrain.steps=12 --set minitrain.checkpoint=4 \
+if step 9; then
+	# (the rehearsal's 8 fake GPUs share 2 cores: each stops at 16 steps, the work digest's)
+	expect_exit 0 mtquick "$SDCSCAN" run --profile quick --probe minitrain --cpus 0 \
+		$(sz "--duration 20" "--duration 60 --set minitrain.iterations=16") --json "$TMP/mtq.json"
+	cat "$TMP/mtquick.out"
+	for v in dlrm xfmr; do
+		expect_grep mtquick out "^minitrain/$v  *gpu0  *OK .*kernel exact CUDA, golden: built-in golden minitrain-quick"
+	done
+	check=$(json_get "$TMP/mtq.json" "' '.join('%s:%s' % (v, len({x['work_digest']['sha256'] for x in r['results'] if x['variant'] == v})) for v in ('dlrm', 'xfmr'))")
+	[ "$check" = "dlrm:1 xfmr:1" ] || fail "mtquick: the core's and the GPUs' work digests differ: $check"
+	MT="--probe minitrain --set minitrain.seed=1 --set minitrain.steps=12 --set minitrain.checkpoint=4 \
 --set minitrain.dlrm_rows=256 --set minitrain.dlrm_batch=32 --set minitrain.xfmr_seq=16 --set minitrain.xfmr_ff=64 \
 --cpus 0 --gpus 0 --duration 5"
-expect_exit 2 mtfaults "$SDCSCAN" run $MT --json "$TMP/mtfaults.json" \
-	--inject minitrain/dlrm:W:iter=3,device=gpu0 --inject minitrain/dlrm:G:iter=5,tensor=grad.top.U0,bit=27,device=gpu0 \
-	--inject minitrain/dlrm:O:iter=7,tensor=adagrad.emb1,device=gpu0 \
-	--inject minitrain/xfmr:W:iter=2,tensor=attn.Wv,bit=30,device=gpu0 --inject minitrain/xfmr:G:iter=4,bit=28,device=gpu0 \
-	--inject minitrain/xfmr:O:iter=6,tensor=adam.v.mlp.W1,device=gpu0 \
-	--inject minitrain/xfmr:A:iter=8,tensor=act.Q,bit=30,device=gpu0 --inject minitrain/xfmr:A:iter=9,tensor=act.S,bit=31,device=gpu0
-cat "$TMP/mtfaults.out"
-check=$(located "$TMP/mtfaults.json")
-[ "$check" = ok ] || fail "mtfaults: $check"
+	expect_exit 2 mtfaults "$SDCSCAN" run $MT --json "$TMP/mtfaults.json" \
+		--inject minitrain/dlrm:W:iter=3,device=gpu0 --inject minitrain/dlrm:G:iter=5,tensor=grad.top.U0,bit=27,device=gpu0 \
+		--inject minitrain/dlrm:O:iter=7,tensor=adagrad.emb1,device=gpu0 \
+		--inject minitrain/xfmr:W:iter=2,tensor=attn.Wv,bit=30,device=gpu0 --inject minitrain/xfmr:G:iter=4,bit=28,device=gpu0 \
+		--inject minitrain/xfmr:O:iter=6,tensor=adam.v.mlp.W1,device=gpu0 \
+		--inject minitrain/xfmr:A:iter=8,tensor=act.Q,bit=30,device=gpu0 --inject minitrain/xfmr:A:iter=9,tensor=act.S,bit=31,device=gpu0
+	cat "$TMP/mtfaults.out"
+	check=$(located "$TMP/mtfaults.json")
+	[ "$check" = ok ] || fail "mtfaults: $check"
+	not_judged "9: the goldens on every GPU: the fake trains with the CPU's mt_ops.h"
+fi
 
 # 10. embbag on the GPUs: Li et al.'s table size, the same bits as a core, faults in GPU memory,
 # the benchmark.
-expect_exit 0 ebquick "$SDCSCAN" run --profile quick --probe embbag --cpus 0 --set embbag.rows=4000000 \
-	--set embbag.iterations=16 --json "$TMP/ebq.json"
-cat "$TMP/ebquick.out"
-check=$(json_get "$TMP/ebq.json" "' '.join('%s:%d' % (v, len({x['work_digest']['sha256'] for x in r['results'] if x['variant'] == v})) for v in sorted({x['variant'] for x in r['results']}))")
-[ "$check" = "4bit-d64:1 4bit-fast-d64:1 8bit-d64:1 8bit-fast-d64:1" ] || fail "ebquick: the core's and the GPUs' work digests differ: $check"
-expect_exit 2 ebfaults "$SDCSCAN" run --probe embbag --cpus 0 --gpus 0 --set embbag.rows=65536 --set embbag.iterations=16 \
-	--json "$TMP/ebfaults.json" \
-	--inject embbag/8bit-d64:T:iter=1,device=gpu0 --inject embbag/4bit-fast-d64:T:iter=2,col=66,device=gpu0 \
-	--inject embbag/8bit-fast-d64:R:iter=1,bit=30,device=gpu0 --inject embbag/4bit-d64:R:iter=3,bit=0,device=gpu0 \
-	--inject embbag/8bit-fast-d64:T:iter=2,row=1200,col=64,bit=20,device=gpu0
-cat "$TMP/ebfaults.out"
-check=$(located "$TMP/ebfaults.json")
-[ "$check" = ok ] || fail "ebfaults: $check"
-"$SDCSCAN" bench embbag --gpus 0 --dims 32,64,128,256 --seconds 2 --json "$TMP/ebbench.json" >"$TMP/ebbench.out" 2>"$TMP/ebbench.err"
-rc=$?
-case $rc in 0 | 2) ;; *) fail "bench embbag --gpus: exit $rc"; cat "$TMP/ebbench.err" >&2 ;; esac
-cat "$TMP/ebbench.out"
-[ "$(json_get "$TMP/ebbench.json" "sum(x['differing'] for x in r['rows'])")" = 0 ] || fail "bench embbag --gpus: bits differ from the CPU's"
+if step 10; then
+	expect_exit 0 ebquick "$SDCSCAN" run --profile quick --probe embbag --cpus 0 --set embbag.rows=$(sz 4000000 16384) \
+		--set embbag.iterations=16 --json "$TMP/ebq.json"
+	cat "$TMP/ebquick.out"
+	check=$(json_get "$TMP/ebq.json" "' '.join('%s:%d' % (v, len({x['work_digest']['sha256'] for x in r['results'] if x['variant'] == v})) for v in sorted({x['variant'] for x in r['results']}))")
+	[ "$check" = "4bit-d64:1 4bit-fast-d64:1 8bit-d64:1 8bit-fast-d64:1" ] || fail "ebquick: the core's and the GPUs' work digests differ: $check"
+	expect_exit 2 ebfaults "$SDCSCAN" run --probe embbag --cpus 0 --gpus 0 --set embbag.rows=$(sz 65536 16384) --set embbag.iterations=16 \
+		--json "$TMP/ebfaults.json" \
+		--inject embbag/8bit-d64:T:iter=1,device=gpu0 --inject embbag/4bit-fast-d64:T:iter=2,col=66,device=gpu0 \
+		--inject embbag/8bit-fast-d64:R:iter=1,bit=30,device=gpu0 --inject embbag/4bit-d64:R:iter=3,bit=0,device=gpu0 \
+		--inject embbag/8bit-fast-d64:T:iter=2,row=1200,col=64,bit=20,device=gpu0
+	cat "$TMP/ebfaults.out"
+	check=$(located "$TMP/ebfaults.json")
+	[ "$check" = ok ] || fail "ebfaults: $check"
+	"$SDCSCAN" bench embbag --gpus 0 --dims $(sz 32,64,128,256 32,64) --seconds $(sz 2 0.1) $(sz "" "--rows 16384 --pooling 10") \
+		--json "$TMP/ebbench.json" >"$TMP/ebbench.out" 2>"$TMP/ebbench.err"
+	rc=$?
+	case $rc in 0 | 2) ;; *) fail "bench embbag --gpus: exit $rc"; cat "$TMP/ebbench.err" >&2 ;; esac
+	cat "$TMP/ebbench.out"
+	[ "$(json_get "$TMP/ebbench.json" "sum(x['differing'] for x in r['rows'])")" = 0 ] || fail "bench embbag --gpus: bits differ from the CPU's"
+	not_judged "10: the lookups' bits the core's, lookups/s, GB/s and the overhead: the fake looks up with embbag_hd.h on the CPU"
+fi
+
+echo "== end ($(date +%T))"
+if [ $fake = 1 ]; then
+	echo "NOT JUDGED: on the fake module these assertions held but say nothing about a GPU (GPU run owed):$NOT_JUDGED"
+fi
 finish

@@ -73,7 +73,7 @@ stage_info() {
 		echo "-- $(basename "$f") (ld.so --list)"
 		l=$("$B/lib/ld-linux-x86-64.so.2" --library-path "$SDCSCAN_BUNDLE_LIBPATH" --list "$f" 2>&1)
 		echo "$l"
-		if echo "$l" | grep -q 'not found'; then
+		if echo "$l" | grep -Eq 'not found|error while loading'; then
 			echo "FAIL: $(basename "$f") needs a library that is not here: a CUDA $BUNDLE_CUDA_MAJOR toolkit's" \
 				"(CUDA_HOME=...; or pip's nvidia-cublas), or a bundle made with --carry-cuda"
 			rc=1

@@ -93,6 +93,7 @@ bundle() {
 		echo "gpu-check: --fake-module needs --fake-nvml (the fake's GPUs have no NVML otherwise)" >&2
 		return 2
 	fi
+	mkdir -p "$(dirname "$out")" && out=$(cd "$(dirname "$out")" && pwd)/$(basename "$out") || return 1
 	stage=$(mktemp -d "${TMPDIR:-/tmp}/gpu-bundle.XXXXXX")
 	b=$stage/gpu-bundle
 	mkdir -p "$b/bin" "$b/lib" "$b/tests/gpu" "$b/tests/cli" "$b/tools"

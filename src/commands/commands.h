@@ -11,6 +11,7 @@ extern const struct sdc_command sdc_command_golden;
 extern const struct sdc_command sdc_command_bench;
 extern const struct sdc_command sdc_command_calibrate;
 extern const struct sdc_command sdc_command_campaign;
+extern const struct sdc_command sdc_command_campaign_cpu; /* campaign cpu-faults: campaign_cpu.c */
 extern const struct sdc_command sdc_command_version;
 extern const struct sdc_command sdc_command_status;
 extern const struct sdc_command sdc_command_clear;

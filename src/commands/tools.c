@@ -1,6 +1,7 @@
 /*
  * sdcscan bench, campaign and calibrate: each verb is a probe's own tool, found in the registry
- * (a probe's descriptor lists its benchmarks, campaign and calibration, probe.h).
+ * (a probe's descriptor lists its benchmarks, campaign and calibration, probe.h), but for the
+ * framework's campaigns over every probe (campaign cpu-faults: commands/campaign_cpu.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -25,8 +26,14 @@ static void list_benches(FILE *out)
 			fprintf(out, "  %-12s %s\n", sdc_probes[i]->benches[b]->name, sdc_probes[i]->benches[b]->summary);
 }
 
+/* Campaigns of the framework's, over every probe (not one probe's own). */
+static const struct sdc_command *const framework_campaigns[] = { &sdc_command_campaign_cpu, NULL };
+
 static const struct sdc_command *find_campaign(const char *name)
 {
+	for (int i = 0; framework_campaigns[i]; i++)
+		if (!strcmp(framework_campaigns[i]->name, name))
+			return framework_campaigns[i];
 	const struct sdc_probe *p = sdc_probe_find(name);
 	return p ? p->campaign : NULL;
 }
@@ -36,6 +43,8 @@ static void list_campaigns(FILE *out)
 	for (int i = 0; sdc_probes[i]; i++)
 		if (sdc_probes[i]->campaign)
 			fprintf(out, "  %-12s %s\n", sdc_probes[i]->name, sdc_probes[i]->campaign->summary);
+	for (int i = 0; framework_campaigns[i]; i++)
+		fprintf(out, "  %-12s %s\n", framework_campaigns[i]->name, framework_campaigns[i]->summary);
 }
 
 static const struct sdc_command *find_calibration(const char *name)

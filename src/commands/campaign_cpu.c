@@ -679,7 +679,7 @@ static void cc_help(FILE *out)
 		"faults injected; masked (nothing reported, the unfaulted run's work digest); found+loc (the probe's\n"
 		"own checks, at that CPU); vote/gold (only the vote across CPUs or a golden); crash, hang (named at\n"
 		"that CPU); other (said in the fault's line); missed (a different work digest and nothing reported:\n"
-		"must be 0). A fault takes about one run of the variant, 0.2-0.5 s on a 2-core VM: 300 faults of a\n"
+		"must be 0). A fault takes about one run of the variant, 0.2-0.8 s on a 2-core VM: 300 faults of a\n"
 		"probe take a few minutes, well within the admit profile's 30; the default 5 a variant, under a\n"
 		"minute. allreduce needs MPI ranks: left out. Needs ptrace of its own child (Yama ptrace_scope 0-1,\n"
 		"or 2 with CAP_SYS_PTRACE; no seccomp filter refusing ptrace). Exit 0 none missed, 2 a fault missed,\n"

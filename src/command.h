@@ -73,6 +73,8 @@ struct sdc_command {
 	const struct sdc_command *(*find_sub)(const char *name);
 	void (*list_subs)(FILE *out); /* --help's list of sub-verbs when they come from find_sub */
 	const char *default_sub;
+	/* What --json does for this command, where it is not the common words (NULL: those). */
+	const char *json_help;
 	/* More --help text after the options (NULL: none). */
 	void (*help)(FILE *out);
 	int (*fn)(struct sdc_cmd *c);

@@ -202,9 +202,14 @@ static int parse_root(json_t *root, const char *origin, struct sdc_golden *g, ch
 		snprintf(err, errlen, "%s: not a golden file (\"format\" is not \"%s\")", origin, SDC_GOLDEN_FORMAT);
 		goto fail;
 	}
-	if (!json_is_integer(ver) || json_integer_value(ver) != SDC_GOLDEN_VERSION) {
-		snprintf(err, errlen, "%s: golden file version %s, this sdcscan reads version %d", origin,
-			 json_is_integer(ver) ? "other" : "missing", SDC_GOLDEN_VERSION);
+	if (!json_is_integer(ver)) {
+		snprintf(err, errlen, "%s: golden file with no \"version\" number, this sdcscan reads version %d", origin,
+			 SDC_GOLDEN_VERSION);
+		goto fail;
+	}
+	if (json_integer_value(ver) != SDC_GOLDEN_VERSION) {
+		snprintf(err, errlen, "%s: golden file version %" JSON_INTEGER_FORMAT ", this sdcscan reads version %d",
+			 origin, json_integer_value(ver), SDC_GOLDEN_VERSION);
 		goto fail;
 	}
 	if (!sha) {

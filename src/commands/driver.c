@@ -51,8 +51,9 @@ static void top_usage(FILE *out)
 		fprintf(out, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
 	fprintf(out, "\nRun 'sdcscan COMMAND --help' for the options of a command.\n"
 		     "Exit status: 0 OK, 1 WARNING, 2 CRITICAL (corruption found), 3 UNKNOWN (could not test).\n"
-		     "GPUs: the gemm probe only, and not yet validated on GPU hardware by this project (its host side\n"
-		     "is tested; see BUGS in sdcscan(1)). 'sdcscan version' says which GPUs this build can test.\n");
+		     "GPUs: gemm, embbag, minitrain and allreduce (NCCL) run on them; not yet validated on GPU hardware\n"
+		     "by this project (the host side is tested; see BUGS in sdcscan(1)). 'sdcscan version' says which\n"
+		     "GPUs this build can test.\n");
 }
 
 /* "  -c, --cpus LIST          help (default: x)" */
@@ -103,6 +104,8 @@ static void command_usage(FILE *out, const struct sdc_command *c, const char *pa
 		struct sdc_option o = common[i].opt;
 		if (common[i].bit == SDC_CF_GPUS && c->flags & SDC_CMD_GPUS_ASKED)
 			o.help = "measure GPUs instead: all, or indices like 0,2-3 (default: none, the CPUs)";
+		if (common[i].bit == SDC_CF_JSON && c->json_help)
+			o.help = c->json_help;
 		print_option(out, &o);
 	}
 	fprintf(out, "  %-25s %s\n", "-h, --help", "this help");
@@ -331,9 +334,12 @@ int sdc_main(int argc, char **argv)
 			cmd = commands[i];
 	const enum sdc_exit_style style = scan_exit_style(argc, argv);
 	if (!cmd) {
-		fprintf(stderr, "sdcscan: unknown command '%s' (expected run, list, selftest, golden, bench, calibrate, "
-				"campaign or version; see 'sdcscan --help')\n",
-			argv[1]);
+		/* the commands by name, from the table: a new one is never missing from the message */
+		char names[256] = "";
+		for (int i = 0; commands[i]; i++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? (commands[i + 1] ? ", " : " or ") : "",
+				 commands[i]->name);
+		fprintf(stderr, "sdcscan: unknown command '%s' (expected %s; see 'sdcscan --help')\n", argv[1], names);
 		return sdc_exit_code(SDC_UNKNOWN, style);
 	}
 	/* The sub-verb is the argument right after the command: never searched for further along. */

@@ -40,7 +40,7 @@ enum sdc_seed_mode {
 struct sdc_plan {
 	char name[128];
 	char source[256]; /* "built-in" or the file path */
-	char description[256];
+	char description[512];
 	enum sdc_seed_mode seed_mode;
 	uint64_t seed;
 	int expect_gpus; /* GPUs the host should have; fewer is WARNING (0: no expectation) */

@@ -318,6 +318,11 @@ int sdc_profile_parse(const char *file, const char *text, size_t len, struct sdc
 				fail(&ps, v->line, v->col, "description: expected text, found %s", kind_name(v));
 				goto out;
 			}
+			if (strlen(v->value) >= sizeof(plan->description)) {
+				fail(&ps, v->line, v->col, "description: %zu characters, at most %zu", strlen(v->value),
+				     sizeof(plan->description) - 1);
+				goto out;
+			}
 			sdc_strlcpy(plan->description, v->value, sizeof(plan->description));
 		} else if (!strcmp(k->value, "seed")) {
 			if (load_seed(&ps, plan, v))

@@ -45,4 +45,8 @@ expect_exit 3 gfifo timeout 20 "$SDCSCAN" golden verify "$TMP/fifo" --cpus 0
 expect_grep gfifo err "a FIFO), so not a golden file"
 expect_exit 3 cdir "$SDCSCAN" run $SMALL --set gemm.dtypes=fp32-fast --set gemm.calibration="$TMP/d" --duration 1 --cpus 0
 expect_grep cdir out "not a regular file (a directory), so not a calibration file"
+# list shows each built-in profile's description whole (quick's ran past 255 characters and was cut)
+tail=$(sed -n 's/^description: "\(.*\)"$/\1/p' "$(dirname "$0")/../../profiles/quick.yaml" | tail -c 40)
+expect_exit 0 list "$SDCSCAN" list
+expect_grep list out "^  quick .*$tail \[default\]"
 finish

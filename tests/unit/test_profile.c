@@ -107,6 +107,13 @@ int main(void)
 	expect_error("probes:\n  gemm: {}\nprofile: x\n", "t.yaml:3:1:", "unknown key 'profile'",
 		     "valid keys: description, seed, expect_gpus, clear_after_clean_runs, probes");
 	expect_error("clear_after_clean_runs: -1\nprobes:\n  gemm: {}\n", "t.yaml:1:25:", "from 0 (never) to 1000", NULL);
+	{
+		/* a description longer than the plan holds is refused, never cut */
+		char yaml[700] = "description: ";
+		memset(yaml + strlen(yaml), 'x', 600);
+		strcat(yaml, "\nprobes:\n  gemm: {}\n");
+		expect_error(yaml, "t.yaml:1:14:", "description: 600 characters, at most 511", NULL);
+	}
 	expect_error("probes:\n  gemn:\n    m: 4\n", "t.yaml:2:3:", "unknown probe 'gemn'", "valid probes: gemm");
 	expect_error("probes:\n  gemm:\n    size: 4\n", "t.yaml:3:5:", "unknown key 'size' for probe gemm",
 		     "valid keys: duration, gpu_duration, iterations, optional, hang_timeout, dtypes, m, n, k");

@@ -447,6 +447,8 @@ const struct sdc_command sdc_gemm_bench = {
 	.opts_size = sizeof(struct bench_opts),
 	.common = SDC_CF_CPUS | SDC_CF_GPUS | SDC_CF_JSON,
 	.flags = SDC_CMD_GPUS_ASKED,
+	.json_help = "with --gpus: write the GPU benchmark's JSON report to FILE, or to stdout with - (the CPUs' "
+		     "tables are text)",
 	.fn = bench_gemm_main,
 };
 
@@ -458,5 +460,7 @@ const struct sdc_command sdc_gemm_bench_overhead = {
 	.opts_size = sizeof(struct bench_opts),
 	.common = SDC_CF_CPUS | SDC_CF_GPUS | SDC_CF_JSON,
 	.flags = SDC_CMD_GPUS_ASKED,
+	.json_help = "with --gpus: write the GPU benchmark's JSON report to FILE, or to stdout with - (the CPUs' "
+		     "tables are text)",
 	.fn = bench_overhead_main,
 };

@@ -156,6 +156,14 @@ grep -q "^CRITICAL: rank 2 (.*): cpu[0-9]* gemm int8 crashed: SIGSEGV (SEGV_MAPE
 [ "$(json_get "$TMP/crash.json" "len(r['fleet']['ranks']), sorted(k['verdict'] for k in r['fleet']['ranks'])")" = \
 	"4 ['CRITICAL', 'OK', 'OK', 'OK']" ] || fail "crash: the crashed rank is not in the fleet vote"
 
+# Under --enable-recovery mpirun exits 0 whatever the ranks return (Open MPI 4.1): the job's
+# verdict is read from rank 0's report, whose status is it (the man page says so).
+$MPIRUN --enable-recovery "$SDCSCAN" run --variant gemm/int8 --set gemm.m=48 --set gemm.n=40 --set gemm.k=64 --duration 2 \
+	--json "$TMP/rec.json" --inject "gemm:C:iter=1,rank=1,row=1,col=2,bit=20" > "$TMP/rec.out" 2>&1
+echo "mpirun --enable-recovery: exit $?"
+expect_exit 2 recstatus "$SDCSCAN" status "$TMP/rec.json"
+expect_grep recstatus out "^CRITICAL: last run"
+
 # Several tasks announced, one rank: UNKNOWN, not OK.
 expect_exit 3 launch env SLURM_NTASKS=4 "$SDCSCAN" run --probe minitrain --duration 1
 expect_grep launch err "SLURM_NTASKS says 4 tasks"

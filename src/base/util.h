@@ -58,14 +58,19 @@ void sdc_free_huge(void *p, size_t size);
 uint64_t sdc_mem_available(void);
 
 /* Writes data to path via a temporary file in its directory, fsync and rename, so a reader sees the
- * old file or the new one, never half of one. Returns 0 or -1 with err set. */
+ * old file or the new one, never half of one; the path is checked as sdc_output_path says, and the
+ * temporary file created and renamed through the folder's handle (never through a link). "-" is
+ * refused (standard output is the caller's to write). Returns 0 or -1 with err set. */
 int sdc_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen);
 
 /*
- * Where a file written with sdc_write_atomic lands: path with its symbolic links followed (the
- * file they name, written through in its own directory). Refuses what is not a regular file
- * (a device such as /dev/full, a directory, a FIFO) and a directory sdcscan cannot create a file
- * in, so a command can say so before it burns. 0 with out set, or -1 with err.
+ * Where a file written with sdc_write_atomic lands, checked so a command can refuse it before it
+ * burns: the path walked a component at a time, a symbolic link among its folders followed only
+ * where the link and the folder holding it are root's or this user's and not writable by group or
+ * others; a link as the file itself refused, whoever owns it; what is not a regular file (a device
+ * such as /dev/full, a directory, a FIFO) refused, as is a folder sdcscan cannot create a file in,
+ * and "-". 0 with out set (the folder as walked, its links replaced by their targets, and the
+ * name), or -1 with err naming the path and, for a link, the owner and mode refused.
  */
 int sdc_output_path(const char *path, char *out, size_t outlen, char *err, size_t errlen);
 

@@ -380,11 +380,15 @@ static int run_main(struct sdc_cmd *c)
 			fprintf(stderr, "sdcscan run: %s\n", err);
 			goto out;
 		}
-		char path[4096], real[4096];
-		if (sdc_state_path(ro.state, "last.json", path, sizeof(path)) ||
-		    sdc_output_path(path, real, sizeof(real), err, sizeof(err))) {
-			fprintf(stderr, "sdcscan run: state: %s\n", err);
-			goto out;
+		/* the state files the run writes after the burn, checked before it (a link refused) */
+		static const char *const saved[] = { "last.json", "state.json", "last-success" };
+		for (size_t k = 0; k < sizeof(saved) / sizeof(saved[0]); k++) {
+			char path[4096], real[4096];
+			if (sdc_state_path(ro.state, saved[k], path, sizeof(path)) ||
+			    sdc_output_path(path, real, sizeof(real), err, sizeof(err))) {
+				fprintf(stderr, "sdcscan run: state: %s\n", err);
+				goto out;
+			}
 		}
 		if (!sdc_fleet.active && sdc_state_lock(ro.state, o->wait, "sdcscan run", &lock, err, sizeof(err))) {
 			fprintf(stderr, "sdcscan run: %s\n", err);

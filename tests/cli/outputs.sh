@@ -1,7 +1,8 @@
 #!/bin/sh
-# Output files: only regular files are written (or - for stdout); a symlink is written through
-# to its target; a report that cannot be written is refused before the burn; output that does
-# not reach its file makes a clean run UNKNOWN.
+# Output files: only regular files are written (or - for stdout); a symlink as the file is
+# refused, a folder's link of root's followed (safe_outputs.sh has the rest); a report that cannot
+# be written is refused before the burn; output that does not reach its file makes a clean run
+# UNKNOWN.
 . "$(dirname "$0")/lib.sh"
 RUN="run $SMALL --set gemm.dtypes=int8 --cpus 0 --gpus none"
 
@@ -22,15 +23,16 @@ expect_grep nodir err "cannot write in $TMP/missing"
 [ $(($(date +%s) - start)) -lt 10 ] || fail "nodir: the unwritable report was found only after the burn"
 [ ! -e "$TMP/missing" ] || fail "nodir: a directory was created"
 
-# A symlink is written through: the link stays, its target (existing or not) gets the report.
+# A symlink as the file is refused, the link and its target left as they were; a folder's link
+# (root's, or this user's, in a folder no one else can write) is followed.
 ln -s "$TMP/target.json" "$TMP/link.json"
-expect_exit 0 link "$SDCSCAN" $RUN --set gemm.iterations=2 --json "$TMP/link.json"
-[ -L "$TMP/link.json" ] && [ -f "$TMP/target.json" ] || fail "link: the symlink was replaced or its target not written"
-[ "$(json_get "$TMP/target.json" "r['verdict']['status']")" = OK ] || fail "link: the target holds no report"
+expect_exit 3 link "$SDCSCAN" $RUN --set gemm.iterations=2 --json "$TMP/link.json"
+expect_grep link err "refusing $TMP/link.json: a symbolic link"
+[ -L "$TMP/link.json" ] && [ ! -e "$TMP/target.json" ] || fail "link: the symlink was replaced or its target written"
 mkdir "$TMP/elsewhere"
-ln -s ../elsewhere/r.json "$TMP/dir/rel.json"
-expect_exit 0 rellink "$SDCSCAN" $RUN --set gemm.iterations=2 --json "$TMP/dir/rel.json"
-[ -f "$TMP/elsewhere/r.json" ] && [ -L "$TMP/dir/rel.json" ] || fail "rellink: a relative link was not followed"
+ln -s ../elsewhere "$TMP/dir/rel"
+expect_exit 0 rellink "$SDCSCAN" $RUN --set gemm.iterations=2 --json "$TMP/dir/rel/r.json"
+[ -f "$TMP/elsewhere/r.json" ] && [ -L "$TMP/dir/rel" ] || fail "rellink: a folder's relative link was not followed"
 
 # The human output to a full disk: an error, not exit 0.
 "$SDCSCAN" $RUN --set gemm.iterations=2 >/dev/full 2>"$TMP/full.err"

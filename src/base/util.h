@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define SDC_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define SDC_MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -87,5 +88,18 @@ int sdc_make_parent_dirs(const char *path, unsigned mode, char *err, size_t errl
 
 /* snprintf that always terminates and never warns about truncation. */
 void sdc_strlcpy(char *dst, const char *src, size_t len);
+
+/*
+ * src made safe to print on a terminal or in a log, where it came from a report, a peer or a file:
+ * newline, carriage return, tab and backslash as \n \r \t \\, every other C0 control, DEL and
+ * each byte that is not valid UTF-8 as \xNN, a C1 control (U+0080..U+009F) as its two bytes
+ * \xc2\xNN; valid UTF-8 kept. Writes at most len - 1 bytes and a NUL (none with len 0), never
+ * cutting an escape or a character in two; returns the length the whole escaped text needs, as
+ * snprintf does.
+ */
+size_t sdc_escape(char *dst, size_t len, const char *src);
+/* One line: fmt formatted, the whole line escaped as sdc_escape does, then a newline (fmt holds
+ * none). For lines made of strings from reports or peers. */
+void sdc_print_line(FILE *fp, const char *fmt, ...) SDC_PRINTF(2, 3);
 
 #endif

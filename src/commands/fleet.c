@@ -275,30 +275,34 @@ static int fleet_main(struct sdc_cmd *c)
 	const size_t nhosts = json_object_size(f.latest);
 	if (!nhosts)
 		worst = SDC_UNKNOWN;
-	/* text */
+	/* text: names, summaries and paths from reports with their control characters escaped */
 	printf("sdcscan fleet: %d report file%s, %zu host%s, %zu group%s of the same work\n", f.files, f.files == 1 ? "" : "s",
 	       nhosts, nhosts == 1 ? "" : "s", json_object_size(groups), json_object_size(groups) == 1 ? "" : "s");
 	size_t i;
 	json_t *e;
 	json_array_foreach(minority_all, i, e)
-		printf("disagrees: %s %s: %s: digest %.16s..., the majority (%" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
-		       " devices) %.16s%s\n",
-		       sdc_json_str(e, "host"), sdc_json_str(e, "device"), sdc_json_str(e, "work"), sdc_json_str(e, "digest"),
-		       json_integer_value(json_object_get(e, "agreeing")), json_integer_value(json_object_get(e, "devices")),
-		       *sdc_json_str(e, "majority") ? sdc_json_str(e, "majority") : "none (no majority)",
-		       *sdc_json_str(e, "majority") ? "..." : "");
+		sdc_print_line(stdout,
+			       "disagrees: %s %s: %s: digest %.16s..., the majority (%" JSON_INTEGER_FORMAT
+			       " of %" JSON_INTEGER_FORMAT " devices) %.16s%s",
+			       sdc_json_str(e, "host"), sdc_json_str(e, "device"), sdc_json_str(e, "work"),
+			       sdc_json_str(e, "digest"), json_integer_value(json_object_get(e, "agreeing")),
+			       json_integer_value(json_object_get(e, "devices")),
+			       *sdc_json_str(e, "majority") ? sdc_json_str(e, "majority") : "none (no majority)",
+			       *sdc_json_str(e, "majority") ? "..." : "");
 	json_array_foreach(findings, i, e)
-		printf("%s: %s: %s\n", sdc_json_str(e, "verdict"), sdc_json_str(e, "host"), sdc_json_str(e, "summary"));
+		sdc_print_line(stdout, "%s: %s: %s", sdc_json_str(e, "verdict"), sdc_json_str(e, "host"),
+			       sdc_json_str(e, "summary"));
 	json_array_foreach(stale, i, e)
-		printf("stale: %s: last report %.1f days old (%s)\n", sdc_json_str(e, "host"),
-		       json_real_value(json_object_get(e, "age_seconds")) / 86400, sdc_json_str(e, "path"));
+		sdc_print_line(stdout, "stale: %s: last report %.1f days old (%s)", sdc_json_str(e, "host"),
+			       json_real_value(json_object_get(e, "age_seconds")) / 86400, sdc_json_str(e, "path"));
 	json_array_foreach(missing, i, e)
-		printf("missing: %s: no report\n", json_string_value(e));
+		sdc_print_line(stdout, "missing: %s: no report", json_string_value(e));
 	json_array_foreach(f.unreadable, i, e)
-		printf("unreadable: %s: %s\n", sdc_json_str(e, "path"), sdc_json_str(e, "why"));
+		sdc_print_line(stdout, "unreadable: %s: %s", sdc_json_str(e, "path"), sdc_json_str(e, "why"));
 	json_array_foreach(f.skewed, i, e)
-		printf("clock-skew: %s: a report dated %.0f s in the future (%s): its clock is wrong\n", sdc_json_str(e, "host"),
-		       json_real_value(json_object_get(e, "ahead_seconds")), sdc_json_str(e, "path"));
+		sdc_print_line(stdout, "clock-skew: %s: a report dated %.0f s in the future (%s): its clock is wrong",
+			       sdc_json_str(e, "host"), json_real_value(json_object_get(e, "ahead_seconds")),
+			       sdc_json_str(e, "path"));
 	printf("%s: %zu minority device%s, %zu host%s with findings, %zu stale, %zu missing, %zu unreadable\n",
 	       sdc_verdict_name(worst), json_array_size(minority_all), json_array_size(minority_all) == 1 ? "" : "s",
 	       json_array_size(findings), json_array_size(findings) == 1 ? "" : "s", json_array_size(stale),

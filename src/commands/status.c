@@ -105,10 +105,11 @@ static int died(struct sdc_cmd *c, const struct sdc_report_summary *prev, const 
 		snprintf(short_line, sizeof(short_line), "SDC: %s last run died without a verdict", sdc_verdict_name(v));
 		short_line[80] = '\0';
 		printf("%s\n", short_line);
-		fprintf(stderr, "sdcscan status: %s%s%s\n", line, prev ? "; the run before it: " : "", prev ? prev->summary : "");
+		sdc_print_line(stderr, "sdcscan status: %s%s%s", line, prev ? "; the run before it: " : "",
+			       prev ? prev->summary : "");
 	} else {
-		printf("%s: %s%s%s\n", sdc_verdict_name(v), line, prev ? "; the run before it: " : "",
-		       prev ? prev->summary : "");
+		sdc_print_line(stdout, "%s: %s%s%s", sdc_verdict_name(v), line, prev ? "; the run before it: " : "",
+			       prev ? prev->summary : "");
 	}
 	if (o->prom && status_prom(sdc_state_dir(o->state_dir), o->prom, v, line, st->start, c->cli.exit_style))
 		return sdc_exit_code(SDC_UNKNOWN, c->cli.exit_style);
@@ -178,9 +179,9 @@ static int status_main(struct sdc_cmd *c)
 	if (!have) {
 		/* no result to go by: UNKNOWN, and why (never run here, unreadable, not a report) */
 		if (text)
-			fprintf(stderr, "sdcscan status: %s: %s\n", path, why);
+			sdc_print_line(stderr, "sdcscan status: %s: %s", path, why);
 		else
-			fprintf(stderr, "sdcscan status: %s\n", why);
+			sdc_print_line(stderr, "sdcscan status: %s", why);
 		printf(npd ? "SDC: no sdcscan result (see stderr)\n" : "UNKNOWN: no usable sdcscan result at %s\n", path);
 		free(text);
 		return sdc_exit_code(SDC_UNKNOWN, cli->exit_style);
@@ -188,7 +189,7 @@ static int status_main(struct sdc_cmd *c)
 	free(text);
 	/* the node's state (core/history.h), where the runs keep one: what it is, and which run set it */
 	if (nrc < 0)
-		fprintf(stderr, "sdcscan status: %s: the last report is read instead\n", nwhy);
+		sdc_print_line(stderr, "sdcscan status: %s: the last report is read instead", nwhy);
 	const bool node = nrc == 0;
 	const double now = sdc_wall_now();
 	/* how old the node's verdict is: from its last full scheduled run (a manual or injected run
@@ -227,20 +228,21 @@ static int status_main(struct sdc_cmd *c)
 				 ns.summary + (strncmp(ns.summary, "CRITICAL: ", 10) ? 0 : 10));
 		else
 			snprintf(line, sizeof(line), "SDC: %s %s", sdc_verdict_name(base), s.first[0] ? s.first : s.summary);
-		line[80] = '\0';
-		printf("%s\n", line);
-		fprintf(stderr, "sdcscan status: %s%s, %s ago (%s), profile %s: %s%s%s\n", note, sdc_verdict_name(base), ago,
-			path, s.profile, s.summary, s.first_detail[0] ? ": " : "", s.first_detail);
+		char shown[81]; /* escaped, then cut at 80 between characters */
+		sdc_escape(shown, sizeof(shown), line);
+		printf("%s\n", shown);
+		sdc_print_line(stderr, "sdcscan status: %s%s, %s ago (%s), profile %s: %s%s%s", note, sdc_verdict_name(base),
+			       ago, path, s.profile, s.summary, s.first_detail[0] ? ": " : "", s.first_detail);
 	} else if (note[0] && !skew) {
-		printf("%s: %s\n", sdc_verdict_name(v), note);
+		sdc_print_line(stdout, "%s: %s", sdc_verdict_name(v), note);
 	} else {
 		char going[96] = "";
 		if (started == 1 && st.alive)
 			snprintf(going, sizeof(going), " (a run is in progress: pid %d, profile %.40s)", st.pid, st.profile);
-		printf("%s: %slast run %s ago%s%s, profile %s, %.1f s: %s%s%s\n", sdc_verdict_name(v), note, ago,
-		       stale ? " (stale: older than --max-age)" : "", going, s.profile, s.duration,
-		       s.first[0] && s.verdict != SDC_OK ? s.first : s.summary, s.first_detail[0] ? ": " : "",
-		       s.first_detail);
+		sdc_print_line(stdout, "%s: %slast run %s ago%s%s, profile %s, %.1f s: %s%s%s", sdc_verdict_name(v), note, ago,
+			       stale ? " (stale: older than --max-age)" : "", going, s.profile, s.duration,
+			       s.first[0] && s.verdict != SDC_OK ? s.first : s.summary, s.first_detail[0] ? ": " : "",
+			       s.first_detail);
 	}
 	return sdc_exit_code(v, cli->exit_style);
 }

@@ -160,7 +160,8 @@ void sdc_output_fleet_ranks(struct sdc_output *o, const void *fleet_json)
 		const json_int_t rank = json_integer_value(json_object_get(rk, "rank"));
 		if (!rank)
 			continue; /* this rank's own lines are printed already */
-		fprintf(o->fp, "rank %" JSON_INTEGER_FORMAT " (%s): %s\n", rank, str_of(rk, "host"), str_of(rk, "summary"));
+		/* what a peer sent is printed with its control characters escaped (sdc_escape) */
+		sdc_print_line(o->fp, "rank %" JSON_INTEGER_FORMAT " (%s): %s", rank, str_of(rk, "host"), str_of(rk, "summary"));
 		size_t k;
 		json_t *f;
 		json_array_foreach(json_object_get(rk, "findings"), k, f) {
@@ -170,22 +171,20 @@ void sdc_output_fleet_ranks(struct sdc_output *o, const void *fleet_json)
 				break;
 			}
 			struct sdc_finding x = { .device = -1 };
-			sdc_strlcpy(x.kind, str_of(f, "kind"), sizeof(x.kind));
-			sdc_strlcpy(x.target, str_of(f, "target"), sizeof(x.target));
-			sdc_strlcpy(x.expected, str_of(f, "expected"), sizeof(x.expected));
-			sdc_strlcpy(x.actual, str_of(f, "actual"), sizeof(x.actual));
-			sdc_strlcpy(x.expected_value, str_of(f, "expected_value"),
-				    sizeof(x.expected_value));
-			sdc_strlcpy(x.actual_value, str_of(f, "actual_value"),
-				    sizeof(x.actual_value));
-			sdc_strlcpy(x.xor_mask, str_of(f, "xor_mask"), sizeof(x.xor_mask));
-			sdc_strlcpy(x.detail, str_of(f, "detail"), sizeof(x.detail));
+			sdc_escape(x.kind, sizeof(x.kind), str_of(f, "kind"));
+			sdc_escape(x.target, sizeof(x.target), str_of(f, "target"));
+			sdc_escape(x.expected, sizeof(x.expected), str_of(f, "expected"));
+			sdc_escape(x.actual, sizeof(x.actual), str_of(f, "actual"));
+			sdc_escape(x.expected_value, sizeof(x.expected_value), str_of(f, "expected_value"));
+			sdc_escape(x.actual_value, sizeof(x.actual_value), str_of(f, "actual_value"));
+			sdc_escape(x.xor_mask, sizeof(x.xor_mask), str_of(f, "xor_mask"));
+			sdc_escape(x.detail, sizeof(x.detail), str_of(f, "detail"));
 			x.iteration = (uint64_t)json_integer_value(json_object_get(f, "iteration"));
 			x.row = json_integer_value(json_object_get(f, "row"));
 			x.col = json_integer_value(json_object_get(f, "col"));
-			char who[96];
-			snprintf(who, sizeof(who), "rank %" JSON_INTEGER_FORMAT " %s", rank,
-				 (json_string_value(json_object_get(f, "device")) ? str_of(f, "device") : "host"));
+			char who[96], dev[64];
+			sdc_escape(dev, sizeof(dev), json_string_value(json_object_get(f, "device")) ? str_of(f, "device") : "host");
+			snprintf(who, sizeof(who), "rank %" JSON_INTEGER_FORMAT " %s", rank, dev);
 			print_finding_as(o, who, &x);
 		}
 	}

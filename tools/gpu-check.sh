@@ -11,8 +11,8 @@
 #       PMIx's), relocated to wherever the bundle is unpacked. cuBLAS, cuBLASLt and NCCL are
 #       the GPU machine's (its toolkit's $CUDA_HOME/lib64, or pip's nvidia/*/lib); the driver
 #       and NVML always are. Options:
-#         --carry-cuda        carry libcublas, libcublasLt and libnccl too (about 800 MB before
-#                             compression: for a machine that has none; too big for a 64 MiB carry)
+#         --carry-cuda        carry libcublas, libcublasLt and libnccl too, for a machine that has
+#                             none (848 MB unpacked, 614 MB .tar.gz: too big for a 64 MiB carry)
 #         --fake-module FILE  put FILE (build/tests/fake-gpu.so) in the place of the GPU module
 #         --fake-nvml FILE    and FILE (build/tests/fake-nvml.so) in the place of NVML: the
 #                             rehearsal without a GPU (tests/gpu/rehearse.sh)

@@ -31,6 +31,19 @@ done
 grep -q "^ExecStart=.* run .*--if-idle" "$PK/sdcscan.service" || fail "service: the scan is not --if-idle"
 grep -q "^ExecStart=.* --prom /var/lib/sdcscan/metrics/sdcscan.prom" "$PK/sdcscan.service" ||
 	fail "service: the metrics are not written into /var/lib/sdcscan/metrics"
+# a run killed before its verdict shows in the metrics too: the unit's ExecStopPost, as systemd
+# runs it after a SIGKILL (here the run is killed by hand, in a state directory of its own)
+post=$(sed -n 's/^ExecStopPost=-//p' "$PK/sdcscan.service")
+case $post in *" status --prom /var/lib/sdcscan/metrics/sdcscan.prom") ;; *) fail "service: no ExecStopPost status --prom: $post" ;; esac
+SDCSCAN_STATE_DIR=$TMP/killed "$SDCSCAN" $SMALL_RUN --duration 30 >/dev/null 2>&1 &
+pid=$!
+sleep 1.5
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+mkdir -p "$TMP/killed-metrics"
+SDCSCAN_STATE_DIR=$TMP/killed sh -c "$(printf '%s' "$post" | sed "s|^[^ ]*/sdcscan |$SDC |; s|/var/lib/sdcscan/metrics/|$TMP/killed-metrics/|")" >/dev/null 2>&1
+grep -q "^sdcscan_last_run_verdict 3$" "$TMP/killed-metrics/sdcscan.prom" 2>/dev/null ||
+	fail "service: a killed run is not in the metrics after ExecStopPost: $(cat "$TMP/killed-metrics/sdcscan.prom" 2>&1 | head -2)"
 for k in "OnCalendar=" "RandomizedDelaySec=" "AccuracySec=1us" "Persistent=true"; do
 	grep -q "^$k" "$SRC/packaging/systemd/sdcscan.timer" || fail "timer: no $k"
 done

@@ -278,7 +278,7 @@ static int finish(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_pla
 	sdc_output_fleet_ranks(out, run->fleet);
 	if (!out->quiet)
 		for (int i = before; i < run->nfindings; i++)
-			fprintf(out->fp, "fleet: %s: %s\n", run->findings[i].kind, run->findings[i].detail);
+			sdc_print_line(out->fp, "fleet: %s: %s", run->findings[i].kind, run->findings[i].detail);
 	int code = sdc_exit_code(v, cli->exit_style);
 	bool written = true;
 	if ((cli->json || ro->state || ro->prom || ro->junit) && sdc_fleet.rank == 0) {

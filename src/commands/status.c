@@ -155,7 +155,7 @@ static int status_main(struct sdc_cmd *c)
 	const struct status_opts *o = c->opts;
 	struct sdc_cli *cli = &c->cli;
 	const bool npd = cli->exit_style == SDC_EXIT_NPD;
-	char path[4096], why[700];
+	char path[4096], why[700] = "";
 	const char *dir = sdc_state_dir(o->state_dir);
 	if (c->nargs)
 		snprintf(path, sizeof(path), "%s", c->args[0]);
@@ -244,6 +244,8 @@ static int status_main(struct sdc_cmd *c)
 			       s.first[0] && s.verdict != SDC_OK ? s.first : s.summary, s.first_detail[0] ? ": " : "",
 			       s.first_detail);
 	}
+	if (s.warning[0]) /* (a metrics folder that was missing: the scan ran, its metrics were not written) */
+		sdc_print_line(npd ? stderr : stdout, "warning: the last run: %s", s.warning);
 	return sdc_exit_code(v, cli->exit_style);
 }
 

@@ -105,6 +105,8 @@ int sdc_report_read_summary(const char *text, size_t len, struct sdc_report_summ
 	snprintf(s->host, sizeof(s->host), "%s", sdc_json_str(json_object_get(r, "host"), "hostname"));
 	snprintf(s->summary, sizeof(s->summary), "%s", sdc_json_str(verdict, "summary"));
 	s->nfindings = (int)json_array_size(findings);
+	snprintf(s->warning, sizeof(s->warning), "%s", json_string_value(json_array_get(json_object_get(run, "warnings"), 0)) ?
+								json_string_value(json_array_get(json_object_get(run, "warnings"), 0)) : "");
 	size_t i;
 	json_t *f;
 	json_array_foreach(findings, i, f) {

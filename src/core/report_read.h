@@ -21,6 +21,7 @@ struct sdc_report_summary {
 	/* the first finding at the verdict's level: "cpu3 gemm/int8 checksum-mismatch C[3][4]" */
 	char first[160];
 	char first_detail[320];
+	char warning[240]; /* the run's first warning (run.warnings: a metrics folder missing), "" when none */
 };
 
 /* A string member of a JSON object (json_t *), "" when it is missing or not a string. */

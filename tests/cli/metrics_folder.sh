@@ -29,6 +29,7 @@ else
 fi
 expect_exit 0 status "$SDCSCAN" status
 expect_grep status out "^OK: last run"
+expect_grep status out "^warning: the last run: .*metrics"
 
 # What the scan finds is its verdict and is saved: a CRITICAL too (an injected one here, which
 # the node's state leaves aside, so its report rather than status says it).

@@ -166,6 +166,8 @@ struct sdc_worker {
 	int findings_kept;
 	uint64_t findings_iteration;
 	int findings_this_iteration;
+	uint64_t digest_next; /* the iteration the next digest is for (they come in order) */
+	bool digest_jumped;   /* one came out of order: a corrupted counter, said once */
 	struct sdc_sha256 work; /* over the first per-iteration digests */
 	uint8_t work_digest[32];
 	bool work_done;

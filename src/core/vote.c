@@ -160,6 +160,10 @@ void sdc_vote_compare(struct sdc_vote *v, bool final, sdc_vote_dissent_fn fn, vo
 	if (upto == UINT64_MAX)
 		upto = most;
 	uint64_t from = atomic_load_explicit(&v->consumed, memory_order_relaxed);
+	/* no lane holds an iteration past the ring (sdc_vote_record drops it): a lane whose count
+	 * jumped far ahead must not make this loop walk to it */
+	if (upto > from + RING)
+		upto = from + RING;
 	for (uint64_t t = from; t < upto; t++)
 		vote_one(v, t, produced, fn, arg);
 	if (upto > from)

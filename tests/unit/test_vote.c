@@ -60,5 +60,17 @@ int main(void)
 	sdc_vote_stats(v, &st);
 	CHECK(st.dropped == 70000 - 65536);
 	sdc_vote_free(v);
+
+	/* A lane whose iteration count jumped far ahead (a flipped loop counter) does not make the
+	 * final compare walk to it: without the cap this loop ran 2^43 iterations (a hung run). */
+	v = sdc_vote_new(2);
+	for (uint64_t t = 0; t < 15; t++)
+		sdc_vote_record(v, 0, t, t), sdc_vote_record(v, 1, t, t);
+	sdc_vote_record(v, 1, 15 | (1ull << 43), 15);
+	s.calls = 0;
+	sdc_vote_compare(v, true, record, &s);
+	sdc_vote_stats(v, &st);
+	CHECK(s.calls == 0 && st.compared <= 15 + 65536);
+	sdc_vote_free(v);
 	return check_done("test_vote");
 }

@@ -6,8 +6,12 @@
  * Xeon; OpenBLAS on this project's CPUs measured up to 21u (FP32) and 7.5u (FP64) on |N(1,1)|
  * (sdcscan calibrate), so the CPU rows gave false alarms. Without a calibration file sdcscan
  * takes from Table 7, per precision, a platform whose accumulation rounds at least as often as
- * a CPU BLAS may: FP32 34u (the NPU's per-step accumulation at N = 1024), 2.0e-6; FP64 66u (the
- * top of the H100's FP64 range, 33-66u), 7.3e-15. Measurements here found no growth with K (128
+ * a CPU BLAS may: FP32 34u (the NPU's per-step accumulation at N = 1024), 2.0e-6. FP64 has no
+ * such row: Table 7's fp64 figures are 3-6u (its H100 formula gives 5.1u at N = 1024, 10.4u at
+ * 8192), so FP64's 66u, 7.3e-15, is a margin of our choosing: about nine times the 7.5u OpenBLAS
+ * showed here, below the largest ratio the paper reports for any precision (34u x sqrt(8), 96u).
+ * (Earlier text read Table 7 as "33-66u": the conversion's "3366" is 3-6 typeset twice.)
+ * Measurements here found no growth with K (128
  * to 2048), as the paper found on CPUs, so e_max is one number per precision; calibrate at the
  * sizes you burn.
  *

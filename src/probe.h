@@ -212,6 +212,15 @@ static inline void sdc_worker_restart_clock(struct sdc_worker *w)
 	w->t_start = sdc_now();
 }
 
+/*
+ * Stops this device's clock where its burn ends and a check of its results at the end begins (a
+ * replay), so its throughput counts only the burn.
+ */
+static inline void sdc_worker_stop_clock(struct sdc_worker *w)
+{
+	w->t_end = sdc_now();
+}
+
 /* Setup failed: the variant cannot run here. Returns -1 for `return sdc_ctx_error(...)`. */
 int sdc_ctx_error(struct sdc_probe_ctx *ctx, const char *fmt, ...) SDC_PRINTF(2, 3);
 /* A platform failure on this device (allocation, affinity): UNKNOWN, never corruption. */

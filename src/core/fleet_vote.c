@@ -51,6 +51,36 @@ static json_t *rank_summary(const struct sdc_run *run, enum sdc_verdict local)
 	return j;
 }
 
+/* Rank r's ecparity figures into the job's report: its rebuild, where rank 0 did none (with the
+ * rank), and its servers' end replay check added to the others'. */
+static void merge_ecparity(struct sdc_run *run, json_t *ec, int r)
+{
+	if (!json_is_object(ec))
+		return;
+	json_t *job = json_object_get(run->environment, "ecparity");
+	if (!json_is_object(job))
+		json_object_set_new(run->environment, "ecparity", job = json_object());
+	json_t *rb = json_object_get(ec, "rebuild");
+	if (json_is_object(rb) && !json_object_get(job, "rebuild")) {
+		json_object_set_new(job, "rebuild", json_deep_copy(rb));
+		json_object_set_new(job, "rank", json_integer(r));
+	}
+	json_t *ck = json_object_get(ec, "replay_check"), *all = json_object_get(job, "replay_check");
+	if (!json_is_object(ck))
+		return;
+	if (!json_is_object(all)) {
+		json_object_set_new(job, "replay_check", json_deep_copy(ck));
+		return;
+	}
+	const char *const counts[] = { "servers", "unfinished" };
+	for (int i = 0; i < 2; i++)
+		json_object_set_new(all, counts[i],
+				    json_integer(json_integer_value(json_object_get(all, counts[i])) +
+						 json_integer_value(json_object_get(ck, counts[i]))));
+	const double a = json_number_value(json_object_get(all, "seconds")), b = json_number_value(json_object_get(ck, "seconds"));
+	json_object_set_new(all, "seconds", json_real(a > b ? a : b));
+}
+
 static void fleet_finding(struct sdc_run *run, enum sdc_finding_class cls, const char *kind, const char *fmt, ...)
 	SDC_PRINTF(4, 5);
 static void fleet_finding(struct sdc_run *run, enum sdc_finding_class cls, const char *kind, const char *fmt, ...)
@@ -252,13 +282,7 @@ enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, v
 		for (enum sdc_verdict k = SDC_OK; k <= SDC_UNKNOWN; k++)
 			if (!strcmp(v, sdc_verdict_name(k)) && k > worst)
 				worst = k;
-		/* a rank's ecparity rebuild into the job's report, when rank 0 did none (with the rank) */
-		json_t *ec = json_object_get(json_object_get(j, "environment"), "ecparity");
-		if (ec && !json_object_get(run->environment, "ecparity")) {
-			json_t *copy = json_deep_copy(ec);
-			json_object_set_new(copy, "rank", json_integer(r));
-			json_object_set_new(run->environment, "ecparity", copy);
-		}
+		merge_ecparity(run, json_object_get(json_object_get(j, "environment"), "ecparity"), r);
 		json_array_append_new(ranks, j);
 	}
 	free(texts);

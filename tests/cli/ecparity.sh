@@ -1,6 +1,7 @@
 #!/bin/sh
 # ecparity: clean runs keep every parity exact (no finding in over a million group
-# verifications); each fault kind is found and located at its server, entry, word and bit; a
+# verifications) and match a replay of their training at the end; each fault kind is found and
+# located at its server, entry, word and bit (a gradient computed wrong by the replay); a
 # lost server is rebuilt bit for bit (checked against a replay of its training); one CPU runs two
 # servers; bad options are refused with exit 3; the benchmark prints its targets.
 . "$(dirname "$0")/lib.sh"
@@ -24,6 +25,16 @@ expect_grep faults out "difference-corrupt at M\[.*failed its CRC32C"
 [ "$(json_get "$TMP/f.json" "sorted(set(f['kind'] for f in r['findings']))")" = \
 	"['difference-corrupt', 'memory-corrupt', 'update-corrupt']" ] || fail "faults: other findings than the four"
 [ "$(json_get "$TMP/f.json" "len(r['findings'])")" = 4 ] || fail "faults: not exactly one finding a fault"
+
+# A gradient computed wrong (G: training's own arithmetic, before its difference is taken): the
+# parities follow it and no round's verification sees it; the end's replay of every server's
+# training finds it at its server and entry. A clean run's replay check covers both servers.
+expect_exit 2 gradient "$SDCSCAN" $EC $SMALL --cpus 0-1 --json "$TMP/g.json" --inject "ecparity:G:iter=2,device=1,col=3,bit=20"
+[ "$(json_get "$TMP/g.json" "[(f['kind'], f['device'], f['row']) for f in r['findings']] == [('training-mismatch', 'cpu1', r['injections'][0]['row'])]")" = True ] ||
+	fail "gradient: $(json_get "$TMP/g.json" "[(f['kind'], f['device'], f['row'], r['injections']) for f in r['findings']]")"
+expect_grep gradient out "training-mismatch at E\\[.*its parities agreeing"
+[ "$(json_get "$TMP/clean.json" "[r['run']['environment']['ecparity']['replay_check'][k] for k in ('servers', 'unfinished', 'rounds')]")" = "[2, 0, 10]" ] ||
+	fail "clean: $(json_get "$TMP/clean.json" "r['run']['environment']['ecparity']")"
 
 # A lost server, rebuilt while the run goes on: OK, with the rebuild's figures, verified by replay.
 expect_exit 0 lost "$SDCSCAN" $EC --set ecparity.iterations=4 --cpus 0-1 --duration 60 --json "$TMP/l.json" \

@@ -18,12 +18,15 @@ same_code "$TMP/clean.codes" 0 || fail "clean: exit codes $(cat "$TMP/clean.code
 [ "$(json_get "$TMP/clean.json" "(r['results'][0]['iterations'], r['fleet']['verdict'], sum(len(k['findings']) for k in r['fleet']['ranks']))")" = \
 	"(32, 'OK', 0)" ] || fail "clean: not 32 clean rounds: $(json_get "$TMP/clean.json" "r['results'][0]")"
 [ "$(json_get "$TMP/clean.json" "r['results'][0]['variant']")" = adagrad-d32-ranks ] || fail "clean: not the ranks' form"
+[ "$(json_get "$TMP/clean.json" "[r['run']['environment']['ecparity']['replay_check'][k] for k in ('servers', 'unfinished')]")" = "[4, 0]" ] ||
+	fail "clean: the end's replay check did not cover the 4 servers: $(json_get "$TMP/clean.json" "r['run']['environment'].get('ecparity')")"
 
-# A fault of each kind on a rank of its own: found there (M by the parity's rank), one finding each.
+# A fault of each kind on a rank of its own: found there (M by the parity's rank; G, a gradient
+# computed wrong, by the end's replay of the rank's training), one finding each.
 each_rank "$TMP/f.codes" $EC $SMALL --json "$TMP/f.json" \
 	--inject "ecparity:E:iter=1,rank=1,row=100,col=5,bit=17" --inject "ecparity:O:iter=2,rank=2,row=7,bit=30" \
 	--inject "ecparity:U:iter=3,rank=3,col=2,bit=20" --inject "ecparity:M:iter=4,rank=1,col=3,bit=9" \
-	> "$TMP/f.out" 2>&1
+	--inject "ecparity:G:iter=2,rank=2,col=3,bit=20" > "$TMP/f.out" 2>&1
 same_code "$TMP/f.codes" 2 || fail "faults: exit codes $(cat "$TMP/f.codes")"
 grep -q "rank 1 cpu0 iteration 1: memory-corrupt at E\[100\]\[5\]: .* xor 0x00020000; .* on server 1 " "$TMP/f.out" ||
 	fail "faults: E not named on rank 1"
@@ -33,11 +36,13 @@ grep -q "rank 3 cpu0 iteration 3: update-corrupt at U\[[0-9]*\]\[2\]: .* xor 0x0
 	fail "faults: U not named on rank 3"
 grep -q "iteration 4: difference-corrupt at M\[[0-9]*\]\[3\]: .* xor 0x00000200; .*failed its CRC32C from rank 1 " \
 	"$TMP/f.out" || fail "faults: M not named as rank 1's link"
+grep -q "rank 2 cpu0 iteration 7: training-mismatch at E\[[0-9]*\]\[[0-9]*\]: .*its parities agreeing: an update computed wrong in training on rank 2" \
+	"$TMP/f.out" || fail "faults: G not found by rank 2's replay"
 # (rank 0 found nothing itself: the job's verdict line names the first rank that did)
 grep -q "^CRITICAL: rank 1 (.*): cpu0 ecparity adagrad-d32-ranks: 1 corrupt result" "$TMP/f.out" ||
 	fail "faults: the verdict line does not name rank 1: $(grep "^[A-Z]*: " "$TMP/f.out")"
 m_rank=$(grep -o "rank [0-9] cpu0 iteration 4: difference" "$TMP/f.out" | cut -c6)
-[ "$(json_get "$TMP/f.json" "sorted((k['rank'], f['target'], f['iteration']) for k in r['fleet']['ranks'] for f in k['findings']) == sorted([(1, 'E', 1), (2, 'O', 2), (3, 'U', 3), ($m_rank, 'M', 4)])")" = True ] ||
+[ "$(json_get "$TMP/f.json" "sorted((k['rank'], f['target'], f['iteration']) for k in r['fleet']['ranks'] for f in k['findings']) == sorted([(1, 'E', 1), (2, 'O', 2), (3, 'U', 3), ($m_rank, 'M', 4), (2, 'E', 7)])")" = True ] ||
 	fail "faults: not exactly one finding a fault: $(json_get "$TMP/f.json" "[(k['rank'], f['kind']) for k in r['fleet']['ranks'] for f in k['findings']]")"
 
 # Rank 2 taken away at round 3: its server rebuilt on rank 3, the same bits as a replay; the run

@@ -77,6 +77,8 @@ static const char *const ec_targets[] = {
 	"O: an entry's Adagrad accumulator at rest (row = entry)",
 	"U: the result of a server's last update of a round, after its difference was sent (its arithmetic)",
 	"M: a difference message in transit, after its CRC32C (col = word)",
+	"G: a gradient of a server's first update of a round, computed wrong (col = weight): its difference and "
+	"parities follow it, and only the end's replay of the training finds it",
 	"L: the server is lost: its shard and parities dropped, rebuilt from the others (with row=: the rebuilt copy "
 	"corrupted there too, which the replay must find)",
 	NULL,
@@ -105,6 +107,7 @@ struct ec_shared {
 	struct sdc_ec_layout l;
 	struct sdc_ec_state st;
 	int S, T, d; /* servers, worker threads */
+	double *train_s; /* per worker: its seconds in training, what the end's replay will take about */
 	int64_t batch, steps;
 	struct sdc_ec_work wk; /* the workload, for training and for the replay of a lost server */
 	/* per server: this round's messages, one a step (kept as sent, for a resend), and how many
@@ -169,6 +172,11 @@ struct ec_shared {
 	int64_t rb_redone;
 	double rb_dt, rb_pause, rb_catch_s;
 	char operation[96];
+	/* the end's check of every server against a replay of its training (end_check) */
+	pthread_mutex_t ck_lock;
+	int ck_servers, ck_unfinished;
+	uint64_t ck_rounds;
+	double ck_seconds;
 };
 
 static int ec_variants(const void *opts, struct sdc_variant *out, int max)
@@ -201,6 +209,19 @@ static void wait_a_while(struct ec_shared *sh)
 	pthread_cond_timedwait(&sh->bc, &sh->bl, &ts);
 }
 
+/* Whether another round fits before the variant's deadline with the end's replay check after it
+ * (end_check: about as long as the training so far, on the slowest worker); a run of a number of
+ * iterations goes on to them. */
+static bool time_for_another(const struct ec_shared *sh, const struct sdc_worker *w)
+{
+	if (w->ctx->max_iterations)
+		return true;
+	double most = 0;
+	for (int i = 0; i < sh->T; i++)
+		most = SDC_MAX(most, sh->train_s[i]);
+	return sdc_now() + most < w->ctx->deadline;
+}
+
 /* Waits for every server; the last to come says whether the run goes on (decide). A server that
  * failed, or a hard stop, ends it for all. */
 static bool ec_barrier(struct ec_shared *sh, struct sdc_worker *w, bool decide)
@@ -210,7 +231,7 @@ static bool ec_barrier(struct ec_shared *sh, struct sdc_worker *w, bool decide)
 	if (++sh->arrived == sh->T) {
 		sh->arrived = 0;
 		if (decide)
-			sh->go_on = sdc_worker_continue(w);
+			sh->go_on = sdc_worker_continue(w) && time_for_another(sh, w);
 		sh->generation++;
 		pthread_cond_broadcast(&sh->bc);
 	} else {
@@ -338,6 +359,9 @@ static void record_state(struct sdc_probe_ctx *ctx, const struct ec_shared *sh)
 	if (!json_is_object(ec))
 		json_object_set_new(ctx->run->environment, "ecparity", ec = json_object());
 	json_object_set_new(ec, "state_sha256", json_string(hex));
+	json_object_set_new(ec, "replay_check",
+			    json_pack("{s:i, s:i, s:I, s:f}", "servers", sh->ck_servers, "unfinished", sh->ck_unfinished,
+				      "rounds", (json_int_t)sh->ck_rounds, "seconds", sh->ck_seconds));
 	pthread_mutex_unlock(&ctx->run->lock);
 }
 
@@ -357,12 +381,13 @@ static void ec_teardown(struct sdc_probe_ctx *ctx)
 		pthread_join(sh->rb_thread, NULL);
 	if (sh->rp_running)
 		pthread_join(sh->rp_thread, NULL);
-	free(sh->rb_out), free(sh->rb_redo), free(sh->rp_out);
+	free(sh->rb_out), free(sh->rb_redo), free(sh->rp_out), free(sh->train_s);
 	free(sh->outbox), free(sh->recv), free(sh->published), free(sh->applied), free(sh->transit), free(sh->touched);
 	sdc_ec_state_free(&sh->st);
 	pthread_mutex_destroy(&sh->bl);
 	pthread_cond_destroy(&sh->bc);
 	pthread_mutex_destroy(&sh->elock);
+	pthread_mutex_destroy(&sh->ck_lock);
 	free(sh);
 	ctx->shared = NULL;
 }
@@ -377,6 +402,7 @@ static int setup_shared(struct sdc_probe_ctx *ctx)
 	pthread_mutex_init(&sh->bl, NULL);
 	pthread_cond_init(&sh->bc, NULL);
 	pthread_mutex_init(&sh->elock, NULL);
+	pthread_mutex_init(&sh->ck_lock, NULL);
 	/* one server a CPU; on one CPU, two servers on its one thread (parity must be elsewhere) */
 	sh->T = ctx->nworkers;
 	sh->S = o->servers ? (int)o->servers : SDC_MAX(2, ctx->nworkers);
@@ -402,10 +428,11 @@ static int setup_shared(struct sdc_probe_ctx *ctx)
 	sh->rb_out = calloc((size_t)sh->l.rows * (size_t)sh->l.words, 4);
 	sh->rb_redo = calloc((size_t)sh->l.rows, 1);
 	sh->rp_out = malloc((size_t)sh->l.rows * (size_t)sh->l.words * 4);
+	sh->train_s = calloc((size_t)sh->T, sizeof(double));
 	if (sh->rb_out) /* touched now: a rebuild is not timed faulting pages in */
 		memset(sh->rb_out, 0, (size_t)sh->l.rows * (size_t)sh->l.words * 4);
 	if (!sh->outbox || !sh->recv || !sh->published || !sh->applied || !sh->transit || !sh->touched || !sh->rb_out ||
-	    !sh->rb_redo || !sh->rp_out || sdc_ec_state_alloc(&sh->st, &sh->l))
+	    !sh->rb_redo || !sh->rp_out || !sh->train_s || sdc_ec_state_alloc(&sh->st, &sh->l))
 		return sdc_ctx_error(ctx, "out of memory for %d shards of %d entries", sh->S, sh->l.rows);
 	/* (published and applied start at round 0 with nothing out: no round is 2^32 - 1) */
 	for (int s = 0; s < sh->S; s++) {
@@ -447,11 +474,12 @@ static int train(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t rou
 {
 	const int words = sh->l.words;
 	float g[MAX_DIM];
-	struct sdc_fault uf[2], mf[2];
+	struct sdc_fault uf[2], mf[2], gf[2];
 	/* a device's faults go to its first server (a thread with two servers runs on one CPU) */
 	const bool primary = s == w->index;
 	const int nu = primary ? sdc_worker_faults(w, "U", round, uf, 2) : 0;
 	const int nm = primary ? sdc_worker_faults(w, "M", round, mf, 2) : 0;
+	const int ng = primary ? sdc_worker_faults(w, "G", round, gf, 2) : 0;
 	uint8_t *touched = sh->touched + (size_t)s * sh->l.rows;
 	if (s == sh->rebuilding)
 		return 0; /* it is being rebuilt: it trains this round once it is back (catch-up) */
@@ -469,6 +497,14 @@ static int train(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t rou
 			if (!__atomic_load_n(&touched[row], __ATOMIC_RELAXED)) {
 				__atomic_store_n(&touched[row], 1, __ATOMIC_RELAXED);
 				__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			}
+			/* G: training's own arithmetic goes wrong (a gradient), before anything checks it */
+			for (int i = 0; i < ng && step == 0 && u == 0; i++) {
+				const int col = gf[i].col >= 0 ? (int)(gf[i].col % sh->d) : 0;
+				uint32_t gw;
+				memcpy(&gw, &g[col], 4);
+				sdc_ec_flip(w, &gf[i], "G", round, row, col, &gw, true);
+				memcpy(&g[col], &gw, 4);
 			}
 			sdc_ec_bundle_update(b, e, row, sh->d, g);
 			/* M: the round's first difference changes on its way to the holder of its stripe */
@@ -717,6 +753,68 @@ static void localise(struct sdc_worker *w, struct ec_shared *sh, int s, uint64_t
  * more); the phases of a round are kept in step by the barrier. */
 #define EACH_SERVER(s) for (int s = w->index; s < sh->S; s += sh->T)
 
+/* A step of the end's replay: a heartbeat (no iterations meanwhile: not hung); on at a hard stop
+ * or an interrupt no more. */
+static bool replay_tick(void *arg)
+{
+	struct sdc_worker *w = arg;
+	sdc_worker_heartbeat(w);
+	return !atomic_load(&w->ctx->hard_stop) && !sdc_stop_interrupted();
+}
+
+/*
+ * At the run's end, each server this worker trained against a replay of its rounds from the seed:
+ * a wrong update (training's own arithmetic: a flipped register in the gradient or the Adagrad
+ * step) goes into the parities as it was computed, so they agree with it, and only a recomputation
+ * sees it (campaign cpu-faults). The server still being rebuilt (behind: its missed round is not
+ * trained) has its own check. The rounds stopped early enough for it to end by the deadline
+ * (time_for_another); a hard stop or an interrupt cuts it short, which is said.
+ */
+static void end_check(struct sdc_worker *w, struct ec_shared *sh, uint64_t rounds, int behind)
+{
+	const size_t words = (size_t)sh->l.rows * (size_t)sh->l.words;
+	uint32_t *want = malloc(words * 4);
+	if (!want) {
+		sdc_worker_error(w, "out of memory for the end's replay check");
+		return;
+	}
+	sdc_worker_stop_clock(w); /* (the throughput is the training's) */
+	const double t0 = sdc_now();
+	int checked = 0, unfinished = 0;
+	EACH_SERVER(s)
+	{
+		if (s == behind)
+			continue;
+		struct sdc_ec_event e;
+		if (!sdc_ec_replay(&sh->wk, s, rounds, want, replay_tick, w)) {
+			unfinished++;
+			continue;
+		}
+		checked++;
+		if (!sdc_ec_differs_from_replay(&sh->l, s, want, sdc_ec_entry(&sh->st, s, 0), &e))
+			continue;
+		sdc_strlcpy(e.kind, "training-mismatch", sizeof(e.kind));
+		sdc_strlcpy(e.target, "E", sizeof(e.target)); /* (the entry's word: what went wrong, unknown) */
+		snprintf(e.detail, sizeof(e.detail),
+			 "server %d differs at the run's end from a replay of its %" PRIu64 " rounds at entry %d word %d, "
+			 "its parities agreeing: an update computed wrong in training",
+			 s, rounds, e.row, e.col);
+		struct sdc_finding f;
+		sdc_ec_finding(&f, sh->operation, rounds - 1, &e);
+		sdc_worker_report(w, &f);
+	}
+	free(want);
+	if (unfinished && !sdc_stop_interrupted())
+		sdc_worker_error(w, "the end's replay check of %d of this worker's servers was cut short by the hard stop: "
+				 "their training is not verified", unfinished);
+	pthread_mutex_lock(&sh->ck_lock);
+	sh->ck_servers += checked;
+	sh->ck_unfinished += unfinished;
+	sh->ck_rounds = rounds;
+	sh->ck_seconds = SDC_MAX(sh->ck_seconds, sdc_now() - t0);
+	pthread_mutex_unlock(&sh->ck_lock);
+}
+
 static void ec_run(struct sdc_worker *w)
 {
 	if (w->ctx->variant->per_rank) {
@@ -729,8 +827,10 @@ static void ec_run(struct sdc_worker *w)
 	uint64_t round = 0;
 	for (; ec_barrier(sh, w, true); round++) {
 		bool failed = false;
+		const double t_train = sdc_now();
 		EACH_SERVER(s)
 		failed |= train(w, sh, s, round) != 0;
+		sh->train_s[w->index] += sdc_now() - t_train;
 		if (failed) {
 			ec_abort(sh);
 			break;
@@ -815,6 +915,7 @@ static void ec_run(struct sdc_worker *w)
 	/* The run ends with a rebuild under way: it is finished and checked all the same (nothing
 	 * trains any more), but the round it missed is not trained; or with a rebuilt server's check
 	 * to come: it waits for its replay. */
+	const int behind = sh->rebuilding;
 	const int owner = sh->rebuilding >= 0 ? sh->rebuilding : sh->check_pending ? sh->installed : -1;
 	const bool finisher = owner >= 0 && w->index == (owner + 1) % sh->S % sh->T;
 	pthread_mutex_lock(&sh->bl);
@@ -847,6 +948,8 @@ static void ec_run(struct sdc_worker *w)
 		pthread_join(sh->rp_thread, NULL);
 		sh->rp_running = false;
 	}
+	if (!sh->abort && round > 0)
+		end_check(w, sh, round, behind);
 }
 
 static const struct sdc_command *const ec_benches[] = { &sdc_ecparity_bench, NULL };

@@ -131,6 +131,7 @@ struct rk {
 	uint64_t *done, *start; /* per server: rounds trained; and at this round's start */
 	int rebuilt;            /* the server last rebuilt on this rank, or -1 */
 	bool rebuilt_ok;        /* and its check against the replay passed */
+	double train_s;         /* seconds of updates so far: about what the end's replay takes */
 	struct sdc_ec_layout l;
 	struct sdc_ec_work wk;
 	int S, P, me, d, words;
@@ -383,12 +384,13 @@ static int train_round(struct rk *k, uint64_t round)
 	const int words = k->words;
 	float g[SDC_EC_MAX_DIM];
 	uint32_t old[SDC_EC_MAX_DIM + 1];
-	struct sdc_fault uf[2], mf[2];
+	struct sdc_fault uf[2], mf[2], gf[2];
 	struct sdc_worker *w = k->w;
 	/* a rank's faults go to its own server */
 	const bool primary = trains(k, k->me) != NULL;
 	const int nu = primary ? sdc_ec_faults(w, k->me, "U", round, uf, 2) : 0;
 	const int nm = primary ? sdc_ec_faults(w, k->me, "M", round, mf, 2) : 0;
+	const int ng = primary ? sdc_ec_faults(w, k->me, "G", round, gf, 2) : 0;
 	size_t *cap = calloc((size_t)k->P, sizeof(size_t));
 	if (!cap)
 		return sdc_worker_error(w, "out of memory"), -1;
@@ -414,6 +416,7 @@ static int train_round(struct rk *k, uint64_t round)
 		for (int p = 0; p < k->P; p++)
 			if (k->live[p] && put(k, p, (const uint32_t[]){ 0 }, 1))
 				rc = -1;
+		const double t_updates = sdc_now();
 		for (int h = 0; h < k->nhere && !rc; h++) {
 			const int s = k->here[h];
 			struct server *v = trains(k, s);
@@ -428,6 +431,14 @@ static int train_round(struct rk *k, uint64_t round)
 								   t % k->wk.steps, u, g);
 				uint32_t *e = v->shard + (size_t)row * words;
 				rb_keep(k, v, 0, row);
+				/* G: training's own arithmetic goes wrong (a gradient), before anything checks it */
+				for (int i = 0; i < ng && s == k->me && step == 0 && u == 0; i++) {
+					const int col = gf[i].col >= 0 ? (int)(gf[i].col % k->d) : 0;
+					uint32_t gw;
+					memcpy(&gw, &g[col], 4);
+					sdc_ec_flip(w, &gf[i], "G", round, row, col, &gw, true);
+					memcpy(&g[col], &gw, 4);
+				}
 				memcpy(old, e, 4 * (size_t)words);
 				sdc_ec_adagrad(e, k->d, g);
 				v->touched[row] = 1;
@@ -462,6 +473,7 @@ static int train_round(struct rk *k, uint64_t round)
 			if (n > 1 && k->rc.running && s == k->rc.D)
 				k->rc.catch_s += sdc_now() - t0;
 		}
+		k->train_s += sdc_now() - t_updates; /* (the updates, not the exchange: what a replay does) */
 		if (rc) {
 			sdc_worker_error(w, "out of memory for the messages");
 			break;
@@ -1184,48 +1196,91 @@ static int rb_finish_now(struct rk *k, uint64_t round)
 	return rc ? rc : rb_install(k, round);
 }
 
-static bool before_deadline(void *arg)
+/* The end's replay: ends at its deadline, with a heartbeat at each step (no rounds meanwhile). */
+struct end_replay {
+	double until;
+	struct sdc_worker *w;
+};
+static bool end_tick(void *arg)
 {
-	return sdc_now() < *(const double *)arg;
+	struct end_replay *t = arg;
+	sdc_worker_heartbeat(t->w);
+	return sdc_now() < t->until && !sdc_stop_interrupted();
 }
 
-/*
- * At the run's end, a server rebuilt here that trained on: its shard against a replay of every
- * round it has (its catch-up and later training checked as its rebuild was), given half the
- * timeout. Its result joins the rebuild's in the report.
- */
-static void final_check(struct rk *k)
+/* Where the end's replay of server s differs from its shard: said as a rebuilt server's (D, whose
+ * check when it went in passed: its training since went wrong) or as any other's (an update
+ * computed wrong: its parities followed it). */
+static void end_mismatch(struct rk *k, int s, const struct sdc_ec_event *found)
 {
-	const int D = k->rebuilt;
-	const struct server *v = D >= 0 ? trains(k, D) : NULL;
-	if (!v)
-		return;
-	const size_t n = (size_t)k->l.rows * (size_t)k->words;
-	uint32_t *want = malloc(n * 4);
-	if (!want) {
-		sdc_worker_error(k->w, "out of memory for the final replay of server %d", D);
-		return;
-	}
-	double until = sdc_now() + k->timeout / 2;
-	const bool finished = sdc_ec_replay(&k->wk, D, k->done[D], want, before_deadline, &until);
-	struct sdc_ec_event e;
-	const bool same = finished && !sdc_ec_differs_from_replay(&k->l, D, want, v->shard, &e);
-	if (finished && !same && k->rebuilt_ok) {
+	struct sdc_ec_event e = *found;
+	if (s == k->rebuilt)
 		snprintf(e.detail, sizeof(e.detail),
 			 "server %d, rebuilt on rank %d and right then, differs at the run's end from a replay of its %" PRIu64
 			 " rounds at entry %d: its training since (the rounds it caught up, or later ones) went wrong",
-			 D, k->me, k->done[D], e.row);
-		report_event(k, k->done[D] - 1, &e);
+			 s, k->me, k->done[s], e.row);
+	else {
+		sdc_strlcpy(e.kind, "training-mismatch", sizeof(e.kind));
+		sdc_strlcpy(e.target, "E", sizeof(e.target));
+		snprintf(e.detail, sizeof(e.detail),
+			 "server %d differs at the run's end from a replay of its %" PRIu64 " rounds at entry %d word %d, its "
+			 "parities agreeing: an update computed wrong in training on rank %d",
+			 s, k->done[s], e.row, e.col, k->me);
 	}
+	report_event(k, k->done[s] - 1, &e);
+}
+
+/*
+ * At the run's end, every server this rank trains against a replay of its rounds from the seed:
+ * a wrong update (training's own arithmetic) goes into the parities as computed, so only a
+ * recomputation sees it. The rounds stopped early enough for this to end by the deadline; it is
+ * given half the timeout all the same (the others wait for this rank's results no longer than the
+ * timeout). A rebuilt server (D) is not named again where its rebuild's check failed; its result
+ * joins the rebuild's in the report.
+ */
+static void final_check(struct rk *k)
+{
+	const size_t n = (size_t)k->l.rows * (size_t)k->words;
+	uint32_t *want = malloc(n * 4);
+	if (!want) {
+		sdc_worker_error(k->w, "out of memory for the end's replay check");
+		return;
+	}
+	sdc_worker_stop_clock(k->w); /* (the throughput is the training's) */
+	const double t0 = sdc_now();
+	struct end_replay tick = { .until = t0 + k->timeout / 2, .w = k->w };
+	int checked = 0, unfinished = 0, D = k->rebuilt;
+	bool d_finished = false, d_same = false;
+	for (int s = 0; s < k->S; s++) {
+		const struct server *v = trains(k, s);
+		if (!v || !k->done[s])
+			continue;
+		const bool finished = sdc_ec_replay(&k->wk, s, k->done[s], want, end_tick, &tick);
+		struct sdc_ec_event e;
+		const bool same = finished && !sdc_ec_differs_from_replay(&k->l, s, want, v->shard, &e);
+		checked += finished, unfinished += !finished;
+		if (s == D)
+			d_finished = finished, d_same = same;
+		if (finished && !same && (s != D || k->rebuilt_ok))
+			end_mismatch(k, s, &e);
+	}
+	free(want);
 	struct sdc_run *run = k->w->ctx->run;
 	pthread_mutex_lock(&run->lock);
-	json_t *rb = json_object_get(json_object_get(run->environment, "ecparity"), "rebuild");
-	if (rb) {
+	json_t *ec = json_object_get(run->environment, "ecparity");
+	if (!json_is_object(ec))
+		json_object_set_new(run->environment, "ecparity", ec = json_object());
+	json_t *rb = json_object_get(ec, "rebuild");
+	if (rb && D >= 0 && trains(k, D)) {
 		json_object_set_new(rb, "final_rounds", json_integer((json_int_t)k->done[D]));
-		json_object_set_new(rb, "final_matches_replay", finished ? json_boolean(same) : json_null());
+		json_object_set_new(rb, "final_matches_replay", d_finished ? json_boolean(d_same) : json_null());
 	}
+	json_object_set_new(ec, "replay_check",
+			    json_pack("{s:i, s:i, s:f}", "servers", checked, "unfinished", unfinished, "seconds", sdc_now() - t0));
 	pthread_mutex_unlock(&run->lock);
-	free(want);
+	if (unfinished && !sdc_stop_interrupted())
+		sdc_worker_error(k->w, "the end's replay check of %d of this rank's servers did not finish in half the "
+				 "timeout (%.0f s): their training is not verified", unfinished, k->timeout / 2);
 }
 
 /*
@@ -1353,8 +1408,8 @@ static bool taken_away(struct rk *k, uint64_t round)
 	struct sdc_fault lf;
 	if (!k->srv[k->me] || !sdc_ec_faults(k->w, k->me, "L", round, &lf, 1))
 		return false;
-	if (lf.row < 0) /* (with a row, the rebuilder applies and records it) */
-		sdc_worker_fault_applied(k->w, &lf, "L", round, -1, -1, -1, "", "");
+	/* the loss, here (with a row, the rebuilder records the corruption of its copy too) */
+	sdc_worker_fault_applied(k->w, &lf, "L", round, -1, -1, -1, "", "");
 	for (int s = 0; s < k->S; s++) {
 		server_free(k->srv[s]);
 		k->srv[s] = NULL;
@@ -1410,8 +1465,11 @@ void sdc_ec_ranks_run(struct sdc_worker *w)
 		bool verified = false;
 		while (!verified) {
 			/* whether this rank would go on after this round (it is counted below) */
+			/* (a run for its time stops early enough for the end's replay check, about as long
+			 * as the training so far, before the deadline: final_check) */
 			const bool more = sdc_worker_continue(w) &&
-					  !(w->ctx->max_iterations && atomic_load(&w->iterations) + 1 >= w->ctx->max_iterations);
+					  !(w->ctx->max_iterations && atomic_load(&w->iterations) + 1 >= w->ctx->max_iterations) &&
+					  (w->ctx->max_iterations || sdc_now() + k.train_s < w->ctx->deadline);
 			const int lost = agree(&k, more, &go_on, before);
 			if (lost < 0)
 				goto out;

@@ -525,6 +525,8 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 
 	atomic_store(&sdc_stop_requested, sdc_stop_interrupted());
 	ctx->t_start = sdc_now();
+	const double deadline = ctx->t_start + duration;
+	ctx->deadline = deadline; /* (before the workers start: a probe may plan by it) */
 	for (; started < nw; started++) {
 		int err = pthread_create(&threads[started], NULL, worker_main, &ctx->workers[started]);
 		if (err) {
@@ -535,8 +537,6 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 	}
 	char label[64];
 	snprintf(label, sizeof(label), "%.23s/%.23s", e->probe->name, variant->name);
-	const double deadline = ctx->t_start + duration;
-	ctx->deadline = deadline;
 	for (;;) {
 		double now = sdc_now();
 		poll_fleet_interrupt();

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 const char *const sdc_fatal_targets[] = {
@@ -22,6 +23,8 @@ const char *const sdc_fatal_targets[] = {
 	"FPE: an integer division by a counter a flip made zero (SIGFPE)",
 	"ABRT: a counter a flip put out of range, caught by a check that aborts (SIGABRT)",
 	"HANG: a loop whose counter a flip put on the wrong parity: it never ends",
+	"SLOW: the iteration crawls for 15 s more, alive (heartbeats), as a throttled device or one retrying its "
+	"errors; not fatal: it must be waited for, not cut short",
 	NULL,
 };
 
@@ -137,6 +140,18 @@ static void fault_hang(void)
 		sink = i;
 }
 
+/* SLOW_SECONDS of crawling in steps of 0.1 s, each a heartbeat; a hard stop or an interrupt ends it. */
+#define SLOW_SECONDS 15.0
+static void fault_slow(struct sdc_worker *w)
+{
+	const double until = sdc_now() + SLOW_SECONDS;
+	const struct timespec step = { 0, 100 * 1000 * 1000 };
+	while (sdc_now() < until && !atomic_load(&w->ctx->hard_stop) && !sdc_stop_interrupted()) {
+		sdc_worker_heartbeat(w);
+		nanosleep(&step, NULL);
+	}
+}
+
 void sdc_worker_fatal_faults(struct sdc_worker *w, uint64_t iter, const void *data)
 {
 	if (!w->ctx->fatal_planned)
@@ -165,6 +180,8 @@ void sdc_worker_fatal_faults(struct sdc_worker *w, uint64_t iter, const void *da
 			fault_fpe(iter);
 		else if (!strcmp(name, "ABRT"))
 			fault_abrt(iter, iter + 1);
+		else if (!strcmp(name, "SLOW"))
+			fault_slow(w);
 		else
 			fault_hang();
 	}

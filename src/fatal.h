@@ -14,6 +14,8 @@
  *   FPE   an integer division by a counter that a flip made zero: FPE_INTDIV
  *   ABRT  a loop counter a flip put out of range, caught by the probe's own check: abort()
  *   HANG  a loop whose counter a flip put on the wrong parity: it never ends (no heartbeat)
+ *   SLOW  not fatal: the iteration crawls 15 s more with heartbeats (a throttled device), which
+ *         the runner must wait for however short the variant's time
  */
 #ifndef SDC_FATAL_H
 #define SDC_FATAL_H

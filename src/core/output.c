@@ -2,6 +2,7 @@
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -52,6 +53,9 @@ static const char *verdict_color(const struct sdc_output *o, enum sdc_verdict v)
 	return "";
 }
 
+/* A variant's share of its probe's time below which the header says the run will be longer. */
+#define SHORT_SHARE 1.0
+
 void sdc_output_header(struct sdc_output *o, const struct sdc_run *run, const struct sdc_plan *plan)
 {
 	if (o->quiet)
@@ -66,14 +70,27 @@ void sdc_output_header(struct sdc_output *o, const struct sdc_run *run, const st
 			cpus++;
 		}
 	}
-	double total = 0;
-	for (int i = 0; i < plan->n; i++)
-		total += plan->entries[i].common.duration + (gpus ? plan->entries[i].common.gpu_duration : 0);
+	double total = 0, share = INFINITY;
+	int nshort = 0;
+	for (int i = 0; i < plan->n; i++) {
+		const struct sdc_plan_entry *e = &plan->entries[i];
+		total += e->common.duration + (gpus ? e->common.gpu_duration : 0);
+		struct sdc_variant vs[SDC_VARIANTS_MAX];
+		const int nv = e->probe->variants ? e->probe->variants(e->opts, vs, SDC_VARIANTS_MAX) : 1;
+		if (nv > 0 && e->common.duration / nv < SHORT_SHARE)
+			nshort += nv, share = fmin(share, e->common.duration / nv);
+	}
 	char gpu_text[192] = "";
 	if (gpus)
 		snprintf(gpu_text, sizeof(gpu_text), ", %d GPU%s (%s)", gpus, gpus == 1 ? "" : "s", gpu_model);
 	fprintf(o->fp, "sdcscan %s: profile %s, seed %" PRIu64 ", %d CPU%s (%s)%s, about %.0f s\n", SDC_VERSION,
 		plan->name, run->seed, cpus, cpus == 1 ? "" : "s", sdc_run_cpu_model(run), gpu_text, total);
+	/* said at once: a share this short is less than one iteration at most profiles' sizes */
+	if (nshort)
+		fprintf(o->fp,
+			"  a short run: %d variants have %.2f s or less each; each still runs one checked iteration, "
+			"which at this profile's sizes can take far longer\n",
+			nshort, share);
 	/* Each GPU by every name a fleet tool might know it by. */
 	for (int i = 0; i < run->ndevices; i++) {
 		const struct sdc_device *d = &run->devices[i];

@@ -3,25 +3,35 @@
  * into one place, compared offline. The same work (probe, variant, seed, options, device model,
  * kernel and library) must give the same work digest on every device: the digests of each group
  * are majority-voted and the minority named (host, device). Hosts whose last report found
- * something, is stale, missing (--hosts) or unreadable are named too. Text, --json, exit code.
+ * something, is stale, missing (--hosts) or unreadable are named too. Text, --json, --html,
+ * --csv, exit code.
+ *
+ * Reports are read one at a time by a thread a core, each into a few fields (fleet_read.c, no
+ * JSON tree), and only what stands for each host is kept, compactly (fleet_store.c): memory grows
+ * with the hosts and the distinct kinds of report, not with the reports' bytes.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "commands/commands.h"
-#include "core/export.h"
+#include "commands/fleet_data.h"
 #include "core/report.h"
 #include "core/report_read.h"
 
 struct fleet_opts {
 	double max_age;
-	const char *hosts;
+	const char *hosts, *html, *csv;
+	int64_t threads;
 };
 
 #define OPT(f) offsetof(struct fleet_opts, f)
@@ -30,96 +40,40 @@ static const struct sdc_option fleet_options[] = {
 	  .def = "172800", .help = "a host whose last report is older than this is stale (default two days)" },
 	{ .name = "hosts", .metavar = "FILE", .type = SDC_OPT_ARG, .offset = OPT(hosts),
 	  .help = "the hosts that should have reported, one name a line: those without a report are missing" },
+	{ .name = "html", .metavar = "FILE", .type = SDC_OPT_ARG, .offset = OPT(html),
+	  .help = "write the fleet as one self-contained HTML page: hosts x probes, devices' rates" },
+	{ .name = "csv", .metavar = "FILE", .type = SDC_OPT_ARG, .offset = OPT(csv),
+	  .help = "write one CSV row a host and probe/variant (columns: sdcscan(1))" },
+	{ .name = "threads", .metavar = "N", .type = SDC_OPT_INT, .offset = OPT(threads), .def = "0", .imin = 0,
+	  .imax = 256, .help = "threads that read reports (0: one an online CPU)" },
 	SDC_OPT_END,
 };
 
-struct fleet {
-	json_t *latest;     /* hostname -> {report, path, end, scheduled, sequence, future}: what stands for each host */
-	json_t *unreadable; /* [{path, why}] */
-	json_t *skewed;     /* [{host, path, ahead_seconds}]: reports dated in the future */
-	double now;
-	int files;
+/* ---- the files to read ---- */
+
+struct paths {
+	char **v;
+	size_t n, cap;
 };
 
-
-static void unreadable(struct fleet *f, const char *path, const char *why)
+static int path_add(struct paths *p, const char *path)
 {
-	json_array_append_new(f->unreadable, json_pack("{s:s, s:s}", "path", path, "why", why));
-}
-
-/* Seconds a report may be dated ahead of this clock before it is a clock skew. */
-#define CLOCK_SLACK 300.0
-
-/*
- * Whether report cand stands for its host rather than have: a full scheduled run over any other
- * kind (an injected or partial run says less of the host); then the later sequence number of the
- * host's own state where both carry one (a clock cannot skew it); then the later end. A report
- * dated in the future stands only where nothing else does: its clock, not its age, put it first.
- */
-static bool newer(json_t *cand, json_t *have)
-{
-	const bool cf = json_is_true(json_object_get(cand, "future")), hf = json_is_true(json_object_get(have, "future"));
-	if (cf != hf)
-		return hf;
-	const bool cs = json_is_true(json_object_get(cand, "scheduled")), hs = json_is_true(json_object_get(have, "scheduled"));
-	if (cs != hs)
-		return cs;
-	const json_int_t cq = json_integer_value(json_object_get(cand, "sequence")),
-			 hq = json_integer_value(json_object_get(have, "sequence"));
-	if (cq && hq && cq != hq)
-		return cq > hq;
-	return json_real_value(json_object_get(cand, "end")) > json_real_value(json_object_get(have, "end"));
-}
-
-/* One report: checked for what the comparison reads, kept if it is what stands for its host. */
-static void take_report(struct fleet *f, const char *path)
-{
-	char why[700];
-	size_t len;
-	f->files++;
-	char *text = sdc_read_regular_file(path, 64u << 20, &len, "report", why, sizeof(why));
-	if (!text) {
-		unreadable(f, path, why);
-		return;
+	if (p->n == p->cap) {
+		const size_t c = p->cap ? 2 * p->cap : 1024;
+		char **v = realloc(p->v, c * sizeof(*v));
+		if (!v)
+			return -1;
+		p->v = v, p->cap = c;
 	}
-	json_t *r = sdc_report_parse(text, len, why, sizeof(why));
-	free(text);
-	const char *host = sdc_json_str(json_object_get(r, "host"), "hostname");
-	if (r && !*host)
-		snprintf(why, sizeof(why), "no host.hostname");
-	else if (r)
-		why[0] = '\0';
-	const double end = r ? sdc_report_end_time(r) : -1;
-	if (why[0]) {
-		unreadable(f, path, why);
-		json_decref(r);
-		return;
-	}
-	json_t *run = json_object_get(r, "run");
-	const char *kind = sdc_json_str(run, "kind");
-	json_t *cand = json_pack("{s:o, s:s, s:f, s:b, s:I, s:b}", "report", r, "path", path, "end", end, "scheduled",
-				 !*kind || !strcmp(kind, "scheduled"), "sequence", json_integer_value(json_object_get(run, "sequence")),
-				 "future", end > f->now + CLOCK_SLACK);
-	json_t *have = json_object_get(f->latest, host);
-	if (have && !newer(cand, have)) {
-		if (json_is_true(json_object_get(cand, "future")))
-			json_array_append_new(f->skewed, json_pack("{s:s, s:s, s:f}", "host", host, "path", path, "ahead_seconds",
-								   end - f->now));
-		json_decref(cand);
-		return;
-	}
-	if (have && json_is_true(json_object_get(have, "future")))
-		json_array_append_new(f->skewed, json_pack("{s:s, s:O, s:f}", "host", host, "path", json_object_get(have, "path"),
-							   "ahead_seconds", json_real_value(json_object_get(have, "end")) - f->now));
-	json_object_set_new(f->latest, host, cand);
+	return (p->v[p->n] = strdup(path)) ? (int)(p->n++ * 0) : -1;
 }
 
 /* A directory: every *.json under it, three levels down at most (DIR/host/last.json and the like). */
-static void take_dir(struct fleet *f, const char *dir, int depth)
+static void take_dir(struct fl_store *st, struct paths *p, const char *dir, int depth)
 {
 	DIR *d = opendir(dir);
 	if (!d) {
-		unreadable(f, dir, strerror(errno));
+		sdc_fleet_store_unreadable(st, dir, strerror(errno));
 		return;
 	}
 	struct dirent *e;
@@ -129,202 +83,384 @@ static void take_dir(struct fleet *f, const char *dir, int depth)
 		char path[4096];
 		if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
 			continue;
-		struct stat st;
-		if (stat(path, &st))
-			continue;
 		const size_t n = strlen(e->d_name);
-		if (S_ISDIR(st.st_mode) && depth < 3)
-			take_dir(f, path, depth + 1);
-		else if (S_ISREG(st.st_mode) && n > 5 && !strcmp(e->d_name + n - 5, ".json"))
-			take_report(f, path);
+		const bool json = n > 5 && !strcmp(e->d_name + n - 5, ".json");
+		/* (d_type spares a stat a file; a link or an unknown type is stat'ed, as it always was) */
+		if (e->d_type == DT_REG) {
+			if (json)
+				path_add(p, path);
+			continue;
+		}
+		struct stat sb;
+		if (stat(path, &sb))
+			continue;
+		if (S_ISDIR(sb.st_mode) && depth < 3)
+			take_dir(st, p, path, depth + 1);
+		else if (S_ISREG(sb.st_mode) && json)
+			path_add(p, path);
 	}
 	closedir(d);
 }
 
-/* The key of the same work: what must give the same digest on every device. */
-static void work_key(json_t *r, json_t *res, char *buf, size_t len)
+/* ---- reading, a thread a core ---- */
+
+struct reader {
+	struct fl_store *st;
+	struct paths *paths;
+	atomic_size_t *next;
+};
+
+/* The file into *buf (grown as needed), as sdc_read_regular_file reads and refuses. */
+static int read_file(const char *path, char **buf, size_t *cap, size_t *len, char *why, size_t whylen)
 {
-	json_t *run = json_object_get(r, "run"), *opts = NULL, *p, *d, *blas;
+	const size_t max = 64u << 20;
+	const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not wait for a writer */
+	struct stat sb;
+	if (fd < 0 || fstat(fd, &sb)) {
+		snprintf(why, whylen, "%s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > max) {
+		close(fd);
+		/* (the reason in the words every reader gives) */
+		free(sdc_read_regular_file(path, max, len, "report", why, whylen));
+		return -1;
+	}
+	if ((size_t)sb.st_size + 1 > *cap) {
+		free(*buf);
+		*cap = (size_t)sb.st_size + 1 + ((size_t)sb.st_size >> 2);
+		if (!(*buf = malloc(*cap))) {
+			*cap = 0;
+			close(fd);
+			snprintf(why, whylen, "%s: out of memory", path);
+			return -1;
+		}
+	}
+	size_t n = 0;
+	for (;;) {
+		const ssize_t r = read(fd, *buf + n, (size_t)sb.st_size + 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			snprintf(why, whylen, "%s: %s", path, strerror(errno));
+			close(fd);
+			return -1;
+		}
+		n += (size_t)r;
+		if (r == 0 || n > (size_t)sb.st_size)
+			break;
+	}
+	close(fd);
+	*len = n;
+	return 0;
+}
+
+/* One report: read, checked, kept if it is what stands for its host. */
+static void take_report(struct fl_store *st, struct fleet_rec *rec, struct fl_scratch *sc, char **buf, size_t *cap,
+			const char *path)
+{
+	char why[700];
+	size_t len;
+	if (read_file(path, buf, cap, &len, why, sizeof(why))) {
+		sdc_fleet_store_unreadable(st, path, why);
+		return;
+	}
+	int rc = sdc_fleet_rec_read(rec, *buf, len);
+	if (rc) {
+		/* refused: jansson says why; where jansson takes what the scanner did not, its own
+		 * compact text of the report is read instead */
+		json_t *r = sdc_report_parse(*buf, len, why, sizeof(why));
+		char *again = r ? json_dumps(r, JSON_COMPACT) : NULL;
+		json_decref(r);
+		if (!r) {
+			sdc_fleet_store_unreadable(st, path, why);
+			return;
+		}
+		rc = again ? sdc_fleet_rec_read(rec, again, strlen(again)) : -1;
+		free(again);
+		if (rc) {
+			sdc_fleet_store_unreadable(st, path, "jansson reads it, sdcscan fleet's reader does not (a bug: please report it)");
+			return;
+		}
+	}
+	if (!*FL_S(rec, rec->host)) {
+		sdc_fleet_store_unreadable(st, path, "no host.hostname");
+		return;
+	}
+	sdc_fleet_store_add(st, sc, rec, path);
+}
+
+static void *reader_main(void *arg)
+{
+	struct reader *rd = arg;
+	struct fleet_rec rec = { 0 };
+	struct fl_scratch sc = { 0 };
+	char *buf = NULL;
+	size_t cap = 0, i;
+	while ((i = atomic_fetch_add(rd->next, 1)) < rd->paths->n) {
+		take_report(rd->st, &rec, &sc, &buf, &cap, rd->paths->v[i]);
+		free(rd->paths->v[i]);
+		rd->paths->v[i] = NULL;
+	}
+	free(buf);
+	sdc_fleet_rec_release(&rec);
+	sdc_fl_scratch_release(&sc);
+	return NULL;
+}
+
+int sdc_fleet_threads(int64_t asked)
+{
+	long n = asked > 0 ? (long)asked : sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > 256 ? 256 : (int)n;
+}
+
+static void read_all(struct fl_store *st, struct paths *p, int nthreads)
+{
+	atomic_size_t next = 0;
+	struct reader rd = { st, p, &next };
+	pthread_t t[256];
+	int started = 0;
+	if ((size_t)nthreads > p->n)
+		nthreads = p->n ? (int)p->n : 1;
+	for (int i = 1; i < nthreads; i++)
+		if (!pthread_create(&t[started], NULL, reader_main, &rd))
+			started++;
+	reader_main(&rd);
+	for (int i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+}
+
+/* ---- the verdict and what is printed ---- */
+
+static int by_a(const void *x, const void *y)
+{
+	const struct fl_named *a = x, *b = y;
+	const int c = strcmp(a->a, b->a);
+	return c ? c : strcmp(a->b, b->b);
+}
+
+struct lists {
+	json_t *findings, *stale, *missing;
+	enum sdc_verdict worst;
+};
+
+static int read_hosts_file(const char *file, const struct fl_store *st, struct lists *l, struct fleet_out *out,
+			   char *why, size_t whylen)
+{
+	size_t len;
+	char *text = sdc_read_regular_file(file, 16u << 20, &len, "hosts file", why, whylen);
+	if (!text)
+		return -1;
+	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		line[strcspn(line, " \t\r#")] = '\0';
+		const uint32_t id = *line ? sdc_fl_intern_find(&st->hostnames, line, strlen(line)) : FL_NONE;
+		if (*line && (id == FL_NONE || !st->hosts[id].present)) {
+			json_array_append_new(l->missing, json_string(line));
+			l->worst = sdc_verdict_worst(l->worst, SDC_WARNING);
+			char **v = realloc(out->missing, (out->nmissing + 1) * sizeof(*v));
+			if (v)
+				out->missing = v, out->missing[out->nmissing++] = strdup(line);
+		}
+	}
+	free(text);
+	return 0;
+}
+
+static void host_lists(const struct fl_store *st, double max_age, struct lists *l)
+{
+	const double now = sdc_wall_now();
+	for (size_t o = 0; o < st->nhosts; o++) {
+		const struct fl_host *h = &st->hosts[st->host_order[o]];
+		if (!h->present)
+			continue;
+		const char *host = fl_str(&st->hostnames, h->name);
+		const double age = now - h->end;
+		if (age > max_age) {
+			json_array_append_new(l->stale, json_pack("{s:s, s:f, s:s}", "host", host, "age_seconds", age, "path", h->path));
+			l->worst = sdc_verdict_worst(l->worst, SDC_WARNING);
+		}
+		if (h->verdict != SDC_OK) {
+			json_array_append_new(l->findings, json_pack("{s:s, s:s, s:s}", "host", host, "verdict",
+								     sdc_verdict_name((enum sdc_verdict)h->verdict), "summary", h->summary));
+			/* a host that could not test is a warning of the fleet, not its corruption */
+			l->worst = sdc_verdict_worst(l->worst, h->verdict == SDC_UNKNOWN ? SDC_WARNING : (enum sdc_verdict)h->verdict);
+		}
+	}
+}
+
+static size_t present_hosts(const struct fl_store *st)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < st->nhosts; i++)
+		n += st->hosts[i].present;
+	return n;
+}
+
+static const char *majority_hex(const struct fl_store *st, const struct fl_group *g)
+{
+	return g->best == FL_NONE ? "" : fl_str(&st->strs, g->best);
+}
+
+static void print_text(const struct fl_store *st, struct lists *l, char **shortname)
+{
+	const size_t nhosts = present_hosts(st);
+	printf("sdcscan fleet: %ld report file%s, %zu host%s, %u group%s of the same work\n", st->files,
+	       st->files == 1 ? "" : "s", nhosts, nhosts == 1 ? "" : "s", st->ngroups, st->ngroups == 1 ? "" : "s");
+	for (size_t m = 0; m < st->nminority; m++) {
+		const struct fl_minority *x = &st->minority[m];
+		const struct fl_host *h = &st->hosts[x->host];
+		const struct fl_group *g = &st->groups[x->group];
+		const char *best = majority_hex(st, g);
+		sdc_print_line(stdout,
+			       "disagrees: %s %s: %s: digest %.16s..., the majority (%" PRIu32 " of %" PRIu32
+			       " devices) %.16s%s",
+			       fl_str(&st->hostnames, h->name), fl_str(&st->strs, st->shapes[h->shape].res[x->index].dev),
+			       shortname[x->group], fl_str(&st->strs, x->digest), g->agreeing, g->devices,
+			       *best ? best : "none (no majority)", *best ? "..." : "");
+	}
 	size_t i;
-	json_array_foreach(json_object_get(run, "probes"), i, p)
-		if (!strcmp(sdc_json_str(p, "name"), sdc_json_str(res, "probe")))
-			opts = json_object_get(p, "options");
-	const char *model = "?";
-	json_array_foreach(json_object_get(r, "devices"), i, d)
-		if (!strcmp(sdc_json_str(d, "id"), sdc_json_str(res, "device")))
-			model = sdc_json_str(d, "model");
-	blas = json_object_get(json_object_get(run, "environment"), "blas");
-	char *o = opts ? json_dumps(opts, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-	snprintf(buf, len, "%s/%s seed %s on %s, kernel %s, %s %s %s, %" JSON_INTEGER_FORMAT " iterations, options %s",
-		 sdc_json_str(res, "probe"), sdc_json_str(res, "variant"), sdc_json_str(run, "seed"), model,
-		 sdc_json_str(res, "kernel"), sdc_json_str(blas, "library"), sdc_json_str(blas, "version"),
-		 sdc_json_str(blas, "core"),
-		 json_integer_value(json_object_get(json_object_get(res, "work_digest"), "iterations")), o ? o : "{}");
-	free(o);
+	json_t *e;
+	json_array_foreach(l->findings, i, e)
+		sdc_print_line(stdout, "%s: %s: %s", sdc_json_str(e, "verdict"), sdc_json_str(e, "host"),
+			       sdc_json_str(e, "summary"));
+	json_array_foreach(l->stale, i, e)
+		sdc_print_line(stdout, "stale: %s: last report %.1f days old (%s)", sdc_json_str(e, "host"),
+			       json_real_value(json_object_get(e, "age_seconds")) / 86400, sdc_json_str(e, "path"));
+	json_array_foreach(l->missing, i, e)
+		sdc_print_line(stdout, "missing: %s: no report", json_string_value(e));
+	for (size_t k = 0; k < st->nunreadable; k++)
+		sdc_print_line(stdout, "unreadable: %s: %s", st->unreadable[k].a, st->unreadable[k].b);
+	for (size_t k = 0; k < st->nskewed; k++)
+		sdc_print_line(stdout, "clock-skew: %s: a report dated %.0f s in the future (%s): its clock is wrong",
+			       st->skewed[k].a, st->skewed[k].x, st->skewed[k].b);
+	printf("%s: %zu minority device%s, %zu host%s with findings, %zu stale, %zu missing, %zu unreadable\n",
+	       sdc_verdict_name(l->worst), st->nminority, st->nminority == 1 ? "" : "s", json_array_size(l->findings),
+	       json_array_size(l->findings) == 1 ? "" : "s", json_array_size(l->stale), json_array_size(l->missing),
+	       st->nunreadable);
+}
+
+static json_t *json_out(const struct fl_store *st, struct lists *l)
+{
+	json_t *groups = json_array(), *minority = json_array(), *unreadable = json_array(), *skew = json_array();
+	char key[8192];
+	json_t **gmin = calloc(st->ngroups ? st->ngroups : 1, sizeof(*gmin));
+	if (!gmin)
+		return NULL;
+	for (uint32_t g = 0; g < st->ngroups; g++)
+		gmin[g] = json_array();
+	for (size_t m = 0; m < st->nminority; m++) {
+		const struct fl_minority *x = &st->minority[m];
+		const struct fl_host *h = &st->hosts[x->host];
+		const struct fl_group *g = &st->groups[x->group];
+		const char *host = fl_str(&st->hostnames, h->name), *dev = fl_str(&st->strs, st->shapes[h->shape].res[x->index].dev);
+		sdc_fleet_group_key(st, g, key, sizeof(key));
+		json_array_append_new(gmin[x->group], json_pack("{s:s, s:s, s:s}", "host", host, "device", dev, "digest",
+								fl_str(&st->strs, x->digest)));
+		json_array_append_new(minority, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I}", "work", key, "host", host,
+							  "device", dev, "digest", fl_str(&st->strs, x->digest), "majority",
+							  majority_hex(st, g), "agreeing", (json_int_t)g->agreeing, "devices",
+							  (json_int_t)g->devices));
+	}
+	for (uint32_t o = 0; o < st->ngroups; o++) {
+		const uint32_t gi = st->group_order[o];
+		const struct fl_group *g = &st->groups[gi];
+		sdc_fleet_group_key(st, g, key, sizeof(key));
+		json_array_append_new(groups, json_pack("{s:s, s:I, s:I, s:s, s:o}", "work", key, "devices",
+							(json_int_t)g->devices, "agreeing", (json_int_t)g->agreeing,
+							"majority", majority_hex(st, g), "minority", gmin[gi]));
+	}
+	free(gmin);
+	for (size_t k = 0; k < st->nunreadable; k++)
+		json_array_append_new(unreadable, json_pack("{s:s, s:s}", "path", st->unreadable[k].a, "why", st->unreadable[k].b));
+	for (size_t k = 0; k < st->nskewed; k++)
+		json_array_append_new(skew, json_pack("{s:s, s:s, s:f}", "host", st->skewed[k].a, "path", st->skewed[k].b,
+						      "ahead_seconds", st->skewed[k].x));
+	return json_pack("{s:[i,i], s:I, s:I, s:o, s:o, s:O, s:O, s:O, s:o, s:o, s:{s:s, s:i}}", "schema_version",
+			 SDC_SCHEMA_MAJOR, SDC_SCHEMA_MINOR, "report_files", (json_int_t)st->files, "hosts",
+			 (json_int_t)present_hosts(st), "groups", groups, "minority", minority, "hosts_with_findings",
+			 l->findings, "stale", l->stale, "missing", l->missing, "unreadable", unreadable, "clock_skew", skew,
+			 "verdict", "status", sdc_verdict_name(l->worst), "code", (int)l->worst);
 }
 
 static int fleet_main(struct sdc_cmd *c)
 {
 	const struct fleet_opts *o = c->opts;
 	struct sdc_cli *cli = &c->cli;
-	struct fleet f = { .latest = json_object(), .unreadable = json_array(), .skewed = json_array(), .now = sdc_wall_now() };
-	for (int a = 0; a < c->nargs; a++) {
-		struct stat st;
-		if (stat(c->args[a], &st)) {
-			json_decref(f.latest), json_decref(f.unreadable), json_decref(f.skewed);
-			return sdc_cli_bad(cli, "%s: %s", c->args[a], strerror(errno));
-		}
-		if (S_ISDIR(st.st_mode))
-			take_dir(&f, c->args[a], 0);
+	struct fl_store st;
+	if (sdc_fleet_store_init(&st, sdc_wall_now()))
+		return sdc_cli_unknown(cli);
+	struct paths p = { 0 };
+	int rc = 0;
+	for (int a = 0; a < c->nargs && !rc; a++) {
+		struct stat sb;
+		if (stat(c->args[a], &sb))
+			rc = sdc_cli_bad(cli, "%s: %s", c->args[a], strerror(errno));
+		else if (S_ISDIR(sb.st_mode))
+			take_dir(&st, &p, c->args[a], 0);
 		else
-			take_report(&f, c->args[a]);
+			path_add(&p, c->args[a]);
 	}
-	const double now = sdc_wall_now();
-	enum sdc_verdict worst = SDC_OK;
-	json_t *groups = json_object(), *findings = json_array(), *stale = json_array(), *missing = json_array();
-	const char *host;
-	json_t *h;
-	json_object_foreach(f.latest, host, h) {
-		json_t *r = json_object_get(h, "report");
-		const double age = now - json_real_value(json_object_get(h, "end"));
-		if (age > o->max_age) {
-			json_array_append_new(stale, json_pack("{s:s, s:f, s:s}", "host", host, "age_seconds", age, "path",
-							       sdc_json_str(h, "path")));
-			worst = sdc_verdict_worst(worst, SDC_WARNING);
-		}
-		json_t *v = json_object_get(r, "verdict");
-		enum sdc_verdict hv = (enum sdc_verdict)json_integer_value(json_object_get(v, "code"));
-		/* the node's state where the host keeps one: a CRITICAL stays until cleared */
-		const char *node = sdc_json_str(json_object_get(r, "node"), "verdict");
-		for (int nv = SDC_OK; nv <= SDC_UNKNOWN && *node; nv++)
-			if (!strcmp(node, sdc_verdict_name((enum sdc_verdict)nv)))
-				hv = (enum sdc_verdict)nv;
-		if (hv != SDC_OK) {
-			json_array_append_new(findings, json_pack("{s:s, s:s, s:s}", "host", host, "verdict",
-								  sdc_verdict_name(hv), "summary", sdc_json_str(v, "summary")));
-			/* a host that could not test is a warning of the fleet, not its corruption */
-			worst = sdc_verdict_worst(worst, hv == SDC_UNKNOWN ? SDC_WARNING : hv);
-		}
-		size_t i;
-		json_t *res;
-		json_array_foreach(json_object_get(r, "results"), i, res) {
-			const char *digest = sdc_json_str(json_object_get(res, "work_digest"), "sha256");
-			if (!*digest)
-				continue;
-			char key[2048];
-			work_key(r, res, key, sizeof(key));
-			json_t *g = json_object_get(groups, key);
-			if (!g)
-				json_object_set_new(groups, key, g = json_pack("{s:[], s:{}}", "devices", "counts"));
-			json_array_append_new(json_object_get(g, "devices"),
-					      json_pack("{s:s, s:s, s:s}", "host", host, "device", sdc_json_str(res, "device"), "digest", digest));
-			json_t *counts = json_object_get(g, "counts");
-			json_object_set_new(counts, digest, json_integer(json_integer_value(json_object_get(counts, digest)) + 1));
-		}
+	st.files = (long)p.n;
+	if (!rc) {
+		read_all(&st, &p, sdc_fleet_threads(o->threads));
+		if (sdc_fleet_vote_all(&st))
+			rc = sdc_cli_unknown(cli);
 	}
-	if (o->hosts) {
-		char why[700];
-		size_t len;
-		char *text = sdc_read_regular_file(o->hosts, 16u << 20, &len, "hosts file", why, sizeof(why));
-		if (!text) {
-			json_decref(groups), json_decref(findings), json_decref(stale), json_decref(missing);
-			json_decref(f.latest), json_decref(f.unreadable), json_decref(f.skewed);
-			return sdc_cli_bad(cli, "--hosts %s", why);
-		}
-		for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-			line[strcspn(line, " \t\r#")] = '\0';
-			if (*line && !json_object_get(f.latest, line)) {
-				json_array_append_new(missing, json_string(line));
-				worst = sdc_verdict_worst(worst, SDC_WARNING);
-			}
-		}
-		free(text);
+	for (size_t i = 0; i < p.n; i++)
+		free(p.v[i]);
+	free(p.v);
+	if (rc) {
+		sdc_fleet_store_release(&st);
+		return rc;
 	}
-	if (json_array_size(f.unreadable) || json_array_size(f.skewed))
-		worst = sdc_verdict_worst(worst, SDC_WARNING);
-	/* the vote, group by group */
-	json_t *out_groups = json_array(), *minority_all = json_array();
-	const char *key;
-	json_t *g;
-	json_object_foreach(groups, key, g) {
-		const char *best = NULL, *dg;
-		json_int_t best_n = 0, n = (json_int_t)json_array_size(json_object_get(g, "devices"));
-		json_t *cnt;
-		json_object_foreach(json_object_get(g, "counts"), dg, cnt)
-			if (json_integer_value(cnt) > best_n)
-				best_n = json_integer_value(cnt), best = dg;
-		const bool majority = 2 * best_n > n;
-		json_t *minority = json_array(), *dev;
-		size_t i;
-		json_array_foreach(json_object_get(g, "devices"), i, dev)
-			if (!majority || strcmp(sdc_json_str(dev, "digest"), best)) {
-				if (best_n < n)
-					json_array_append(minority, dev);
-			}
-		if (json_array_size(minority))
-			worst = sdc_verdict_worst(worst, SDC_CRITICAL);
-		json_array_foreach(minority, i, dev)
-			json_array_append_new(minority_all, json_pack("{s:s, s:O, s:O, s:O, s:s, s:I, s:I}", "work", key, "host",
-								      json_object_get(dev, "host"), "device",
-								      json_object_get(dev, "device"), "digest",
-								      json_object_get(dev, "digest"), "majority",
-								      majority ? best : "", "agreeing", best_n, "devices", n));
-		json_array_append_new(out_groups, json_pack("{s:s, s:I, s:I, s:s, s:o}", "work", key, "devices", n, "agreeing",
-							    best_n, "majority", majority ? best : "", "minority", minority));
+	qsort(st.unreadable, st.nunreadable, sizeof(*st.unreadable), by_a);
+	qsort(st.skewed, st.nskewed, sizeof(*st.skewed), by_a);
+	struct lists l = { json_array(), json_array(), json_array(), SDC_OK };
+	struct fleet_out out = { .html = o->html, .csv = o->csv, .max_age = o->max_age };
+	char why[700];
+	host_lists(&st, o->max_age, &l);
+	if (o->hosts && read_hosts_file(o->hosts, &st, &l, &out, why, sizeof(why))) {
+		rc = sdc_cli_bad(cli, "--hosts %s", why);
+		goto out;
 	}
-	const size_t nhosts = json_object_size(f.latest);
-	if (!nhosts)
-		worst = SDC_UNKNOWN;
+	if (st.nunreadable || st.nskewed)
+		l.worst = sdc_verdict_worst(l.worst, SDC_WARNING);
+	if (st.nminority)
+		l.worst = sdc_verdict_worst(l.worst, SDC_CRITICAL);
+	if (!present_hosts(&st))
+		l.worst = SDC_UNKNOWN;
 	/* text: names, summaries and paths from reports with their control characters escaped */
-	printf("sdcscan fleet: %d report file%s, %zu host%s, %zu group%s of the same work\n", f.files, f.files == 1 ? "" : "s",
-	       nhosts, nhosts == 1 ? "" : "s", json_object_size(groups), json_object_size(groups) == 1 ? "" : "s");
-	size_t i;
-	json_t *e;
-	json_array_foreach(minority_all, i, e)
-		sdc_print_line(stdout,
-			       "disagrees: %s %s: %s: digest %.16s..., the majority (%" JSON_INTEGER_FORMAT
-			       " of %" JSON_INTEGER_FORMAT " devices) %.16s%s",
-			       sdc_json_str(e, "host"), sdc_json_str(e, "device"), sdc_json_str(e, "work"),
-			       sdc_json_str(e, "digest"), json_integer_value(json_object_get(e, "agreeing")),
-			       json_integer_value(json_object_get(e, "devices")),
-			       *sdc_json_str(e, "majority") ? sdc_json_str(e, "majority") : "none (no majority)",
-			       *sdc_json_str(e, "majority") ? "..." : "");
-	json_array_foreach(findings, i, e)
-		sdc_print_line(stdout, "%s: %s: %s", sdc_json_str(e, "verdict"), sdc_json_str(e, "host"),
-			       sdc_json_str(e, "summary"));
-	json_array_foreach(stale, i, e)
-		sdc_print_line(stdout, "stale: %s: last report %.1f days old (%s)", sdc_json_str(e, "host"),
-			       json_real_value(json_object_get(e, "age_seconds")) / 86400, sdc_json_str(e, "path"));
-	json_array_foreach(missing, i, e)
-		sdc_print_line(stdout, "missing: %s: no report", json_string_value(e));
-	json_array_foreach(f.unreadable, i, e)
-		sdc_print_line(stdout, "unreadable: %s: %s", sdc_json_str(e, "path"), sdc_json_str(e, "why"));
-	json_array_foreach(f.skewed, i, e)
-		sdc_print_line(stdout, "clock-skew: %s: a report dated %.0f s in the future (%s): its clock is wrong",
-			       sdc_json_str(e, "host"), json_real_value(json_object_get(e, "ahead_seconds")),
-			       sdc_json_str(e, "path"));
-	printf("%s: %zu minority device%s, %zu host%s with findings, %zu stale, %zu missing, %zu unreadable\n",
-	       sdc_verdict_name(worst), json_array_size(minority_all), json_array_size(minority_all) == 1 ? "" : "s",
-	       json_array_size(findings), json_array_size(findings) == 1 ? "" : "s", json_array_size(stale),
-	       json_array_size(missing), json_array_size(f.unreadable));
-	int rc = sdc_exit_code(worst, cli->exit_style);
+	char **shortname = calloc(st.ngroups ? st.ngroups : 1, sizeof(*shortname));
+	for (uint32_t g = 0; shortname && g < st.ngroups; g++) {
+		char buf[2048];
+		sdc_fleet_group_short(&st, &st.groups[g], buf, sizeof(buf));
+		shortname[g] = strdup(buf);
+	}
+	if (!shortname) {
+		rc = sdc_cli_unknown(cli);
+		goto out;
+	}
+	print_text(&st, &l, shortname);
+	for (uint32_t g = 0; g < st.ngroups; g++)
+		free(shortname[g]);
+	free(shortname);
+	rc = sdc_exit_code(l.worst, cli->exit_style);
+	if ((o->html && sdc_fleet_write_html(&st, &out, (int)l.worst)) || (o->csv && sdc_fleet_write_csv(&st, &out)))
+		rc = sdc_cli_unknown(cli);
 	if (cli->json) {
-		json_t *j = json_pack("{s:[i,i], s:i, s:I, s:o, s:O, s:o, s:o, s:o, s:O, s:O, s:{s:s, s:i}}", "schema_version",
-				      SDC_SCHEMA_MAJOR, SDC_SCHEMA_MINOR, "report_files", f.files, "hosts", (json_int_t)nhosts,
-				      "groups", out_groups, "minority", minority_all, "hosts_with_findings", findings,
-				      "stale", stale, "missing", missing, "unreadable", f.unreadable, "clock_skew", f.skewed,
-				      "verdict", "status", sdc_verdict_name(worst), "code", (int)worst);
+		json_t *j = json_out(&st, &l);
 		if (!j || sdc_cli_write_json(cli->json, j, "fleet"))
 			rc = sdc_cli_unknown(cli);
 		json_decref(j);
-	} else {
-		json_decref(out_groups), json_decref(findings), json_decref(stale), json_decref(missing);
 	}
-	json_decref(minority_all);
-	json_decref(groups);
-	json_decref(f.latest);
-	json_decref(f.unreadable);
-	json_decref(f.skewed);
+out:
+	json_decref(l.findings), json_decref(l.stale), json_decref(l.missing);
+	for (size_t i = 0; i < out.nmissing; i++)
+		free(out.missing[i]);
+	free(out.missing);
+	sdc_fleet_store_release(&st);
 	return rc;
 }
 

@@ -1,8 +1,10 @@
 #!/bin/sh
 # sdcscan fleet: reports that cron runs left on several hosts, collected in one directory: the
 # planted minority digest is named with its host and device, a host with findings, a stale one,
-# a missing one (--hosts) and an unreadable file are named; the exit code is the fleet's; and
-# 10,000 reports are compared in seconds (printed).
+# a missing one (--hosts) and an unreadable file are named; the exit code is the fleet's; a
+# "disagrees" line names only what sets its work apart from the fleet's other work of that
+# probe/variant (another CPU model, another option), not every option; the threads' order
+# changes nothing; and 10,000 reports are compared in seconds (printed).
 . "$(dirname "$0")/lib.sh"
 
 expect_exit 0 base "$SDCSCAN" run --probe gemm --set gemm.dtypes=int8 --set gemm.m=48 --set gemm.n=40 --set gemm.k=64 \
@@ -37,8 +39,7 @@ open(sys.argv[2] + "/rack2/broken.json", "w").write('{"schema_version": [1, 0], 
 PY
 printf 'n1\nn2\nn3\nn4\nn5\nn6\nn7 # in the rack, never reported\nn8\n' >"$TMP/hosts"
 expect_exit 2 fleet "$SDCSCAN" fleet --hosts "$TMP/hosts" --json "$TMP/f.json" "$TMP/fleet"
-expect_grep fleet out "^disagrees: n5 cpu1: gemm/int8 seed 7 on "
-expect_grep fleet out "the majority (13 of 14 devices)"
+expect_grep fleet out "^disagrees: n5 cpu1: gemm/int8: digest ffffffffffffffff\.\.\., the majority (13 of 14 devices) [0-9a-f]\{16\}\.\.\.$"
 expect_grep fleet out "^CRITICAL: n6: CRITICAL: cpu0 gemm int8"
 expect_grep fleet out "^stale: n8: last report 5.0 days old"
 expect_grep fleet out "^missing: n7: no report"
@@ -58,6 +59,31 @@ print("; ".join(bad) or "ok")
 PY
 )
 [ "$check" = ok ] || fail "fleet JSON: $check"
+# Work that differs: hosts m1-m3 have another CPU model and another gemm option (refresh); m3's
+# cpu0 disagrees with m1 and m2. Each line names the model and the option, and nothing else.
+mkdir -p "$TMP/fleet2"
+cp "$TMP/fleet/rack1/n1.json" "$TMP/fleet/rack1/n2.json" "$TMP/fleet/rack1/n3.json" "$TMP/fleet/rack2/n5.json" "$TMP/fleet2/"
+python3 - "$TMP/base.json" "$TMP/fleet2" <<'PY'
+import copy, json, sys
+base = json.load(open(sys.argv[1]))
+for i in (1, 2, 3):
+    r = copy.deepcopy(base)
+    r["host"]["hostname"] = "m%d" % i
+    for d in r["devices"]: d["model"] = "Zen 9 prototype"
+    for p in r["run"]["probes"]:
+        if p["name"] == "gemm": p["options"]["refresh"] = "97"
+    if i == 3:
+        for x in r["results"]:
+            if x["device"] == "cpu0": x["work_digest"]["sha256"] = "d" * 64
+    json.dump(r, open("%s/m%d.json" % (sys.argv[2], i), "w"))
+PY
+expect_exit 2 differ "$SDCSCAN" fleet "$TMP/fleet2"
+expect_grep differ out "^disagrees: m3 cpu0: gemm/int8 on Zen 9 prototype, options refresh=97: digest dddddddddddddddd\.\.\., the majority (5 of 6 devices)"
+expect_grep differ out "^disagrees: n5 cpu1: gemm/int8 on .*, options refresh=[0-9]*: digest ffffffffffffffff\.\.\., the majority (7 of 8 devices)"
+# (the whole key, every option, is still in --json's "work")
+long=$(awk '/^disagrees:/ && (length($0) > 200 || /seed|kernel|iterations|dtypes/)' "$TMP/differ.out")
+[ -z "$long" ] || fail "disagrees lines name what does not differ: $long"
+
 # A clean fleet is OK; npd exit codes follow the verdict.
 rm "$TMP/fleet/rack2/n5.json" "$TMP/fleet/rack2/n6.json" "$TMP/fleet/rack2/n8.json" "$TMP/fleet/rack2/broken.json"
 expect_exit 0 clean "$SDCSCAN" fleet "$TMP/fleet"
@@ -84,4 +110,8 @@ ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 expect_grep big out "^disagrees: node04242 cpu0"
 expect_grep big out "majority (19999 of 20000 devices)"
 echo "fleet: 10,000 reports compared in $ms ms"
+# one reader thread or several: the same output, byte for byte
+expect_exit 2 big1 "$SDCSCAN" fleet --threads 1 "$TMP/big"
+expect_exit 2 big3 "$SDCSCAN" fleet --threads 3 "$TMP/big"
+cmp -s "$TMP/big1.out" "$TMP/big3.out" && cmp -s "$TMP/big1.out" "$TMP/big.out" || fail "fleet: the output depends on the threads"
 finish

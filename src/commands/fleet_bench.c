@@ -1,0 +1,1 @@
+/* sdcscan bench fleet: written in a later commit. */

@@ -44,10 +44,13 @@ expect_exit 0 lost "$SDCSCAN" $EC --set ecparity.iterations=4 --cpus 0-1 --durat
 [ "$(json_get "$TMP/l.json" "r['run']['environment']['ecparity']['rebuild']['gb_per_s'] > 0")" = True ] || fail "lost: no rate"
 
 # The rebuild runs while the others train the next round (4 servers on 2 CPUs, k = 2): a helper
-# slow enough that training moves rows under it; those rows are set aside and done again at the
-# round's end, and the shard is still the replay's bits; the server then trains the round it missed.
-SDCSCAN_TEST_EC_SLOW_REBUILD=1 expect_exit 0 concurrent "$SDCSCAN" $EC --set ecparity.servers=4 \
-	--set ecparity.iterations=4 --cpus 0-1 --duration 60 --json "$TMP/c.json" --inject "ecparity:L:iter=1,device=1"
+# slow enough that training moves rows under it (R: a survivor busy); those rows are set aside and
+# done again at the round's end, and the shard is still the replay's bits; the server then trains
+# the round it missed.
+expect_exit 0 concurrent "$SDCSCAN" $EC --set ecparity.servers=4 --set ecparity.iterations=4 --cpus 0-1 --duration 60 \
+	--json "$TMP/c.json" --inject "ecparity:L:iter=1,device=1" --inject "ecparity:R:iter=1,device=1"
+[ "$(json_get "$TMP/c.json" "sorted((i['target'], i['iteration'], i['device']) for i in r['injections'])")" = \
+	"[('L', 1, 'cpu1'), ('R', 1, 'cpu1')]" ] || fail "concurrent rebuild: injections $(json_get "$TMP/c.json" "r['injections']")"
 [ "$(json_get "$TMP/c.json" "[r['run']['environment']['ecparity']['rebuild'][k] for k in ('server', 'round', 'installed_round', 'verified_by_replay', 'while_training', 'caught_up')]")" = \
 	"[1, 1, 2, True, True, True]" ] || fail "concurrent rebuild: $(json_get "$TMP/c.json" "r['run']['environment']['ecparity']")"
 [ "$(json_get "$TMP/c.json" "r['run']['environment']['ecparity']['rebuild']['rows_redone'] > 0")" = True ] ||

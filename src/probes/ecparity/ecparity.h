@@ -2,6 +2,7 @@
 #ifndef SDC_PROBES_ECPARITY_H
 #define SDC_PROBES_ECPARITY_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -117,9 +118,10 @@ void sdc_ec_flip(struct sdc_worker *w, const struct sdc_fault *f, const char *ta
  * from the seed (the same draw on every rank). */
 int sdc_ec_faults(struct sdc_worker *w, int rank, const char *target, uint64_t round, struct sdc_fault *out, int max);
 /* The faults at rest (E, O) due at the end of round `round` on a server's shard: an entry it did
- * not update this round unless the spec names one. */
-void sdc_ec_rest_faults(struct sdc_worker *w, const struct sdc_ec_layout *l, uint32_t *shard, const uint8_t *touched,
-			uint64_t round);
+ * not update this round unless the spec names one. touched: the shard's rows updated this round
+ * (atomics: on one host a rebuild's helper reads them while the server trains). */
+void sdc_ec_rest_faults(struct sdc_worker *w, const struct sdc_ec_layout *l, uint32_t *shard,
+			const _Atomic uint8_t *touched, uint64_t round);
 
 /* Something a server's rank or thread reports after a round's verification. */
 struct sdc_ec_event {
@@ -138,7 +140,7 @@ struct sdc_ec_event {
  * word that broke there is the update's). Returns the events written (at most max).
  */
 int sdc_ec_explain(const struct sdc_ec_layout *l, const struct sdc_ec_break *sb, int nsb, const struct sdc_ec_break *cb,
-		   int ncb, int s, uint32_t *shard, const uint8_t *touched, struct sdc_ec_event *out, int max);
+		   int ncb, int s, uint32_t *shard, const _Atomic uint8_t *touched, struct sdc_ec_event *out, int max);
 
 /* An event of a server put in service this round, at its first verification: when it is in a
  * word of its entries that still holds what its rebuilt copy held there (copy), it is the

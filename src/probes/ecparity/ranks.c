@@ -56,7 +56,7 @@ enum tag { TAG_TRAIN = 0x4c10, TAG_REQUEST, TAG_RESEND, TAG_AGREE, TAG_REBUILD, 
 struct server { /* one this rank hosts */
 	uint32_t *shard, *held; /* rows x words each: its entries; the stripe parities it holds, by row */
 	uint32_t col[SDC_EC_MAX_DIM + 1]; /* the column parity of server id - 1 */
-	uint8_t *touched;
+	_Atomic uint8_t *touched; /* (atomics only for the functions both forms share: server.c) */
 	struct sdc_ec_msg *outbox; /* this round's messages as sent (for a resend), by seq */
 	size_t nout, outcap;
 	bool pending; /* being rebuilt here (struct rebuild): not trained, not verified, not sent */
@@ -398,7 +398,8 @@ static int train_round(struct rk *k, uint64_t round)
 		struct server *v = trains(k, k->here[h]);
 		if (!v)
 			continue;
-		memset(v->touched, 0, (size_t)k->l.rows);
+		for (int r = 0; r < k->l.rows; r++)
+			atomic_store_explicit(&v->touched[r], 0, memory_order_relaxed);
 		v->nout = 0;
 		const size_t need = (size_t)(laps(k, k->here[h], round) * k->wk.steps * k->wk.batch * 2);
 		if (v->outcap < need) {
@@ -441,7 +442,7 @@ static int train_round(struct rk *k, uint64_t round)
 				}
 				memcpy(old, e, 4 * (size_t)words);
 				sdc_ec_adagrad(e, k->d, g);
-				v->touched[row] = 1;
+				atomic_store_explicit(&v->touched[row], 1, memory_order_relaxed);
 				struct sdc_ec_msg *pair = &v->outbox[v->nout];
 				sdc_ec_msg_pair(pair, (uint32_t)v->nout, s, row, e, old, words);
 				v->nout += 2;
@@ -838,7 +839,7 @@ static struct server *server_new(const struct rk *k)
 	struct server *v = calloc(1, sizeof(*v));
 	const size_t shard = (size_t)k->l.rows * (size_t)k->words;
 	if (!v || !(v->shard = calloc(shard, 4)) || !(v->held = calloc(shard, 4)) ||
-	    !(v->touched = calloc((size_t)k->l.rows, 1))) {
+	    !(v->touched = calloc((size_t)k->l.rows, sizeof(*v->touched)))) {
 		if (v)
 			free(v->shard), free(v->held);
 		free(v);

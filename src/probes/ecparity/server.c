@@ -21,7 +21,7 @@ static bool pairs(const struct sdc_ec_layout *l, const struct sdc_ec_break *bs, 
 #define MAX_PAIRED 256
 
 int sdc_ec_explain(const struct sdc_ec_layout *l, const struct sdc_ec_break *sb, int nsb, const struct sdc_ec_break *cb,
-		   int ncb, int s, uint32_t *shard, const uint8_t *touched, struct sdc_ec_event *out, int max)
+		   int ncb, int s, uint32_t *shard, const _Atomic uint8_t *touched, struct sdc_ec_event *out, int max)
 {
 	bool stripe_used[MAX_PAIRED] = { false }, column_used[MAX_PAIRED] = { false };
 	const int d = l->words - 1;
@@ -37,7 +37,7 @@ int sdc_ec_explain(const struct sdc_ec_layout *l, const struct sdc_ec_break *sb,
 			struct sdc_ec_located at;
 			if (cb[b].row != s || !sdc_ec_locate(l, shard, &sb[a], &cb[b], &at) || n >= max)
 				break; /* another server's word: it names it */
-			const bool opt = at.word == d, updated = touched[at.row];
+			const bool opt = at.word == d, updated = atomic_load_explicit(&touched[at.row], memory_order_relaxed);
 			struct sdc_ec_event *e = &out[n++];
 			*e = (struct sdc_ec_event){ .owner = s, .row = at.row, .col = opt && !updated ? 0 : at.word,
 						    .expected = at.expected, .actual = at.actual };
@@ -195,8 +195,8 @@ int sdc_ec_faults(struct sdc_worker *w, int rank, const char *target, uint64_t r
 	return m;
 }
 
-void sdc_ec_rest_faults(struct sdc_worker *w, const struct sdc_ec_layout *l, uint32_t *shard, const uint8_t *touched,
-			uint64_t round)
+void sdc_ec_rest_faults(struct sdc_worker *w, const struct sdc_ec_layout *l, uint32_t *shard,
+			const _Atomic uint8_t *touched, uint64_t round)
 {
 	static const char *const targets[] = { "E", "O" };
 	const int d = l->words - 1;
@@ -207,7 +207,7 @@ void sdc_ec_rest_faults(struct sdc_worker *w, const struct sdc_ec_layout *l, uin
 			int64_t row = f[i].row;
 			for (unsigned draw = 0; row < 0 && draw < 64; draw++) {
 				const int64_t r = sdc_fault_draw(&f[i], draw, l->rows);
-				if (!touched[r] || draw == 63)
+				if (!atomic_load_explicit(&touched[r], memory_order_relaxed) || draw == 63)
 					row = r;
 			}
 			const int64_t col = t ? 0 : f[i].col >= 0 ? f[i].col : sdc_fault_draw(&f[i], 64, d);

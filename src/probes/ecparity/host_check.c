@@ -1,0 +1,152 @@
+/*
+ * ecparity on one host: checks against a deterministic replay of training from the seed. A
+ * rebuilt server's copy is checked against a replay that runs on a thread of its own from the
+ * loss on, read when done, so the others do not wait for a replay that grows with the rounds; at
+ * the run's end every server is checked against a replay of all its rounds (a wrong update goes
+ * into the parities as computed, so only a recomputation sees it).
+ */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "probes/ecparity/host.h"
+#include "stop.h"
+
+/* The lost server's state after the rounds up to the loss's, replayed from the seed. */
+void *sdc_ec_host_replay_pass(void *arg)
+{
+	struct sdc_ec_host *sh = arg;
+	struct sdc_ec_host_replay *rp = &sh->rp;
+	const double t0 = sdc_now();
+	sdc_ec_replay(&sh->wk, rp->server, rp->rounds, rp->out, NULL, NULL);
+	rp->seconds = sdc_now() - t0;
+	atomic_store_explicit(&rp->done, true, memory_order_release);
+	return NULL;
+}
+
+void sdc_ec_host_replay_join(struct sdc_ec_host *sh)
+{
+	if (sh->rp.running)
+		pthread_join(sh->rp.thread, NULL);
+	sh->rp.running = false;
+}
+
+/* The rebuild's figures in the report: what it read (k entries a row), how fast, how long the
+ * others waited for it at the round's end (the redone rows), and for its catch-up. */
+static void report_rebuild(struct sdc_worker *w, const struct sdc_ec_host *sh, bool same)
+{
+	const struct sdc_ec_host_rebuild *rb = &sh->rb;
+	const double bytes = (double)sh->st.l.rows * sh->st.l.words * 4 * sh->st.l.k;
+	struct sdc_run *run = w->ctx->run;
+	pthread_mutex_lock(&run->lock);
+	json_object_set_new(run->environment, "ecparity",
+			    json_pack("{s:{s:i, s:I, s:I, s:f, s:f, s:f, s:b, s:b, s:I, s:f, s:f, s:f, s:b}}", "rebuild", "server",
+				      rb->installed, "round", (json_int_t)rb->round, "installed_round",
+				      (json_int_t)rb->installed_round, "bytes_read", bytes, "seconds", rb->seconds, "gb_per_s",
+				      rb->seconds > 0 ? bytes / rb->seconds / 1e9 : 0, "verified_by_replay", same,
+				      "while_training", true, "rows_redone", (json_int_t)rb->redone, "pause_seconds", rb->pause_s,
+				      "catch_up_seconds", rb->catch_s, "replay_seconds", sh->rp.seconds, "caught_up",
+				      rb->caught_up));
+	pthread_mutex_unlock(&run->lock);
+}
+
+/*
+ * The check of a rebuilt server in service against the replay of its training, once the replay
+ * is done (wait: now, the run ends); a wrong copy is named at its first wrong word (the
+ * verification of the round it went in has found and repaired it in the shard by then). The
+ * rebuild's figures go into the report.
+ */
+void sdc_ec_host_check_rebuild(struct sdc_worker *w, struct sdc_ec_host *sh, bool wait)
+{
+	struct sdc_ec_host_rebuild *rb = &sh->rb;
+	struct sdc_ec_host_replay *rp = &sh->rp;
+	if (!rb->check_pending ||
+	    (!wait && rp->running && !atomic_load_explicit(&rp->done, memory_order_acquire)))
+		return;
+	if (rp->running)
+		pthread_join(rp->thread, NULL);
+	else if (!atomic_load_explicit(&rp->done, memory_order_acquire))
+		sdc_ec_host_replay_pass(sh); /* (no thread: here and now) */
+	rp->running = false;
+	rb->check_pending = false;
+	struct sdc_ec_event e;
+	const bool same = !sdc_ec_differs_from_replay(&sh->st.l, rb->installed, rp->out, rb->out, &e);
+	report_rebuild(w, sh, same);
+	if (!same) {
+		snprintf(e.detail, sizeof(e.detail),
+			 "server %d rebuilt from the parities differs from a replay of its training at entry %d: the "
+			 "rebuild (the survivor's memory or arithmetic) went wrong",
+			 rb->installed, e.row);
+		sdc_ec_host_add_event(sh, &e);
+	}
+}
+
+/* A step of the end's replay: a heartbeat (no iterations meanwhile: not hung); on at a hard stop
+ * or an interrupt no more. */
+static bool replay_tick(void *arg)
+{
+	struct sdc_worker *w = arg;
+	sdc_worker_heartbeat(w);
+	return !atomic_load(&w->ctx->hard_stop) && !sdc_stop_interrupted();
+}
+
+/* Server s's shard against a replay of its rounds (into want): a difference is named. Returns
+ * whether the replay ran to the end. */
+static bool check_server(struct sdc_worker *w, const struct sdc_ec_host *sh, int s, uint64_t rounds, uint32_t *want)
+{
+	struct sdc_ec_event e;
+	if (!sdc_ec_replay(&sh->wk, s, rounds, want, replay_tick, w))
+		return false;
+	if (!sdc_ec_differs_from_replay(&sh->st.l, s, want, sdc_ec_entry(&sh->st, s, 0), &e))
+		return true;
+	sdc_strlcpy(e.kind, "training-mismatch", sizeof(e.kind));
+	sdc_strlcpy(e.target, "E", sizeof(e.target)); /* (the entry's word: what went wrong, unknown) */
+	snprintf(e.detail, sizeof(e.detail),
+		 "server %d differs at the run's end from a replay of its %" PRIu64 " rounds at entry %d word %d, "
+		 "its parities agreeing: an update computed wrong in training",
+		 s, rounds, e.row, e.col);
+	struct sdc_finding f;
+	sdc_ec_finding(&f, sh->operation, rounds - 1, &e);
+	sdc_worker_report(w, &f);
+	return true;
+}
+
+/*
+ * At the run's end, each server this worker trained against a replay of its rounds from the seed:
+ * a wrong update (training's own arithmetic: a flipped register in the gradient or the Adagrad
+ * step) goes into the parities as it was computed, so they agree with it, and only a recomputation
+ * sees it (campaign cpu-faults). The server still being rebuilt (behind: its missed round is not
+ * trained) has its own check. The rounds stopped early enough for it to end by the deadline
+ * (host_barrier.c: time_for_another); a hard stop or an interrupt cuts it short, which is said.
+ */
+void sdc_ec_host_end_check(struct sdc_worker *w, struct sdc_ec_host *sh, uint64_t rounds, int behind)
+{
+	uint32_t *want = malloc((size_t)sh->st.l.rows * (size_t)sh->st.l.words * 4);
+	if (!want) {
+		sdc_worker_error(w, "out of memory for the end's replay check");
+		return;
+	}
+	sdc_worker_stop_clock(w); /* (the throughput is the training's) */
+	const double t0 = sdc_now();
+	int checked = 0, unfinished = 0;
+	for (int s = w->index; s < sh->st.l.servers; s += sh->T) {
+		if (s == behind)
+			continue;
+		if (check_server(w, sh, s, rounds, want))
+			checked++;
+		else
+			unfinished++;
+	}
+	free(want);
+	if (unfinished && !sdc_stop_interrupted())
+		sdc_worker_error(w, "the end's replay check of %d of this worker's servers was cut short by the hard stop: "
+				 "their training is not verified", unfinished);
+	struct sdc_ec_host_end *end = &sh->end;
+	pthread_mutex_lock(&end->lock);
+	end->servers += checked;
+	end->unfinished += unfinished;
+	end->rounds = rounds;
+	end->seconds = SDC_MAX(end->seconds, sdc_now() - t0);
+	pthread_mutex_unlock(&end->lock);
+}

@@ -2,11 +2,11 @@
 
 #include <inttypes.h>
 #include <jansson.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/runner.h"
 #include "fleet.h"
 #include "sdc_config.h"
 #include "base/util.h"
@@ -70,16 +70,10 @@ void sdc_output_header(struct sdc_output *o, const struct sdc_run *run, const st
 			cpus++;
 		}
 	}
-	double total = 0, share = INFINITY;
-	int nshort = 0;
-	for (int i = 0; i < plan->n; i++) {
-		const struct sdc_plan_entry *e = &plan->entries[i];
-		total += e->common.duration + (gpus ? e->common.gpu_duration : 0);
-		struct sdc_variant vs[SDC_VARIANTS_MAX];
-		const int nv = e->probe->variants ? e->probe->variants(e->opts, vs, SDC_VARIANTS_MAX) : 1;
-		if (nv > 0 && e->common.duration / nv < SHORT_SHARE)
-			nshort += nv, share = fmin(share, e->common.duration / nv);
-	}
+	double total = 0, share;
+	for (int i = 0; i < plan->n; i++)
+		total += plan->entries[i].common.duration + (gpus ? plan->entries[i].common.gpu_duration : 0);
+	const int nshort = sdc_runner_short_shares(run, plan, SHORT_SHARE, &share);
 	char gpu_text[192] = "";
 	if (gpus)
 		snprintf(gpu_text, sizeof(gpu_text), ", %d GPU%s (%s)", gpus, gpus == 1 ? "" : "s", gpu_model);

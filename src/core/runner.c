@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -648,6 +649,76 @@ static void health_compare(struct sdc_run *run)
 	}
 }
 
+/* The plan entry's variants (its probe's, or the one it names); at least a "default" one. */
+static int entry_variants(const struct sdc_plan_entry *e, struct sdc_variant *variants)
+{
+	int nv = e->probe->variants ? e->probe->variants(e->opts, variants, SDC_VARIANTS_MAX) : 0;
+	if (nv <= 0) {
+		variants[0] = (struct sdc_variant){ .name = "default", .devices = SDC_ON_CPU };
+		nv = 1;
+	}
+	if (e->only_variant[0]) {
+		int keep = 0;
+		for (int v = 0; v < nv; v++)
+			if (!strcmp(variants[v].name, e->only_variant))
+				variants[keep++] = variants[v];
+		nv = keep;
+	}
+	return nv;
+}
+
+/* A variant for a kind of device this run has none of (GPU variants on a host without GPUs: the
+ * header said why) is not run: keeps the others first in variants[], returns how many, and in
+ * *gpu_only how many of them run on GPUs alone. */
+static int runnable_variants(const struct sdc_run *run, const struct sdc_plan_entry *e, struct sdc_variant *variants,
+			     int nv, int *gpu_only)
+{
+	int runnable = 0;
+	*gpu_only = 0;
+	for (int v = 0; v < nv; v++) {
+		bool any = false;
+		for (int d = 0; d < run->ndevices && !any; d++)
+			any = runs_on(run, e->probe, &variants[v], d);
+		if (any) {
+			variants[runnable++] = variants[v];
+			*gpu_only += variants[v].devices == SDC_ON_GPU;
+		}
+	}
+	return runnable;
+}
+
+/* A variant's share of its probe's time. With gpu_duration, the GPU-only variants have a time of
+ * their own, so GPUs on the host do not shorten the CPUs' burn. */
+static double variant_share(const struct sdc_plan_entry *e, const struct sdc_variant *v, int runnable, int gpu_only)
+{
+	const bool own = e->common.gpu_duration > 0 && gpu_only;
+	return !own				  ? e->common.duration / runnable
+	       : v->devices == SDC_ON_GPU ? e->common.gpu_duration / gpu_only
+					  : e->common.duration / SDC_MAX(1, runnable - gpu_only);
+}
+
+int sdc_runner_short_shares(const struct sdc_run *run, const struct sdc_plan *plan, double below, double *least)
+{
+	int n = 0;
+	*least = INFINITY;
+	for (int i = 0; i < plan->n; i++) {
+		const struct sdc_plan_entry *e = &plan->entries[i];
+		struct sdc_variant variants[SDC_VARIANTS_MAX];
+		char why[256];
+		if (((e->probe->needs & SDC_NEED_MPI) && e->common.optional && !sdc_fleet.active) ||
+		    !sdc_probe_usable(e->probe, run, why, sizeof(why)))
+			continue; /* (not run: said where the run gets to it) */
+		int gpu_only;
+		const int runnable = runnable_variants(run, e, variants, entry_variants(e, variants), &gpu_only);
+		for (int v = 0; v < runnable; v++) {
+			const double share = variant_share(e, &variants[v], runnable, gpu_only);
+			if (share < below)
+				n++, *least = fmin(*least, share);
+		}
+	}
+	return n;
+}
+
 int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct sdc_output *out)
 {
 	if (sdc_supervise_init())
@@ -662,18 +733,7 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 	for (int i = 0; i < plan->n; i++) {
 		const struct sdc_plan_entry *e = &plan->entries[i];
 		struct sdc_variant variants[SDC_VARIANTS_MAX];
-		int nv = e->probe->variants ? e->probe->variants(e->opts, variants, SDC_VARIANTS_MAX) : 0;
-		if (nv <= 0) {
-			variants[0] = (struct sdc_variant){ .name = "default", .devices = SDC_ON_CPU };
-			nv = 1;
-		}
-		if (e->only_variant[0]) {
-			int keep = 0;
-			for (int v = 0; v < nv; v++)
-				if (!strcmp(variants[v].name, e->only_variant))
-					variants[keep++] = variants[v];
-			nv = keep;
-		}
+		const int nv = entry_variants(e, variants);
 		char why[256];
 		/* A cross-node probe in a profile that also runs alone (admit): not a WARNING on one host. */
 		if ((e->probe->needs & SDC_NEED_MPI) && e->common.optional && !sdc_fleet.active) {
@@ -689,21 +749,8 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 			sdc_output_results(out, run, run->nresults - added, run->nresults);
 			continue;
 		}
-		/* A variant for a kind of device this run has none of (GPU variants on a host without
-		 * GPUs: the header said why) is not run; the others share the probe's time. */
-		int runnable = 0, gpu_only = 0;
-		for (int v = 0; v < nv; v++) {
-			bool any = false;
-			for (int d = 0; d < run->ndevices && !any; d++)
-				any = runs_on(run, e->probe, &variants[v], d);
-			if (any) {
-				variants[runnable++] = variants[v];
-				gpu_only += variants[v].devices == SDC_ON_GPU;
-			}
-		}
-		/* With gpu_duration, the GPU-only variants have a time of their own, so GPUs on the
-		 * host do not shorten the CPUs' burn. */
-		const bool own = e->common.gpu_duration > 0 && gpu_only;
+		int gpu_only = 0;
+		const int runnable = runnable_variants(run, e, variants, nv, &gpu_only);
 		for (int v = 0; v < runnable; v++) {
 			poll_fleet_interrupt();
 			if (sdc_stop_interrupted()) {
@@ -711,10 +758,7 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 						  "the run was interrupted before this probe started");
 				continue;
 			}
-			const bool gpu = variants[v].devices == SDC_ON_GPU;
-			const double share = !own ? e->common.duration / runnable
-					     : gpu ? e->common.gpu_duration / gpu_only
-						   : e->common.duration / SDC_MAX(1, runnable - gpu_only);
+			const double share = variant_share(e, &variants[v], runnable, gpu_only);
 			if (run_variant(run, e, &variants[v], share, out)) {
 				sdc_hwerr_end(hwerr, NULL);
 				return -1;

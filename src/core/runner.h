@@ -19,5 +19,8 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 int sdc_runner_check_injections(const struct sdc_run *run, const struct sdc_plan *plan);
 /* After the run: a spec that was never injected is a finding (UNKNOWN). */
 void sdc_runner_check_injected(struct sdc_run *run);
+/* How many of the plan's variants that will run here have a share of their probe's time under
+ * `below` seconds, and the least share (*least). */
+int sdc_runner_short_shares(const struct sdc_run *run, const struct sdc_plan *plan, double below, double *least);
 
 #endif

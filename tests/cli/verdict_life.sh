@@ -123,4 +123,12 @@ json.dump(r, open(sys.argv[2], "w"))
 PY
 expect_exit 3 edited "$SDCSCAN" status "$TMP/edited.json"
 expect_grep edited err "its verdict (OK) disagrees with its findings"
+
+# An --inject whose iteration never comes in the run's time: UNKNOWN, the spec named (not OK:
+# what it asked was not tested)
+expect_exit 3 never "$SDCSCAN" run --variant gemm/int8 --set gemm.m=48 --set gemm.n=40 --set gemm.k=64 --cpus 0 \
+	--duration 1 --no-state --json "$TMP/never.json" --inject "gemm:C:iter=100000000"
+[ "$(json_get "$TMP/never.json" "[(f['kind'], f['class']) for f in r['findings']]")" = "[('not-injected', 'error')]" ] ||
+	fail "never: $(tail -2 "$TMP/never.out")"
+expect_grep never out "^UNKNOWN: .*--inject 'gemm:C:iter=100000000' was never injected"
 finish

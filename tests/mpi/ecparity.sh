@@ -85,11 +85,11 @@ grep -q "rank 3 (.*) sent no results" "$K.out" || fail "kill: rank 3 not named"
 [ "$(json_get "$K.json" "sum(len(k['findings']) for k in r['fleet']['ranks']) + len([f for f in r['findings'] if f['probe'] == 'ecparity'])")" = 0 ] ||
 	fail "kill: corruption findings after the rebuild"
 
-# A peer whose bytes are wrong (SDCSCAN_TEST_EC_OVERCOUNT=2: rank 2 says one message more than it
-# sends): every other rank refuses them, naming rank 2, UNKNOWN; nothing is read past what arrived.
+# A peer whose bytes are wrong (C: rank 2 says one message more than it sends, in round 1's first
+# step): every other rank refuses them, naming rank 2, UNKNOWN; nothing is read past what arrived.
 : > "$TMP/oc.codes"
-$MPIRUN --enable-recovery -x SDCSCAN_TEST_EC_OVERCOUNT=2 sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$TMP/oc.codes" \
-	sh "$SDCSCAN" $EC $SMALL > "$TMP/oc.out" 2>&1
+$MPIRUN --enable-recovery sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$TMP/oc.codes" \
+	sh "$SDCSCAN" $EC $SMALL --inject "ecparity:C:iter=1,rank=2" > "$TMP/oc.out" 2>&1
 [ "$(grep -v "^2 " "$TMP/oc.codes" | awk '{print $2}' | sort -u)" = 3 ] || fail "overcount: exit codes $(cat "$TMP/oc.codes")"
 [ "$(grep -c "rank 2 (.*) said it sent [0-9]* messages and sent fewer: refused" "$TMP/oc.out")" -ge 3 ] ||
 	fail "overcount: not refused by every other rank: $(grep -v "^ " "$TMP/oc.out" | head -5)"

@@ -21,7 +21,7 @@
  * One host: the servers are the selected CPUs, one worker a server, messages through shared
  * memory, rounds kept in step by a barrier (messages drained, then verification). Each round is
  * one iteration. This file holds the probe's descriptor, options and fault targets, and the
- * one-host form's setup and teardown; host.h lists the one-host form's parts, ranks.c has the ranks'.
+ * one-host form's setup and teardown; host.h lists the one-host form's parts, ranks.h the ranks'.
  */
 #include <jansson.h>
 #include <stdio.h>

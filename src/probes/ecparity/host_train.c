@@ -130,7 +130,8 @@ static void wrong_update(struct sdc_worker *w, const struct train_faults *tf, in
 			 uint32_t *e)
 {
 	for (int i = 0; i < tf->nu; i++) {
-		const int col = tf->u[i].col >= 0 ? (int)(tf->u[i].col % words) : (int)sdc_fault_draw(&tf->u[i], 1, words - 1);
+		const int col =
+			tf->u[i].col >= 0 ? (int)(tf->u[i].col % words) : (int)sdc_fault_draw(&tf->u[i], 1, words - 1);
 		sdc_ec_flip(w, &tf->u[i], "U", round, row, col, &e[col], true);
 	}
 }

@@ -65,7 +65,7 @@ struct work {
 
 /*
  * One turn: n updates (from a drawn list). Plain: the updates alone. With parity, as the probe's
- * servers on one host do it (ecparity.c's train and receive): the training core records each
+ * servers on one host do it (host_train.c's training and receive): the training core records each
  * update's difference in the step's message and closes every `per` updates' message with its
  * CRC32C (timed as its own overhead, *sender); then the holders copy each message, check its CRC
  * and move the parity words (timed apart, *holder: in ECRM and in the probe that is other
@@ -121,6 +121,161 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The buffers of a run of the benchmark, filled from the seed: every shard and its parities,
+ * the same shards to train without, the drawn updates. 0, or -1 out of memory. */
+static int work_init(struct work *wk, const struct sdc_ec_layout *l)
+{
+	const size_t shard = (size_t)l->rows * (size_t)l->words * 4;
+	wk->server = malloc(sizeof(int) * (size_t)wk->n);
+	wk->row = malloc(sizeof(int) * (size_t)wk->n);
+	wk->grad = malloc(sizeof(float) * (size_t)wk->n * (size_t)wk->d);
+	wk->recv = malloc(4 * sdc_ec_bundle_words(wk->per, l->words));
+	wk->plain = calloc((size_t)l->servers, shard); /* (as the state's data: the same kind of pages) */
+	if (!wk->server || !wk->row || !wk->grad || !wk->plain || !wk->recv || sdc_ec_state_alloc(&wk->st, l))
+		return -1;
+	const struct sdc_rng r = sdc_rng_make(1, SDC_RNG_PROBE_ECPARITY, 0, 0, 9);
+	for (size_t i = 0; i < (size_t)l->servers * (size_t)l->rows * (size_t)l->words; i++) {
+		const float v = (float)((sdc_rng_uniform(&r, i) - 0.5) * 0.1);
+		memcpy(&wk->st.data[i], &v, 4);
+	}
+	for (int i = 0; i < wk->n; i++) {
+		wk->server[i] = (int)sdc_rng_below(&r, 1ull << 40 | (uint64_t)i * 2, (uint64_t)l->servers);
+		wk->row[i] = (int)sdc_rng_below(&r, 1ull << 40 | ((uint64_t)i * 2 + 1), (uint64_t)l->rows);
+		for (int x = 0; x < wk->d; x++)
+			wk->grad[(size_t)i * (size_t)wk->d + (size_t)x] =
+				(float)(sdc_rng_uniform(&r, 1ull << 41 | ((uint64_t)i * 64 + (uint64_t)x)) * 2 - 1);
+	}
+	sdc_ec_encode(&wk->st);
+	memcpy(wk->plain, wk->st.data, shard * (size_t)l->servers);
+	return 0;
+}
+
+static void work_release(struct work *wk)
+{
+	free(wk->server), free(wk->row), free(wk->grad), free(wk->plain), free(wk->recv);
+	sdc_ec_state_free(&wk->st);
+}
+
+/* What the turns measured: medians of sorted turns, and quartiles of the ratios. */
+struct race {
+	int turns;
+	double plain, with, bare;     /* seconds of a turn: the probe's training without and with parity; bare */
+	double over, q1, q3;          /* parity's overhead on the training core, and its quartiles */
+	double bover, bq1, bq3;       /* the same against the bare updates */
+	double holders;               /* the holders' work as a share of the training */
+};
+
+/* Training with and without parity, in turns, order alternating; medians. */
+static void race_turns(struct work *wk, uint32_t *msgs, double seconds, struct race *out)
+{
+	enum { MAX_TURNS = 4096 };
+	static double t_plain[MAX_TURNS], t_parity[MAX_TURNS], t_holder[MAX_TURNS], ratio[MAX_TURNS], hratio[MAX_TURNS];
+	static double t_bare[MAX_TURNS], t_bare_parity[MAX_TURNS], bratio[MAX_TURNS];
+	int turns = 0;
+	const double t_end = sdc_now() + 4 * seconds;
+	while (turns < MAX_TURNS && (turns < 5 || sdc_now() < t_end)) {
+		/* the probe's training with and without, then the bare updates with and without */
+		for (int b = 0; b < 2; b++)
+			for (int k = 0; k < 2; k++) {
+				const bool parity = (k + turns) % 2, bare = b;
+				double sender = 0, holder = 0;
+				turn(wk, parity, bare, (uint64_t)turns, msgs, &sender, &holder);
+				if (bare)
+					*(parity ? &t_bare_parity[turns] : &t_bare[turns]) = sender;
+				else if (parity)
+					t_parity[turns] = sender, t_holder[turns] = holder;
+				else
+					t_plain[turns] = sender;
+			}
+		ratio[turns] = t_parity[turns] / t_plain[turns];
+		hratio[turns] = t_holder[turns] / t_plain[turns];
+		bratio[turns] = t_bare_parity[turns] / t_bare[turns];
+		turns++;
+	}
+	qsort(t_plain, (size_t)turns, sizeof(double), cmp_double);
+	qsort(t_parity, (size_t)turns, sizeof(double), cmp_double);
+	qsort(ratio, (size_t)turns, sizeof(double), cmp_double);
+	qsort(hratio, (size_t)turns, sizeof(double), cmp_double);
+	qsort(bratio, (size_t)turns, sizeof(double), cmp_double);
+	qsort(t_bare, (size_t)turns, sizeof(double), cmp_double);
+	*out = (struct race){ .turns = turns, .plain = t_plain[turns / 2], .with = t_parity[turns / 2],
+			      .bare = t_bare[turns / 2], .over = ratio[turns / 2] - 1, .q1 = ratio[turns / 4] - 1,
+			      .q3 = ratio[3 * turns / 4] - 1, .bover = bratio[turns / 2] - 1, .bq1 = bratio[turns / 4] - 1,
+			      .bq3 = bratio[3 * turns / 4] - 1, .holders = hratio[turns / 2] };
+}
+
+/* One verification of everything, and the rebuild of one server against memcpy of the same bytes
+ * (into out, through src and dst): best of five each. */
+struct checks {
+	double verify_s, rebuild_s, copy_s;
+	bool rebuilt_right;
+};
+static void time_checks(struct work *wk, uint32_t *out, uint8_t *src, uint8_t *dst, size_t bytes, struct checks *c)
+{
+	struct sdc_ec_break br;
+	c->verify_s = c->rebuild_s = c->copy_s = 1e30;
+	for (int i = 0; i < 5; i++) {
+		const double t0 = sdc_now();
+		(void)sdc_ec_verify_stripes(&wk->st, &br, 1);
+		(void)sdc_ec_verify_columns(&wk->st, &br, 1);
+		c->verify_s = SDC_MIN(c->verify_s, sdc_now() - t0);
+	}
+	for (int i = 0; i < 5; i++) {
+		double t0 = sdc_now();
+		sdc_ec_rebuild(&wk->st, 0, out);
+		c->rebuild_s = SDC_MIN(c->rebuild_s, sdc_now() - t0);
+		t0 = sdc_now();
+		memcpy(dst, src, bytes);
+		c->copy_s = SDC_MIN(c->copy_s, sdc_now() - t0);
+	}
+	c->rebuilt_right = !memcmp(out, sdc_ec_entry(&wk->st, 0, 0), (size_t)wk->st.l.rows * (size_t)wk->st.l.words * 4);
+}
+
+/* The figures, printed and as the report's JSON; whether every target was met. */
+static bool say(const struct bench_opts *o, const struct sdc_run *run, const struct work *wk, const struct race *ra,
+		const struct checks *c, bool consistent, json_t **j)
+{
+	const struct sdc_ec_layout *l = &wk->st.l;
+	const double shard = (double)l->rows * l->words * 4, bytes = shard * l->k;
+	const double rebuild_bw = bytes / c->rebuild_s, copy_bw = bytes / c->copy_s;
+	const double round_train = ra->plain / wk->n * (double)o->steps * (double)o->batch * l->servers;
+	const bool over_ok = ra->over <= 0.10, rebuild_ok = rebuild_bw >= 0.5 * copy_bw && c->rebuilt_right;
+	printf("sdcscan bench ecparity: one thread on %s (%s); %d servers, k %d, %d entries of %d weights each "
+	       "(%.0f MiB), %d updates a turn, %d turns a contender\n",
+	       run->devices[0].id, run->devices[0].model, l->servers, l->k, l->rows, wk->d, shard * l->servers / 1048576,
+	       wk->n, ra->turns);
+	printf("  training          %8.3f Mupd/s   (the probe's: each update drawn from the seed, then Adagrad)\n",
+	       wk->n / ra->plain / 1e6);
+	printf("  +parity           %8.3f Mupd/s   on the training core: %+.1f%% of training time [quartiles %+.1f%%, "
+	       "%+.1f%%] (differences, a message a step, CRC32C)\n",
+	       wk->n / ra->with / 1e6, 100 * ra->over, 100 * ra->q1, 100 * ra->q3);
+	printf("  bare Adagrad      %8.3f Mupd/s   (gradients drawn beforehand): +parity %+.1f%% [quartiles %+.1f%%, "
+	       "%+.1f%%]\n",
+	       wk->n / ra->bare / 1e6, 100 * ra->bover, 100 * ra->bq1, 100 * ra->bq3);
+	printf("  at the holders    %8.1f%% of the training time, on their own cores (message copied, CRC checked, "
+	       "parity words moved: a random access each); parities consistent after: %s\n",
+	       100 * ra->holders, consistent ? "yes" : "NO");
+	printf("  verify            %8.3f ms for every group, %.1f%% of a round (%" PRId64 " steps x %" PRId64
+	       " updates on each server)\n",
+	       c->verify_s * 1e3, 100 * c->verify_s / round_train, o->steps, o->batch);
+	printf("  rebuild           %8.2f GB/s read (%.1f MiB in %.2f ms, bit for bit: %s); memcpy %.2f GB/s: %.0f%%\n",
+	       rebuild_bw / 1e9, bytes / 1048576, c->rebuild_s * 1e3, c->rebuilt_right ? "yes" : "NO", copy_bw / 1e9,
+	       100 * rebuild_bw / copy_bw);
+	printf("target: parity maintenance within 10%% of the probe's training time on its core (ECRM: 4%% of a DLRM "
+	       "step): %s\n",
+	       over_ok ? "met" : "MISSED");
+	printf("target: rebuild at least 50%% of memcpy bandwidth, bit for bit: %s\n", rebuild_ok ? "met" : "MISSED");
+	*j = json_pack("{s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:f, s:f, s:f, s:f, s:b, s:b, s:b}",
+		       "servers", l->servers, "k", l->k, "rows", l->rows, "dim", wk->d, "turns", ra->turns, "training_mupd_s",
+		       wk->n / ra->plain / 1e6, "parity_mupd_s", wk->n / ra->with / 1e6, "maintenance_overhead", ra->over,
+		       "bare_mupd_s", wk->n / ra->bare / 1e6, "maintenance_overhead_bare", ra->bover, "holder_load",
+		       ra->holders, "parities_consistent", consistent, "verify_share_of_round", c->verify_s / round_train,
+		       "rebuild_gb_s", rebuild_bw / 1e9, "memcpy_gb_s", copy_bw / 1e9, "rebuild_share_of_memcpy",
+		       rebuild_bw / copy_bw, "rebuilt_bit_for_bit", c->rebuilt_right, "maintenance_target_met", over_ok,
+		       "rebuild_target_met", rebuild_ok);
+	return over_ok && rebuild_ok && consistent;
+}
+
 static int bench_main(struct sdc_cmd *cmd)
 {
 	const struct bench_opts *o = cmd->opts;
@@ -135,140 +290,34 @@ static int bench_main(struct sdc_cmd *cmd)
 	char why[256];
 	int rc = -1;
 	const size_t shard = (size_t)l.rows * (size_t)l.words * 4;
-	uint32_t *out = NULL;
-	uint32_t *msgs = NULL;
+	uint32_t *out = NULL, *msgs = NULL;
 	uint8_t *src = NULL, *dst = NULL;
 	json_t *j = NULL;
 	if (sdc_ec_layout_check(&l, why, sizeof(why))) {
 		sdc_error("bench ecparity: %s", why);
 		goto done;
 	}
-	wk.server = malloc(sizeof(int) * (size_t)wk.n);
-	wk.row = malloc(sizeof(int) * (size_t)wk.n);
-	wk.grad = malloc(sizeof(float) * (size_t)wk.n * (size_t)wk.d);
 	out = malloc(shard);
 	msgs = malloc(4 * sdc_ec_bundle_words(wk.per, l.words) * (size_t)((wk.n + wk.per - 1) / wk.per));
-	wk.recv = malloc(4 * sdc_ec_bundle_words(wk.per, l.words));
-	wk.plain = calloc((size_t)l.servers, shard); /* (as the state's data: the same kind of pages) */
 	src = malloc(shard * (size_t)l.k), dst = malloc(shard * (size_t)l.k);
-	if (!wk.server || !wk.row || !wk.grad || !out || !wk.plain || !msgs || !wk.recv || !src || !dst ||
-	    sdc_ec_state_alloc(&wk.st, &l)) {
+	if (!out || !msgs || !src || !dst || work_init(&wk, &l)) {
 		sdc_error("bench ecparity: out of memory");
 		goto done;
 	}
-	const struct sdc_rng r = sdc_rng_make(1, SDC_RNG_PROBE_ECPARITY, 0, 0, 9);
-	for (size_t i = 0; i < (size_t)l.servers * (size_t)l.rows * (size_t)l.words; i++) {
-		const float v = (float)((sdc_rng_uniform(&r, i) - 0.5) * 0.1);
-		memcpy(&wk.st.data[i], &v, 4);
-	}
-	for (int i = 0; i < wk.n; i++) {
-		wk.server[i] = (int)sdc_rng_below(&r, 1ull << 40 | (uint64_t)i * 2, (uint64_t)l.servers);
-		wk.row[i] = (int)sdc_rng_below(&r, 1ull << 40 | ((uint64_t)i * 2 + 1), (uint64_t)l.rows);
-		for (int x = 0; x < wk.d; x++)
-			wk.grad[(size_t)i * (size_t)wk.d + (size_t)x] =
-				(float)(sdc_rng_uniform(&r, 1ull << 41 | ((uint64_t)i * 64 + (uint64_t)x)) * 2 - 1);
-	}
-	sdc_ec_encode(&wk.st);
-	memcpy(wk.plain, wk.st.data, shard * (size_t)l.servers);
 	memset(out, 0, shard), memset(src, 1, shard * (size_t)l.k), memset(dst, 0, shard * (size_t)l.k);
-
-	/* Training with and without parity, in turns, order alternating; medians. */
-	enum { MAX_TURNS = 4096 };
-	static double t_plain[MAX_TURNS], t_parity[MAX_TURNS], t_holder[MAX_TURNS], ratio[MAX_TURNS], hratio[MAX_TURNS];
-	static double t_bare[MAX_TURNS], t_bare_parity[MAX_TURNS], bratio[MAX_TURNS];
-	int turns = 0;
-	const double t_end = sdc_now() + 4 * o->seconds;
-	while (turns < MAX_TURNS && (turns < 5 || sdc_now() < t_end)) {
-		/* the probe's training with and without, then the bare updates with and without */
-		for (int b = 0; b < 2; b++)
-			for (int k = 0; k < 2; k++) {
-				const bool parity = (k + turns) % 2, bare = b;
-				double sender = 0, holder = 0;
-				turn(&wk, parity, bare, (uint64_t)turns, msgs, &sender, &holder);
-				if (bare)
-					*(parity ? &t_bare_parity[turns] : &t_bare[turns]) = sender;
-				else if (parity)
-					t_parity[turns] = sender, t_holder[turns] = holder;
-				else
-					t_plain[turns] = sender;
-			}
-		ratio[turns] = t_parity[turns] / t_plain[turns];
-		hratio[turns] = t_holder[turns] / t_plain[turns];
-		bratio[turns] = t_bare_parity[turns] / t_bare[turns];
-		turns++;
-	}
+	struct race ra;
+	race_turns(&wk, msgs, o->seconds, &ra);
 	/* the maintained parities are still the parities of the data (the bench computed them right) */
 	struct sdc_ec_break br;
 	const bool consistent = !wk.bad && !sdc_ec_verify_stripes(&wk.st, &br, 1) && !sdc_ec_verify_columns(&wk.st, &br, 1);
-	qsort(t_plain, (size_t)turns, sizeof(double), cmp_double);
-	qsort(t_parity, (size_t)turns, sizeof(double), cmp_double);
-	qsort(ratio, (size_t)turns, sizeof(double), cmp_double);
-	qsort(hratio, (size_t)turns, sizeof(double), cmp_double);
-	qsort(bratio, (size_t)turns, sizeof(double), cmp_double);
-	qsort(t_bare, (size_t)turns, sizeof(double), cmp_double);
-	const double bare = t_bare[turns / 2], bover = bratio[turns / 2] - 1;
-	const double plain = t_plain[turns / 2], with = t_parity[turns / 2], over = ratio[turns / 2] - 1;
-	/* One verification of everything, against the training of one probe round on every server. */
-	double tv = 1e30;
-	for (int i = 0; i < 5; i++) {
-		const double t0 = sdc_now();
-		(void)sdc_ec_verify_stripes(&wk.st, &br, 1);
-		(void)sdc_ec_verify_columns(&wk.st, &br, 1);
-		tv = SDC_MIN(tv, sdc_now() - t0);
-	}
-	const double round_train = plain / wk.n * (double)o->steps * (double)o->batch * l.servers;
-	/* Rebuild of one server against memcpy of the same bytes, best of five each. */
-	double t_rebuild = 1e30, t_copy = 1e30;
-	for (int i = 0; i < 5; i++) {
-		double t0 = sdc_now();
-		sdc_ec_rebuild(&wk.st, 0, out);
-		t_rebuild = SDC_MIN(t_rebuild, sdc_now() - t0);
-		t0 = sdc_now();
-		memcpy(dst, src, shard * (size_t)l.k);
-		t_copy = SDC_MIN(t_copy, sdc_now() - t0);
-	}
-	const bool rebuilt_right = !memcmp(out, sdc_ec_entry(&wk.st, 0, 0), shard);
-	const double bytes = (double)shard * l.k, rebuild_bw = bytes / t_rebuild, copy_bw = bytes / t_copy;
-	const bool over_ok = over <= 0.10, rebuild_ok = rebuild_bw >= 0.5 * copy_bw && rebuilt_right;
-
-	printf("sdcscan bench ecparity: one thread on %s (%s); %d servers, k %d, %d entries of %d weights each "
-	       "(%.0f MiB), %d updates a turn, %d turns a contender\n",
-	       run.devices[0].id, run.devices[0].model, l.servers, l.k, l.rows, wk.d,
-	       (double)shard * l.servers / 1048576, wk.n, turns);
-	printf("  training          %8.3f Mupd/s   (the probe's: each update drawn from the seed, then Adagrad)\n",
-	       wk.n / plain / 1e6);
-	printf("  +parity           %8.3f Mupd/s   on the training core: %+.1f%% of training time [quartiles %+.1f%%, "
-	       "%+.1f%%] (differences, a message a step, CRC32C)\n",
-	       wk.n / with / 1e6, 100 * over, 100 * (ratio[turns / 4] - 1), 100 * (ratio[3 * turns / 4] - 1));
-	printf("  bare Adagrad      %8.3f Mupd/s   (gradients drawn beforehand): +parity %+.1f%% [quartiles %+.1f%%, "
-	       "%+.1f%%]\n",
-	       wk.n / bare / 1e6, 100 * bover, 100 * (bratio[turns / 4] - 1), 100 * (bratio[3 * turns / 4] - 1));
-	printf("  at the holders    %8.1f%% of the training time, on their own cores (message copied, CRC checked, "
-	       "parity words moved: a random access each); parities consistent after: %s\n",
-	       100 * hratio[turns / 2], consistent ? "yes" : "NO");
-	printf("  verify            %8.3f ms for every group, %.1f%% of a round (%" PRId64 " steps x %" PRId64
-	       " updates on each server)\n",
-	       tv * 1e3, 100 * tv / round_train, o->steps, o->batch);
-	printf("  rebuild           %8.2f GB/s read (%.1f MiB in %.2f ms, bit for bit: %s); memcpy %.2f GB/s: %.0f%%\n",
-	       rebuild_bw / 1e9, bytes / 1048576, t_rebuild * 1e3, rebuilt_right ? "yes" : "NO", copy_bw / 1e9,
-	       100 * rebuild_bw / copy_bw);
-	printf("target: parity maintenance within 10%% of the probe's training time on its core (ECRM: 4%% of a DLRM "
-	       "step): %s\n",
-	       over_ok ? "met" : "MISSED");
-	printf("target: rebuild at least 50%% of memcpy bandwidth, bit for bit: %s\n", rebuild_ok ? "met" : "MISSED");
-	j = json_pack("{s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:f, s:f, s:f, s:f, s:b, s:b, s:b}",
-		      "servers",
-		      l.servers, "k", l.k, "rows", l.rows, "dim", wk.d, "turns", turns, "training_mupd_s", wk.n / plain / 1e6,
-		      "parity_mupd_s", wk.n / with / 1e6, "maintenance_overhead", over, "bare_mupd_s", wk.n / bare / 1e6,
-		      "maintenance_overhead_bare", bover, "holder_load", hratio[turns / 2], "parities_consistent", consistent,
-		      "verify_share_of_round", tv / round_train, "rebuild_gb_s", rebuild_bw / 1e9, "memcpy_gb_s",
-		      copy_bw / 1e9, "rebuild_share_of_memcpy", rebuild_bw / copy_bw, "rebuilt_bit_for_bit", rebuilt_right,
-		      "maintenance_target_met", over_ok, "rebuild_target_met", rebuild_ok);
-	rc = sdc_cli_targets_end(&cmd->cli, j, over_ok && rebuild_ok && consistent);
+	struct checks c;
+	time_checks(&wk, out, src, dst, shard * (size_t)l.k, &c);
+	const bool met = say(o, &run, &wk, &ra, &c, consistent, &j);
+	rc = sdc_cli_targets_end(&cmd->cli, j, met);
 done:
 	json_decref(j);
-	free(wk.server), free(wk.row), free(wk.grad), free(wk.plain), free(msgs), free(wk.recv), free(out), free(src), free(dst);
-	sdc_ec_state_free(&wk.st);
+	free(msgs), free(out), free(src), free(dst);
+	work_release(&wk);
 	sdc_run_release(&run);
 	return rc < 0 ? sdc_cli_unknown(&cmd->cli) : rc;
 }

@@ -440,7 +440,7 @@ static int one_fault(struct campaign *c, struct target *t, uint64_t a)
 		update_new(j, json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:s, s:f}", "register", r.reg, "bit", s.bit,
 						"at", r.at, "before", r.before, "after", r.after, "outcome", outcome_keys[o],
 						"detail", why, "seconds", r.seconds));
-		if (!c->quiet || o == O_MISSED)
+		if (!c->quiet)
 			fprintf(c->out, "  %s/%s #%" PRIu64 ": %s bit %d, iteration %" PRIu64 " + %.2f ms, at %s: %s%s%s\n",
 				t->probe, t->variant, a, r.reg, s.bit, s.iteration, s.delay * 1e3, r.at,
 				o == O_MISSED ? "MISSED" : outcome_heads[o], *why ? ": " : "", why);
@@ -614,15 +614,17 @@ static int cpu_faults_main(struct sdc_cmd *cmd)
 	char classes[32];
 	snprintf(classes, sizeof(classes), "%s%s%s", o->registers & 1 ? "gpr" : "", o->registers == 3 ? "," : "",
 		 o->registers & 2 ? "vector" : "");
-	fprintf(c.out,
-		"sdcscan campaign cpu-faults: seed %" PRIu64 ", %" PRId64 " faults a variant (%s registers, at %s), CPUs "
-		"%s: the faults go on %s's worker\n",
-		c.seed, o->faults, classes, o->instant == INSTANT_START ? "an iteration's start" : "a random instant",
-		c.cpus, c.device);
+	if (!c.quiet)
+		fprintf(c.out,
+			"sdcscan campaign cpu-faults: seed %" PRIu64 ", %" PRId64 " faults a variant (%s registers, at %s), "
+			"CPUs %s: the faults go on %s's worker\n",
+			c.seed, o->faults, classes, o->instant == INSTANT_START ? "an iteration's start" : "a random instant",
+			c.cpus, c.device);
 	for (int i = 0; i < n; i++)
 		t[i].faults = json_array();
 	const int rc = campaign_targets(&c, t, n);
-	print_table(&c, t, n, left_out);
+	if (!c.quiet)
+		print_table(&c, t, n, left_out);
 	uint64_t missed = 0;
 	json_t *vs = json_array();
 	for (int i = 0; i < n; i++) {
@@ -637,9 +639,16 @@ static int cpu_faults_main(struct sdc_cmd *cmd)
 					  "seconds_per_fault", c.fault_runs ? c.fault_seconds / (double)c.fault_runs : 0.0));
 	enum sdc_verdict v = missed ? SDC_CRITICAL : rc ? SDC_UNKNOWN : SDC_OK;
 	json_object_set_new(out, "status", json_string(sdc_verdict_name(v)));
-	fprintf(c.out, "\n%s\n", missed ? "CRITICAL: a fault changed the work and nothing reported it (MISSED above)" :
-			       rc ? "UNKNOWN: the campaign could not run to its end (see above)" :
-				    "OK: no fault was missed");
+	/* (-q: the verdict line alone, which then says how many and where to look) */
+	if (missed)
+		fprintf(c.out, "%sCRITICAL: %" PRIu64 " fault%s changed the work and nothing reported %s (%s)\n",
+			c.quiet ? "" : "\n", missed, missed == 1 ? "" : "s", missed == 1 ? "it" : "them",
+			c.quiet ? "which: without -q, or in --json" : "MISSED above");
+	else
+		fprintf(c.out, "%s%s\n", c.quiet ? "" : "\n",
+			rc ? (c.quiet ? "UNKNOWN: the campaign could not run to its end (why: without -q)"
+				      : "UNKNOWN: the campaign could not run to its end (see above)")
+			   : "OK: no fault was missed");
 	if (cli->json && sdc_cli_write_json(cli->json, out, cli->command))
 		v = sdc_verdict_worst(v, SDC_UNKNOWN);
 	json_decref(out);

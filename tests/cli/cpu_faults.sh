@@ -139,6 +139,10 @@ rc=$?
 [ "$rc" = 3 ] || fail "denied: exit $rc, expected 3 (UNKNOWN)"
 expect_grep denied err "ptrace is not allowed here: PTRACE_SEIZE of a child of its own failed: Operation not permitted"
 
+# -q: the verdict line alone
+"$SDCSCAN" campaign cpu-faults --variants gemm/int8 -n 1 --instant start -q > "$TMP/q.out" 2> /dev/null
+[ "$(cat "$TMP/q.out")" = "OK: no fault was missed" ] || fail "-q: not the verdict line alone: $(cat "$TMP/q.out")"
+
 # --json -: only JSON on stdout
 "$SDCSCAN" campaign cpu-faults --variants gemm/int8 -n 1 --instant start --json - > "$TMP/stdout.json" 2> /dev/null
 python3 -c "import json, sys; json.load(open(sys.argv[1]))" "$TMP/stdout.json" || fail "--json -: stdout is not JSON alone"

@@ -52,7 +52,7 @@ static inline bool sdc_ec_msg_intact(const struct sdc_ec_msg *m, int words)
  * A holder takes the whole message, checks its CRC, and applies the records whose parities it
  * holds (the stripe's, and all of them when it holds the sender's column). A message of many
  * differences costs the training core one sequential write and one CRC pass per update, where a
- * message per update cost two headers, two CRCs and a lock. (The ranks' form, ranks.c, sends
+ * message per update cost two headers, two CRCs and a lock. (The ranks' form, ranks_train.c, sends
  * sdc_ec_msg pairs over MPI.)
  */
 struct sdc_ec_bundle {

@@ -16,5 +16,6 @@ extern const struct sdc_command sdc_command_version;
 extern const struct sdc_command sdc_command_status;
 extern const struct sdc_command sdc_command_clear;
 extern const struct sdc_command sdc_command_fleet;
+extern const struct sdc_command sdc_command_bench_fleet; /* bench fleet: fleet_bench.c */
 
 #endif

@@ -393,6 +393,13 @@ static int fleet_main(struct sdc_cmd *c)
 		return sdc_cli_unknown(cli);
 	struct paths p = { 0 };
 	int rc = 0;
+	/* a place the page or rows cannot go is said before any report is read */
+	const char *const outs[] = { o->html, o->csv };
+	for (int i = 0; i < 2 && !rc; i++) {
+		char where[4096], err[600];
+		if (outs[i] && sdc_output_path(outs[i], where, sizeof(where), err, sizeof(err)))
+			rc = sdc_cli_bad(cli, "--%s %s", i ? "csv" : "html", err);
+	}
 	for (int a = 0; a < c->nargs && !rc; a++) {
 		struct stat sb;
 		if (stat(c->args[a], &sb))

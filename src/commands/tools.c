@@ -10,12 +10,18 @@
 #include "core/registry.h"
 #include "probe.h"
 
+/* Benchmarks of the framework's, not one probe's (bench fleet: commands/fleet_bench.c). */
+static const struct sdc_command *const framework_benches[] = { &sdc_command_bench_fleet, NULL };
+
 static const struct sdc_command *find_bench(const char *name)
 {
 	for (int i = 0; sdc_probes[i]; i++)
 		for (int b = 0; sdc_probes[i]->benches && sdc_probes[i]->benches[b]; b++)
 			if (!strcmp(sdc_probes[i]->benches[b]->name, name))
 				return sdc_probes[i]->benches[b];
+	for (int b = 0; framework_benches[b]; b++)
+		if (!strcmp(framework_benches[b]->name, name))
+			return framework_benches[b];
 	return NULL;
 }
 
@@ -24,6 +30,8 @@ static void list_benches(FILE *out)
 	for (int i = 0; sdc_probes[i]; i++)
 		for (int b = 0; sdc_probes[i]->benches && sdc_probes[i]->benches[b]; b++)
 			fprintf(out, "  %-12s %s\n", sdc_probes[i]->benches[b]->name, sdc_probes[i]->benches[b]->summary);
+	for (int b = 0; framework_benches[b]; b++)
+		fprintf(out, "  %-12s %s\n", framework_benches[b]->name, framework_benches[b]->summary);
 }
 
 /* Campaigns of the framework's, over every probe (not one probe's own). */

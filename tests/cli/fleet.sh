@@ -4,7 +4,7 @@
 # a missing one (--hosts) and an unreadable file are named; the exit code is the fleet's; a
 # "disagrees" line names only what sets its work apart from the fleet's other work of that
 # probe/variant (another CPU model, another option), not every option; the threads' order
-# changes nothing; and 10,000 reports are compared in seconds (printed).
+# changes nothing; 10,000 reports are compared in seconds (printed); and bench fleet runs small.
 . "$(dirname "$0")/lib.sh"
 
 expect_exit 0 base "$SDCSCAN" run --probe gemm --set gemm.dtypes=int8 --set gemm.m=48 --set gemm.n=40 --set gemm.k=64 \
@@ -114,4 +114,14 @@ echo "fleet: 10,000 reports compared in $ms ms"
 expect_exit 2 big1 "$SDCSCAN" fleet --threads 1 "$TMP/big"
 expect_exit 2 big3 "$SDCSCAN" fleet --threads 3 "$TMP/big"
 cmp -s "$TMP/big1.out" "$TMP/big3.out" && cmp -s "$TMP/big1.out" "$TMP/big.out" || fail "fleet: the output depends on the threads"
+
+# sdcscan bench fleet, small: it makes its reports from a real run, races the plain reader, and
+# the fleet names the one planted device (the 10,000-host figures are made by hand: sdcscan(1)).
+expect_exit 0 bench "$SDCSCAN" bench fleet --reports 40 --dir "$TMP/bench" --json "$TMP/bench.json"
+expect_grep bench out "^hosts of 128 CPUs and 8 GPUs: 40 reports"
+expect_grep bench out "^  the planted device (node00020 cpu1) named, and nothing else: yes"
+expect_grep bench out "^hosts of 2 CPUs: 40 reports"
+[ "$(json_get "$TMP/bench.json" 'len([f for f in r["fleets"] if f["planted_named"] and f["sdcscan_fleet"]["exit"] == 2])')" = 2 ] ||
+	fail "bench fleet --json: $(cat "$TMP/bench.json")"
+cat "$TMP/bench.out"
 finish

@@ -46,29 +46,35 @@ static void age_text(double s, char *buf, size_t len)
 }
 
 /*
- * Metrics for a run that died without a verdict: the run before's report (its probes and devices)
- * with this verdict, no results, and the died run's start as its time; or a bare one. 0, or -1
- * (said).
+ * Metrics for a run that died without a verdict: the run before's probes and devices (nothing else
+ * of it: its findings are not the died run's) with this verdict, no results (so every probe on
+ * every device reads error: core/export.h), the died run's start and profile; or a bare one. 0, or
+ * -1 (said).
  */
-static int status_prom(const char *dir, const char *prom, enum sdc_verdict v, const char *summary, double start,
-		       enum sdc_exit_style style)
+static int status_prom(const char *dir, const char *prom, enum sdc_verdict v, const char *summary,
+		       const struct sdc_state_start *st, enum sdc_exit_style style)
 {
 	char path[4096], err[1024], when[40];
-	json_t *r = NULL;
+	json_t *prev = NULL;
 	size_t len;
 	if (!sdc_state_path(dir, "last.json", path, sizeof(path))) {
 		char *text = sdc_read_regular_file(path, 256u << 20, &len, "report", err, sizeof(err));
-		r = text ? sdc_report_parse(text, len, err, sizeof(err)) : NULL;
+		prev = text ? sdc_report_parse(text, len, err, sizeof(err)) : NULL;
 		free(text);
 	}
-	if (!r)
-		r = json_pack("{s:{s:s, s:s}, s:{s:[]}, s:[]}", "tool", "name", "sdcscan", "version", SDC_VERSION, "run",
-			      "probes", "devices");
-	sdc_format_utc(start, when, sizeof(when));
-	json_t *run = json_object_get(r, "run");
-	json_object_set_new(run, "start", json_string(when));
-	json_object_set_new(run, "duration_seconds", json_real(0));
-	json_object_set_new(r, "results", json_array());
+	json_t *tool = json_object_get(prev, "tool"), *probes = json_object_get(json_object_get(prev, "run"), "probes");
+	json_t *devices = json_object_get(prev, "devices");
+	sdc_format_utc(st->start, when, sizeof(when));
+	json_t *r = json_pack("{s:o, s:{s:o, s:s, s:s, s:f, s:[]}, s:o, s:[], s:[]}", "tool",
+			      tool ? json_incref(tool) : json_pack("{s:s, s:s}", "name", "sdcscan", "version", SDC_VERSION),
+			      "run", "probes", probes ? json_incref(probes) : json_array(), "profile", st->profile, "start",
+			      when, "duration_seconds", 0.0, "inject", "devices", devices ? json_incref(devices) : json_array(),
+			      "results", "findings");
+	json_decref(prev);
+	if (!r) {
+		fprintf(stderr, "sdcscan status: --prom: out of memory\n");
+		return -1;
+	}
 	json_object_set_new(r, "node", json_pack("{s:s}", "verdict", sdc_verdict_name(v)));
 	json_object_set_new(r, "verdict", json_pack("{s:s, s:i, s:s}", "status", sdc_verdict_name(v), "code",
 						    sdc_exit_code(v, style == SDC_EXIT_NPD ? SDC_EXIT_NAGIOS : style),
@@ -111,7 +117,7 @@ static int died(struct sdc_cmd *c, const struct sdc_report_summary *prev, const 
 		sdc_print_line(stdout, "%s: %s%s%s", sdc_verdict_name(v), line, prev ? "; the run before it: " : "",
 			       prev ? prev->summary : "");
 	}
-	if (o->prom && status_prom(sdc_state_dir(o->state_dir), o->prom, v, line, st->start, c->cli.exit_style))
+	if (o->prom && status_prom(sdc_state_dir(o->state_dir), o->prom, v, line, st, c->cli.exit_style))
 		return sdc_exit_code(SDC_UNKNOWN, c->cli.exit_style);
 	return sdc_exit_code(v, c->cli.exit_style);
 }

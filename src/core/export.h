@@ -11,9 +11,14 @@
 
 /*
  * Prometheus: sdcscan_build_info, sdcscan_last_run_timestamp_seconds,
- * sdcscan_last_success_timestamp_seconds (last_success; 0: never), sdcscan_last_run_duration_seconds,
- * sdcscan_verdict, and sdcscan_probe_failed for every probe x device of the run (0 or 1), GPUs
- * labelled as dcgm-exporter labels them (gpu, UUID, device="nvidiaN"). report: json_t *.
+ * sdcscan_last_success_timestamp_seconds (last_success; 0: none known),
+ * sdcscan_last_run_duration_seconds, sdcscan_verdict, sdcscan_last_run_verdict,
+ * sdcscan_last_run_info{profile,injected}, and for every probe x device of the run (and any other
+ * a finding names, device "host" for the host) sdcscan_probe_failed (0 or 1, with its status:
+ * ok, corrupt, crashed, degraded, error, hung, interrupted, skipped) and sdcscan_probe_findings,
+ * labelled probe, device, profile, injected; a GPU also gpu and UUID, as dcgm-exporter labels it
+ * (device="nvidiaN"). No label is empty. man sdcscan(1), NOTES, Metrics; the alert rules and the
+ * dashboard in packaging/ ask for exactly these (tests/packaging/prometheus.sh). report: json_t *.
  */
 int sdc_export_prom(void *report, double last_success, const char *path, char *err, size_t errlen);
 /* JUnit: one testcase per probe x device, failing with its findings in the element text. */

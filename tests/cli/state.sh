@@ -48,7 +48,7 @@ if command -v promtool >/dev/null; then
 else
 	fail "promtool not found (apt-get install prometheus)"
 fi
-grep -q '^sdcscan_probe_failed{probe="gemm",device="cpu0",gpu="",UUID=""} 0$' "$TMP/m.prom" ||
+grep -q '^sdcscan_probe_failed{probe="gemm",device="cpu0",status="ok",profile="quick",injected="false"} 0$' "$TMP/m.prom" ||
 	fail "no clean gemm/cpu0 series: $(grep probe_failed "$TMP/m.prom")"
 grep -q '^sdcscan_verdict 0$' "$TMP/m.prom" || fail "sdcscan_verdict is not 0"
 grep -q '^sdcscan_build_info{version="' "$TMP/m.prom" || fail "no sdcscan_build_info"
@@ -67,8 +67,10 @@ expect_exit 1 status_bad_npd "$SDCSCAN" status "$ST/last.json" --exit-codes npd
 [ "$(wc -l <"$TMP/status_bad_npd.out")" -eq 1 ] && [ "$(head -1 "$TMP/status_bad_npd.out" | wc -c)" -le 81 ] ||
 	fail "npd output is not one line of at most 80 characters: $(cat "$TMP/status_bad_npd.out")"
 expect_grep status_bad_npd out "^SDC: CRITICAL cpu1 gemm"
-grep -q '^sdcscan_probe_failed{probe="gemm",device="cpu1",gpu="",UUID=""} 1$' "$TMP/b.prom" || fail "cpu1 not failed in prom"
-grep -q '^sdcscan_probe_failed{probe="gemm",device="cpu0",gpu="",UUID=""} 0$' "$TMP/b.prom" || fail "cpu0 not clean in prom"
+grep -q '^sdcscan_probe_failed{probe="gemm",device="cpu1",status="corrupt",profile="quick",injected="true"} 1$' "$TMP/b.prom" ||
+	fail "cpu1 not failed in prom"
+grep -q '^sdcscan_probe_failed{probe="gemm",device="cpu0",status="ok",profile="quick",injected="true"} 0$' "$TMP/b.prom" ||
+	fail "cpu0 not clean in prom"
 grep -q '^sdcscan_last_run_verdict 2$' "$TMP/b.prom" || fail "sdcscan_last_run_verdict is not 2"
 grep -q '^sdcscan_verdict 0$' "$TMP/b.prom" || fail "sdcscan_verdict (the node's) is not 0 after an injected run"
 # last success is the clean run's, not this one's

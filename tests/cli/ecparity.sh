@@ -36,6 +36,13 @@ expect_grep gradient out "training-mismatch at E\\[.*its parities agreeing"
 [ "$(json_get "$TMP/clean.json" "[r['run']['environment']['ecparity']['replay_check'][k] for k in ('servers', 'unfinished', 'rounds')]")" = "[2, 0, 10]" ] ||
 	fail "clean: $(json_get "$TMP/clean.json" "r['run']['environment']['ecparity']")"
 
+# A time already past when the first round is decided (1 us): the round is trained and checked all
+# the same, as every variant's first iteration is (the time reserve for the end's replay once
+# stopped it before round 0: "no iteration finished before the deadline")
+expect_exit 0 instant "$SDCSCAN" $EC --cpus 0-1 --duration 0.000001 --json "$TMP/instant.json"
+[ "$(json_get "$TMP/instant.json" "[x['iterations'] >= 1 for x in r['results']]")" = "[True, True]" ] ||
+	fail "instant: $(tail -2 "$TMP/instant.out")"
+
 # A lost server, rebuilt while the run goes on: OK, with the rebuild's figures, verified by replay.
 expect_exit 0 lost "$SDCSCAN" $EC --set ecparity.iterations=4 --cpus 0-1 --duration 60 --json "$TMP/l.json" \
 	--inject "ecparity:L:iter=1,device=1"

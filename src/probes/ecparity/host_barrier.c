@@ -22,7 +22,8 @@ void sdc_ec_host_wait_a_while(struct sdc_ec_host *sh)
  * a number of iterations goes on to them. */
 static bool time_for_another(const struct sdc_ec_host *sh, const struct sdc_worker *w)
 {
-	if (w->ctx->max_iterations)
+	/* (the first round always: every variant finishes one checked iteration, however late) */
+	if (w->ctx->max_iterations || !atomic_load(&w->iterations))
 		return true;
 	double most = 0;
 	for (int i = 0; i < sh->T; i++)

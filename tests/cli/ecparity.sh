@@ -76,6 +76,9 @@ expect_exit 2 bad_rebuild "$SDCSCAN" $EC $SMALL --cpus 0-1 --json "$TMP/r.json" 
 	--inject "ecparity:L:iter=1,device=1,row=11,col=4,bit=7"
 [ "$(located "$TMP/r.json" same-step)" = ok ] || fail "bad rebuild: $(located "$TMP/r.json")"
 expect_grep bad_rebuild out "rebuild-mismatch at L\[11\]\[4\]"
+# (named as the rebuild's, not again as training's at the end: training went on from that copy)
+[ "$(json_get "$TMP/r.json" "sorted(set(f['kind'] for f in r['findings']))")" = "['rebuild-mismatch']" ] ||
+	fail "bad rebuild: $(json_get "$TMP/r.json" "[f['kind'] for f in r['findings']]")"
 [ "$(json_get "$TMP/r.json" "r['run']['environment']['ecparity']['rebuild']['verified_by_replay']")" = False ] ||
 	fail "bad rebuild: the report says the rebuild was verified"
 

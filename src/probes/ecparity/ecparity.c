@@ -203,7 +203,7 @@ static int setup_shared(struct sdc_probe_ctx *ctx)
 	const int S = o->servers ? (int)o->servers : SDC_MAX(2, ctx->nworkers);
 	if (S < 2 || S < sh->T)
 		return sdc_ctx_error(ctx, "servers=%d with %d CPUs: at least 2 servers, and at least one a CPU", S, sh->T);
-	sh->rb.lost = sh->rb.server = sh->rb.catch_up = sh->rb.installed = -1;
+	sh->rb.lost = sh->rb.server = sh->rb.catch_up = sh->rb.installed = sh->rb.failed = -1;
 	const struct sdc_ec_layout l = { .servers = S, .k = o->k ? (int)o->k : sdc_ec_auto_k(S), .rows = (int)o->rows,
 					 .words = (int)o->dim + 1 };
 	char why[256];

@@ -94,6 +94,7 @@ struct sdc_ec_host_rebuild {
 	int installed;           /* the server, or -1 */
 	uint64_t installed_round;
 	bool check_pending, caught_up;
+	int failed;              /* a server whose rebuilt copy its check found wrong, or -1 */
 	int64_t redone;
 	double seconds, pause_s, catch_s;
 };
@@ -164,7 +165,7 @@ void sdc_ec_host_rebuild_join(struct sdc_ec_host *sh);
 void *sdc_ec_host_replay_pass(void *arg);
 void sdc_ec_host_check_rebuild(struct sdc_worker *w, struct sdc_ec_host *sh, bool wait);
 void sdc_ec_host_replay_join(struct sdc_ec_host *sh);
-void sdc_ec_host_end_check(struct sdc_worker *w, struct sdc_ec_host *sh, uint64_t rounds, int behind);
+void sdc_ec_host_end_check(struct sdc_worker *w, struct sdc_ec_host *sh, uint64_t rounds, int skip);
 
 /* host_round.c */
 void sdc_ec_host_run(struct sdc_worker *w);

@@ -74,6 +74,7 @@ void sdc_ec_host_check_rebuild(struct sdc_worker *w, struct sdc_ec_host *sh, boo
 	const bool same = !sdc_ec_differs_from_replay(&sh->st.l, rb->installed, rp->out, rb->out, &e);
 	report_rebuild(w, sh, same);
 	if (!same) {
+		rb->failed = rb->installed;
 		snprintf(e.detail, sizeof(e.detail),
 			 "server %d rebuilt from the parities differs from a replay of its training at entry %d: the "
 			 "rebuild (the survivor's memory or arithmetic) went wrong",
@@ -116,11 +117,13 @@ static bool check_server(struct sdc_worker *w, const struct sdc_ec_host *sh, int
  * At the run's end, each server this worker trained against a replay of its rounds from the seed:
  * a wrong update (training's own arithmetic: a flipped register in the gradient or the Adagrad
  * step) goes into the parities as it was computed, so they agree with it, and only a recomputation
- * sees it (campaign cpu-faults). The server still being rebuilt (behind: its missed round is not
- * trained) has its own check. The rounds stopped early enough for it to end by the deadline
+ * sees it (campaign cpu-faults). A server whose rebuild is still being finished or checked at the
+ * end (skip: its missed round is not trained, or its check is the finisher's now), and one whose
+ * rebuilt copy its check found wrong (named there: training went on from that copy), are left
+ * out, as the ranks' form does. The rounds stopped early enough for it to end by the deadline
  * (host_barrier.c: time_for_another); a hard stop or an interrupt cuts it short, which is said.
  */
-void sdc_ec_host_end_check(struct sdc_worker *w, struct sdc_ec_host *sh, uint64_t rounds, int behind)
+void sdc_ec_host_end_check(struct sdc_worker *w, struct sdc_ec_host *sh, uint64_t rounds, int skip)
 {
 	uint32_t *want = malloc((size_t)sh->st.l.rows * (size_t)sh->st.l.words * 4);
 	if (!want) {
@@ -131,7 +134,7 @@ void sdc_ec_host_end_check(struct sdc_worker *w, struct sdc_ec_host *sh, uint64_
 	const double t0 = sdc_now();
 	int checked = 0, unfinished = 0;
 	for (int s = w->index; s < sh->st.l.servers; s += sh->T) {
-		if (s == behind)
+		if (s == skip || s == sh->rb.failed)
 			continue;
 		if (check_server(w, sh, s, rounds, want))
 			checked++;

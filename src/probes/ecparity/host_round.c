@@ -141,7 +141,6 @@ static bool one_round(struct sdc_worker *w, struct sdc_ec_host *sh, uint64_t rou
 static void end_of_run(struct sdc_worker *w, struct sdc_ec_host *sh, uint64_t rounds)
 {
 	struct sdc_ec_host_rebuild *rb = &sh->rb;
-	const int behind = rb->server;
 	const int owner = rb->server >= 0 ? rb->server : rb->check_pending ? rb->installed : -1;
 	const bool finisher = owner >= 0 && sdc_ec_host_next_of(sh, w, owner);
 	pthread_mutex_lock(&sh->bar.lock);
@@ -171,7 +170,7 @@ static void end_of_run(struct sdc_worker *w, struct sdc_ec_host *sh, uint64_t ro
 	if (finisher)
 		sdc_ec_host_replay_join(sh);
 	if (!sh->bar.abort && rounds > 0)
-		sdc_ec_host_end_check(w, sh, rounds, behind);
+		sdc_ec_host_end_check(w, sh, rounds, owner);
 }
 
 void sdc_ec_host_run(struct sdc_worker *w)

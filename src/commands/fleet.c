@@ -65,7 +65,10 @@ static int path_add(struct paths *p, const char *path)
 			return -1;
 		p->v = v, p->cap = c;
 	}
-	return (p->v[p->n] = strdup(path)) ? (int)(p->n++ * 0) : -1;
+	if (!(p->v[p->n] = strdup(path)))
+		return -1;
+	p->n++;
+	return 0;
 }
 
 /* A directory: every *.json under it, three levels down at most (DIR/host/last.json and the like). */
@@ -411,6 +414,10 @@ static int fleet_main(struct sdc_cmd *c)
 	}
 	st.files = (long)p.n;
 	if (!rc) {
+		/* jansson's hash seed set here, before the threads: "Jansson is thread safe and has no
+		 * mutable global state", but for the seed, which json_object_seed() should set before
+		 * other threads start (jansson.readthedocs.io, Thread safety) */
+		json_object_seed(0);
 		read_all(&st, &p, sdc_fleet_threads(o->threads));
 		if (sdc_fleet_vote_all(&st))
 			rc = sdc_cli_unknown(cli);

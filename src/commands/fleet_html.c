@@ -504,9 +504,11 @@ static json_t *page_data(struct view *v, const struct fleet_out *o, int verdict,
 		else
 			json_decref(dslow[k]);
 	char counts[400];
-	snprintf(counts, sizeof(counts), "%zu hosts, %u groups of the same work: %zu minority devices, %zu hosts with findings, "
-		 "%zu slow devices, %zu stale, %zu missing, %zu unreadable", n - o->nmissing, st->ngroups, st->nminority,
-		 nfind, nslow, nstale, o->nmissing, st->nunreadable);
+	snprintf(counts, sizeof(counts), "%zu host%s, %u group%s of the same work: %zu minority device%s, %zu host%s with "
+		 "findings, %zu slow device%s, %zu stale, %zu missing, %zu unreadable", n - o->nmissing,
+		 n - o->nmissing == 1 ? "" : "s", st->ngroups, st->ngroups == 1 ? "" : "s", st->nminority,
+		 st->nminority == 1 ? "" : "s", nfind, nfind == 1 ? "" : "s", nslow, nslow == 1 ? "" : "s", nstale, o->nmissing,
+		 st->nunreadable);
 	free(dslow), free(pos), free(cells), free(ratios);
 	return json_pack("{s:s, s:s, s:f, s:o, s:o, s:o, s:o, s:i, s:o}", "verdict", sdc_verdict_name((enum sdc_verdict)verdict),
 			 "counts", counts, "slow_fraction", SLOW_FRACTION, "cols", cols, "hosts", hosts, "details", details,

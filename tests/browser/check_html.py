@@ -3,6 +3,7 @@
 
 usage: check_html.py PAGE.html [options]
   --size WxH                 the window (default 1600x1200); screenshots are of this viewport
+  --fragment NAME            load PAGE.html#NAME (a page's second view, where it has one)
   --text STRING              the page's DOM, after its scripts ran, holds STRING (repeatable)
   --in SELECTOR STRING       the first element SELECTOR matches holds STRING in its text (repeatable)
   --pixel SELECTOR #RRGGBB   the pixel at the centre of the first element SELECTOR matches has
@@ -153,6 +154,7 @@ def main():
     ap = argparse.ArgumentParser(description="check a self-contained HTML page in headless chromium")
     ap.add_argument("page")
     ap.add_argument("--size", default="1600x1200")
+    ap.add_argument("--fragment")
     ap.add_argument("--text", action="append", default=[])
     ap.add_argument("--in", dest="inside", nargs=2, action="append", default=[], metavar=("SELECTOR", "STRING"))
     ap.add_argument("--pixel", nargs=2, action="append", default=[], metavar=("SELECTOR", "#RRGGBB"))
@@ -186,7 +188,7 @@ def main():
         end = text.lower().rfind("</body>")
         probed = (text[:end] + probe_script(selectors) + text[end:]) if end >= 0 else text + probe_script(selectors)
         open(copy, "w", encoding="utf-8").write(probed)
-        url = "file://" + copy
+        url = "file://" + copy + ("#" + a.fragment if a.fragment else "")
         r = run_chromium(chromium, ["--window-size=%d,%d" % (w, h), "--dump-dom", url])
         dom = r.stdout.decode("utf-8", "replace")
         if a.dom:

@@ -94,8 +94,16 @@ cat "$TMP/browser.out"
 browser=$rc
 # the minority is marked: n5's cell carries the class that outlines it, n1's does not
 if [ $browser = 0 ]; then
-	python3 "$CHECK_HTML" "$TMP/f.html" --text 'class="cell k-c minority"' >"$TMP/mark.out" 2>&1 ||
-		fail "no minority-marked cell in the DOM: $(cat "$TMP/mark.out")"
+	python3 "$CHECK_HTML" "$TMP/f.html" --in '[data-host="n5"] [data-col="gemm/int8"]' '' \
+		--text 'data-host="n5"><td class="host" title="n5">n5</td><td class="state"></td><td data-col="gemm/int8"><span class="cell k-c minority"' \
+		--text 'data-host="n1"><td class="host" title="n1">n1</td><td class="state"></td><td data-col="gemm/int8"><span class="cell k-o"' \
+		>"$TMP/mark.out" 2>&1 || fail "the minority's mark in the DOM: $(cat "$TMP/mark.out")"
+	# the second view: the model's rates, n7's cpu0 slow, in the WARNING colour left of the threshold
+	python3 "$CHECK_HTML" "$TMP/f.html" --fragment rates --in '#rates .card' 'gemm/int8 on ' \
+		--in '#rates li.slow' 'n7 cpu0: 30%' --pixel '#rates rect[fill="var(--warn)"]' '#f2b01e' \
+		--pixel '#rates rect[fill="var(--ok)"]' '#2e9e5b' --screenshot "$TMP/rates.png" >"$TMP/rates.out" 2>&1 ||
+		fail "the rates view in chromium: $(cat "$TMP/rates.out")"
+	cat "$TMP/rates.out"
 fi
 
 # 10,000 hosts: the page's size, and only a few hundred rows drawn at first

@@ -25,7 +25,7 @@ static void device_failed(struct sdc_mt_model *m, const char *what)
 	snprintf(m->err, sizeof(m->err), "%s: %s", what, why && why[0] ? why : "failed");
 }
 
-void *mt_host_alloc(struct sdc_mt_model *m, size_t bytes)
+void *sdc_mt_host_alloc(struct sdc_mt_model *m, size_t bytes)
 {
 	if (m->nhost >= MT_MAX_ALLOCS)
 		return NULL;
@@ -38,7 +38,7 @@ void *mt_host_alloc(struct sdc_mt_model *m, size_t bytes)
 static void *dev_alloc(struct sdc_mt_model *m, size_t bytes)
 {
 	if (!m->on_device)
-		return mt_host_alloc(m, bytes);
+		return sdc_mt_host_alloc(m, bytes);
 	if (m->ndev >= MT_MAX_ALLOCS)
 		return NULL;
 	void *p = m->be.alloc(m->be.ctx, bytes ? bytes : 1);
@@ -49,12 +49,12 @@ static void *dev_alloc(struct sdc_mt_model *m, size_t bytes)
 	return p;
 }
 
-float *mt_alloc(struct sdc_mt_model *m, size_t n)
+float *sdc_mt_alloc(struct sdc_mt_model *m, size_t n)
 {
 	return dev_alloc(m, n * sizeof(float));
 }
 
-int32_t *mt_alloc_i32(struct sdc_mt_model *m, size_t n)
+int32_t *sdc_mt_alloc_i32(struct sdc_mt_model *m, size_t n)
 {
 	return dev_alloc(m, n * sizeof(int32_t));
 }
@@ -68,23 +68,23 @@ static float *add_tensor(struct sdc_mt_model *m, struct sdc_mt_tensor *list, int
 	snprintf(t->name, sizeof(t->name), "%s%s", prefix, name);
 	t->rows = rows, t->cols = cols, t->role = role;
 	const size_t n = (size_t)rows * (size_t)cols;
-	t->dev = mt_alloc(m, n);
-	t->data = m->on_device ? mt_host_alloc(m, n * sizeof(float)) : t->dev;
+	t->dev = sdc_mt_alloc(m, n);
+	t->data = m->on_device ? sdc_mt_host_alloc(m, n * sizeof(float)) : t->dev;
 	return t->data ? t->dev : NULL;
 }
 
-float *mt_param(struct sdc_mt_model *m, const char *name, int rows, int cols, float **grad)
+float *sdc_mt_param(struct sdc_mt_model *m, const char *name, int rows, int cols, float **grad)
 {
 	*grad = add_tensor(m, m->grads, &m->ngrads, "grad.", name, rows, cols, SDC_MT_GRAD);
 	return add_tensor(m, m->traj, &m->ntraj, "", name, rows, cols, SDC_MT_PARAM);
 }
 
-float *mt_state(struct sdc_mt_model *m, const char *name, int rows, int cols)
+float *sdc_mt_state(struct sdc_mt_model *m, const char *name, int rows, int cols)
 {
 	return add_tensor(m, m->traj, &m->ntraj, "", name, rows, cols, SDC_MT_STATE);
 }
 
-float *mt_host_of(struct sdc_mt_model *m, const float *dev)
+float *sdc_mt_host_of(struct sdc_mt_model *m, const float *dev)
 {
 	for (int i = 0; i < m->ntraj; i++)
 		if (m->traj[i].dev == dev)
@@ -108,17 +108,17 @@ static void copy_many(struct sdc_mt_model *m, bool to_device, int n, void *const
 	}
 }
 
-void mt_upload(struct sdc_mt_model *m, void *dev, const void *host, size_t bytes)
+void sdc_mt_upload(struct sdc_mt_model *m, void *dev, const void *host, size_t bytes)
 {
 	copy_many(m, true, 1, &dev, &host, &bytes);
 }
 
-void mt_download(struct sdc_mt_model *m, void *host, const void *dev, size_t bytes)
+void sdc_mt_download(struct sdc_mt_model *m, void *host, const void *dev, size_t bytes)
 {
 	copy_many(m, false, 1, &host, &dev, &bytes);
 }
 
-void mt_run(struct sdc_mt_model *m, const struct sdc_mt_op *op)
+void sdc_mt_run(struct sdc_mt_model *m, const struct sdc_mt_op *op)
 {
 	if (!m->on_device)
 		sdc_mt_op_run_host(op);
@@ -126,14 +126,14 @@ void mt_run(struct sdc_mt_model *m, const struct sdc_mt_op *op)
 		device_failed(m, "a training kernel");
 }
 
-float mt_read1(struct sdc_mt_model *m, const float *dev)
+float sdc_mt_read1(struct sdc_mt_model *m, const float *dev)
 {
 	float v = NAN;
-	mt_download(m, &v, dev, sizeof(v));
+	sdc_mt_download(m, &v, dev, sizeof(v));
 	return v;
 }
 
-void mt_fill_uniform(float *x, size_t n, float scale, const struct sdc_rng *r, uint64_t first_block)
+void sdc_mt_fill_uniform(float *x, size_t n, float scale, const struct sdc_rng *r, uint64_t first_block)
 {
 	uint32_t buf[256];
 	for (size_t done = 0; done < n;) {
@@ -145,8 +145,8 @@ void mt_fill_uniform(float *x, size_t n, float scale, const struct sdc_rng *r, u
 	}
 }
 
-void mt_gemm(struct sdc_mt_model *m, int rows, int cols, int k, const float *a, int lda, const float *b, int ldb,
-	     float *c, int ldc)
+void sdc_mt_gemm(struct sdc_mt_model *m, int rows, int cols, int k, const float *a, int lda, const float *b, int ldb,
+		 float *c, int ldc)
 {
 	if (!m->on_device)
 		m->gemm(rows, cols, k, a, lda, b, ldb, c, ldc);
@@ -154,52 +154,52 @@ void mt_gemm(struct sdc_mt_model *m, int rows, int cols, int k, const float *a, 
 		device_failed(m, "the exact GEMM");
 }
 
-void mt_transpose(struct sdc_mt_model *m, int rows, int cols, const float *in, int ldin, float *out, int ldout)
+void sdc_mt_transpose(struct sdc_mt_model *m, int rows, int cols, const float *in, int ldin, float *out, int ldout)
 {
 	const struct sdc_mt_op o = { .code = SDC_MT_OP_TRANSPOSE, .n = (long)rows * cols, .i = { rows, cols, ldin, ldout },
 				     .a = in, .x = out };
-	mt_run(m, &o);
+	sdc_mt_run(m, &o);
 }
 
-void mt_add_bias(struct sdc_mt_model *m, float *y, int rows, int cols, const float *bias)
+void sdc_mt_add_bias(struct sdc_mt_model *m, float *y, int rows, int cols, const float *bias)
 {
 	const struct sdc_mt_op o = { .code = SDC_MT_OP_ADD_BIAS, .n = (long)rows * cols, .i = { rows, cols }, .a = bias,
 				     .x = y };
-	mt_run(m, &o);
+	sdc_mt_run(m, &o);
 }
 
-void mt_relu(struct sdc_mt_model *m, float *y, size_t n)
+void sdc_mt_relu(struct sdc_mt_model *m, float *y, size_t n)
 {
 	const struct sdc_mt_op o = { .code = SDC_MT_OP_RELU, .n = (long)n, .x = y };
-	mt_run(m, &o);
+	sdc_mt_run(m, &o);
 }
 
-void mt_relu_mask(struct sdc_mt_model *m, float *g, const float *y, size_t n)
+void sdc_mt_relu_mask(struct sdc_mt_model *m, float *g, const float *y, size_t n)
 {
 	const struct sdc_mt_op o = { .code = SDC_MT_OP_RELU_MASK, .n = (long)n, .a = y, .x = g };
-	mt_run(m, &o);
+	sdc_mt_run(m, &o);
 }
 
-void mt_colsum(struct sdc_mt_model *m, const float *g, int rows, int cols, float *out)
+void sdc_mt_colsum(struct sdc_mt_model *m, const float *g, int rows, int cols, float *out)
 {
 	const struct sdc_mt_op o = { .code = SDC_MT_OP_COLSUM, .n = cols, .i = { rows, cols }, .a = g, .x = out };
-	mt_run(m, &o);
+	sdc_mt_run(m, &o);
 }
 
-void mt_sgd(struct sdc_mt_model *m, float *w, const float *g, size_t n, float lr)
+void sdc_mt_sgd(struct sdc_mt_model *m, float *w, const float *g, size_t n, float lr)
 {
 	const struct sdc_mt_op o = { .code = SDC_MT_OP_SGD, .n = (long)n, .f = { lr }, .a = g, .x = w };
-	mt_run(m, &o);
+	sdc_mt_run(m, &o);
 }
 
-void mt_add(struct sdc_mt_model *m, float *out, const float *a, const float *b, size_t n)
+void sdc_mt_add(struct sdc_mt_model *m, float *out, const float *a, const float *b, size_t n)
 {
 	const struct sdc_mt_op o = { .code = SDC_MT_OP_ADD, .n = (long)n, .a = a, .b = b, .x = out };
-	mt_run(m, &o);
+	sdc_mt_run(m, &o);
 }
 
-void mt_activation(struct sdc_mt_model *m, const struct sdc_mt_hooks *h, int step, const char *name, float *data,
-		   int rows, int cols)
+void sdc_mt_activation(struct sdc_mt_model *m, const struct sdc_mt_hooks *h, int step, const char *name, float *data,
+		       int rows, int cols)
 {
 	if (!h || !h->activation || failed(m))
 		return;
@@ -218,11 +218,11 @@ void mt_activation(struct sdc_mt_model *m, const struct sdc_mt_hooks *h, int ste
 			m->act_cap = sdc_mt_numel(&t);
 		}
 		t.data = m->act_host;
-		mt_download(m, t.data, data, bytes);
+		sdc_mt_download(m, t.data, data, bytes);
 	}
 	h->activation(h->ctx, step, &t);
 	if (m->on_device)
-		mt_upload(m, data, t.data, bytes);
+		sdc_mt_upload(m, data, t.data, bytes);
 }
 
 /* The host views of the trajectory (traj) and of the gradients (grads) to the device or back, in
@@ -248,7 +248,7 @@ static void tensors_move(struct sdc_mt_model *m, bool traj, bool grads, bool up)
 	copy_many(m, up, n, dst, src, bytes);
 }
 
-void mt_grads_ready(struct sdc_mt_model *m, const struct sdc_mt_hooks *h, int step)
+void sdc_mt_grads_ready(struct sdc_mt_model *m, const struct sdc_mt_hooks *h, int step)
 {
 	if (!h || (!h->gradients && !h->reduce))
 		return;
@@ -262,12 +262,12 @@ void mt_grads_ready(struct sdc_mt_model *m, const struct sdc_mt_hooks *h, int st
 	tensors_move(m, false, true, true);
 }
 
-int mt_attn_reserve(struct sdc_mt_model *m, int cap)
+int sdc_mt_attn_reserve(struct sdc_mt_model *m, int cap)
 {
 	m->attn_cap = cap;
 	m->attn_da = dev_alloc(m, sizeof(double) * 3 * (size_t)cap);
 	m->attn_db = dev_alloc(m, sizeof(double) * 3 * (size_t)cap);
-	m->attn_host = m->on_device ? mt_host_alloc(m, sizeof(double) * 3 * (size_t)cap) : m->attn_db;
+	m->attn_host = m->on_device ? sdc_mt_host_alloc(m, sizeof(double) * 3 * (size_t)cap) : m->attn_db;
 	return m->attn_da && m->attn_db && m->attn_host ? 0 : -1;
 }
 
@@ -278,12 +278,12 @@ static float *download_matrix(struct sdc_mt_model *m, const float *dev, int rows
 	if (!h)
 		return NULL;
 	for (int r = 0; r < rows; r++)
-		mt_download(m, h + (long)r * cols, dev + (long)r * ld, sizeof(float) * (size_t)cols);
+		sdc_mt_download(m, h + (long)r * cols, dev + (long)r * ld, sizeof(float) * (size_t)cols);
 	return h;
 }
 
-int mt_attn_check(struct sdc_mt_model *m, int rows, int cols, int k, const float *a, int lda, const float *b, int ldb,
-		  const float *c, int ldc, struct sdc_attn_event *ev, int max)
+int sdc_mt_attn_check(struct sdc_mt_model *m, int rows, int cols, int k, const float *a, int lda, const float *b, int ldb,
+		      const float *c, int ldc, struct sdc_attn_event *ev, int max)
 {
 	if (failed(m) || k > m->attn_cap || cols > m->attn_cap)
 		return 0;
@@ -291,12 +291,12 @@ int mt_attn_check(struct sdc_mt_model *m, int rows, int cols, int k, const float
 				      .da = m->attn_da };
 	const struct sdc_mt_op sc = { .code = SDC_MT_OP_ATTN_CSUMS, .n = cols, .i = { rows, cols, k, ldb, ldc }, .b = b,
 				      .c = c, .da = m->attn_da, .db = m->attn_db };
-	mt_run(m, &sa);
-	mt_run(m, &sc);
+	sdc_mt_run(m, &sa);
+	sdc_mt_run(m, &sc);
 	/* d1, d2 and the bounds (3 cols doubles, end to end): here already on the CPU, else one copy */
 	double *d = m->attn_host;
 	if (m->on_device)
-		mt_download(m, d, m->attn_db, sizeof(double) * 3 * (size_t)cols);
+		sdc_mt_download(m, d, m->attn_db, sizeof(double) * 3 * (size_t)cols);
 	if (failed(m) || !sdc_attn_failing(cols, d))
 		return 0;
 	if (!m->on_device)
@@ -326,7 +326,7 @@ struct sdc_mt_model *sdc_mt_create_on(const struct sdc_mt_cfg *cfg, sdc_xgemm_fn
 		m->be = *be;
 		m->on_device = true;
 	}
-	const int rc = cfg->kind == SDC_MT_DLRM ? mt_dlrm_init(m, err, errlen) : mt_xfmr_init(m, err, errlen);
+	const int rc = cfg->kind == SDC_MT_DLRM ? sdc_mt_dlrm_init(m, err, errlen) : sdc_mt_xfmr_init(m, err, errlen);
 	if (rc || failed(m)) {
 		if (!rc)
 			snprintf(err, errlen, "%s", m->err);

@@ -45,7 +45,7 @@ static void dlrm_reset(struct sdc_mt_model *m)
 	/* Each tensor draws from its own stretch of blocks: 2^24 blocks apart. */
 	uint64_t blk = 0;
 	/* (on the host views: the next step takes them to the device) */
-#define INIT(p, n, s) (mt_fill_uniform(mt_host_of(m, p), n, s, &r, blk), blk += 1u << 24)
+#define INIT(p, n, s) (sdc_mt_fill_uniform(sdc_mt_host_of(m, p), n, s, &r, blk), blk += 1u << 24)
 	INIT(d->W0, (size_t)d->D * d->H, 1.0f / sqrtf((float)d->D));
 	INIT(d->W1, (size_t)d->H * d->E, 1.0f / sqrtf((float)d->H));
 	INIT(d->U0, (size_t)d->NI * d->TOP, 1.0f / sqrtf((float)d->NI));
@@ -53,13 +53,13 @@ static void dlrm_reset(struct sdc_mt_model *m)
 	for (int t = 0; t < d->T; t++)
 		INIT(d->emb[t], (size_t)d->R * d->E, 0.25f);
 #undef INIT
-	memset(mt_host_of(m, d->b0), 0, sizeof(float) * d->H);
-	memset(mt_host_of(m, d->b1), 0, sizeof(float) * d->E);
-	memset(mt_host_of(m, d->c0), 0, sizeof(float) * d->TOP);
-	mt_host_of(m, d->c1)[0] = 0.0f;
+	memset(sdc_mt_host_of(m, d->b0), 0, sizeof(float) * d->H);
+	memset(sdc_mt_host_of(m, d->b1), 0, sizeof(float) * d->E);
+	memset(sdc_mt_host_of(m, d->c0), 0, sizeof(float) * d->TOP);
+	sdc_mt_host_of(m, d->c1)[0] = 0.0f;
 	for (int t = 0; t < d->T; t++) {
-		memset(mt_host_of(m, d->G[t]), 0, sizeof(float) * (size_t)d->R * d->E);
-		memset(mt_host_of(m, d->gemb[t]), 0, sizeof(float) * (size_t)d->R * d->E);
+		memset(sdc_mt_host_of(m, d->G[t]), 0, sizeof(float) * (size_t)d->R * d->E);
+		memset(sdc_mt_host_of(m, d->gemb[t]), 0, sizeof(float) * (size_t)d->R * d->E);
 	}
 	memset(d->mark, 0, (size_t)d->R);
 }
@@ -70,14 +70,14 @@ static void dlrm_batch(struct sdc_mt_model *m, int step)
 	struct dlrm *d = m->impl;
 	const struct sdc_rng rd = sdc_rng_make(m->cfg.seed, SDC_RNG_PROBE_MINITRAIN, SDC_RNG_SHARED,
 					       SDC_RNG_SHARED, SDC_MT_DLRM << 8 | PURPOSE_DENSE);
-	mt_fill_uniform(d->hx, (size_t)d->B * d->D, 1.0f, &rd, (uint64_t)step << 20);
+	sdc_mt_fill_uniform(d->hx, (size_t)d->B * d->D, 1.0f, &rd, (uint64_t)step << 20);
 	/* The label rule: the sign of a fixed mix of three features, which the bottom MLP can learn. */
 	for (int b = 0; b < d->B; b++) {
 		const float *xb = d->hx + (long)b * d->D;
 		d->hy[b] = xb[0] + xb[1] - xb[2] * 0.5f > 0.0f ? 1.0f : 0.0f;
 	}
-	mt_upload(m, d->x, d->hx, sizeof(float) * (size_t)d->B * d->D);
-	mt_upload(m, d->y, d->hy, sizeof(float) * (size_t)d->B);
+	sdc_mt_upload(m, d->x, d->hx, sizeof(float) * (size_t)d->B * d->D);
+	sdc_mt_upload(m, d->y, d->hy, sizeof(float) * (size_t)d->B);
 	const struct sdc_rng rs = sdc_rng_make(m->cfg.seed, SDC_RNG_PROBE_MINITRAIN, SDC_RNG_SHARED,
 					       SDC_RNG_SHARED, SDC_MT_DLRM << 8 | PURPOSE_SPARSE);
 	for (int t = 0; t < d->T; t++) {
@@ -92,9 +92,9 @@ static void dlrm_batch(struct sdc_mt_model *m, int step)
 									   (uint64_t)d->R);
 			o += n;
 		}
-		mt_upload(m, d->idx[t], d->hidx[t], sizeof(int32_t) * (size_t)o);
-		mt_upload(m, d->off[t], d->hoff[t], sizeof(int32_t) * (size_t)d->B);
-		mt_upload(m, d->len[t], d->hlen[t], sizeof(int32_t) * (size_t)d->B);
+		sdc_mt_upload(m, d->idx[t], d->hidx[t], sizeof(int32_t) * (size_t)o);
+		sdc_mt_upload(m, d->off[t], d->hoff[t], sizeof(int32_t) * (size_t)d->B);
+		sdc_mt_upload(m, d->len[t], d->hlen[t], sizeof(int32_t) * (size_t)d->B);
 	}
 }
 
@@ -127,9 +127,9 @@ static void dlrm_touched(struct sdc_mt_model *m, int t)
 	for (int i = 0; i < nt; i++)
 		d->mark[d->htouched[i]] = 0;
 	d->ntouched[t] = nt;
-	mt_upload(m, d->touched[t], d->htouched, sizeof(int32_t) * (size_t)nt);
-	mt_upload(m, d->rstart, d->hstart, sizeof(int32_t) * (size_t)(nt + 1));
-	mt_upload(m, d->bags, d->hbags, sizeof(int32_t) * (size_t)total);
+	sdc_mt_upload(m, d->touched[t], d->htouched, sizeof(int32_t) * (size_t)nt);
+	sdc_mt_upload(m, d->rstart, d->hstart, sizeof(int32_t) * (size_t)(nt + 1));
+	sdc_mt_upload(m, d->bags, d->hbags, sizeof(int32_t) * (size_t)total);
 }
 
 static float dlrm_step(struct sdc_mt_model *m, int step, const struct sdc_mt_hooks *hk)
@@ -140,87 +140,87 @@ static float dlrm_step(struct sdc_mt_model *m, int step, const struct sdc_mt_hoo
 	dlrm_batch(m, step);
 
 	/* ---- forward ---- */
-	mt_gemm(m, B, H, D, d->x, D, d->W0, H, d->h1, H);
-	mt_activation(m, hk, step, "h1", d->h1, B, H);
-	mt_add_bias(m, d->h1, B, H, d->b0);
-	mt_relu(m, d->h1, (size_t)B * H);
-	mt_gemm(m, B, E, H, d->h1, H, d->W1, E, d->z0, E);
-	mt_activation(m, hk, step, "z0", d->z0, B, E);
-	mt_add_bias(m, d->z0, B, E, d->b1);
-	mt_relu(m, d->z0, (size_t)B * E);
+	sdc_mt_gemm(m, B, H, D, d->x, D, d->W0, H, d->h1, H);
+	sdc_mt_activation(m, hk, step, "h1", d->h1, B, H);
+	sdc_mt_add_bias(m, d->h1, B, H, d->b0);
+	sdc_mt_relu(m, d->h1, (size_t)B * H);
+	sdc_mt_gemm(m, B, E, H, d->h1, H, d->W1, E, d->z0, E);
+	sdc_mt_activation(m, hk, step, "z0", d->z0, B, E);
+	sdc_mt_add_bias(m, d->z0, B, E, d->b1);
+	sdc_mt_relu(m, d->z0, (size_t)B * E);
 	/* each bag: its rows summed in the bag's order, from +0 */
 	for (int t = 0; t < T; t++) {
 		const struct sdc_mt_op pool = { .code = SDC_MT_OP_EMB_POOL, .n = BE, .i = { B, E }, .a = d->emb[t],
 						.ia = d->idx[t], .ib = d->off[t], .ic = d->len[t], .x = d->e + t * BE };
-		mt_run(m, &pool);
+		sdc_mt_run(m, &pool);
 	}
 	/* interaction: [z0, dot(v_i, v_j) for i < j] with v_0 = z0, v_1.. = pooled embeddings */
 	const struct sdc_mt_op inter = { .code = SDC_MT_OP_INTERACT, .n = (long)B * NI, .i = { B, E, T, NI }, .a = d->z0,
 					 .b = d->e, .x = d->tin };
-	mt_run(m, &inter);
-	mt_gemm(m, B, TOP, NI, d->tin, NI, d->U0, TOP, d->g1, TOP);
-	mt_activation(m, hk, step, "g1", d->g1, B, TOP);
-	mt_add_bias(m, d->g1, B, TOP, d->c0);
-	mt_relu(m, d->g1, (size_t)B * TOP);
-	mt_gemm(m, B, 1, TOP, d->g1, TOP, d->U1, 1, d->logit, 1);
-	mt_activation(m, hk, step, "logit", d->logit, B, 1);
+	sdc_mt_run(m, &inter);
+	sdc_mt_gemm(m, B, TOP, NI, d->tin, NI, d->U0, TOP, d->g1, TOP);
+	sdc_mt_activation(m, hk, step, "g1", d->g1, B, TOP);
+	sdc_mt_add_bias(m, d->g1, B, TOP, d->c0);
+	sdc_mt_relu(m, d->g1, (size_t)B * TOP);
+	sdc_mt_gemm(m, B, 1, TOP, d->g1, TOP, d->U1, 1, d->logit, 1);
+	sdc_mt_activation(m, hk, step, "logit", d->logit, B, 1);
 
 	/* logistic loss, mean over the batch, and each logit's gradient */
 	const struct sdc_mt_op logistic = { .code = SDC_MT_OP_LOGISTIC, .n = 1, .i = { B }, .a = d->logit, .b = d->y,
 					    .c = d->c1, .x = d->dlogit, .y = d->loss };
-	mt_run(m, &logistic);
-	const float loss = mt_read1(m, d->loss);
+	sdc_mt_run(m, &logistic);
+	const float loss = sdc_mt_read1(m, d->loss);
 
 	/* ---- backward ---- */
-	mt_transpose(m, B, TOP, d->g1, TOP, d->tr, B);
-	mt_gemm(m, TOP, 1, B, d->tr, B, d->dlogit, 1, d->gU1, 1);
-	mt_colsum(m, d->dlogit, B, 1, d->gc1);
-	mt_gemm(m, B, TOP, 1, d->dlogit, 1, d->U1, TOP, d->dg1, TOP); /* U1^T is U1 laid out as a row */
-	mt_relu_mask(m, d->dg1, d->g1, (size_t)B * TOP);
-	mt_transpose(m, B, NI, d->tin, NI, d->tr, B);
-	mt_gemm(m, NI, TOP, B, d->tr, B, d->dg1, TOP, d->gU0, TOP);
-	mt_colsum(m, d->dg1, B, TOP, d->gc0);
-	mt_transpose(m, NI, TOP, d->U0, TOP, d->tr2, NI);
-	mt_gemm(m, B, NI, TOP, d->dg1, TOP, d->tr2, NI, d->dt, NI);
+	sdc_mt_transpose(m, B, TOP, d->g1, TOP, d->tr, B);
+	sdc_mt_gemm(m, TOP, 1, B, d->tr, B, d->dlogit, 1, d->gU1, 1);
+	sdc_mt_colsum(m, d->dlogit, B, 1, d->gc1);
+	sdc_mt_gemm(m, B, TOP, 1, d->dlogit, 1, d->U1, TOP, d->dg1, TOP); /* U1^T is U1 laid out as a row */
+	sdc_mt_relu_mask(m, d->dg1, d->g1, (size_t)B * TOP);
+	sdc_mt_transpose(m, B, NI, d->tin, NI, d->tr, B);
+	sdc_mt_gemm(m, NI, TOP, B, d->tr, B, d->dg1, TOP, d->gU0, TOP);
+	sdc_mt_colsum(m, d->dg1, B, TOP, d->gc0);
+	sdc_mt_transpose(m, NI, TOP, d->U0, TOP, d->tr2, NI);
+	sdc_mt_gemm(m, B, NI, TOP, d->dg1, TOP, d->tr2, NI, d->dt, NI);
 	/* interaction backward: dv_i += g v_j, dv_j += g v_i, pairs in the forward order */
 	const struct sdc_mt_op inter_back = { .code = SDC_MT_OP_INTERACT_BACK, .n = (T + 1) * BE, .i = { B, E, T, NI },
 					      .a = d->z0, .b = d->e, .c = d->dt, .x = d->dz };
-	mt_run(m, &inter_back);
+	sdc_mt_run(m, &inter_back);
 	/* bottom MLP */
-	mt_relu_mask(m, d->dz, d->z0, (size_t)BE);
-	mt_transpose(m, B, H, d->h1, H, d->tr, B);
-	mt_gemm(m, H, E, B, d->tr, B, d->dz, E, d->gW1, E);
-	mt_colsum(m, d->dz, B, E, d->gb1);
-	mt_transpose(m, H, E, d->W1, E, d->tr2, H);
-	mt_gemm(m, B, H, E, d->dz, E, d->tr2, H, d->dh1, H);
-	mt_relu_mask(m, d->dh1, d->h1, (size_t)B * H);
-	mt_transpose(m, B, D, d->x, D, d->tr, B);
-	mt_gemm(m, D, H, B, d->tr, B, d->dh1, H, d->gW0, H);
-	mt_colsum(m, d->dh1, B, H, d->gb0);
+	sdc_mt_relu_mask(m, d->dz, d->z0, (size_t)BE);
+	sdc_mt_transpose(m, B, H, d->h1, H, d->tr, B);
+	sdc_mt_gemm(m, H, E, B, d->tr, B, d->dz, E, d->gW1, E);
+	sdc_mt_colsum(m, d->dz, B, E, d->gb1);
+	sdc_mt_transpose(m, H, E, d->W1, E, d->tr2, H);
+	sdc_mt_gemm(m, B, H, E, d->dz, E, d->tr2, H, d->dh1, H);
+	sdc_mt_relu_mask(m, d->dh1, d->h1, (size_t)B * H);
+	sdc_mt_transpose(m, B, D, d->x, D, d->tr, B);
+	sdc_mt_gemm(m, D, H, B, d->tr, B, d->dh1, H, d->gW0, H);
+	sdc_mt_colsum(m, d->dh1, B, H, d->gb0);
 	/* embedding rows: each bag's gradient added to its rows, in bag order */
 	for (int t = 0; t < T; t++) {
 		dlrm_touched(m, t);
 		const struct sdc_mt_op grad = { .code = SDC_MT_OP_EMB_GRAD, .n = (long)d->ntouched[t] * E, .i = { E },
 						.a = d->dz + (t + 1) * BE, .ia = d->rstart, .ib = d->touched[t],
 						.ic = d->bags, .x = d->gemb[t] };
-		mt_run(m, &grad);
+		sdc_mt_run(m, &grad);
 	}
-	mt_grads_ready(m, hk, step);
+	sdc_mt_grads_ready(m, hk, step);
 
 	/* ---- update: SGD on the MLPs, Adagrad on the rows touched (their gradients zeroed) ---- */
-	mt_sgd(m, d->W0, d->gW0, (size_t)D * H, LR);
-	mt_sgd(m, d->b0, d->gb0, (size_t)H, LR);
-	mt_sgd(m, d->W1, d->gW1, (size_t)H * E, LR);
-	mt_sgd(m, d->b1, d->gb1, (size_t)E, LR);
-	mt_sgd(m, d->U0, d->gU0, (size_t)NI * TOP, LR);
-	mt_sgd(m, d->c0, d->gc0, (size_t)TOP, LR);
-	mt_sgd(m, d->U1, d->gU1, (size_t)TOP, LR);
-	mt_sgd(m, d->c1, d->gc1, 1, LR);
+	sdc_mt_sgd(m, d->W0, d->gW0, (size_t)D * H, LR);
+	sdc_mt_sgd(m, d->b0, d->gb0, (size_t)H, LR);
+	sdc_mt_sgd(m, d->W1, d->gW1, (size_t)H * E, LR);
+	sdc_mt_sgd(m, d->b1, d->gb1, (size_t)E, LR);
+	sdc_mt_sgd(m, d->U0, d->gU0, (size_t)NI * TOP, LR);
+	sdc_mt_sgd(m, d->c0, d->gc0, (size_t)TOP, LR);
+	sdc_mt_sgd(m, d->U1, d->gU1, (size_t)TOP, LR);
+	sdc_mt_sgd(m, d->c1, d->gc1, 1, LR);
 	for (int t = 0; t < T; t++) {
 		const struct sdc_mt_op ada = { .code = SDC_MT_OP_ADAGRAD, .n = (long)d->ntouched[t] * E, .i = { E },
 					       .f = { LR_EMB, ADAGRAD_EPS }, .ia = d->touched[t], .x = d->emb[t],
 					       .y = d->G[t], .z = d->gemb[t] };
-		mt_run(m, &ada);
+		sdc_mt_run(m, &ada);
 	}
 	return loss;
 }
@@ -233,7 +233,7 @@ static void dlrm_free(void *impl)
 	free(d); /* (its arrays belong to the model) */
 }
 
-int mt_dlrm_init(struct sdc_mt_model *m, char *err, size_t errlen)
+int sdc_mt_dlrm_init(struct sdc_mt_model *m, char *err, size_t errlen)
 {
 	const struct sdc_mt_cfg *c = &m->cfg;
 	if (c->tables < 1 || c->tables > MAX_TABLES || c->batch < 1 || c->dense < 3 || c->bottom < 1 ||
@@ -249,7 +249,7 @@ int mt_dlrm_init(struct sdc_mt_model *m, char *err, size_t errlen)
 	d->P = c->pooling, d->TOP = c->top, d->NI = d->E + (d->T + 1) * d->T / 2;
 	const int B = d->B, D = d->D, H = d->H, E = d->E, T = d->T, R = d->R, TOP = d->TOP, NI = d->NI;
 	bool ok = true;
-#define P(field, name, r, cl) ok = ok && (d->field = mt_param(m, name, r, cl, &d->g##field))
+#define P(field, name, r, cl) ok = ok && (d->field = sdc_mt_param(m, name, r, cl, &d->g##field))
 	P(W0, "bottom.W0", D, H);
 	P(b0, "bottom.b0", 1, H);
 	P(W1, "bottom.W1", H, E);
@@ -262,34 +262,34 @@ int mt_dlrm_init(struct sdc_mt_model *m, char *err, size_t errlen)
 	char name[24];
 	for (int t = 0; t < T && ok; t++) {
 		snprintf(name, sizeof(name), "emb%d", t);
-		ok = (d->emb[t] = mt_param(m, name, R, E, &d->gemb[t])) != NULL;
+		ok = (d->emb[t] = sdc_mt_param(m, name, R, E, &d->gemb[t])) != NULL;
 	}
 	for (int t = 0; t < T && ok; t++) {
 		snprintf(name, sizeof(name), "adagrad.emb%d", t);
-		ok = (d->G[t] = mt_state(m, name, R, E)) != NULL;
+		ok = (d->G[t] = sdc_mt_state(m, name, R, E)) != NULL;
 	}
 	const int maxlen = B * (2 * d->P - 1), wide = NI > H ? (NI > D ? NI : D) : (H > D ? H : D);
-	ok = ok && (d->x = mt_alloc(m, (size_t)B * D)) && (d->y = mt_alloc(m, (size_t)B)) &&
-	     (d->h1 = mt_alloc(m, (size_t)B * H)) && (d->z0 = mt_alloc(m, (size_t)B * E)) &&
-	     (d->e = mt_alloc(m, (size_t)T * B * E)) && (d->dz = mt_alloc(m, (size_t)(T + 1) * B * E)) &&
-	     (d->tin = mt_alloc(m, (size_t)B * NI)) && (d->g1 = mt_alloc(m, (size_t)B * TOP)) &&
-	     (d->logit = mt_alloc(m, (size_t)B)) && (d->loss = mt_alloc(m, 1)) && (d->dlogit = mt_alloc(m, (size_t)B)) &&
-	     (d->dg1 = mt_alloc(m, (size_t)B * TOP)) && (d->dt = mt_alloc(m, (size_t)B * NI)) &&
-	     (d->dh1 = mt_alloc(m, (size_t)B * H)) &&
-	     (d->tr = mt_alloc(m, (size_t)B * (wide > TOP ? wide : TOP))) &&
-	     (d->tr2 = mt_alloc(m, (size_t)NI * TOP + (size_t)H * E)) &&
-	     (d->rstart = mt_alloc_i32(m, (size_t)maxlen + 1)) && (d->bags = mt_alloc_i32(m, (size_t)maxlen)) &&
-	     (d->hx = mt_host_alloc(m, sizeof(float) * (size_t)B * D)) && (d->hy = mt_host_alloc(m, sizeof(float) * B)) &&
-	     (d->htouched = mt_host_alloc(m, sizeof(int32_t) * (size_t)maxlen)) &&
-	     (d->hpos = mt_host_alloc(m, sizeof(int32_t) * (size_t)R)) &&
-	     (d->hstart = mt_host_alloc(m, sizeof(int32_t) * ((size_t)maxlen + 1))) &&
-	     (d->hbags = mt_host_alloc(m, sizeof(int32_t) * (size_t)maxlen)) && (d->mark = mt_host_alloc(m, (size_t)R));
+	ok = ok && (d->x = sdc_mt_alloc(m, (size_t)B * D)) && (d->y = sdc_mt_alloc(m, (size_t)B)) &&
+	     (d->h1 = sdc_mt_alloc(m, (size_t)B * H)) && (d->z0 = sdc_mt_alloc(m, (size_t)B * E)) &&
+	     (d->e = sdc_mt_alloc(m, (size_t)T * B * E)) && (d->dz = sdc_mt_alloc(m, (size_t)(T + 1) * B * E)) &&
+	     (d->tin = sdc_mt_alloc(m, (size_t)B * NI)) && (d->g1 = sdc_mt_alloc(m, (size_t)B * TOP)) &&
+	     (d->logit = sdc_mt_alloc(m, (size_t)B)) && (d->loss = sdc_mt_alloc(m, 1)) && (d->dlogit = sdc_mt_alloc(m, (size_t)B)) &&
+	     (d->dg1 = sdc_mt_alloc(m, (size_t)B * TOP)) && (d->dt = sdc_mt_alloc(m, (size_t)B * NI)) &&
+	     (d->dh1 = sdc_mt_alloc(m, (size_t)B * H)) &&
+	     (d->tr = sdc_mt_alloc(m, (size_t)B * (wide > TOP ? wide : TOP))) &&
+	     (d->tr2 = sdc_mt_alloc(m, (size_t)NI * TOP + (size_t)H * E)) &&
+	     (d->rstart = sdc_mt_alloc_i32(m, (size_t)maxlen + 1)) && (d->bags = sdc_mt_alloc_i32(m, (size_t)maxlen)) &&
+	     (d->hx = sdc_mt_host_alloc(m, sizeof(float) * (size_t)B * D)) && (d->hy = sdc_mt_host_alloc(m, sizeof(float) * B)) &&
+	     (d->htouched = sdc_mt_host_alloc(m, sizeof(int32_t) * (size_t)maxlen)) &&
+	     (d->hpos = sdc_mt_host_alloc(m, sizeof(int32_t) * (size_t)R)) &&
+	     (d->hstart = sdc_mt_host_alloc(m, sizeof(int32_t) * ((size_t)maxlen + 1))) &&
+	     (d->hbags = sdc_mt_host_alloc(m, sizeof(int32_t) * (size_t)maxlen)) && (d->mark = sdc_mt_host_alloc(m, (size_t)R));
 	for (int t = 0; t < T && ok; t++) {
-		ok = (d->idx[t] = mt_alloc_i32(m, (size_t)maxlen)) && (d->off[t] = mt_alloc_i32(m, (size_t)B)) &&
-		     (d->len[t] = mt_alloc_i32(m, (size_t)B)) && (d->touched[t] = mt_alloc_i32(m, (size_t)maxlen)) &&
-		     (d->hidx[t] = mt_host_alloc(m, sizeof(int32_t) * (size_t)maxlen)) &&
-		     (d->hoff[t] = mt_host_alloc(m, sizeof(int32_t) * (size_t)B)) &&
-		     (d->hlen[t] = mt_host_alloc(m, sizeof(int32_t) * (size_t)B));
+		ok = (d->idx[t] = sdc_mt_alloc_i32(m, (size_t)maxlen)) && (d->off[t] = sdc_mt_alloc_i32(m, (size_t)B)) &&
+		     (d->len[t] = sdc_mt_alloc_i32(m, (size_t)B)) && (d->touched[t] = sdc_mt_alloc_i32(m, (size_t)maxlen)) &&
+		     (d->hidx[t] = sdc_mt_host_alloc(m, sizeof(int32_t) * (size_t)maxlen)) &&
+		     (d->hoff[t] = sdc_mt_host_alloc(m, sizeof(int32_t) * (size_t)B)) &&
+		     (d->hlen[t] = sdc_mt_host_alloc(m, sizeof(int32_t) * (size_t)B));
 	}
 	if (!ok)
 		return snprintf(err, errlen, "dlrm: out of memory"), -1;

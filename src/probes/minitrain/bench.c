@@ -85,9 +85,9 @@ static int bench_gemm(int n, double seconds)
 }
 
 /* The quick profile's models. */
-const struct sdc_mt_cfg mt_bench_dlrm = { .kind = SDC_MT_DLRM, .seed = 1, .batch = 128, .dense = 16, .bottom = 64,
+const struct sdc_mt_cfg sdc_mt_bench_dlrm = { .kind = SDC_MT_DLRM, .seed = 1, .batch = 128, .dense = 16, .bottom = 64,
 					  .emb_dim = 32, .tables = 4, .rows = 4096, .pooling = 8, .top = 64 };
-const struct sdc_mt_cfg mt_bench_xfmr = { .kind = SDC_MT_XFMR, .seed = 1, .batch = 4, .seq = 32, .dmodel = 64,
+const struct sdc_mt_cfg sdc_mt_bench_xfmr = { .kind = SDC_MT_XFMR, .seed = 1, .batch = 4, .seq = 32, .dmodel = 64,
 					  .heads = 2, .dff = 256 };
 
 static int bench_steps(const struct sdc_mt_cfg *cfg, double seconds)
@@ -153,7 +153,7 @@ static int bench_main(struct sdc_cmd *cmd)
 	printf("\nTraining steps per second on this core (the quick profile's models)\n"
 	       "model      tiled      plain  MFLOP/step  GFLOP/s tiled\n");
 	if (!rc)
-		rc = bench_steps(&mt_bench_dlrm, seconds) || bench_steps(&mt_bench_xfmr, seconds);
+		rc = bench_steps(&sdc_mt_bench_dlrm, seconds) || bench_steps(&sdc_mt_bench_xfmr, seconds);
 	sdc_run_release(&run);
 	return rc ? sdc_cli_unknown(&cmd->cli) : 0;
 }

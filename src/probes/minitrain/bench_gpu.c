@@ -134,7 +134,7 @@ static int bench_train(const struct sdc_device *gpu, const struct sdc_mt_cfg *cf
 		       bool *met, char *err, size_t errlen)
 {
 	struct sdc_mt_backend be;
-	if (mt_gpu_backend(gpu, 120, &be, err, errlen))
+	if (sdc_mt_gpu_backend(gpu, 120, &be, err, errlen))
 		return -1;
 	struct sdc_mt_model *g = sdc_mt_create_on(cfg, NULL, &be, err, errlen), *c = g ? sdc_mt_create(cfg, sdc_xgemm, err, errlen) : NULL;
 	int rc = -1, first_bad = -1;
@@ -148,7 +148,7 @@ static int bench_train(const struct sdc_device *gpu, const struct sdc_mt_cfg *cf
 			snprintf(err, errlen, "%s", sdc_mt_error(g));
 			goto out;
 		}
-		if (first_bad < 0 && (memcmp(&lg, &lc, 4) || mt_tensors_hash(tg, ng, NULL) != mt_tensors_hash(tc, nc, NULL)))
+		if (first_bad < 0 && (memcmp(&lg, &lc, 4) || sdc_mt_tensors_hash(tg, ng, NULL) != sdc_mt_tensors_hash(tc, nc, NULL)))
 			first_bad = s;
 	}
 	double gr = 0, cr = 0;
@@ -173,7 +173,7 @@ static int bench_train(const struct sdc_device *gpu, const struct sdc_mt_cfg *cf
 	rc = 0;
 out:
 	sdc_mt_free(g), sdc_mt_free(c);
-	mt_gpu_backend_close(&be);
+	sdc_mt_gpu_backend_close(&be);
 	return rc;
 }
 
@@ -209,8 +209,8 @@ int sdc_minitrain_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const stru
 	       "model  bits          GPU steps/s  core steps/s  GPU/core  target\n");
 	json_t *train = json_array();
 	json_object_set_new(out, "training", train);
-	if (bench_train(gpu, &mt_bench_dlrm, seconds, train, &met, err, sizeof(err)) ||
-	    bench_train(gpu, &mt_bench_xfmr, seconds, train, &met, err, sizeof(err)))
+	if (bench_train(gpu, &sdc_mt_bench_dlrm, seconds, train, &met, err, sizeof(err)) ||
+	    bench_train(gpu, &sdc_mt_bench_xfmr, seconds, train, &met, err, sizeof(err)))
 		goto fail;
 	printf("\nGEMM, square n (bits: against this CPU's exact kernel, all rows up to 1024, else the first and "
 	       "last 8;\nspeed: best of three turns of back-to-back GEMMs; target: exact >= %.0f%% of cuBLAS sgemm)\n"

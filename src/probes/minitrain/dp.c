@@ -12,9 +12,9 @@
  * The global gradient: every rank's, summed in rank order (so every rank gets the same bits),
  * then averaged. local holds total floats, all size x total. -1 when a rank did not take part.
  */
-int mt_dp_reduce(struct sdc_mt_tensor *grads, int ngrads, size_t total, float *local, float *all)
+int sdc_mt_dp_reduce(struct sdc_mt_tensor *grads, int ngrads, size_t total, float *local, float *all)
 {
-	mt_tensors_to_flat(grads, ngrads, local);
+	sdc_mt_tensors_to_flat(grads, ngrads, local);
 	if (sdc_fleet_allgather(local, (int)(total * sizeof(float)), all, sdc_fleet.timeout))
 		return -1;
 	const float inv = 1.0f / (float)sdc_fleet.size;
@@ -36,18 +36,18 @@ static int dp_reduce_nccl(struct mt_worker *mw)
 	const struct sdc_gpu_module *m = sdc_gpu_ops();
 	char err[256];
 	int late = 0;
-	mt_tensors_to_flat(mw->grads, mw->ngrads, mw->dp_local);
+	sdc_mt_tensors_to_flat(mw->grads, mw->ngrads, mw->dp_local);
 	if (m->nccl_rank_mean(mw->dp_nccl, mw->dp_local, (int64_t)mw->grads_total, mw->dp_all, &late, sdc_fleet.timeout,
 			      err, sizeof(err))) {
 		sdc_worker_error(mw->w, "the gradients' all-gather over NCCL in step %d%s: %s", mw->step,
 				 late ? " did not finish in time (a rank, GPU or link stuck)" : " failed", err);
 		return -1;
 	}
-	mt_tensors_from_flat(mw->grads, mw->ngrads, mw->dp_all);
+	sdc_mt_tensors_from_flat(mw->grads, mw->ngrads, mw->dp_all);
 	return 0;
 }
 
-void mt_hook_reduce(void *ctx, int step)
+void sdc_mt_hook_reduce(void *ctx, int step)
 {
 	(void)step;
 	struct mt_worker *mw = ctx;
@@ -57,7 +57,7 @@ void mt_hook_reduce(void *ctx, int step)
 		mw->dp_failed = dp_reduce_nccl(mw) != 0;
 		return;
 	}
-	if (!mt_dp_reduce(mw->grads, mw->ngrads, mw->grads_total, mw->dp_local, mw->dp_all))
+	if (!sdc_mt_dp_reduce(mw->grads, mw->ngrads, mw->grads_total, mw->dp_local, mw->dp_all))
 		return;
 	mw->dp_failed = true;
 	sdc_worker_error(mw->w, "a rank did not take part in the gradient all-reduce of step %d within %.0f s",
@@ -76,7 +76,7 @@ static int all_yes(struct mt_worker *mw, bool yes)
 	return no == 0;
 }
 
-int mt_dp_open(struct mt_worker *mw, int transport)
+int sdc_mt_dp_open(struct mt_worker *mw, int transport)
 {
 	const struct sdc_gpu_module *m = sdc_gpu_ops();
 	char why[256] = "";
@@ -123,7 +123,7 @@ int mt_dp_open(struct mt_worker *mw, int transport)
 	return 0;
 }
 
-void mt_dp_close(struct mt_worker *mw)
+void sdc_mt_dp_close(struct mt_worker *mw)
 {
 	if (mw->dp_nccl)
 		sdc_gpu_ops()->nccl_destroy(mw->dp_nccl, mw->dp_failed);
@@ -135,7 +135,7 @@ void mt_dp_close(struct mt_worker *mw)
  * rank whose state differs from the majority names itself (Adept: the rank whose update diverged,
  * at the step it diverged). Returns true to go on.
  */
-bool mt_dp_step_check(struct mt_worker *mw, uint64_t *entry_io)
+bool sdc_mt_dp_step_check(struct mt_worker *mw, uint64_t *entry_io)
 {
 	const int P = sdc_fleet.size;
 	const uint64_t entry = *entry_io;
@@ -172,7 +172,7 @@ bool mt_dp_step_check(struct mt_worker *mw, uint64_t *entry_io)
 		return false;
 	}
 	if (sdc_fleet.rank == lead)
-		mt_tensors_to_flat(mw->traj, mw->ntraj, state);
+		sdc_mt_tensors_to_flat(mw->traj, mw->ntraj, state);
 	for (int r = 0; r < P; r++) {
 		if (mw->dp_hashes[2 * r] == agreed || (sdc_fleet.rank != lead && sdc_fleet.rank != r))
 			continue;
@@ -190,13 +190,13 @@ bool mt_dp_step_check(struct mt_worker *mw, uint64_t *entry_io)
 	if (entry != agreed) {
 		/* the first element of this rank's state that differs from the agreed one */
 		struct mt_difference d;
-		mt_first_difference(mw->traj, mw->ntraj, (struct mt_side){ .list = mw->traj },
-				    (struct mt_side){ .flat = state }, &d);
+		sdc_mt_first_difference(mw->traj, mw->ntraj, (struct mt_side){ .list = mw->traj },
+					(struct mt_side){ .flat = state }, &d);
 		const int first_t = d.tensor;
 		const size_t first_i = d.index, differing = d.elements;
 		struct sdc_finding f;
 		const struct sdc_mt_tensor *t = first_t >= 0 ? &mw->traj[first_t] : NULL;
-		mt_finding_init(&f, mw, "rank-divergence", t && t->role == SDC_MT_STATE ? "O" : "W",
+		sdc_mt_finding_init(&f, mw, "rank-divergence", t && t->role == SDC_MT_STATE ? "O" : "W",
 			     t ? (int64_t)(first_i / (size_t)t->cols) : -1, t ? (int64_t)(first_i % (size_t)t->cols) : -1);
 		if (t) {
 			sdc_finding_set_f32(&f, d.expected, d.actual);
@@ -211,7 +211,7 @@ bool mt_dp_step_check(struct mt_worker *mw, uint64_t *entry_io)
 			 t ? first_i % (size_t)t->cols : 0);
 		sdc_worker_report(mw->w, &f);
 		/* back onto the agreed state */
-		mt_tensors_from_flat(mw->traj, mw->ntraj, state);
+		sdc_mt_tensors_from_flat(mw->traj, mw->ntraj, state);
 		*entry_io = agreed;
 	}
 	free(state);

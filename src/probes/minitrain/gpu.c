@@ -50,7 +50,7 @@ static const char *be_error(void *ctx)
 	return x->m->mt_error(x->g);
 }
 
-int mt_gpu_backend(const struct sdc_device *dev, double timeout, struct sdc_mt_backend *be, char *err, size_t len)
+int sdc_mt_gpu_backend(const struct sdc_device *dev, double timeout, struct sdc_mt_backend *be, char *err, size_t len)
 {
 	const struct sdc_gpu_module *m = sdc_gpu_ops();
 	if (!m || !m->mt_open) {
@@ -73,7 +73,7 @@ int mt_gpu_backend(const struct sdc_device *dev, double timeout, struct sdc_mt_b
 	return 0;
 }
 
-void mt_gpu_backend_close(struct sdc_mt_backend *be)
+void sdc_mt_gpu_backend_close(struct sdc_mt_backend *be)
 {
 	struct mt_gpu *x = be->ctx;
 	if (!x)
@@ -83,16 +83,16 @@ void mt_gpu_backend_close(struct sdc_mt_backend *be)
 	be->ctx = NULL;
 }
 
-int mt_gpu_open(struct mt_worker *mw, double timeout, char *err, size_t len)
+int sdc_mt_gpu_open(struct mt_worker *mw, double timeout, char *err, size_t len)
 {
-	if (mt_gpu_backend(mw->w->dev, timeout, &mw->be, err, len))
+	if (sdc_mt_gpu_backend(mw->w->dev, timeout, &mw->be, err, len))
 		return -1;
 	mw->gpu = mw->be.ctx;
 	return 0;
 }
 
-void mt_gpu_close(struct mt_worker *mw)
+void sdc_mt_gpu_close(struct mt_worker *mw)
 {
-	mt_gpu_backend_close(&mw->be);
+	sdc_mt_gpu_backend_close(&mw->be);
 	mw->gpu = NULL;
 }

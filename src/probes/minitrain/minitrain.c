@@ -142,7 +142,7 @@ static int minitrain_variants(const void *opts, struct sdc_variant *out, int max
 	return n;
 }
 
-void mt_cfg_from_opts(const struct minitrain_opts *o, const struct sdc_variant *v, uint64_t seed,
+void sdc_mt_cfg_from_opts(const struct minitrain_opts *o, const struct sdc_variant *v, uint64_t seed,
 			  struct sdc_mt_cfg *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -161,7 +161,7 @@ void mt_cfg_from_opts(const struct minitrain_opts *o, const struct sdc_variant *
 	}
 }
 
-int mt_check_cfg(const struct sdc_mt_cfg *c, char *err, size_t len)
+int sdc_mt_check_cfg(const struct sdc_mt_cfg *c, char *err, size_t len)
 {
 	if (c->kind == SDC_MT_DLRM && (long)c->batch * (2 * c->pooling - 1) > 60000) {
 		snprintf(err, len, "dlrm_batch x (2 dlrm_pooling - 1) must be at most 60000 indices per table");
@@ -186,7 +186,7 @@ static uint64_t tensor_xxh(const struct sdc_mt_tensor *t)
 #endif
 }
 
-uint64_t mt_tensors_hash(const struct sdc_mt_tensor *t, int n, uint64_t *out)
+uint64_t sdc_mt_tensors_hash(const struct sdc_mt_tensor *t, int n, uint64_t *out)
 {
 	uint64_t h[64];
 	for (int i = 0; i < n && i < 64; i++) {
@@ -197,7 +197,7 @@ uint64_t mt_tensors_hash(const struct sdc_mt_tensor *t, int n, uint64_t *out)
 	return sdc_xxh64(h, sizeof(uint64_t) * (size_t)(n < 64 ? n : 64));
 }
 
-void mt_tensors_to_flat(const struct sdc_mt_tensor *t, int n, float *flat)
+void sdc_mt_tensors_to_flat(const struct sdc_mt_tensor *t, int n, float *flat)
 {
 	for (int i = 0; i < n; i++) {
 		memcpy(flat, t[i].data, sdc_mt_numel(&t[i]) * sizeof(float));
@@ -205,7 +205,7 @@ void mt_tensors_to_flat(const struct sdc_mt_tensor *t, int n, float *flat)
 	}
 }
 
-void mt_tensors_from_flat(struct sdc_mt_tensor *t, int n, const float *flat)
+void sdc_mt_tensors_from_flat(struct sdc_mt_tensor *t, int n, const float *flat)
 {
 	for (int i = 0; i < n; i++) {
 		memcpy(t[i].data, flat, sdc_mt_numel(&t[i]) * sizeof(float));
@@ -213,7 +213,7 @@ void mt_tensors_from_flat(struct sdc_mt_tensor *t, int n, const float *flat)
 	}
 }
 
-void mt_tensors_sha(struct sdc_sha256 *s, const struct sdc_mt_tensor *t, int n, uint8_t *out)
+void sdc_mt_tensors_sha(struct sdc_sha256 *s, const struct sdc_mt_tensor *t, int n, uint8_t *out)
 {
 	for (int i = 0; i < n; i++)
 		sdc_sha256_buf(s, t[i].data, sdc_mt_numel(&t[i]) * sizeof(float), out + (size_t)i * SDC_SHA256_LEN);
@@ -239,9 +239,9 @@ static int minitrain_setup(struct sdc_probe_ctx *ctx)
 	if (!sh)
 		return sdc_ctx_error(ctx, "out of memory");
 	ctx->shared = sh;
-	mt_cfg_from_opts(o, ctx->variant, ctx->seed, &sh->cfg);
+	sdc_mt_cfg_from_opts(o, ctx->variant, ctx->seed, &sh->cfg);
 	char err[256];
-	if (mt_check_cfg(&sh->cfg, err, sizeof(err))) {
+	if (sdc_mt_check_cfg(&sh->cfg, err, sizeof(err))) {
 		minitrain_teardown(ctx); /* the runner calls teardown only after a setup that worked */
 		return sdc_ctx_error(ctx, "%s", err);
 	}
@@ -275,7 +275,7 @@ static int minitrain_setup(struct sdc_probe_ctx *ctx)
 
 /* ---- findings ---- */
 
-void mt_finding_init(struct sdc_finding *f, const struct mt_worker *mw, const char *kind, const char *target,
+void sdc_mt_finding_init(struct sdc_finding *f, const struct mt_worker *mw, const char *kind, const char *target,
 			 int64_t row, int64_t col)
 {
 	memset(f, 0, sizeof(*f));
@@ -372,15 +372,15 @@ static void hook_gradients(void *ctx, int step)
 			apply_fault(mw, &mw->faults[i], "G", t);
 		mw->fault_target[i] = NULL;
 	}
-	mw->grad_hash = mt_tensors_hash(mw->grads, mw->ngrads, NULL);
+	mw->grad_hash = sdc_mt_tensors_hash(mw->grads, mw->ngrads, NULL);
 	const struct sdc_golden_entry *g = mw->sh->golden;
 	if (g && mw->sh->cfg.nshards > 1 && mw->dp_entry_golden && g->traj.nranks == sdc_fleet.size &&
 	    mw->step < g->traj.steps &&
 	    mw->grad_hash != g->traj.rank_grads[(size_t)sdc_fleet.rank * g->traj.steps + mw->step])
-		mt_dp_gradient_diverged(mw);
+		sdc_mt_dp_gradient_diverged(mw);
 	if (g && mw->sh->cfg.nshards <= 1 && !mw->diverged_this_run && !mw->diverged_this_step && mw->step < g->traj.steps && mw->grad_hash != g->traj.grads[mw->step]) {
 		/* Keep the gradients as they are now: the update is about to consume them. */
-		mt_tensors_to_flat(mw->grads, mw->ngrads, mw->saved_grads);
+		sdc_mt_tensors_to_flat(mw->grads, mw->ngrads, mw->saved_grads);
 		mw->grads_diverged = true;
 	}
 }
@@ -401,7 +401,7 @@ static void hook_attn(void *ctx, int step, const struct sdc_attn_event *e)
 		return;
 	mw->attn_step = mw->step;
 	struct sdc_finding f;
-	mt_finding_init(&f, mw, "attention-checksum", "A", e->row, e->col);
+	sdc_mt_finding_init(&f, mw, "attention-checksum", "A", e->row, e->col);
 	sdc_finding_set_f32(&f, e->recomputed, e->actual);
 	f.threshold = e->bound;
 	f.margin = isfinite(e->d1) && e->bound > 0 ? fabs(e->d1) / e->bound : INFINITY;
@@ -425,16 +425,16 @@ static void minitrain_run(struct sdc_worker *w)
 	struct mt_worker mw = { .w = w, .sh = sh };
 	char err[256];
 	const bool on_gpu = w->dev->kind == SDC_DEVICE_GPU;
-	if (on_gpu && mt_gpu_open(&mw, ((const struct minitrain_opts *)ctx->opts)->gpu_timeout, err, sizeof(err))) {
+	if (on_gpu && sdc_mt_gpu_open(&mw, ((const struct minitrain_opts *)ctx->opts)->gpu_timeout, err, sizeof(err))) {
 		sdc_worker_device_lost(w, "%s (%s): %s", w->dev->id, w->dev->gpu.pci_bus_id, err);
 		return;
 	}
-	if (!(mw.m = mt_model_new(&mw, err, sizeof(err)))) {
+	if (!(mw.m = sdc_mt_model_new(&mw, err, sizeof(err)))) {
 		if (on_gpu)
 			sdc_worker_device_lost(w, "%s (%s): %s", w->dev->id, w->dev->gpu.pci_bus_id, err);
 		else
 			sdc_worker_error(w, "%s", err);
-		mt_gpu_close(&mw);
+		sdc_mt_gpu_close(&mw);
 		return;
 	}
 	mw.ntraj = sdc_mt_tensors(mw.m, &mw.traj);
@@ -461,7 +461,7 @@ static void minitrain_run(struct sdc_worker *w)
 				 sh->golden_origin);
 		goto out;
 	}
-	if (dp && mt_dp_open(&mw, ((const struct minitrain_opts *)ctx->opts)->dp_transport))
+	if (dp && sdc_mt_dp_open(&mw, ((const struct minitrain_opts *)ctx->opts)->dp_transport))
 		goto out;
 	{
 		char line[256];
@@ -473,7 +473,7 @@ static void minitrain_run(struct sdc_worker *w)
 	}
 	/* (the activation hook only in a step with an A fault due: on a GPU it moves the tensor) */
 	const struct sdc_mt_hooks hooks = { .ctx = &mw, .activation = hook_activation, .gradients = hook_gradients,
-					    .reduce = dp ? mt_hook_reduce : NULL, .attn = hook_attn };
+					    .reduce = dp ? sdc_mt_hook_reduce : NULL, .attn = hook_attn };
 	struct sdc_mt_hooks no_act = hooks;
 	no_act.activation = NULL;
 	/* a GPU's lane is voted on and checked against the goldens, not held to the cores' floor */
@@ -490,17 +490,17 @@ static void minitrain_run(struct sdc_worker *w)
 			mw.diverged_this_step = false;
 			rest_faults(&mw);
 			sdc_worker_fatal_faults(w, mw.iter, mw.traj);
-			uint64_t entry = mt_tensors_hash(mw.traj, mw.ntraj, NULL);
+			uint64_t entry = sdc_mt_tensors_hash(mw.traj, mw.ntraj, NULL);
 			/* what this rank held, for its work digest (the fleet vote), before any repair */
 			const uint64_t held = entry;
-			if (dp && !mt_dp_step_check(&mw, &entry)) {
+			if (dp && !sdc_mt_dp_step_check(&mw, &entry)) {
 				stop = true;
 				break;
 			}
 			bool bad_entry = golden && entry != golden->traj.entry[s];
 			mw.dp_entry_golden = golden && !bad_entry && !mw.diverged_this_run;
 			if (golden && s && check < golden->traj.ncheck && golden->traj.check_step[check] == s) {
-				mt_tensors_sha(&mw.sha, mw.traj, mw.ntraj, sha);
+				sdc_mt_tensors_sha(&mw.sha, mw.traj, mw.ntraj, sha);
 				bad_entry |= memcmp(sha, golden->traj.sha + (size_t)check * mw.ntraj * SDC_SHA256_LEN,
 						    (size_t)mw.ntraj * SDC_SHA256_LEN) != 0;
 				check++;
@@ -509,13 +509,13 @@ static void minitrain_run(struct sdc_worker *w)
 				/* No replay: the other ranks' shards are not here. The cross-rank check names the rank. */
 				mw.diverged_this_run = true;
 				struct sdc_finding f;
-				mt_finding_init(&f, &mw, "golden-divergence", "W", sdc_fleet.rank, -1);
+				sdc_mt_finding_init(&f, &mw, "golden-divergence", "W", sdc_fleet.rank, -1);
 				snprintf(f.detail, sizeof(f.detail),
 					 "step %d: the state entering the step did not match the golden for %d ranks (%s)", s,
 					 sdc_fleet.size, sh->golden_origin);
 				sdc_worker_report(w, &f);
 			} else if (bad_entry && !mw.diverged_this_run) {
-				mt_diverged(&mw, POINT_ENTRY, 0);
+				sdc_mt_diverged(&mw, POINT_ENTRY, 0);
 			}
 			/* The faults due inside this step wait in mw for the hooks. */
 			mw.nfaults = 0;
@@ -545,9 +545,9 @@ static void minitrain_run(struct sdc_worker *w)
 			/* (data parallel: the loss and local gradients are this shard's, the golden has rank 0's) */
 			if (golden && !dp && !mw.diverged_this_run && !mw.diverged_this_step) {
 				if (lbits != golden->traj.loss[s])
-					mt_diverged(&mw, POINT_LOSS, loss);
+					sdc_mt_diverged(&mw, POINT_LOSS, loss);
 				else if (mw.grads_diverged)
-					mt_diverged(&mw, POINT_GRADS, loss);
+					sdc_mt_diverged(&mw, POINT_GRADS, loss);
 			}
 			/* Data-parallel ranks see different shards: only their common state compares. */
 			const uint64_t d[3] = { held, dp ? 0 : lbits, dp ? 0 : mw.grad_hash };
@@ -558,11 +558,11 @@ static void minitrain_run(struct sdc_worker *w)
 			break;
 		/* The end of a full run: its final state against the last checkpoint. */
 		if (golden && !dp && mw.step == sh->steps && !mw.diverged_this_run && check < golden->traj.ncheck) {
-			mt_tensors_sha(&mw.sha, mw.traj, mw.ntraj, sha);
+			sdc_mt_tensors_sha(&mw.sha, mw.traj, mw.ntraj, sha);
 			if (memcmp(sha, golden->traj.sha + (size_t)check * mw.ntraj * SDC_SHA256_LEN,
 				   (size_t)mw.ntraj * SDC_SHA256_LEN)) {
 				mw.iter--;
-				mt_diverged(&mw, POINT_ENTRY, 0);
+				sdc_mt_diverged(&mw, POINT_ENTRY, 0);
 				mw.iter++;
 			}
 		}
@@ -572,14 +572,14 @@ out:
 	free(mw.saved_grads);
 	free(mw.capture);
 	free(mw.dp_local), free(mw.dp_all), free(mw.dp_hashes);
-	mt_dp_close(&mw);
+	sdc_mt_dp_close(&mw);
 	sdc_sha256_release(&mw.sha);
 	sdc_mt_free(mw.replay);
 	sdc_mt_free(mw.m);
-	mt_gpu_close(&mw);
+	sdc_mt_gpu_close(&mw);
 }
 
-struct sdc_mt_model *mt_model_new(struct mt_worker *mw, char *err, size_t len)
+struct sdc_mt_model *sdc_mt_model_new(struct mt_worker *mw, char *err, size_t len)
 {
 	const struct mt_shared *sh = mw->sh;
 	const sdc_xgemm_fn gemm = sh->plain ? sdc_xgemm_plain : sdc_xgemm;
@@ -602,6 +602,6 @@ const struct sdc_probe sdc_probe_minitrain = {
 	.run = minitrain_run,
 	.teardown = minitrain_teardown,
 	.benches = minitrain_benches,
-	.golden_record = mt_golden_record,
+	.golden_record = sdc_mt_golden_record,
 };
 

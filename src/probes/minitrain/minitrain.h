@@ -89,37 +89,37 @@ struct mt_worker {
 
 
 /* minitrain.c */
-void mt_cfg_from_opts(const struct minitrain_opts *o, const struct sdc_variant *v, uint64_t seed,
-		      struct sdc_mt_cfg *c);
-int mt_check_cfg(const struct sdc_mt_cfg *c, char *err, size_t len);
+void sdc_mt_cfg_from_opts(const struct minitrain_opts *o, const struct sdc_variant *v, uint64_t seed,
+			  struct sdc_mt_cfg *c);
+int sdc_mt_check_cfg(const struct sdc_mt_cfg *c, char *err, size_t len);
 /* One hash over a list of tensors: XXH3 of their XXH3s, each kept in out (may be NULL). */
-uint64_t mt_tensors_hash(const struct sdc_mt_tensor *t, int n, uint64_t *out);
+uint64_t sdc_mt_tensors_hash(const struct sdc_mt_tensor *t, int n, uint64_t *out);
 /* The SHA-256 of each tensor into out[n][32]. */
-void mt_tensors_sha(struct sdc_sha256 *s, const struct sdc_mt_tensor *t, int n, uint8_t *out);
+void sdc_mt_tensors_sha(struct sdc_sha256 *s, const struct sdc_mt_tensor *t, int n, uint8_t *out);
 /* The tensors laid end to end in flat, and back. */
-void mt_tensors_to_flat(const struct sdc_mt_tensor *t, int n, float *flat);
-void mt_tensors_from_flat(struct sdc_mt_tensor *t, int n, const float *flat);
-void mt_finding_init(struct sdc_finding *f, const struct mt_worker *mw, const char *kind, const char *target,
-		     int64_t row, int64_t col);
+void sdc_mt_tensors_to_flat(const struct sdc_mt_tensor *t, int n, float *flat);
+void sdc_mt_tensors_from_flat(struct sdc_mt_tensor *t, int n, const float *flat);
+void sdc_mt_finding_init(struct sdc_finding *f, const struct mt_worker *mw, const char *kind, const char *target,
+			 int64_t row, int64_t col);
 /* "GPU" or "core": where the worker trains, for findings. */
 static inline const char *mt_device_word(const struct mt_worker *mw)
 {
 	return mw->gpu ? "GPU" : "core";
 }
 /* A model of the worker's configuration where the worker runs (its core, or its GPU: mw->gpu). */
-struct sdc_mt_model *mt_model_new(struct mt_worker *mw, char *err, size_t len);
+struct sdc_mt_model *sdc_mt_model_new(struct mt_worker *mw, char *err, size_t len);
 
 /* gpu.c: a GPU as the models' backend (bound to the calling thread), or -1 with err; closed. */
-int mt_gpu_backend(const struct sdc_device *dev, double timeout, struct sdc_mt_backend *be, char *err, size_t len);
-void mt_gpu_backend_close(struct sdc_mt_backend *be);
+int sdc_mt_gpu_backend(const struct sdc_device *dev, double timeout, struct sdc_mt_backend *be, char *err, size_t len);
+void sdc_mt_gpu_backend_close(struct sdc_mt_backend *be);
 /* ... the worker's GPU, as mw->be (mw->gpu set). */
-int mt_gpu_open(struct mt_worker *mw, double timeout, char *err, size_t len);
-void mt_gpu_close(struct mt_worker *mw);
+int sdc_mt_gpu_open(struct mt_worker *mw, double timeout, char *err, size_t len);
+void sdc_mt_gpu_close(struct mt_worker *mw);
 /* bench.c: the quick profile's two models, which the benchmarks train. */
-extern const struct sdc_mt_cfg mt_bench_dlrm, mt_bench_xfmr;
+extern const struct sdc_mt_cfg sdc_mt_bench_dlrm, sdc_mt_bench_xfmr;
 
 /* record.c: the trajectory of one variant, on the calling thread (json_t *; the descriptor's golden_record). */
-void *mt_golden_record(const void *opts, const struct sdc_variant *variant, uint64_t seed, char *err, size_t len);
+void *sdc_mt_golden_record(const void *opts, const struct sdc_variant *variant, uint64_t seed, char *err, size_t len);
 
 /* replay.c */
 /* One side of a comparison: a list of tensors, or the same tensors end to end in one buffer. */
@@ -136,27 +136,27 @@ struct mt_difference {
 	float expected, actual;
 	bool nonfinite;
 };
-void mt_first_difference(const struct sdc_mt_tensor *shape, int n, struct mt_side actual, struct mt_side expected,
-			 struct mt_difference *d);
+void sdc_mt_first_difference(const struct sdc_mt_tensor *shape, int n, struct mt_side actual, struct mt_side expected,
+			     struct mt_difference *d);
 /* The state (at POINT_ENTRY), gradients or loss of this step did not match the golden: replay and report. */
-void mt_diverged(struct mt_worker *mw, enum point at, float loss);
+void sdc_mt_diverged(struct mt_worker *mw, enum point at, float loss);
 /* Data parallel: this rank's own gradients differ from its golden ones: recompute and report. */
-void mt_dp_gradient_diverged(struct mt_worker *mw);
+void sdc_mt_dp_gradient_diverged(struct mt_worker *mw);
 
 /* dp.c */
 /* The global gradient: every rank's, summed in rank order, averaged. -1 when a rank did not take part. */
-int mt_dp_reduce(struct sdc_mt_tensor *grads, int ngrads, size_t total, float *local, float *all);
+int sdc_mt_dp_reduce(struct sdc_mt_tensor *grads, int ngrads, size_t total, float *local, float *all);
 /* The model's reduce hook in a data-parallel run. */
-void mt_hook_reduce(void *ctx, int step);
+void sdc_mt_hook_reduce(void *ctx, int step);
 /* The gradients' transport (option dp_transport): auto takes NCCL between the ranks' GPUs where
  * every rank has a GPU and NCCL, MPI otherwise; all ranks take the same. Opens the communicator;
  * 0, or -1 after the worker said why (nccl asked for and not possible everywhere, a rank gone). */
 enum mt_dp_transport { MT_DP_AUTO, MT_DP_MPI, MT_DP_NCCL };
-int mt_dp_open(struct mt_worker *mw, int transport);
+int sdc_mt_dp_open(struct mt_worker *mw, int transport);
 /* Closes it (aborted after a failure). */
-void mt_dp_close(struct mt_worker *mw);
+void sdc_mt_dp_close(struct mt_worker *mw);
 /* Before each step: every rank's state compared, the odd one named; false to stop. */
-bool mt_dp_step_check(struct mt_worker *mw, uint64_t *entry_io);
+bool sdc_mt_dp_step_check(struct mt_worker *mw, uint64_t *entry_io);
 
 /* bench.c */
 extern const struct sdc_command sdc_minitrain_bench; /* sdcscan bench minitrain */

@@ -22,7 +22,7 @@ static void record_reduce_hook(void *ctx, int step)
 {
 	(void)step;
 	struct recorder *r = ctx;
-	if (!r->failed && mt_dp_reduce(r->grads, r->ngrads, r->total, r->local, r->all))
+	if (!r->failed && sdc_mt_dp_reduce(r->grads, r->ngrads, r->total, r->local, r->all))
 		r->failed = true;
 }
 
@@ -30,16 +30,16 @@ static void record_grads_hook(void *ctx, int step)
 {
 	(void)step;
 	struct recorder *r = ctx;
-	r->grad_hash = mt_tensors_hash(r->grads, r->ngrads, NULL);
+	r->grad_hash = sdc_mt_tensors_hash(r->grads, r->ngrads, NULL);
 }
 
-void *mt_golden_record(const void *opts, const struct sdc_variant *variant, uint64_t seed, char *err,
+void *sdc_mt_golden_record(const void *opts, const struct sdc_variant *variant, uint64_t seed, char *err,
 				     size_t len)
 {
 	const struct minitrain_opts *o = opts;
 	struct sdc_mt_cfg cfg;
-	mt_cfg_from_opts(o, variant, seed, &cfg);
-	if (mt_check_cfg(&cfg, err, len))
+	sdc_mt_cfg_from_opts(o, variant, seed, &cfg);
+	if (sdc_mt_check_cfg(&cfg, err, len))
 		return NULL;
 	/* The plain scalar kernel: the recording is made by the reference implementation. */
 	struct sdc_mt_model *m = sdc_mt_create(&cfg, sdc_xgemm_plain, err, len);
@@ -87,12 +87,12 @@ void *mt_golden_record(const void *opts, const struct sdc_variant *variant, uint
 	for (int s = 0; s <= t.steps; s++) {
 		if (s && (s % t.every == 0 || s == t.steps)) {
 			t.check_step[c] = s;
-			mt_tensors_sha(&sha, traj, ntraj, t.sha + (size_t)c * ntraj * SDC_SHA256_LEN);
+			sdc_mt_tensors_sha(&sha, traj, ntraj, t.sha + (size_t)c * ntraj * SDC_SHA256_LEN);
 			c++;
 		}
 		if (s == t.steps)
 			break;
-		t.entry[s] = mt_tensors_hash(traj, ntraj, NULL);
+		t.entry[s] = sdc_mt_tensors_hash(traj, ntraj, NULL);
 		const float loss = sdc_mt_step(m, s, &hooks);
 		memcpy(&t.loss[s], &loss, 4);
 		t.grads[s] = rec.grad_hash;

@@ -23,7 +23,7 @@ static void replay_grads(void *ctx, int step)
 	struct replay_ctx *rc = ctx;
 	if (step != rc->capture_step)
 		return;
-	mt_tensors_to_flat(rc->grads, rc->ngrads, rc->mw->capture);
+	sdc_mt_tensors_to_flat(rc->grads, rc->ngrads, rc->mw->capture);
 }
 
 static bool has_nonfinite(const float *x, size_t n)
@@ -34,8 +34,8 @@ static bool has_nonfinite(const float *x, size_t n)
 	return false;
 }
 
-void mt_first_difference(const struct sdc_mt_tensor *shape, int n, struct mt_side actual, struct mt_side expected,
-			 struct mt_difference *d)
+void sdc_mt_first_difference(const struct sdc_mt_tensor *shape, int n, struct mt_side actual, struct mt_side expected,
+			     struct mt_difference *d)
 {
 	memset(d, 0, sizeof(*d));
 	d->tensor = -1;
@@ -72,7 +72,7 @@ static int replay_on(struct mt_worker *mw, struct sdc_mt_model *model, enum poin
 	sdc_mt_reset(model);
 	int bad = -1;
 	for (int s = 0; s <= mw->step; s++) {
-		if (s < g->steps && mt_tensors_hash(rt, nrt, NULL) != g->entry[s] && bad < 0)
+		if (s < g->steps && sdc_mt_tensors_hash(rt, nrt, NULL) != g->entry[s] && bad < 0)
 			bad = s;
 		if (s == mw->step && at == POINT_ENTRY)
 			break;
@@ -81,12 +81,12 @@ static int replay_on(struct mt_worker *mw, struct sdc_mt_model *model, enum poin
 	return bad;
 }
 
-void mt_diverged(struct mt_worker *mw, enum point at, float loss)
+void sdc_mt_diverged(struct mt_worker *mw, enum point at, float loss)
 {
 	const struct mt_shared *sh = mw->sh;
 	mw->diverged_this_step = true;
 	char err[256];
-	if (!mw->replay && !(mw->replay = mt_model_new(mw, err, sizeof(err)))) {
+	if (!mw->replay && !(mw->replay = sdc_mt_model_new(mw, err, sizeof(err)))) {
 		sdc_worker_error(mw->w, "replay: %s", err);
 		return;
 	}
@@ -106,10 +106,10 @@ void mt_diverged(struct mt_worker *mw, enum point at, float loss)
 	const struct sdc_mt_tensor *ft = at == POINT_ENTRY ? mw->traj : mw->grads;
 	struct mt_difference d = { .tensor = -1 };
 	if (at == POINT_ENTRY)
-		mt_first_difference(ft, mw->ntraj, (struct mt_side){ .list = ft }, (struct mt_side){ .list = rt }, &d);
+		sdc_mt_first_difference(ft, mw->ntraj, (struct mt_side){ .list = ft }, (struct mt_side){ .list = rt }, &d);
 	else if (at == POINT_GRADS)
-		mt_first_difference(ft, mw->ngrads, (struct mt_side){ .flat = mw->saved_grads },
-				    (struct mt_side){ .flat = mw->capture }, &d);
+		sdc_mt_first_difference(ft, mw->ngrads, (struct mt_side){ .flat = mw->saved_grads },
+					(struct mt_side){ .flat = mw->capture }, &d);
 	const int first_t = d.tensor;
 	const size_t first_i = d.index, differing = d.elements;
 	const int tensors_differing = d.tensors;
@@ -128,7 +128,7 @@ void mt_diverged(struct mt_worker *mw, enum point at, float loss)
 	else
 		snprintf(trust, sizeof(trust), "a replay here ALSO differs from step %d: persistent", replay_bad);
 	if (at != POINT_LOSS && first_t < 0) {
-		mt_finding_init(&f, mw, "golden-divergence", target, -1, -1);
+		sdc_mt_finding_init(&f, mw, "golden-divergence", target, -1, -1);
 		snprintf(f.detail, sizeof(f.detail),
 			 "step %d: %s did not match the golden but equals a replay from the seed on this %s: this %s "
 			 "computes the model differently every time (from step %d), or the golden came from a build that does",
@@ -139,7 +139,7 @@ void mt_diverged(struct mt_worker *mw, enum point at, float loss)
 		float golden_loss = replay_loss;
 		if (mw->step < g->steps)
 			memcpy(&golden_loss, &g->loss[mw->step], 4);
-		mt_finding_init(&f, mw, "golden-divergence", target, -1, -1);
+		sdc_mt_finding_init(&f, mw, "golden-divergence", target, -1, -1);
 		sdc_finding_set_f32(&f, golden_loss, loss);
 		snprintf(f.detail, sizeof(f.detail),
 			 "step %d: %s did not match the golden while the state entering the step matched: the forward "
@@ -148,7 +148,7 @@ void mt_diverged(struct mt_worker *mw, enum point at, float loss)
 			 trust);
 	} else {
 		const struct sdc_mt_tensor *t = &ft[first_t];
-		mt_finding_init(&f, mw, "golden-divergence", target, (int64_t)(first_i / (size_t)t->cols),
+		sdc_mt_finding_init(&f, mw, "golden-divergence", target, (int64_t)(first_i / (size_t)t->cols),
 			     (int64_t)(first_i % (size_t)t->cols));
 		/* the reference's element is the golden's where its replay matches the golden; where no replay
 		 * here does, the golden's digest of the state beside this device's (the golden holds digests
@@ -156,8 +156,8 @@ void mt_diverged(struct mt_worker *mw, enum point at, float loss)
 		const struct sdc_golden_traj *g = &sh->golden->traj;
 		if (ref != cpu && replay_bad >= 0 && mw->step < g->steps) {
 			const uint64_t want = at == POINT_ENTRY ? g->entry[mw->step] : g->grads[mw->step];
-			const uint64_t got = at == POINT_ENTRY ? mt_tensors_hash(mw->traj, mw->ntraj, NULL)
-							       : mt_tensors_hash(mw->grads, mw->ngrads, NULL);
+			const uint64_t got = at == POINT_ENTRY ? sdc_mt_tensors_hash(mw->traj, mw->ntraj, NULL)
+							       : sdc_mt_tensors_hash(mw->grads, mw->ngrads, NULL);
 			sdc_finding_set_bits(&f, want, got, 64);
 		} else {
 			sdc_finding_set_f32(&f, d.expected, d.actual);
@@ -194,12 +194,12 @@ void mt_diverged(struct mt_worker *mw, enum point at, float loss)
  * computed again from the same state on this core. The recomputed gradients replace the wrong ones
  * before the all-reduce, so the fleet stays on the golden trajectory.
  */
-void mt_dp_gradient_diverged(struct mt_worker *mw)
+void sdc_mt_dp_gradient_diverged(struct mt_worker *mw)
 {
 	const struct mt_shared *sh = mw->sh;
 	const struct sdc_golden_traj *g = &sh->golden->traj;
 	char err[256];
-	if (!mw->replay && !(mw->replay = mt_model_new(mw, err, sizeof(err)))) {
+	if (!mw->replay && !(mw->replay = sdc_mt_model_new(mw, err, sizeof(err)))) {
 		sdc_worker_error(mw->w, "recompute: %s", err);
 		return;
 	}
@@ -211,16 +211,16 @@ void mt_dp_gradient_diverged(struct mt_worker *mw)
 	struct replay_ctx rc = { .mw = mw, .capture_step = mw->step, .grads = rg, .ngrads = nrg };
 	const struct sdc_mt_hooks hooks = { .ctx = &rc, .gradients = replay_grads };
 	(void)sdc_mt_step(mw->replay, mw->step, &hooks);
-	const uint64_t again = mt_tensors_hash(rg, nrg, NULL);
+	const uint64_t again = sdc_mt_tensors_hash(rg, nrg, NULL);
 	const bool transient = again == g->rank_grads[(size_t)sdc_fleet.rank * g->steps + mw->step];
 	struct mt_difference d;
-	mt_first_difference(mw->grads, mw->ngrads, (struct mt_side){ .list = mw->grads },
-			    (struct mt_side){ .flat = mw->capture }, &d);
+	sdc_mt_first_difference(mw->grads, mw->ngrads, (struct mt_side){ .list = mw->grads },
+				(struct mt_side){ .flat = mw->capture }, &d);
 	const int first_t = d.tensor;
 	const size_t first_i = d.index, differing = d.elements;
 	struct sdc_finding f;
 	if (first_t < 0) {
-		mt_finding_init(&f, mw, "rank-gradient", "G", -1, -1);
+		sdc_mt_finding_init(&f, mw, "rank-gradient", "G", -1, -1);
 		snprintf(f.detail, sizeof(f.detail),
 			 "step %d: the local gradients of rank %d (%s) differ from the golden's for this rank, and computing "
 			 "them again here gives the same bits: this %s computes the model differently every time",
@@ -229,7 +229,7 @@ void mt_dp_gradient_diverged(struct mt_worker *mw)
 		return;
 	}
 	const struct sdc_mt_tensor *t = &mw->grads[first_t];
-	mt_finding_init(&f, mw, "rank-gradient", "G", (int64_t)(first_i / (size_t)t->cols), (int64_t)(first_i % (size_t)t->cols));
+	sdc_mt_finding_init(&f, mw, "rank-gradient", "G", (int64_t)(first_i / (size_t)t->cols), (int64_t)(first_i % (size_t)t->cols));
 	sdc_finding_set_f32(&f, d.expected, d.actual);
 	snprintf(f.detail, sizeof(f.detail),
 		 "step %d: rank %d (%.40s) computed its local gradients wrong before the all-reduce: first %.24s[%zu][%zu], "
@@ -241,7 +241,7 @@ void mt_dp_gradient_diverged(struct mt_worker *mw)
 	sdc_worker_report(mw->w, &f);
 	if (!transient)
 		return;
-	mt_tensors_from_flat(mw->grads, mw->ngrads, mw->capture);
+	sdc_mt_tensors_from_flat(mw->grads, mw->ngrads, mw->capture);
 	mw->grad_hash = again;
 }
 

@@ -11,12 +11,6 @@
 #define MAX_CONTENDERS SDC_BENCH_MAX_CONTENDERS
 #define contender sdc_contender
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 void sdc_bench_race(struct sdc_contender *c, int n, double ops, double seconds)
 {
 	double rates[MAX_CONTENDERS][ROUNDS];
@@ -35,7 +29,7 @@ void sdc_bench_race(struct sdc_contender *c, int n, double ops, double seconds)
 		}
 	}
 	for (int i = 0; i < n; i++) {
-		qsort(rates[i], ROUNDS, sizeof(double), cmp_double);
+		qsort(rates[i], ROUNDS, sizeof(double), sdc_cmp_double);
 		c[i].rate = rates[i][ROUNDS / 2];
 	}
 }
@@ -45,7 +39,7 @@ void sdc_bench_overhead(const struct sdc_contender *plain, const struct sdc_cont
 	double ratio[ROUNDS];
 	for (int r = 0; r < ROUNDS; r++)
 		ratio[r] = plain->rounds[r] / checked->rounds[r] - 1.0;
-	qsort(ratio, ROUNDS, sizeof(double), cmp_double);
+	qsort(ratio, ROUNDS, sizeof(double), sdc_cmp_double);
 	q[0] = ratio[ROUNDS / 4];
 	q[1] = ratio[ROUNDS / 2];
 	q[2] = ratio[3 * ROUNDS / 4];

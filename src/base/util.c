@@ -101,6 +101,12 @@ bool sdc_parse_double(const char *s, double *out)
 	return true;
 }
 
+int sdc_cmp_double(const void *a, const void *b)
+{
+	const double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
 bool sdc_parse_bool(const char *s, bool *out)
 {
 	static const char *const yes[] = { "true", "yes", "on", "1" };

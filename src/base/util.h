@@ -40,6 +40,10 @@ bool sdc_parse_bool(const char *s, bool *out);
  */
 int sdc_parse_ranges(const char *s, int limit, uint64_t *bits, const char **bad);
 
+/* qsort's comparator for doubles, ascending: -1, 0 or 1 (a NaN compares equal to everything, so
+ * keep NaNs out of what is sorted). */
+int sdc_cmp_double(const void *a, const void *b);
+
 /* Monotonic seconds, and wall-clock seconds since the epoch. */
 double sdc_now(void);
 double sdc_wall_now(void);

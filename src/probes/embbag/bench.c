@@ -100,16 +100,10 @@ static int paired_race(struct eb_case *cases, int n, double seconds, double *t)
 	return turn;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	const double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 /* Median (q[1]) and quartiles of v[0..n), sorted in place. */
 static void quartiles(double *v, int n, double q[3])
 {
-	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	qsort(v, (size_t)n, sizeof(double), sdc_cmp_double);
 	q[0] = v[n / 4];
 	q[1] = v[n / 2];
 	q[2] = v[3 * n / 4];

@@ -76,4 +76,13 @@ PY
 
 expect_exit 0 bench "$SDCSCAN" bench embbag --rows 65536 --dims 32 --formats 8bit --seconds 0.2
 expect_grep bench out "^8bit    32"
+# --class exact checks exact-class data with the exact class's sums: no bag of a healthy core fails
+# (the fast class's checks on exact sums failed every one); --skip-checks says no bag was checked.
+expect_exit 0 bench_exact "$SDCSCAN" bench embbag --rows 4096 --dims 32 --formats 8bit --seconds 0.1 --class exact
+expect_grep bench_exact out "exact-class data"
+expect_exit 0 bench_skip "$SDCSCAN" bench embbag --rows 4096 --dims 32 --formats 8bit --seconds 0.1 --skip-checks
+expect_grep bench_skip out "no bag checked (--skip-checks)"
+for b in bench bench_exact bench_skip; do
+	! grep -q "failed their checks" "$TMP/$b.out" || fail "$b: bags failed their checks on a healthy core"
+done
 finish

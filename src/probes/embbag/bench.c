@@ -32,7 +32,7 @@ struct eb_case {
 	float *out;
 	struct sdc_eb_expect *expect;
 	int cursor;
-	bool checked, nocheck;
+	bool checked, skip_checks; /* skip_checks: the expectation computed, no bag checked */
 	enum sdc_eb_sums sums;
 	uint64_t sweep_rows, sweep_cursor;
 	long failures;
@@ -50,7 +50,7 @@ static void call_bags(void *arg)
 			c->impl->bag(&c->table->l, c->table->data, &g, c->out + (size_t)i * d, &c->expect[i],
 				     c->checked ? c->sums : SDC_EB_NO_SUMS);
 		}
-		if (!c->checked || c->nocheck)
+		if (!c->checked || c->skip_checks)
 			continue;
 		/*
 		 * As the probe does: the batch's bags are checked after all were looked up, so the checks
@@ -135,7 +135,7 @@ static int parse_dims(const char *value, void *field, char *err, size_t errlen)
 }
 
 static int bench_case(enum sdc_eb_format fmt, int d, const struct sdc_eb_cfg *base, uint64_t sweep_rows,
-		      double seconds, const struct sdc_eb_impl *impl)
+		      bool skip_checks, double seconds, const struct sdc_eb_impl *impl)
 {
 	struct sdc_eb_cfg cfg = *base;
 	cfg.fmt = fmt;
@@ -167,12 +167,14 @@ static int bench_case(enum sdc_eb_format fmt, int d, const struct sdc_eb_cfg *ba
 		sdc_eb_batch_draw(&pool[drawn], &cfg, (uint64_t)drawn);
 		lookups += pool[drawn].off[pool[drawn].nbags];
 	}
+	/* the class's expectation, as the probe computes it (embbag.c) */
+	const enum sdc_eb_sums sums = cfg.cls == SDC_EB_FAST ? SDC_EB_SUMS_STATS : SDC_EB_SUMS;
 	struct eb_case cases[4] = {
 		{ .cfg = cfg, .impl = impl, .table = &plain, .pool = pool, .out = out, .expect = expect },
 		{ .cfg = cfg, .impl = impl, .table = &checked, .pool = pool, .out = out, .expect = expect,
-		  .checked = true, .sums = getenv("EXACT") ? SDC_EB_SUMS : SDC_EB_SUMS_STATS, .nocheck = getenv("NOCHECK") != NULL },
+		  .checked = true, .sums = sums, .skip_checks = skip_checks },
 		{ .cfg = cfg, .impl = impl, .table = &checked, .pool = pool, .out = out, .expect = expect,
-		  .checked = true, .sums = SDC_EB_SUMS_STATS, .sweep_rows = sweep_rows },
+		  .checked = true, .sums = sums, .skip_checks = skip_checks, .sweep_rows = sweep_rows },
 		/* the plain operator on the checked table's rows: what the layout alone costs */
 		{ .cfg = cfg, .impl = impl, .table = &checked, .pool = pool, .out = out, .expect = expect },
 	};
@@ -227,10 +229,13 @@ out:
 }
 
 static const char *const format_names[] = { "8bit", "4bit", NULL };
+static const char *const class_names[] = { "exact", "fast", NULL }; /* enum sdc_eb_class's order */
 
 struct bench_opts {
 	struct dim_list dims;
 	uint32_t formats;
+	int cls;
+	bool skip_checks;
 	int64_t rows, pooling, sweep_rows;
 	double seconds;
 };
@@ -249,6 +254,11 @@ static const struct sdc_option bench_options[] = {
 	  .def = "512", .imin = 0, .imax = 1 << 24, .help = "rows re-verified per 32 batches in the +sweep column" },
 	{ .name = "seconds", .short_name = 't', .metavar = "S", .type = SDC_OPT_CUSTOM, .offset = OPT(seconds),
 	  .parse = sdc_cli_opt_seconds, .def = "3", .help = "time per contender and case" },
+	{ .name = "class", .metavar = "CLASS", .type = SDC_OPT_ENUM, .offset = OPT(cls), .choices = class_names,
+	  .def = "fast", .help = "exact or fast: the numerics class of the data and the checks (the CPU benchmark)" },
+	{ .name = "skip-checks", .type = SDC_OPT_FLAG, .offset = OPT(skip_checks),
+	  .help = "the checked columns compute each bag's expectation but check no bag: what the checks alone cost "
+		  "is the difference from a run without it (the CPU benchmark)" },
 	SDC_OPT_END,
 };
 
@@ -260,6 +270,9 @@ static int bench_main(struct sdc_cmd *cmd)
 	struct sdc_run run;
 	if (cmd->cli.json && !cmd->cli.have_gpus)
 		return sdc_cli_bad(&cmd->cli, "--json: only the GPU benchmark (--gpus) writes a report");
+	if (cmd->cli.have_gpus && (o->cls != SDC_EB_FAST || o->skip_checks))
+		return sdc_cli_bad(&cmd->cli,
+				   "--class and --skip-checks are the CPU benchmark's: the GPU benchmark checks the fast class");
 	if (sdc_cli_bench_start(cmd, &run))
 		return sdc_cli_unknown(&cmd->cli);
 	if (cmd->cli.have_gpus) {
@@ -270,15 +283,16 @@ static int bench_main(struct sdc_cmd *cmd)
 	}
 	const struct sdc_device *dev = &run.devices[0];
 	const struct sdc_eb_impl *impl = sdc_eb_find("auto");
-	const struct sdc_eb_cfg base = { .cls = SDC_EB_FAST, .rows = rows, .batch = 10, .pooling = (int)pooling,
-					 .seed = 1, .c_sigma = SDC_EB_C_SIGMA };
+	const struct sdc_eb_cfg base = { .cls = (enum sdc_eb_class)o->cls, .rows = rows, .batch = 10,
+					 .pooling = (int)pooling, .seed = 1, .c_sigma = SDC_EB_C_SIGMA };
 	printf("sdcscan bench embbag: one thread on %s (%s), kernel %s; %" PRIu64 " rows, bags of 10 x %" PRIu64
-	       " (lengths %" PRIu64 "..%" PRIu64 "), sum and weighted batches alternating, fast-class data;\n"
+	       " (lengths %" PRIu64 "..%" PRIu64 "), sum and weighted batches alternating, %s-class data;\n"
 	       "contenders called in turns (about 1 ms each, order rotating), %.1f s each per case; rates are the median "
 	       "call,\noverhead the median over turns of checked/plain - 1 [quartiles].\n"
-	       "plain: FBGEMM fused rows, no checks. checked: rows with their sums, expectation per row, every bag "
-	       "checked. +sweep: checked plus %" PRIu64 " rows re-verified per %d batches (the probe's default).\n",
-	       dev->id, dev->model, impl->name, rows, pooling, pooling - pooling / 2, pooling + pooling / 2, seconds,
+	       "plain: FBGEMM fused rows, no checks. checked: rows with their sums, expectation per row, %s. "
+	       "+sweep: checked plus %" PRIu64 " rows re-verified per %d batches (the probe's default).\n",
+	       dev->id, dev->model, impl->name, rows, pooling, pooling - pooling / 2, pooling + pooling / 2,
+	       class_names[o->cls], seconds, o->skip_checks ? "no bag checked (--skip-checks)" : "every bag checked",
 	       sweep_rows, CALL_BATCHES);
 	printf("%-5s %4s %5s %5s  %8s %6s  %8s %6s  %8s  %8s %-17s %8s  %8s  %6s\n", "rows", "d", "B/row", "+sums",
 	       "plain", "GB/s", "checked", "GB/s", "+sweep", "overhead", "[quartiles]", "+sweep", "checks", "turns");
@@ -286,7 +300,8 @@ static int bench_main(struct sdc_cmd *cmd)
 	int rc = 0;
 	for (int f = 0; f < 2 && !rc; f++)
 		for (int i = 0; i < o->dims.n && !rc && sdc_opt_set_has(o->formats, f); i++)
-			rc = bench_case((enum sdc_eb_format)f, o->dims.v[i], &base, sweep_rows, seconds, impl);
+			rc = bench_case((enum sdc_eb_format)f, o->dims.v[i], &base, sweep_rows, o->skip_checks, seconds,
+					impl);
 	sdc_run_release(&run);
 	return rc ? sdc_cli_unknown(&cmd->cli) : 0;
 }

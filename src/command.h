@@ -66,12 +66,13 @@ struct sdc_command {
 	size_t opts_size;                  /* the struct they fill (sdc_cmd.opts) */
 	unsigned common;                   /* enum sdc_common_flag */
 	unsigned flags;                    /* enum sdc_command_flag */
-	/* Sub-verbs, chosen by the first argument after the command: a table, or a look-up (bench
-	 * and campaign ask the registry). default_sub runs when the first argument is an option or
-	 * missing; without one a sub-verb is required. */
+	/* Sub-verbs, chosen by the first argument after the command by their names: a table (subs,
+	 * NULL-terminated), or where the registry holds them (bench, campaign, calibrate) sub_at,
+	 * the i-th for i = 0, 1, ... and NULL after the last. The driver finds a verb, lists them in
+	 * --help and names them in messages from these alone. default_sub runs when the first
+	 * argument is an option or missing; without one a sub-verb is required. */
 	const struct sdc_command *const *subs;
-	const struct sdc_command *(*find_sub)(const char *name);
-	void (*list_subs)(FILE *out); /* --help's list of sub-verbs when they come from find_sub */
+	const struct sdc_command *(*sub_at)(int i);
 	const char *default_sub;
 	/* What --json does for this command, where it is not the common words (NULL: those). */
 	const char *json_help;

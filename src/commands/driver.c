@@ -12,6 +12,7 @@
 
 #include "command.h"
 #include "commands/commands.h"
+#include "core/registry.h"
 #include "cpu.h"
 #include "fleet.h"
 #include "sdc_config.h"
@@ -43,17 +44,52 @@ static const struct {
 			  .help = "no colour even on a terminal (NO_COLOR is honoured too)" } },
 };
 
+/* Whether some variant of p at its default options runs on GPUs. */
+static bool runs_on_gpus(const struct sdc_probe *p)
+{
+	void *opts = calloc(1, p->opts_size ? p->opts_size : 1);
+	struct sdc_variant v[SDC_VARIANTS_MAX];
+	bool gpus = false;
+	if (!opts)
+		return false;
+	sdc_opt_defaults(p->options, opts);
+	const int n = p->variants ? p->variants(opts, v, SDC_VARIANTS_MAX) : 0;
+	for (int i = 0; i < n; i++)
+		gpus |= (v[i].devices & SDC_ON_GPU) != 0;
+	free(opts);
+	return gpus;
+}
+
+/* "a, b and c" (last: " and ") or "a, b or c": names[0..n), joined for a sentence. */
+static void join_names(const char *const *names, int n, const char *last, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		const size_t used = strlen(buf);
+		snprintf(buf + used, len - used, "%s%s", i ? (i + 1 < n ? ", " : last) : "", names[i]);
+	}
+}
+
 static void top_usage(FILE *out)
 {
 	fprintf(out, "Usage: sdcscan COMMAND [OPTIONS]\n"
 		     "Find CPUs and GPUs that compute wrong answers without crashing.\n\nCommands:\n");
 	for (int i = 0; commands[i]; i++)
 		fprintf(out, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
+	/* the probes with GPU variants, from the registry: a new GPU lane is never missing here */
+	const char *gpu_probes[32];
+	int n = 0;
+	for (int i = 0; sdc_probes[i] && n < (int)SDC_ARRAY_SIZE(gpu_probes); i++)
+		if (runs_on_gpus(sdc_probes[i]))
+			gpu_probes[n++] = sdc_probes[i]->name;
+	char names[256];
+	join_names(gpu_probes, n, " and ", names, sizeof(names));
 	fprintf(out, "\nRun 'sdcscan COMMAND --help' for the options of a command.\n"
 		     "Exit status: 0 OK, 1 WARNING, 2 CRITICAL (corruption found), 3 UNKNOWN (could not test).\n"
-		     "GPUs: gemm, embbag, minitrain and allreduce (NCCL) run on them; not yet validated on GPU hardware\n"
+		     "GPUs: %s run on them; not yet validated on GPU hardware\n"
 		     "by this project (the host side is tested; see BUGS in sdcscan(1)). 'sdcscan version' says which\n"
-		     "GPUs this build can test.\n");
+		     "GPUs this build can test.\n",
+		names);
 }
 
 /* "  -c, --cpus LIST          help (default: x)" */
@@ -73,15 +109,27 @@ static void print_option(FILE *out, const struct sdc_option *o)
 	fputc('\n', out);
 }
 
+/* The i-th sub-verb of c (its table's, or sub_at's), NULL after the last. */
+static const struct sdc_command *sub_at(const struct sdc_command *c, int i)
+{
+	if (c->sub_at)
+		return c->sub_at(i);
+	return c->subs ? c->subs[i] : NULL;
+}
+
+static bool has_subs(const struct sdc_command *c)
+{
+	return c->subs || c->sub_at;
+}
+
 static void command_usage(FILE *out, const struct sdc_command *c, const char *path)
 {
-	if (c->subs || c->find_sub) {
+	if (has_subs(c)) {
 		fprintf(out, "Usage: sdcscan %s %s [OPTIONS]\n%s\n", path, c->default_sub ? "[VERB]" : "VERB", c->summary);
 		fprintf(out, "\nVerbs:\n");
-		if (c->list_subs)
-			c->list_subs(out);
-		for (int i = 0; c->subs && c->subs[i]; i++)
-			fprintf(out, "  %-12s %s\n", c->subs[i]->name, c->subs[i]->summary);
+		const struct sdc_command *s;
+		for (int i = 0; (s = sub_at(c, i)); i++)
+			fprintf(out, "  %-12s %s\n", s->name, s->summary);
 		if (c->default_sub)
 			fprintf(out, "Without a verb: %s. 'sdcscan %s VERB --help' for a verb's options.\n",
 				c->default_sub, path);
@@ -281,40 +329,22 @@ static int parse(struct sdc_cmd *c, int argc, char **argv)
 
 static const struct sdc_command *find_sub(const struct sdc_command *c, const char *name)
 {
-	if (c->find_sub)
-		return c->find_sub(name);
-	for (int i = 0; c->subs && c->subs[i]; i++)
-		if (!strcmp(c->subs[i]->name, name))
-			return c->subs[i];
+	const struct sdc_command *s;
+	for (int i = 0; (s = sub_at(c, i)); i++)
+		if (!strcmp(s->name, name))
+			return s;
 	return NULL;
 }
 
+/* "gemm, overhead, embbag": c's sub-verbs by name, for messages. */
 static void sub_names(const struct sdc_command *c, char *buf, size_t len)
 {
-	FILE *f = fmemopen(buf, len, "w");
+	const struct sdc_command *s;
 	buf[0] = '\0';
-	if (!f)
-		return;
-	if (c->list_subs) {
-		/* the lister prints "  name  summary" lines: keep the names */
-		char lines[2048] = "";
-		FILE *g = fmemopen(lines, sizeof(lines) - 1, "w");
-		if (g) {
-			c->list_subs(g);
-			fclose(g);
-		}
-		bool first = true;
-		for (char *line = strtok(lines, "\n"); line; line = strtok(NULL, "\n")) {
-			char word[64];
-			if (sscanf(line, " %63s", word) == 1) {
-				fprintf(f, "%s%s", first ? "" : ", ", word);
-				first = false;
-			}
-		}
+	for (int i = 0; (s = sub_at(c, i)); i++) {
+		const size_t used = strlen(buf);
+		snprintf(buf + used, len - used, "%s%s", i ? ", " : "", s->name);
 	}
-	for (int i = 0; c->subs && c->subs[i]; i++)
-		fprintf(f, "%s%s", i ? ", " : "", c->subs[i]->name);
-	fclose(f);
 }
 
 int sdc_main(int argc, char **argv)
@@ -335,10 +365,12 @@ int sdc_main(int argc, char **argv)
 	const enum sdc_exit_style style = scan_exit_style(argc, argv);
 	if (!cmd) {
 		/* the commands by name, from the table: a new one is never missing from the message */
-		char names[256] = "";
-		for (int i = 0; commands[i]; i++)
-			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? (commands[i + 1] ? ", " : " or ") : "",
-				 commands[i]->name);
+		const char *all[SDC_ARRAY_SIZE(commands)];
+		int n = 0;
+		for (; commands[n]; n++)
+			all[n] = commands[n]->name;
+		char names[256];
+		join_names(all, n, " or ", names, sizeof(names));
 		fprintf(stderr, "sdcscan: unknown command '%s' (expected %s; see 'sdcscan --help')\n", argv[1], names);
 		return sdc_exit_code(SDC_UNKNOWN, style);
 	}
@@ -346,7 +378,7 @@ int sdc_main(int argc, char **argv)
 	char path[96];
 	int first = 2;
 	snprintf(path, sizeof(path), "%s", cmd->name);
-	while (cmd->subs || cmd->find_sub) {
+	while (has_subs(cmd)) {
 		const struct sdc_cli parent = { .command = path, .exit_style = style };
 		const char *word = first < argc ? argv[first] : NULL;
 		const struct sdc_command *sub = NULL;

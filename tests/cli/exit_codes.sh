@@ -84,9 +84,18 @@ done
 # A verb is chosen by position; a bad one is named with the valid ones.
 bad bad_verb "unknown verb 'gem' (expected gemm, overhead, embbag, minitrain, allreduce, ring-hops, nccl, ecparity)" bench gem
 bad no_verb "expected a golden command: record, verify, show" golden
+# The verbs the registry holds (commands/tools.c), each probe's then the framework's, and the
+# commands of the top level (man page's Commands), as the messages name them.
+bad bad_campaign "unknown verb 'x' (expected gemm, embbag, cpu-faults)" campaign x
+bad no_campaign "expected the probe to campaign on: gemm, embbag, cpu-faults" campaign
+bad bad_calibrate "unknown verb 'x' (expected gemm)" calibrate x
+expect_grep help_campaign out "^  cpu-faults   flip register bits"
+bad bad_command_list "(expected run, status, clear, list, selftest, golden, fleet, bench, calibrate, campaign or version;" scan
 # --exit-codes npd holds whatever the order of the arguments: a bad flag before it is npd's unknown (2).
 expect_exit 2 npd_order "$SDCSCAN" run --bogus --exit-codes npd
 expect_exit 0 help_top "$SDCSCAN" --help
+# The probes with GPU variants (gemm.c, embbag.c, minitrain.c, allreduce.c's nccl; not ecparity).
+expect_grep help_top out "^GPUs: gemm, embbag, minitrain and allreduce run on them;"
 expect_exit 3 no_command "$SDCSCAN"
 
 # --json - puts the report on stdout and the human text on stderr.

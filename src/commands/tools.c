@@ -1,10 +1,10 @@
 /*
  * sdcscan bench, campaign and calibrate: each verb is a probe's own tool, found in the registry
  * (a probe's descriptor lists its benchmarks, campaign and calibration, probe.h), but for the
- * framework's campaigns over every probe (campaign cpu-faults: commands/campaign_cpu.c).
+ * framework's own, listed here (campaign cpu-faults: commands/campaign_cpu.c; bench fleet:
+ * commands/fleet_bench.c).
  */
-#include <stdio.h>
-#include <string.h>
+#include <stddef.h>
 
 #include "commands/commands.h"
 #include "core/registry.h"

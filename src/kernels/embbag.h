@@ -174,7 +174,7 @@ enum sdc_eb_sums {
 
 /*
  * What the rows' stored sums predict for a bag's output, and the statistics of its rounding
- * (embbag_abft.h derives the threshold). The x86 kernels note where each row's tail lies (scale,
+ * (probes/embbag/abft.h derives the threshold). The x86 kernels note where each row's tail lies (scale,
  * bias and stored sums, as the row holds them) and every eight rows load the eight tails, still
  * in cache, and fold them in with a few vector operations across rows; so the checked lookup
  * costs little more than the plain one.

@@ -2,7 +2,7 @@
  * The golden cross-check: recomputes every minitrain trajectory in the golden files given on the
  * command line with the exact kernels this program was linked with, and compares every loss,
  * every per-step hash and every checkpoint SHA-256. tests/meson.build links it against the exact
- * sources built at the project's flags, at -O0 and at -O3 -march=native, and tests/cli/golden.sh
+ * sources built at the project's flags, at -O0 and at -O3 -march=native, and tests/cli/golden_clang.sh
  * builds it with clang: every build must reproduce the shipped goldens bit for bit. It parses the
  * files and hashes the tensors itself (not through golden.c or the probe), so it checks them too.
  *

@@ -1,5 +1,5 @@
 /*
- * gemm: an ABFT-checked GEMM burn on every selected CPU core (the engine: gemm_abft.h).
+ * gemm: an ABFT-checked GEMM burn on every selected CPU core (the engine: probes/gemm/abft.h).
  *
  * Variants (option dtypes):
  *   int8, fp32       exact class: small-integer operands, checksum digit columns compared by

@@ -17,7 +17,9 @@
 #include "probes/gemm/abft.h"
 
 /* The streams of kernels/gemm_data.h, which define every element; the bulk fills below are a
- * second, vectorised path to the same bytes (tests/unit/test_gemm_data.c holds them equal). */
+ * second, vectorised path to the same bytes (tests/cli/gpu_host.sh holds them equal: the fake
+ * GPU module draws int8's and fp32's operands element by element, and each lane's work digest
+ * must match the cores'). */
 enum { MAT_A = SDC_GD_A, MAT_B = SDC_GD_B, MAT_WINDOW = SDC_GD_WINDOW };
 
 static struct sdc_rng gemm_rng(const struct sdc_gemm *g, int mat)

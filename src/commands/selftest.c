@@ -274,6 +274,8 @@ static struct tally evaluate(json_t *all, const struct sdc_output *out, bool qui
 		const struct sdc_injection *in = &inj[x].in;
 		const bool wide = fleet_wide(in->probe, in->variant);
 		bool ok = false;
+		if (in->bit < 0) /* nothing flipped (a rank taken away: its rebuilder records what to find) */
+			continue;
 		for (size_t y = 0; y < nf && !ok; y++)
 			ok = (fnd[y].rec == inj[x].rec || wide) &&
 			     sdc_finding_locates(&fnd[y].f, as_seen_by(in, &fnd[y].f, fnd[y].rec != inj[x].rec));

@@ -82,7 +82,7 @@ for cmd in run list selftest golden "golden record" "golden verify" "golden show
 	expect_grep "$name" out "Usage: sdcscan $cmd"
 done
 # A verb is chosen by position; a bad one is named with the valid ones.
-bad bad_verb "unknown verb 'gem' (expected gemm, overhead, embbag, minitrain, allreduce, ring-hops, nccl, ecparity)" bench gem
+bad bad_verb "unknown verb 'gem' (expected gemm, overhead, embbag, minitrain, allreduce, ring-hops, nccl, ecparity, fleet)" bench gem
 bad no_verb "expected a golden command: record, verify, show" golden
 # The verbs the registry holds (commands/tools.c), each probe's then the framework's, and the
 # commands of the top level (man page's Commands), as the messages name them.

@@ -1,11 +1,11 @@
 /* The benchmarks' race (bench.h). */
 #include "bench.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "base/util.h"
+#include "facts.h"
 
 #define ROUNDS SDC_BENCH_ROUNDS
 #define MAX_CONTENDERS SDC_BENCH_MAX_CONTENDERS
@@ -47,12 +47,12 @@ void sdc_bench_overhead(const struct sdc_contender *plain, const struct sdc_cont
 
 
 
-void sdc_bench_bits(const char *what, const char *same, int64_t bad, const char *first, void *report, const char *key,
-		    bool *met)
+void sdc_bench_bits(const char *what, const char *same, int64_t bad, const char *first, struct sdc_facts *report,
+		    const char *key, bool *met)
 {
 	printf("bits: %s against this CPU's: %s%s%s\n", what, bad ? "DIFFERENT, " : same, bad ? first : "",
 	       bad ? "  MISSED" : "");
-	json_object_set_new(report, key, json_integer(bad));
+	sdc_facts_int(report, key, bad);
 	*met &= !bad;
 }
 

@@ -30,12 +30,13 @@ double sdc_median(double *v, int n);
 
 /*
  * A bit-for-bit comparison as a benchmark's target (a GPU's results against this CPU's): prints
- * "bits: WHAT against this CPU's: SAME" or "...: DIFFERENT, FIRST  MISSED", sets key = bad in the
- * report (a json_t object) and clears *met when something differed.
+ * "bits: WHAT against this CPU's: SAME" or "...: DIFFERENT, FIRST  MISSED", states key = bad in
+ * the benchmark's facts (its JSON) and clears *met when something differed.
  */
 #include <stdbool.h>
 #include <stdint.h>
-void sdc_bench_bits(const char *what, const char *same, int64_t bad, const char *first, void *report, const char *key,
-		    bool *met);
+struct sdc_facts;
+void sdc_bench_bits(const char *what, const char *same, int64_t bad, const char *first, struct sdc_facts *report,
+		    const char *key, bool *met);
 
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "facts_json.h"
 #include "fleet.h"
 #include "run.h"
 
@@ -134,6 +135,16 @@ int sdc_cli_write_json(const char *path, void *j, const char *who)
 	}
 	free(text);
 	return rc;
+}
+
+int sdc_cli_write_facts(const char *path, struct sdc_facts *f, const char *who)
+{
+	return sdc_cli_write_json(path, sdc_facts_json(f), who);
+}
+
+int sdc_cli_facts_end(const struct sdc_cli *cli, struct sdc_facts *out, bool targets_met)
+{
+	return sdc_cli_targets_end(cli, sdc_facts_json(out), targets_met);
 }
 
 int sdc_cli_targets_end(const struct sdc_cli *cli, void *out, bool targets_met)

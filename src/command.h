@@ -111,6 +111,9 @@ int sdc_cli_json_stdout(void);
 
 /* Writes j (a json_t *) to path ("-": stdout) atomically, pretty-printed; -1 after printing why not. */
 int sdc_cli_write_json(const char *path, void *j, const char *who);
+/* The same for a probe's benchmark or campaign: its facts (facts.h) as the JSON. */
+struct sdc_facts;
+int sdc_cli_write_facts(const char *path, struct sdc_facts *f, const char *who);
 
 /*
  * The end of a campaign or benchmark that states targets: records targets_met in out (a json_t
@@ -118,6 +121,8 @@ int sdc_cli_write_json(const char *path, void *j, const char *who);
  * --json if asked; returns the exit code (0, 2, or 3 when the JSON could not be written).
  */
 int sdc_cli_targets_end(const struct sdc_cli *cli, void *out, bool targets_met);
+/* The same for a probe's benchmark or campaign, whose JSON is its facts (facts.h). */
+int sdc_cli_facts_end(const struct sdc_cli *cli, struct sdc_facts *out, bool targets_met);
 
 /*
  * Matrix sizes, comma-separated: "N" (N x N x N) or "MxNxK". Each dimension within [1, 16384]

@@ -12,6 +12,7 @@
 
 #include "base/digest.h"
 #include "base/util.h"
+#include "facts_json.h"
 #include "fleet.h"
 #include "sdc_config.h"
 
@@ -374,6 +375,16 @@ const struct sdc_golden_entry *sdc_golden_find(const void *key, const char **ori
 	return NULL;
 }
 
+const struct sdc_golden_entry *sdc_golden_find_for(const struct sdc_probe *p, const void *opts,
+						   const struct sdc_variant *variant, uint64_t seed,
+						   const char *device_model, const char **origin)
+{
+	json_t *key = sdc_golden_key(p, opts, variant, seed, device_model);
+	const struct sdc_golden_entry *e = sdc_golden_find(key, origin);
+	json_decref(key);
+	return e;
+}
+
 /* ---- writing ---- */
 
 static json_t *hex_array(const void *v, int n, int bytes)
@@ -390,7 +401,7 @@ static json_t *hex_array(const void *v, int n, int bytes)
 	return a;
 }
 
-void *sdc_golden_traj_json(const struct sdc_golden_traj *t)
+struct sdc_facts *sdc_golden_traj_facts(const struct sdc_golden_traj *t)
 {
 	json_t *checks = json_array();
 	for (int c = 0; c < t->ncheck; c++) {
@@ -411,7 +422,7 @@ void *sdc_golden_traj_json(const struct sdc_golden_traj *t)
 			json_array_append_new(rg, hex_array(t->rank_grads + (size_t)r * t->steps, t->steps, 8));
 		json_object_set_new(j, "rank_grads", rg);
 	}
-	return j;
+	return sdc_facts_of(j);
 }
 
 void *sdc_golden_file_json(void *entries, const struct sdc_run *run)
@@ -437,7 +448,7 @@ void *sdc_golden_file_json(void *entries, const struct sdc_run *run)
 int sdc_golden_record_here(const struct sdc_probe *p, const void *opts, const struct sdc_variant *variant, uint64_t seed,
 			   const struct sdc_run *run, struct sdc_golden *out, char *err, size_t errlen)
 {
-	json_t *traj = p->golden_record ? p->golden_record(opts, variant, seed, err, errlen) : NULL;
+	json_t *traj = p->golden_record ? sdc_facts_json(p->golden_record(opts, variant, seed, err, errlen)) : NULL;
 	if (!traj) {
 		if (!p->golden_record)
 			snprintf(err, errlen, "%s records no trajectory", p->name);

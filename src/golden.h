@@ -72,6 +72,10 @@ const char *sdc_golden_class(const struct sdc_variant *v);
  * ones. NULL when none matches; *origin says where one came from.
  */
 const struct sdc_golden_entry *sdc_golden_find(const void *key, const char **origin);
+/* The same for a probe's variant as run with opts and seed on device_model (sdc_golden_key's key). */
+const struct sdc_golden_entry *sdc_golden_find_for(const struct sdc_probe *p, const void *opts,
+						   const struct sdc_variant *variant, uint64_t seed,
+						   const char *device_model, const char **origin);
 /* Makes g the file sdc_golden_find looks in first (NULL: none). */
 void sdc_golden_use(const struct sdc_golden *g);
 /* Records a probe's trajectory here (under mpirun: every rank takes part) into *out, as a golden
@@ -82,7 +86,8 @@ int sdc_golden_record_here(const struct sdc_probe *p, const void *opts, const st
 /* A golden file's JSON (json_t *) around entries (a json_t array, stolen), recorded by this run's host. */
 void *sdc_golden_file_json(void *entries, const struct sdc_run *run);
 
-/* Trajectory JSON from its parts (the recorder's side). */
-void *sdc_golden_traj_json(const struct sdc_golden_traj *t);
+/* A trajectory as a golden file holds it, from its parts (the recorder's side: a probe's golden_record). */
+struct sdc_facts;
+struct sdc_facts *sdc_golden_traj_facts(const struct sdc_golden_traj *t);
 
 #endif

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "base/digest.h"
+#include "facts.h"
 #include "options.h"
 #include "run.h"
 #include "stop.h"
@@ -83,14 +84,17 @@ struct sdc_probe {
 	const struct sdc_command *calibrate;
 	/*
 	 * golden record for probes whose golden is more than the work digest (minitrain's
-	 * trajectory): computes it for one variant on this thread (json_t *). NULL: the generic
-	 * work digest.
+	 * trajectory): computes it for one variant on this thread, as a golden file holds it
+	 * (sdc_golden_traj_facts); NULL with err on failure. NULL hook: the generic work digest.
 	 */
-	void *(*golden_record)(const void *opts, const struct sdc_variant *v, uint64_t seed, char *err, size_t errlen);
+	struct sdc_facts *(*golden_record)(const void *opts, const struct sdc_variant *v, uint64_t seed, char *err,
+					   size_t errlen);
 	/* Fast-class results depend on the library: its identity for golden keys ("OpenBLAS 0.3.21 (Haswell)"). */
 	void (*library_id)(const struct sdc_variant *v, char *buf, size_t len);
-	/* Facts every report carries about what this probe builds on (json_t *env: the BLAS, ...). */
-	void (*environment)(void *env);
+	/* Facts every report carries about what this probe builds on (the BLAS, ...), stated into
+	 * run.environment (env) on the main thread before any worker starts. During the run a
+	 * probe states its facts with sdc_run_facts (facts.h). */
+	void (*environment)(struct sdc_facts *env);
 };
 
 /* Whether some device of the run is of a kind the variant runs on. */

@@ -15,6 +15,7 @@
 #include "core/profile.h"
 #include "core/registry.h"
 #include "core/runner.h"
+#include "facts_json.h"
 #include "fleet.h"
 #include "golden.h"
 
@@ -146,7 +147,7 @@ static int record_main(struct sdc_cmd *c)
 	for (int v = 0; v < nv; v++) {
 		json_t *key = sdc_golden_key(p, e->opts, &variants[v], run.seed, sdc_run_cpu_model(&run)), *res = NULL;
 		if (p->golden_record) {
-			json_t *traj = p->golden_record(e->opts, &variants[v], run.seed, err, sizeof(err));
+			json_t *traj = sdc_facts_json(p->golden_record(e->opts, &variants[v], run.seed, err, sizeof(err)));
 			if (!traj) {
 				fprintf(stderr, "sdcscan golden: %s/%s: %s\n", p->name, variants[v].name, err);
 				json_decref(key);

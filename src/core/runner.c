@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "facts_json.h"
 #include "probe.h"
 #include "core/registry.h"
 #include "core/supervise.h"
@@ -729,7 +730,7 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 	/* What every probe builds on goes into every report (the BLAS of the fast class, ...). */
 	for (int i = 0; sdc_probes[i]; i++)
 		if (sdc_probes[i]->environment)
-			sdc_probes[i]->environment(run->environment);
+			sdc_probes[i]->environment(sdc_facts_of(run->environment));
 	for (int i = 0; i < plan->n; i++) {
 		const struct sdc_plan_entry *e = &plan->entries[i];
 		struct sdc_variant variants[SDC_VARIANTS_MAX];

@@ -10,7 +10,6 @@
  * cuBLAS). The load column is drawing and encoding one operand set, paid once every gpu_refresh
  * GEMMs, as a share of one plain GEMM.
  */
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +74,7 @@ static double plain_seconds(struct gpu_case *t)
 
 /* One row of the table; returns 0, or -1 after printing why the GPU could not be measured. */
 static int bench_one(const struct sdc_gpu_module *m, enum sdc_gpu_type type, struct sdc_size3 sz, double seconds,
-		     const double *pool, json_t *rows, bool *met, long *failures)
+		     const double *pool, struct sdc_facts *out, bool *met, long *failures)
 {
 	struct sdc_gpu_gemm_cfg cfg;
 	char err[256];
@@ -135,13 +134,22 @@ static int bench_one(const struct sdc_gpu_module *m, enum sdc_gpu_type type, str
 	snprintf(size, sizeof(size), "%dx%dx%d", sz.m, sz.n, sz.k);
 	printf("%-9s %17s %9.1f %9.1f %9.1f %-7s %6.1f%% %6.1f%% %6.1f%%  %s\n", tname, size, c[0].rate / scale, c[1].rate / scale, c[2].rate / scale, type == SDC_GPU_INT8 ? "TOP/s" : "TFLOP/s",
 	       100.0 * share_c, 100.0 * share_b, 100.0 * load / one, ok ? "met" : "MISSED");
-	json_array_append_new(rows, json_pack("{s:s, s:i, s:i, s:i, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:b}",
-					      "type", tname, "m", sz.m, "n", sz.n, "k", sz.k, "unit",
-					      type == SDC_GPU_INT8 ? "TOP/s" : "TFLOP/s", "plain", c[0].rate / scale,
-					      "checked", c[1].rate / scale, "burn", c[2].rate / scale, "checked_share",
-					      share_c, "checked_share_q1", 1.0 / (1.0 + qc[2]), "checked_share_q3",
-					      1.0 / (1.0 + qc[0]), "burn_share", share_b, "load_share", load / one,
-					      "kernel", m->gemm_kernel(base.g), "target_met", ok));
+	struct sdc_facts *row = sdc_facts_row(out, "rows");
+	sdc_facts_str(row, "type", tname);
+	sdc_facts_int(row, "m", sz.m);
+	sdc_facts_int(row, "n", sz.n);
+	sdc_facts_int(row, "k", sz.k);
+	sdc_facts_str(row, "unit", type == SDC_GPU_INT8 ? "TOP/s" : "TFLOP/s");
+	sdc_facts_real(row, "plain", c[0].rate / scale);
+	sdc_facts_real(row, "checked", c[1].rate / scale);
+	sdc_facts_real(row, "burn", c[2].rate / scale);
+	sdc_facts_real(row, "checked_share", share_c);
+	sdc_facts_real(row, "checked_share_q1", 1.0 / (1.0 + qc[2]));
+	sdc_facts_real(row, "checked_share_q3", 1.0 / (1.0 + qc[0]));
+	sdc_facts_real(row, "burn_share", share_b);
+	sdc_facts_real(row, "load_share", load / one);
+	sdc_facts_str(row, "kernel", m->gemm_kernel(base.g));
+	sdc_facts_bool(row, "target_met", ok);
 	rc = 0;
 out:
 	m->gemm_destroy(base.g);
@@ -176,7 +184,14 @@ int sdc_gemm_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const struct sd
 	       100 * TARGET_SHARE);
 	printf("%-9s %17s %9s %9s %9s %-7s %7s %7s %7s  %s\n", "type", "m x n x k", "plain", "checked", "burn", "",
 	       "checked", "burn", "load", "target");
-	json_t *out = json_object(), *rows = json_array();
+	/* (the JSON's order: the GPU, the target, the rows, the failures) */
+	struct sdc_facts *out = sdc_facts_new();
+	sdc_facts_str(out, "gpu.device", gpu->id);
+	sdc_facts_str(out, "gpu.name", gpu->model);
+	sdc_facts_str(out, "gpu.uuid", gpu->gpu.uuid);
+	sdc_facts_str(out, "gpu.blas", m->blas);
+	sdc_facts_real(out, "target_share", TARGET_SHARE);
+	sdc_facts_list(out, "rows");
 	bool met = true;
 	long failures = 0;
 	int rc = 0;
@@ -184,23 +199,18 @@ int sdc_gemm_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const struct sd
 		if (!(types & (1u << t)))
 			continue;
 		for (int i = 0; i < nsizes && !rc; i++)
-			rc = bench_one(m, (enum sdc_gpu_type)t, sizes[i], seconds, pool.v, rows, &met, &failures);
+			rc = bench_one(m, (enum sdc_gpu_type)t, sizes[i], seconds, pool.v, out, &met, &failures);
 	}
 	sdc_dist_pool_release(&pool);
 	if (rc) {
-		json_decref(out);
-		json_decref(rows);
+		sdc_facts_free(out);
 		return sdc_cli_unknown(&cmd->cli);
 	}
 	if (failures)
 		printf("note: %ld rows failed their check during the benchmark: %s needs a closer look (sdcscan run)\n",
 		       failures, gpu->id);
-	json_object_set_new(out, "gpu", json_pack("{s:s, s:s, s:s, s:s}", "device", gpu->id, "name", gpu->model, "uuid",
-						  gpu->gpu.uuid, "blas", m->blas));
-	json_object_set_new(out, "target_share", json_real(TARGET_SHARE));
-	json_object_set_new(out, "rows", rows);
-	json_object_set_new(out, "check_failures", json_integer(failures));
-	const int code = sdc_cli_targets_end(&cmd->cli, out, met);
-	json_decref(out);
+	sdc_facts_int(out, "check_failures", failures);
+	const int code = sdc_cli_facts_end(&cmd->cli, out, met);
+	sdc_facts_free(out);
 	return code;
 }

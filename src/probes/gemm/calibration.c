@@ -1,6 +1,7 @@
 #include "probes/gemm/calibration.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "cpu.h"
 #include "base/digest.h"
+#include "facts.h"
 #include "kernels/gemm_float.h"
 #include "sdc_config.h"
 #include "base/util.h"
@@ -20,21 +22,23 @@ static const char *builtin_why(const char *precision)
 					  : "a margin (66u, about 9x the 7.5u OpenBLAS showed; V-ABFT Table 7's FP64 is 3-6u)";
 }
 
-/* A precision's entry resting on fewer GEMMs at some size than the protocol needs: err says so. */
-static bool too_few(json_t *prec, const char *file, const char *name, char *err, size_t errlen)
+/* A precision's entry resting on fewer GEMMs at some size than the protocol needs: err says so.
+ * (A size whose counts are not integers counts as 0.) */
+static bool too_few(const struct sdc_facts *prec, const char *file, const char *name, char *err, size_t errlen)
 {
-	size_t i;
-	json_t *s;
-	json_array_foreach(json_object_get(prec, "sizes"), i, s) {
-		const json_int_t g = json_integer_value(json_object_get(s, "gemms"));
+	for (size_t i = 0; i < sdc_facts_rows(prec, "sizes"); i++) {
+		const struct sdc_facts *s = sdc_facts_row_at(prec, "sizes", i);
+		int64_t g = 0, k = 0;
+		sdc_facts_get_int(s, "gemms", &g);
+		sdc_facts_get_int(s, "k", &k);
 		if (g < SDC_CALIBRATION_MIN_GEMMS) {
-			snprintf(err, errlen, "calibration file %s: %s at K=%" JSON_INTEGER_FORMAT " rests on %" JSON_INTEGER_FORMAT
+			snprintf(err, errlen, "calibration file %s: %s at K=%" PRId64 " rests on %" PRId64
 				 " GEMMs, fewer than the %d per size its maximum needs; run sdcscan calibrate with more --trials",
-				 file, name, json_integer_value(json_object_get(s, "k")), g, SDC_CALIBRATION_MIN_GEMMS);
+				 file, name, k, g, SDC_CALIBRATION_MIN_GEMMS);
 			return true;
 		}
 	}
-	if (!json_array_size(json_object_get(prec, "sizes"))) {
+	if (!sdc_facts_rows(prec, "sizes")) {
 		snprintf(err, errlen, "calibration file %s: %s names no sizes it was measured at", file, name);
 		return true;
 	}
@@ -80,26 +84,27 @@ int sdc_calibration_find(const char *path, const struct sdc_calibration_key *key
 	source[0] = '\0';
 	if (!named && access(file, F_OK) && errno == ENOENT)
 		return 0;
-	json_t *doc = sdc_calibration_read(file, err, errlen);
+	struct sdc_facts *doc = sdc_calibration_read(file, err, errlen);
 	if (!doc)
 		return -1;
 	char name[200];
 	snprintf(name, sizeof(name), "%s, %s", key->cpu_model, key->library);
-	json_t *e = json_object_get(json_object_get(json_object_get(json_object_get(json_object_get(doc, "gpus"), name),
-								   "precisions"), precision), "emax");
+	const struct sdc_facts *p = sdc_facts_find_key(sdc_facts_find_key(sdc_facts_find(doc, "gpus"), name),
+						       "precisions");
+	p = sdc_facts_find_key(p, precision);
+	double e = 0;
 	int rc = 0;
-	if (e && (!json_is_real(e) || json_real_value(e) <= 0 || json_real_value(e) >= 1)) {
+	if (sdc_facts_has(p, "emax") && (!sdc_facts_get_real(p, "emax", &e) || e <= 0 || e >= 1)) {
 		snprintf(err, errlen, "calibration file %s: gpus.\"%s\".precisions.%s.emax is not a number in (0, 1)", file,
 			 name, precision);
 		rc = -1;
-	} else if (e && too_few(json_object_get(json_object_get(json_object_get(json_object_get(doc, "gpus"), name),
-							 "precisions"), precision), file, precision, err, errlen)) {
+	} else if (sdc_facts_has(p, "emax") && too_few(p, file, precision, err, errlen)) {
 		rc = -1;
-	} else if (e) {
-		*emax = json_real_value(e);
+	} else if (sdc_facts_has(p, "emax")) {
+		*emax = e;
 		snprintf(source, srclen, "calibrated: %g for %s from %s", *emax, name, file);
 	}
-	json_decref(doc);
+	sdc_facts_free(doc);
 	return rc;
 }
 
@@ -109,66 +114,35 @@ const char *sdc_calibration_default_path(void)
 	return env && *env ? env : SDC_CALIBRATION_PATH;
 }
 
-int sdc_calibration_write(const char *path, json_t *doc, char *err, size_t errlen)
+int sdc_calibration_write(const char *path, struct sdc_facts *doc, char *err, size_t errlen)
 {
 	char hex[SDC_SHA256_HEX_LEN];
-	if (sdc_json_content_sha256(doc, hex)) {
+	if (sdc_facts_sha256(doc, hex)) {
 		snprintf(err, errlen, "cannot serialise the calibration");
 		return -1;
 	}
-	json_object_set_new(doc, "sha256", json_string(hex));
-	char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-	if (!text) {
-		snprintf(err, errlen, "cannot serialise the calibration");
-		return -1;
-	}
-	size_t len = strlen(text);
-	text[len] = '\0';
-	char *with_nl = malloc(len + 2);
-	int rc = -1;
-	if (with_nl) {
-		memcpy(with_nl, text, len);
-		with_nl[len] = '\n';
-		rc = sdc_write_atomic(path, with_nl, len + 1, err, errlen);
-		free(with_nl);
-	}
-	free(text);
-	return rc;
+	sdc_facts_str(doc, "sha256", hex);
+	return sdc_facts_write(path, doc, err, errlen);
 }
 
-json_t *sdc_calibration_read(const char *path, char *err, size_t errlen)
+struct sdc_facts *sdc_calibration_read(const char *path, char *err, size_t errlen)
 {
-	json_error_t je;
-	size_t len;
-	err[0] = '\0';
-	char why[600] = "";
-	char *text = sdc_read_regular_file(path, 16u << 20, &len, "calibration file", why, sizeof(why));
-	if (!text) {
-		snprintf(err, errlen, "calibration file %s", why);
+	struct sdc_facts *doc = sdc_facts_load(path, 16u << 20, "calibration file", err, errlen);
+	if (!doc)
 		return NULL;
-	}
-	json_t *doc = json_loadb(text, len, 0, &je);
-	free(text);
-	if (!doc) {
-		/* (jansson gives no position when the file could not be opened) */
-		if (je.line > 0)
-			snprintf(err, errlen, "calibration file %s: %s (line %d, column %d)", path, je.text, je.line,
-				 je.column);
-		else
-			snprintf(err, errlen, "calibration file %s: %s", path, je.text);
-		return NULL;
-	}
-	const char *format = json_string_value(json_object_get(doc, "format"));
-	const char *sha = json_string_value(json_object_get(doc, "sha256"));
-	json_t *version = json_object_get(doc, "version");
+	/* (a document that is not an object has none of these) */
+	const char *format = sdc_facts_get_str(doc, "format");
+	const char *sha = sdc_facts_get_str(doc, "sha256");
+	int64_t version = 0;
+	const bool has_version = sdc_facts_get_int(doc, "version", &version);
 	char hex[SDC_SHA256_HEX_LEN];
-	if (!json_is_object(doc) || !format || strcmp(format, SDC_CALIBRATION_FORMAT)) {
+	if (!format || strcmp(format, SDC_CALIBRATION_FORMAT)) {
 		snprintf(err, errlen, "calibration file %s: not an sdcscan calibration (format is not \"%s\")", path,
 			 SDC_CALIBRATION_FORMAT);
-	} else if (!json_is_integer(version) || json_integer_value(version) != SDC_CALIBRATION_VERSION) {
+	} else if (!has_version || version != SDC_CALIBRATION_VERSION) {
 		snprintf(err, errlen, "calibration file %s: version %s is not supported (expected %d)", path,
-			 json_is_integer(version) ? "other" : "missing", SDC_CALIBRATION_VERSION);
-	} else if (!sha || sdc_json_content_sha256(doc, hex) || strcmp(sha, hex)) {
+			 has_version ? "other" : "missing", SDC_CALIBRATION_VERSION);
+	} else if (!sha || sdc_facts_sha256(doc, hex) || strcmp(sha, hex)) {
 		snprintf(err, errlen,
 			 "calibration file %s: its SHA-256 does not match its content (corrupt or edited); "
 			 "run sdcscan calibrate again",
@@ -176,14 +150,14 @@ json_t *sdc_calibration_read(const char *path, char *err, size_t errlen)
 	} else {
 		return doc;
 	}
-	json_decref(doc);
+	sdc_facts_free(doc);
 	return NULL;
 }
 
-static int key_matches(json_t *doc, const struct sdc_calibration_key *key, const char *path, char *err,
+static int key_matches(const struct sdc_facts *doc, const struct sdc_calibration_key *key, const char *path, char *err,
 		       size_t errlen)
 {
-	json_t *k = json_object_get(doc, "key");
+	const struct sdc_facts *k = sdc_facts_find(doc, "key");
 	const struct {
 		const char *name, *want;
 	} fields[] = {
@@ -193,7 +167,7 @@ static int key_matches(json_t *doc, const struct sdc_calibration_key *key, const
 		{ "kernel", key->kernel },
 	};
 	for (size_t i = 0; i < SDC_ARRAY_SIZE(fields); i++) {
-		const char *have = json_string_value(json_object_get(k, fields[i].name));
+		const char *have = sdc_facts_get_str(k, fields[i].name);
 		if (!have || strcmp(have, fields[i].want)) {
 			snprintf(err, errlen,
 				 "calibration file %s was made for %s '%s', but this host has '%s'; run sdcscan "
@@ -216,34 +190,35 @@ int sdc_calibration_emax(const char *path, const struct sdc_calibration_key *key
 			 *emax, builtin_why(precision), file);
 		return 0;
 	}
-	json_t *doc = sdc_calibration_read(file, err, errlen);
+	struct sdc_facts *doc = sdc_calibration_read(file, err, errlen);
 	if (!doc)
 		return -1;
-	if (!json_object_get(doc, "key")) {
+	if (!sdc_facts_has(doc, "key")) {
 		/* written by calibrate --gpus alone: no CPU calibration in it */
 		snprintf(source, srclen, "built-in: %g, %s (%s calibrates GPUs only)",
 			 *emax, builtin_why(precision), file);
-		json_decref(doc);
+		sdc_facts_free(doc);
 		return 0;
 	}
 	int rc = key_matches(doc, key, file, err, errlen);
 	if (!rc) {
-		json_t *p = json_object_get(json_object_get(doc, "precisions"), precision);
-		json_t *e = json_object_get(p, "emax");
-		if (!p) {
+		const struct sdc_facts *precisions = sdc_facts_find(doc, "precisions");
+		const struct sdc_facts *p = sdc_facts_find_key(precisions, precision);
+		double e = 0;
+		if (!p && !sdc_facts_has(precisions, precision)) {
 			snprintf(source, srclen, "built-in: %g, %s (%s has no %s entry)",
 				 *emax, builtin_why(precision), file, precision);
-		} else if (!json_is_real(e) || json_real_value(e) <= 0 || json_real_value(e) >= 1) {
+		} else if (!sdc_facts_get_real(p, "emax", &e) || e <= 0 || e >= 1) {
 			snprintf(err, errlen, "calibration file %s: precisions.%s.emax is not a number in (0, 1)", file,
 				 precision);
 			rc = -1;
 		} else if (too_few(p, file, precision, err, errlen)) {
 			rc = -1;
 		} else {
-			*emax = json_real_value(e);
+			*emax = e;
 			snprintf(source, srclen, "calibrated: %g from %s", *emax, file);
 		}
 	}
-	json_decref(doc);
+	sdc_facts_free(doc);
 	return rc;
 }

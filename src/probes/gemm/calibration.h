@@ -25,8 +25,10 @@
 #ifndef SDC_CALIBRATION_H
 #define SDC_CALIBRATION_H
 
-#include <jansson.h>
+#include <jansson.h> /* (for campaign.c until it states its JSON as facts: then gone) */
 #include <stddef.h>
+
+#include "facts.h"
 
 #define SDC_CALIBRATION_PATH "/var/lib/sdcscan/calibration.json"
 #define SDC_CALIBRATION_FORMAT "sdcscan-calibration"
@@ -72,9 +74,9 @@ int sdc_calibration_emax(const char *path, const struct sdc_calibration_key *key
 			 double *emax, char *source, size_t srclen, char *err, size_t errlen);
 
 /* Adds "sha256" over the canonical form of doc (sorted keys, compact) and writes it atomically. */
-int sdc_calibration_write(const char *path, json_t *doc, char *err, size_t errlen);
+int sdc_calibration_write(const char *path, struct sdc_facts *doc, char *err, size_t errlen);
 
-/* Loads and verifies a file's format and digest. NULL with err on failure. */
-json_t *sdc_calibration_read(const char *path, char *err, size_t errlen);
+/* Loads and verifies a file's format and digest (the caller frees it). NULL with err on failure. */
+struct sdc_facts *sdc_calibration_read(const char *path, char *err, size_t errlen);
 
 #endif

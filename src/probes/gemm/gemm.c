@@ -12,7 +12,6 @@
  */
 #include <inttypes.h>
 #include <stdint.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -522,37 +521,31 @@ static void gemm_library_id(const struct sdc_variant *v, char *buf, size_t len)
 }
 
 /* Every report says which BLAS the fast class ran on, its kernel and threads. */
-static void gemm_environment(void *env)
+static void gemm_environment(struct sdc_facts *env)
 {
 	/* One worker per core: a BLAS that spins up its own threads would fight them. */
 	sdc_blas_single_thread();
 	struct sdc_blas_info bi;
 	sdc_blas_info(&bi);
-	json_object_set_new(env, "blas", json_pack("{s:s, s:s, s:s, s:i}", "library", bi.library, "version", bi.version,
-						   "core", bi.corename, "threads", bi.threads));
+	sdc_facts_str(env, "blas.library", bi.library);
+	sdc_facts_str(env, "blas.version", bi.version);
+	sdc_facts_str(env, "blas.core", bi.corename);
+	sdc_facts_int(env, "blas.threads", bi.threads);
 }
 
 
 static void record_environment(struct sdc_probe_ctx *ctx, const struct gemm_shared *sh, const char *kernel,
 			       const char *emax_source)
 {
-	json_t *env = ctx->run->environment;
-	json_t *g = json_object_get(env, "gemm");
-	if (!g) {
-		g = json_object();
-		json_object_set_new(env, "gemm", g);
+	struct sdc_facts *f = sdc_facts_new(), *v = sdc_facts_key(f, ctx->variant->name);
+	sdc_facts_str(v, "kernel", kernel);
+	const bool gpu_fast = sh->gpu_burn && !sdc_gpu_type_exact(sh->gcfg.type);
+	if (gpu_fast || (!sh->gpu_burn && sdc_gemm_is_fast(sh->cfg.cls))) {
+		sdc_facts_real(v, "emax", gpu_fast ? sh->gcfg.emax : sh->cfg.emax);
+		sdc_facts_str(v, "emax_source", emax_source);
+		sdc_facts_real(v, "c_sigma", gpu_fast ? sh->gcfg.c_sigma : sh->cfg.c_sigma);
 	}
-	json_t *v = json_pack("{s:s}", "kernel", kernel);
-	if (sh->gpu_burn && !sdc_gpu_type_exact(sh->gcfg.type)) {
-		json_object_set_new(v, "emax", json_real(sh->gcfg.emax));
-		json_object_set_new(v, "emax_source", json_string(emax_source));
-		json_object_set_new(v, "c_sigma", json_real(sh->gcfg.c_sigma));
-	} else if (!sh->gpu_burn && sdc_gemm_is_fast(sh->cfg.cls)) {
-		json_object_set_new(v, "emax", json_real(sh->cfg.emax));
-		json_object_set_new(v, "emax_source", json_string(emax_source));
-		json_object_set_new(v, "c_sigma", json_real(sh->cfg.c_sigma));
-	}
-	json_object_set_new(g, ctx->variant->name, v);
+	sdc_run_facts(ctx->run, "gemm", f);
 }
 
 static void gemm_teardown(struct sdc_probe_ctx *ctx)

@@ -15,7 +15,6 @@
  *   - inside the step, by ATTNChecker's checksums on the six attention GEMMs of the transformer.
  */
 #include <inttypes.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,9 +248,8 @@ static int minitrain_setup(struct sdc_probe_ctx *ctx)
 	sh->every = (int)o->checkpoint;
 	sh->plain = o->kernel == 1;
 	if (o->golden != GOLDEN_OFF) {
-		json_t *key = sdc_golden_key(ctx->probe, o, ctx->variant, ctx->seed, sdc_run_cpu_model(ctx->run));
-		sh->golden = sdc_golden_find(key, &sh->golden_origin);
-		json_decref(key);
+		sh->golden = sdc_golden_find_for(ctx->probe, o, ctx->variant, ctx->seed, sdc_run_cpu_model(ctx->run),
+						 &sh->golden_origin);
 		if (!sh->golden && o->golden == GOLDEN_REQUIRE) {
 			const uint64_t seed = sh->cfg.seed;
 			minitrain_teardown(ctx);

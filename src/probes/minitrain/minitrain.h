@@ -118,8 +118,9 @@ void sdc_mt_gpu_close(struct mt_worker *mw);
 /* bench.c: the quick profile's two models, which the benchmarks train. */
 extern const struct sdc_mt_cfg sdc_mt_bench_dlrm, sdc_mt_bench_xfmr;
 
-/* record.c: the trajectory of one variant, on the calling thread (json_t *; the descriptor's golden_record). */
-void *sdc_mt_golden_record(const void *opts, const struct sdc_variant *variant, uint64_t seed, char *err, size_t len);
+/* record.c: the trajectory of one variant, on the calling thread (the descriptor's golden_record). */
+struct sdc_facts *sdc_mt_golden_record(const void *opts, const struct sdc_variant *variant, uint64_t seed, char *err,
+				       size_t len);
 
 /* replay.c */
 /* One side of a comparison: a list of tensors, or the same tensors end to end in one buffer. */

@@ -1,5 +1,4 @@
 /* The golden recorder of minitrain (sdcscan golden record): one variant's trajectory on the calling thread. */
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +32,8 @@ static void record_grads_hook(void *ctx, int step)
 	r->grad_hash = sdc_mt_tensors_hash(r->grads, r->ngrads, NULL);
 }
 
-void *sdc_mt_golden_record(const void *opts, const struct sdc_variant *variant, uint64_t seed, char *err,
-				     size_t len)
+struct sdc_facts *sdc_mt_golden_record(const void *opts, const struct sdc_variant *variant, uint64_t seed, char *err,
+				       size_t len)
 {
 	const struct minitrain_opts *o = opts;
 	struct sdc_mt_cfg cfg;
@@ -59,7 +58,7 @@ void *sdc_mt_golden_record(const void *opts, const struct sdc_variant *variant, 
 	t.names = calloc((size_t)ntraj, sizeof(*t.names));
 	t.sha = calloc((size_t)t.ncheck * ntraj, SDC_SHA256_LEN);
 	struct sdc_sha256 sha = { 0 };
-	json_t *out = NULL;
+	struct sdc_facts *out = NULL;
 	if (!t.loss || !t.entry || !t.grads || !t.check_step || !t.names || !t.sha || sdc_sha256_init(&sha)) {
 		snprintf(err, len, "out of memory");
 		goto done;
@@ -106,7 +105,7 @@ void *sdc_mt_golden_record(const void *opts, const struct sdc_variant *variant, 
 		snprintf(err, len, "a rank did not take part in a gradient all-reduce within %.0f s", sdc_fleet.timeout);
 		goto done;
 	}
-	out = sdc_golden_traj_json(&t);
+	out = sdc_golden_traj_facts(&t);
 done:
 	sdc_sha256_release(&sha);
 	free(t.loss), free(t.entry), free(t.grads), free(t.rank_grads), free(t.check_step), free(t.names), free(t.sha);

@@ -11,8 +11,12 @@ Layers, top to bottom (a file may include its own layer or any layer below it):
   4 core/               runner, plans and profiles, registry, report, output, vote
   3 probes/NAME/        one folder a probe: only its own folder among the probes
   2 src/*.h, src/*.c    the framework probes and commands are written against
-  1 kernels/            CPU and CUDA kernels behind one C interface per operation
+  1 kernels/            the arithmetic probes share: CRC32C, exact operations, half, the exact
+                        and float GEMMs, ABFT sums and references, ISA dispatch
   0 base/               services: messages, parsing, time, RNG, digests, verdicts
+
+A CUDA source (.cu, .cuh) is the GPU module's side of one probe, wherever it lies: besides the
+layers below its own it may include the headers of one probe folder, and no other probe's.
 """
 import os
 import re
@@ -21,6 +25,7 @@ import sys
 import tempfile
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+CUDA = ('.cu', '.cuh')
 NAMES = {0: 'base', 1: 'kernels', 2: 'framework', 3: 'probes', 4: 'core', 5: 'commands'}
 
 
@@ -47,6 +52,7 @@ def check(root):
     files = set(sources(root))
     edges = {f: [] for f in files}
     problems = []
+    cuda_probe = {}
     for f in sorted(files):
         with open(os.path.join(root, f), encoding='utf-8') as fh:
             text = fh.read()
@@ -62,7 +68,12 @@ def check(root):
             edges[f].append(target)
             lf, lt = layer(f), layer(target)
             pf, pt = probe_folder(f), probe_folder(target)
-            if lt > lf:
+            if f.endswith(CUDA) and pt:
+                # the GPU module's source of one probe: that probe's headers, no other's
+                if cuda_probe.setdefault(f, pt) != pt:
+                    problems.append(f'{f} includes {target}: a CUDA source serves one probe '
+                                    f'(it includes probes/{cuda_probe[f]}/ already)')
+            elif lt > lf:
                 problems.append(f'{f} ({NAMES[lf]}) includes {target} ({NAMES[lt]}): an arrow back up')
             elif pt and pt != pf:
                 problems.append(f'{f} includes {target}: a probe folder\'s headers are its own')
@@ -92,6 +103,8 @@ def self_test(root):
         ('kernels/crc32c.c', '#include "core/runner.h"\n', 'back up'),
         ('core/registry.c', '#include "probes/gemm/abft.h"\n', "probe folder"),
         ('probes/embbag/embbag.c', '#include "probes/gemm/abft.h"\n', "probe folder"),
+        ('kernels/cuda/ring.cu', '#include "probes/gemm/gemm_data.h"\n', 'one probe'),
+        ('kernels/cuda/gemm.cu', '#include "core/runner.h"\n', 'back up'),
         ('base/util.h', '#include "base/rng.h"\n', None),  # a legal include: must not be reported
         ('base/rng.h', '#include "base/philox.h"\n#include "base/util.h"\n', None),
         ('base/util.h', '#include "base/util.h"\n', 'cycle'),

@@ -21,7 +21,8 @@ uint32_t sdc_crc32c_shift(uint32_t reg);
 /* "sse4.2" or "portable": which one sdc_crc32c uses here. */
 const char *sdc_crc32c_impl(void);
 
-/* On a GPU: kernels/ring_hd.h (one byte at a time, pieces joined with sdc_crc32c_combine) in the
- * GPU module's crc32c entry (kernels/cuda/ring.cu); the unit test holds both to this one. */
+/* On a GPU: probes/allreduce/ring_hd.h (one byte at a time, pieces joined with
+ * sdc_crc32c_combine) in the GPU module's crc32c entry (kernels/cuda/ring.cu); the unit test holds
+ * both to this one. */
 
 #endif

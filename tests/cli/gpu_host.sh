@@ -1,14 +1,14 @@
 #!/bin/sh
 # The host side of every GPU path, on a machine without a GPU: sdcscan loads a GPU module that runs
-# on the CPU (tests/gpu/fake_module.c, the same element definitions and check arithmetic as the
-# CUDA kernels) and an NVML stand-in (tests/gpu/fake_nvml.c). Checked: GPU devices and their
+# on the CPU (tests/gpu/fake_core.c and a fake_NAME.c a family, the same element definitions and
+# check arithmetic as the CUDA kernels) and an NVML stand-in (tests/gpu/fake_nvml.c). Checked: GPU devices and their
 # identity in the report, the GPU lanes of int8/fp32 voting with the cores (bit-identical results),
 # every GPU fault kind found and located (selftest), a persistent SM fault named with its SM, a new
 # uncorrectable ECC error, extreme data against its closed form (and a narrow accumulator), a sticky CUDA error (UNKNOWN naming the GPU), a missing GPU (WARNING),
 # --gpus, and a host without a module (the CPU scan goes on, the report says why). minitrain on
-# GPUs (the fake runs kernels/mt_ops.h's threads in reverse order): the shipped goldens hold, the
-# work digests equal the core's, a GPU that rounds one update wrong is named with the element,
-# every fault kind on GPU memory is located, a hung GPU is lost within its timeout.
+# GPUs (the fake runs probes/minitrain/mt_ops.h's threads in reverse order): the shipped goldens
+# hold, the work digests equal the core's, a GPU that rounds one update wrong is named with the
+# element, every fault kind on GPU memory is located, a hung GPU is lost within its timeout.
 # usage: gpu_host.sh SDCSCAN FAKE_GPU_MODULE FAKE_NVML
 . "$(dirname "$0")/lib.sh"
 FAKE_GPU=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
@@ -243,7 +243,7 @@ expect_exit 3 mtjson "$SDCSCAN" bench minitrain --json "$TMP/mt.json"
 expect_grep mtjson err "only the GPU benchmark (--gpus) writes a report"
 
 # bench ring-hops --gpus: the GPU's hop checks against this CPU's bits (the module's host twin,
-# kernels/ring_hd.h): the same; a join of the CRC's pieces that goes wrong is caught.
+# probes/allreduce/ring_hd.h): the same; a join of the CRC's pieces that goes wrong is caught.
 expect_exit 3 hops "$SDCSCAN" bench ring-hops --gpus 0
 expect_grep hops out "^bits: CRC32C of 10 buffers (0 B to 16 MiB, odd lengths) against this CPU's: the same$"
 expect_grep hops out "^bits: a hop's check (3000017 elements, 7 wrong) against this CPU's: the same count, sums and CRC32C$"
@@ -424,8 +424,9 @@ FAKE_GPU_COUNT=1 FAKE_GPU_MT_HANG=0 expect_exit 3 mthang "$SDCSCAN" run $MT --se
 expect_grep mthang out "gpu0 (0000:f0:00.0): step [0-9]*: copying from the device: a copy from the GPU did not finish within 2 s"
 expect_grep mthang out "^minitrain/dlrm  *cpu0  *OK"
 
-# embbag on GPUs (the fake runs kernels/embbag_hd.h in embbag.cu's shape, threads in reverse): the
-# core's and both GPUs' work digests are one per variant (the same bits in both classes).
+# embbag on GPUs (the fake runs probes/embbag/embbag_hd.h in embbag.cu's shape, threads in
+# reverse): the core's and both GPUs' work digests are one per variant (the same bits in both
+# classes).
 EB="--probe embbag --set embbag.rows=8192 --set embbag.batches=4 --set embbag.iterations=16 --cpus 0"
 FAKE_GPU_COUNT=2 expect_exit 0 ebclean "$SDCSCAN" run $EB --json "$TMP/ebclean.json"
 for v in 8bit-d64 8bit-fast-d64 4bit-d64 4bit-fast-d64; do

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "kernels/minitrain.h"
+#include "probes/minitrain/model.h"
 
 static int opt_int(json_t *opts, const char *name)
 {

@@ -2,7 +2,7 @@
  * A GPU module that runs on the CPU (kernels/gpu_module.h), for testing the host side of every GPU
  * path without a GPU: sdcscan loads it as it loads the CUDA module ($SDCSCAN_GPU_MODULE), and it
  * does what the CUDA kernels do (kernels/cuda/gemm.cu) from the same element definitions and the
- * same check arithmetic (kernels/gemm_data.h, kernels/abft_ref.h): operands drawn per element, B's
+ * same check arithmetic (probes/gemm/gemm_data.h, kernels/abft_ref.h): operands drawn per element, B's
  * checksum columns encoded per row, every row of C checked, fingerprints of the operands, the SM
  * replay of a tile. The product is a plain loop (exact in int64; fast in double, rounded to fp32).
  *
@@ -70,12 +70,12 @@
 #include <strings.h>
 
 #include "kernels/abft_ref.h"
-#include "kernels/embbag_hd.h"
-#include "kernels/gemm_data.h"
+#include "probes/embbag/embbag_hd.h"
+#include "probes/gemm/gemm_data.h"
 #include "kernels/gpu_module.h"
 #include "kernels/half.h"
-#include "kernels/mt_ops.h"
-#include "kernels/ring_hd.h"
+#include "probes/minitrain/mt_ops.h"
+#include "probes/allreduce/ring_hd.h"
 #include "kernels/xops.h"
 #include "sdc_config.h"
 

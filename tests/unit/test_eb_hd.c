@@ -1,6 +1,6 @@
 /*
- * The GPU's EmbeddingBag source (kernels/embbag_hd.h, as kernels/cuda/embbag.cu runs it) against
- * the CPU's kernels, on the host: the true rows made one by one from Philox blocks against the
+ * The GPU's EmbeddingBag source (probes/embbag/embbag_hd.h, as the GPU module's embbag.cu runs
+ * it) against the CPU's kernels, on the host: the true rows made one by one from Philox blocks against the
  * table filled in bulk; batches drawn word by word against sdc_eb_batch_draw; every output column
  * against every CPU kernel this machine runs, bit for bit; the expectation in 32 lanes joined in
  * the kernel's tree against the CPU kernel's (equal in the exact class, within 2^-45 in the fast
@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "kernels/embbag.h"
-#include "kernels/embbag_hd.h"
+#include "probes/embbag/kernel.h"
+#include "probes/embbag/embbag_hd.h"
 #include "probes/embbag/abft.h"
 
 /* A bag as k_eb_bags computes it: columns, 32 lanes joined, the check. */

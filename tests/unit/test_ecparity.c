@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "kernels/ecparity.h"
+#include "probes/ecparity/parity.h"
 #include "probes/ecparity/ecparity.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;

@@ -11,7 +11,7 @@
 
 #include "check.h"
 #include "kernels/crc32c.h"
-#include "kernels/embbag.h"
+#include "probes/embbag/kernel.h"
 #include "kernels/half.h"
 #include "probes/embbag/abft.h"
 

@@ -1,6 +1,6 @@
 /*
  * The arithmetic the GPU kernels and the host share as __host__ __device__ code (kernels/half.h,
- * kernels/abft_ref.h, kernels/gemm_data.h), compiled for the host, against references written
+ * kernels/abft_ref.h, probes/gemm/gemm_data.h), compiled for the host, against references written
  * independently here: binary16 values and roundings worked in double from IEEE 754's definitions
  * (and the compiler's own _Float16 conversions where it has that type: GCC does, Debian 12's clang
  * 14 does not on x86-64), a bf16 rounding done by comparing candidates in double, digit expansions
@@ -14,7 +14,7 @@
 
 #include "check.h"
 #include "kernels/abft_ref.h"
-#include "kernels/gemm_data.h"
+#include "probes/gemm/gemm_data.h"
 #include "kernels/half.h"
 #include "probes/gemm/gemm.h"
 

@@ -11,9 +11,9 @@
 #include "check.h"
 #include "kernels/crc32c.h"
 #include "kernels/gemm_float.h"
-#include "kernels/gemm_int8.h"
-#include "kernels/ring_check.h"
-#include "kernels/ring_hd.h"
+#include "probes/gemm/gemm_int8.h"
+#include "probes/allreduce/ring_check.h"
+#include "probes/allreduce/ring_hd.h"
 #include "base/rng.h"
 
 struct rows_seen {

@@ -6,9 +6,9 @@
 
 #include "check.h"
 #include "golden.h"
-#include "kernels/attn_check.h"
+#include "probes/minitrain/attn_check.h"
 #include "kernels/exact_gemm.h"
-#include "kernels/minitrain.h"
+#include "probes/minitrain/model.h"
 #include "base/rng.h"
 
 static void fill(float *x, int n, uint32_t seed)

@@ -1,10 +1,10 @@
 /*
- * minitrain's operations (kernels/mt_ops.h) do not depend on the order their threads run in: every
- * operation, on random data, gives the same bits with its threads in order (the CPU), reversed and
- * shuffled (a GPU runs them in any order), and the CPU's runner (sdc_mt_op_range, which takes a
- * row of threads at once with the loops interchanged) gives the bits of the threads one by one. A
- * thread that read another thread's output would show here; the harness's own check runs such an
- * operation and must see it move. (That the operations
+ * minitrain's operations (probes/minitrain/mt_ops.h) do not depend on the order their threads
+ * run in: every operation, on random data, gives the same bits with its threads in order (the
+ * CPU), reversed and shuffled (a GPU runs them in any order), and the CPU's runner
+ * (sdc_mt_op_range, which takes a row of threads at once with the loops interchanged) gives the
+ * bits of the threads one by one. A thread that read another thread's output would show here; the
+ * harness's own check runs such an operation and must see it move. (That the operations
  * equal the models' arithmetic is the golden suite's check: the shipped trajectories were recorded
  * before these functions existed.)
  */
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "kernels/mt_ops.h"
+#include "probes/minitrain/mt_ops.h"
 
 #define NF 4096 /* floats in each buffer */
 #define ND 512  /* doubles */

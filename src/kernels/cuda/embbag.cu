@@ -1,7 +1,7 @@
 /*
  * embbag on a GPU (gpu_module.h's eb_ entries): the table in GPU memory, made there from the seed;
  * batches drawn there; every bag looked up and checked there; the table swept at rest there. Every
- * piece of arithmetic is a function of kernels/embbag_hd.h, the source the CPU's probe calls, so
+ * piece of arithmetic is a function of probes/embbag/embbag_hd.h, the source the CPU's probe calls, so
  * the outputs are the CPU kernels' bits (one thread an output element, rows in bag order, the fma
  * the CPU's fmaf: __fmaf_rn, nothing else contracted: -fmad=false) and the check is the CPU's.
  *
@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "kernels/cuda/cuda_util.h"
-#include "kernels/embbag_hd.h"
+#include "probes/embbag/embbag_hd.h"
 
 #define EB_MAX_FLIPS 64
 #define EB_SWEEP_CAP 1024

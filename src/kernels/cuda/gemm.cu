@@ -1,6 +1,6 @@
 /*
  * The checked GEMM engine on the GPU (kernels/gpu_module.h): operands drawn on the device from the
- * element definitions the host shares (kernels/gemm_data.h), B's checksum columns encoded on the
+ * element definitions the host shares (probes/gemm/gemm_data.h), B's checksum columns encoded on the
  * device (kernels/abft_ref.h), C = A B_ext by cuBLASLt, every row of C checked on the device, and
  * sdcscan's own exact kernel to recompute a tile on every SM. Every wait polls against a deadline;
  * every copy to or from host memory goes through pinned staging on the engine's stream, and memory
@@ -27,7 +27,7 @@
 
 #include "kernels/abft_ref.h"
 #include "kernels/cuda/cuda_util.h"
-#include "kernels/gemm_data.h"
+#include "probes/gemm/gemm_data.h"
 #include "kernels/half.h"
 
 #define THREADS 256

@@ -1,6 +1,6 @@
 /*
- * minitrain's steps on a GPU (gpu_module.h's mt_ entries; the model's backend, minitrain.h): every
- * operation of kernels/mt_ops.h is one launch of k_mt_op, one CUDA thread per operation thread,
+ * minitrain's steps on a GPU (gpu_module.h's mt_ entries; the model's backend, model.h): every
+ * operation of probes/minitrain/mt_ops.h is one launch of k_mt_op, one CUDA thread per operation thread,
  * each calling sdc_mt_op_thread, the function the CPU runs in a loop (sdc_mt_op_run_host): same
  * source, same order per output element, the _rn intrinsics (no FMA, no flush to zero, IEEE
  * division and square root), no atomics, so the bits are the CPU's whatever the launch shape. The
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "kernels/cuda/cuda_util.h"
-#include "kernels/mt_ops.h"
+#include "probes/minitrain/mt_ops.h"
 
 struct sdc_gpu_mt {
 	struct sdc_cuda_sticky k;

@@ -1,6 +1,6 @@
 /*
  * NCCL's native collectives checked exactly (the allreduce probe's nccl variant): each rank draws
- * its input on its GPU (kernels/ring_hd.h, sdc_coll_input), NCCL all-reduces, reduce-scatters or
+ * its input on its GPU (probes/allreduce/ring_hd.h, sdc_coll_input), NCCL all-reduces, reduce-scatters or
  * all-gathers it, and a kernel compares every output element bit for bit with the value the rank
  * computes itself (sdc_coll_expect): wrong elements counted (integer atomics), the first one kept.
  *
@@ -26,7 +26,7 @@
 #include <time.h>
 
 #include "kernels/cuda/cuda_util.h"
-#include "kernels/ring_hd.h"
+#include "probes/allreduce/ring_hd.h"
 #include "kernels/xops.h"
 
 /* The entry points used, resolved from libnccl.so.2. */

@@ -1,5 +1,5 @@
 /*
- * The allreduce probe's hop checks on the GPU (kernels/ring_hd.h), the pieces an NCCL ring is
+ * The allreduce probe's hop checks on the GPU (probes/allreduce/ring_hd.h), the pieces an NCCL ring is
  * built from: the CRC32C of a chunk computed in pieces that are joined on the device into the
  * value the CPU's sdc_crc32c gives, and a reduce-scatter hop's check (every received partial sum
  * against the value the receiver predicts from the terms, dst = own + that value), one element a
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "kernels/cuda/cuda_util.h"
-#include "kernels/ring_hd.h"
+#include "probes/allreduce/ring_hd.h"
 
 #define PIECE 256 /* bytes a thread CRCs before the pieces are joined */
 

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernels/ring_check.h"
+#include "probes/allreduce/ring_check.h"
 #include "probe.h"
 
 struct ar_shared {

@@ -1,5 +1,5 @@
 /*
- * sdcscan bench ring-hops --gpus: the hop checks an NCCL ring will run on a GPU (kernels/ring_hd.h,
+ * sdcscan bench ring-hops --gpus: the hop checks an NCCL ring will run on a GPU (ring_hd.h,
  * kernels/cuda/ring.cu), on one GPU, no launcher needed. First the bits: the GPU's CRC32C of
  * buffers of many lengths (odd ones, and the pieces' edges) against this CPU's; the GPU's check of
  * a reduce-scatter hop (wrong elements planted) against sdc_ring_check_add_crc: the same count,
@@ -18,7 +18,7 @@
 #include "command.h"
 #include "gpu.h"
 #include "kernels/crc32c.h"
-#include "kernels/ring_check.h"
+#include "probes/allreduce/ring_check.h"
 #include "probe.h"
 
 struct hop_opts {

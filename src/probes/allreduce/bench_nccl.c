@@ -19,7 +19,7 @@
 #include "command.h"
 #include "fleet.h"
 #include "gpu.h"
-#include "kernels/ring_hd.h"
+#include "probes/allreduce/ring_hd.h"
 #include "probe.h"
 #include "probes/allreduce/allreduce.h"
 

@@ -34,7 +34,7 @@
 
 #include "fleet.h"
 #include "gpu.h"
-#include "kernels/ring_hd.h"
+#include "probes/allreduce/ring_hd.h"
 #include "probes/allreduce/allreduce.h"
 
 /* The paths (option nccl_paths' choices) and the NCCL_ALGO / NCCL_PROTO values they set. */

@@ -24,7 +24,7 @@
 #include "base/rng.h"
 #include "command.h"
 #include "kernels/crc32c.h"
-#include "kernels/ecparity.h"
+#include "probes/ecparity/parity.h"
 #include "probe.h"
 #include "probes/ecparity/ecparity.h"
 

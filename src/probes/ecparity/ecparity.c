@@ -6,7 +6,7 @@
  * that holds its server's column parity, a step's differences as one message with a CRC32C
  * (ecparity.h: struct sdc_ec_bundle), which they apply when they next look (asynchronously from
  * the updates, as ECRM does). The parity arithmetic is
- * exact (kernels/ecparity.h): every round, when the messages are in, every parity is compared by
+ * exact (parity.h): every round, when the messages are in, every parity is compared by
  * equality with its members, so a clean run has no finding, and one corrupt word breaks one
  * stripe and one column by the same amount: named at their intersection (server, entry, word,
  * expected, actual, XOR). A message whose CRC fails is named as the link's (the sender's copy

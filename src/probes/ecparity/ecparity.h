@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "kernels/crc32c.h"
-#include "kernels/ecparity.h"
+#include "probes/ecparity/parity.h"
 
 /* A difference on its way to a parity: to the stripe's (kind 0) or the column's (kind 1) holder.
  * The header and the difference carry a CRC32C each: the difference's, the same for both

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "fleet.h"
-#include "kernels/ecparity.h"
+#include "probes/ecparity/parity.h"
 #include "probe.h"
 #include "probes/ecparity/ecparity.h"
 

@@ -46,8 +46,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernels/embbag.h"
-#include "kernels/embbag_hd.h"
+#include "probes/embbag/kernel.h"
+#include "probes/embbag/embbag_hd.h"
 #include "base/rng.h"
 
 /* Variant names: "8bit", "8bit-fast", "4bit", "4bit-fast", then "-d<d>". */

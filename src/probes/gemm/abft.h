@@ -31,7 +31,7 @@
 #include "probes/gemm/dist.h"
 #include "kernels/abft_exact.h"
 #include "kernels/gemm_float.h"
-#include "kernels/gemm_int8.h"
+#include "probes/gemm/gemm_int8.h"
 
 enum sdc_gemm_class {
 	SDC_GEMM_INT8,      /* exact: u8 x s8 -> s32 */

@@ -22,7 +22,7 @@
 #include "probes/gemm/dist.h"
 #include "probes/gemm/gemm.h"
 #include "kernels/gemm_float.h"
-#include "kernels/gemm_int8.h"
+#include "probes/gemm/gemm_int8.h"
 #include "probes/gemm/abft.h"
 #include "base/rng.h"
 #include "base/util.h"

@@ -26,7 +26,7 @@
 #include "fatal.h"
 #include "gpu.h"
 #include "kernels/abft_ref.h"
-#include "kernels/gemm_data.h"
+#include "probes/gemm/gemm_data.h"
 #include "probes/gemm/calibration.h"
 #include "probes/gemm/gemm.h"
 

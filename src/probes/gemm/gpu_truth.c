@@ -1,6 +1,6 @@
 /*
  * The GPU engine's operands and products, regenerated on the host from the same element
- * definitions the CUDA kernels use (kernels/gemm_data.h, kernels/abft_ref.h, kernels/half.h): what
+ * definitions the CUDA kernels use (gemm_data.h, kernels/abft_ref.h, kernels/half.h): what
  * an element should have been, for findings and for the host-side tests of every GPU path.
  *
  * B_ext's checksum columns are encoded as the device encodes them: exact types by balanced digits
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "kernels/abft_ref.h"
-#include "kernels/gemm_data.h"
+#include "probes/gemm/gemm_data.h"
 #include "kernels/half.h"
 #include "probes/gemm/gemm.h"
 

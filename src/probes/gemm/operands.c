@@ -13,10 +13,10 @@
 #include "base/rng.h"
 #include "base/util.h"
 #include "kernels/abft_sums.h"
-#include "kernels/gemm_data.h"
+#include "probes/gemm/gemm_data.h"
 #include "probes/gemm/abft.h"
 
-/* The streams of kernels/gemm_data.h, which define every element; the bulk fills below are a
+/* The streams of gemm_data.h, which define every element; the bulk fills below are a
  * second, vectorised path to the same bytes (tests/cli/gpu_host.sh holds them equal: the fake
  * GPU module draws int8's and fp32's operands element by element, and each lane's work digest
  * must match the cores'). */

@@ -14,7 +14,7 @@
 #include "probes/minitrain/minitrain.h"
 #include "kernels/exact_gemm.h"
 #include "kernels/gemm_float.h"
-#include "kernels/minitrain.h"
+#include "probes/minitrain/model.h"
 #include "base/util.h"
 
 struct gemm_case {

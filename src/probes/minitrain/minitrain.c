@@ -1,7 +1,7 @@
 /*
- * minitrain: deterministic mini-training (kernels/minitrain.h) on every selected core and GPU, as
+ * minitrain: deterministic mini-training (model.h) on every selected core and GPU, as
  * Adept ran it on every node: the same model, seed and data everywhere, so any difference is a
- * fault. A GPU trains with the same operations (kernels/mt_ops.h, gpu.c): the same bits.
+ * fault. A GPU trains with the same operations (mt_ops.h, gpu.c): the same bits.
  *
  * One iteration is one training step; a run of `steps` steps starts from the seed's weights and
  * repeats while time remains. Every step is checked three ways:

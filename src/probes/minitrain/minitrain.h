@@ -16,7 +16,7 @@
 #include "base/digest.h"
 #include "command.h"
 #include "golden.h"
-#include "kernels/minitrain.h"
+#include "probes/minitrain/model.h"
 #include "probe.h"
 
 enum { GOLDEN_AUTO, GOLDEN_OFF, GOLDEN_REQUIRE };

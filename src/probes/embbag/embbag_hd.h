@@ -3,13 +3,13 @@
  * table's true rows and the batches drawn from the seed, one output element of a bag, a bag's
  * expectation from its rows' tails, the output's two sums and the check. The CPU probe calls them
  * through probes/embbag/abft.c; the GPU module's kernels (kernels/cuda/embbag.cu) call the same
- * functions, and the fake module (tests/gpu/fake_module.c) runs them on the host in the kernels'
+ * functions, and the fake module (tests/gpu/fake_embbag.c) runs them on the host in the kernels'
  * shape, so CI compares the GPU's source with the CPU's kernels without a GPU.
  *
  * Which CPU loop each mirrors:
- *   sdc_eb_bag_column   the portable kernel's (kernels/embbag.c) loop over rows, for one column j:
+ *   sdc_eb_bag_column   the portable kernel's (kernel.c) loop over rows, for one column j:
  *                       t = out + fl(w bias); out = fma(fl(w scale), q[j], t), rows in bag order,
- *                       so the bits are every CPU kernel's (they agree bit for bit, embbag.h)
+ *                       so the bits are every CPU kernel's (they agree bit for bit, kernel.h)
  *   sdc_eb_expect_lane  sdc_eb_expect_row over rows lane, lane + nlanes, ...; the lanes joined by
  *                       sdc_eb_expect_join in a fixed tree (the exact class's sums are exact, so
  *                       equal to the CPU's; the fast class's differ from the CPU's row order by
@@ -27,7 +27,7 @@
 
 #include "base/hd.h"
 #include "base/rng.h"
-#include "kernels/embbag.h"
+#include "probes/embbag/kernel.h"
 #include "kernels/gpu_module.h"
 
 #if defined(__CUDA_ARCH__)

@@ -1,4 +1,4 @@
-#include "kernels/gemm_int8.h"
+#include "probes/gemm/gemm_int8.h"
 
 #include <stdlib.h>
 #include <string.h>

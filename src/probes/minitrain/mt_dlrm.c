@@ -1,5 +1,5 @@
 /*
- * The mini-DLRM (minitrain.h). Per step: a batch of dense features and, per table, bags of row
+ * The mini-DLRM (model.h). Per step: a batch of dense features and, per table, bags of row
  * indices, all from the RNG keyed by the step; labels from a fixed rule on the dense features,
  * so the loss falls as it learns. Every loop runs in one fixed order.
  */
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "kernels/exactmath.h"
-#include "kernels/mt_internal.h"
+#include "probes/minitrain/mt_internal.h"
 
 #define MAX_TABLES 8
 #define LR 0.05f

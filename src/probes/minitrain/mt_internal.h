@@ -1,4 +1,4 @@
-/* Shared by the two mini-training models (minitrain.h): tensors, data and the operations. */
+/* Shared by the two mini-training models (model.h): tensors, data and the operations. */
 #ifndef SDC_MT_INTERNAL_H
 #define SDC_MT_INTERNAL_H
 
@@ -6,8 +6,8 @@
 #include <stdint.h>
 
 #include "base/rng.h"
-#include "kernels/minitrain.h"
-#include "kernels/mt_ops.h"
+#include "probes/minitrain/model.h"
+#include "probes/minitrain/mt_ops.h"
 
 #define MT_MAX_TENSORS 48
 #define MT_MAX_ALLOCS 160

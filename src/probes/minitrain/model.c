@@ -1,10 +1,10 @@
-/* The mini-training models' common plumbing (minitrain.h, mt_internal.h). */
+/* The mini-training models' common plumbing (model.h, mt_internal.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/mt_internal.h"
+#include "probes/minitrain/mt_internal.h"
 
 const char *sdc_mt_kind_name(enum sdc_mt_kind k)
 {

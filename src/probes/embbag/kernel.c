@@ -3,7 +3,7 @@
  * -ffp-contract=off: a contracted w * bias + out would round once where the other kernels
  * round twice, and the kernels must agree bit for bit.
  */
-#include "kernels/embbag.h"
+#include "probes/embbag/kernel.h"
 
 #include <math.h>
 #include <string.h>

@@ -14,7 +14,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "kernels/embbag.h"
+#include "probes/embbag/kernel.h"
 
 #define INLINE static inline __attribute__((always_inline))
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))

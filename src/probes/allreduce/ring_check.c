@@ -1,7 +1,7 @@
-#include "kernels/ring_check.h"
+#include "probes/allreduce/ring_check.h"
 
 #include "kernels/crc32c.h"
-#include "kernels/ring_hd.h"
+#include "probes/allreduce/ring_hd.h"
 
 #include <stdbool.h>
 #include <string.h>

@@ -7,7 +7,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "kernels/gemm_int8.h"
+#include "probes/gemm/gemm_int8.h"
 
 #define INLINE static inline __attribute__((always_inline))
 /* k groups (of 4) per block: 256 groups x 64 columns = 64 KiB of B per panel. */

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernels/attn_check.h"
+#include "probes/minitrain/attn_check.h"
 #include "kernels/exact_gemm.h"
 
 enum sdc_mt_kind { SDC_MT_DLRM, SDC_MT_XFMR };
@@ -75,7 +75,7 @@ struct sdc_mt_op;
 /*
  * Where a model computes: NULL, the calling CPU core; else a device such as a GPU (the probe
  * builds one from the GPU module: kernels/cuda/minitrain.cu). Every operation but the GEMM is a
- * kernels/mt_ops.h operation, the same source on both; the GEMM is the exact one (exact_gemm.h,
+ * mt_ops.h operation, the same source on both; the GEMM is the exact one (exact_gemm.h,
  * kernels/cuda/xgemm.cu), the same bits. Each call returns 0, or non-zero after which error() says
  * what failed (the model stops computing and the step returns NaN: sdc_mt_error).
  *

@@ -60,7 +60,7 @@ void sdc_ring_hop_verdict_crc(const uint32_t header[3], uint32_t step, uint32_t 
 /* The header a sender puts ahead of a chunk whose CRC32C is crc. */
 void sdc_ring_hop_header(uint32_t header[3], uint32_t crc, uint32_t step);
 
-/* The hop checks on a GPU, for NCCL rings: kernels/ring_hd.h (the same terms, expected values and
+/* The hop checks on a GPU, for NCCL rings: ring_hd.h (the same terms, expected values and
  * CRC32C), run by the GPU module's ring_check entry (kernels/cuda/ring.cu). */
 
 #endif

@@ -1,9 +1,9 @@
 /* EEC-ABFT detection and location for one GEMM (see attn_check.h). */
-#include "kernels/attn_check.h"
+#include "probes/minitrain/attn_check.h"
 
 #include <math.h>
 
-#include "kernels/mt_ops.h"
+#include "probes/minitrain/mt_ops.h"
 
 const char *sdc_attn_kind_name(enum sdc_attn_kind k)
 {

@@ -1,5 +1,5 @@
-/* ecparity's exact parity arithmetic (ecparity.h). */
-#include "kernels/ecparity.h"
+/* ecparity's exact parity arithmetic (parity.h). */
+#include "probes/ecparity/parity.h"
 
 #include <math.h>
 #include <stdio.h>

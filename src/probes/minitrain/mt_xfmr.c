@@ -1,5 +1,5 @@
 /*
- * The mini transformer block (minitrain.h): pre-LN attention and MLP with residuals, trained
+ * The mini transformer block (model.h): pre-LN attention and MLP with residuals, trained
  * with Adam to map each synthetic sequence to a copy of itself shifted by one position. The six
  * attention GEMMs (Q, K, V projections, QK^T per head, PV per head, output projection) are
  * checked by attn_check as soon as each is computed, after the activation hook (the injection
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "kernels/exactmath.h"
-#include "kernels/mt_internal.h"
+#include "probes/minitrain/mt_internal.h"
 
 #define LR 1e-3f
 #define BETA1 0.9f

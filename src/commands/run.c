@@ -316,6 +316,90 @@ static int skip_busy(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_
 	return finish(cli, run, plan, &out, ro);
 }
 
+/* The plan: the profile with --probe, --variant, --set and --duration applied. 0, or -1 after
+ * saying why. */
+static int plan_from_options(struct sdc_cli *cli, const struct run_opts *o, struct sdc_plan *plan)
+{
+	char err[1024];
+	if (sdc_profile_load(o->profile, plan, err, sizeof(err))) {
+		fprintf(stderr, "sdcscan run: %s\n", err);
+		return -1;
+	}
+	struct sdc_arglist only = { 0 };
+	char only_probe[SDC_NAME_MAX] = "";
+	const char *only_variant = NULL;
+	if (o->variant) {
+		const char *slash = strchr(o->variant, '/');
+		if (!slash || slash == o->variant || !slash[1] || (size_t)(slash - o->variant) >= sizeof(only_probe)) {
+			sdc_cli_bad(cli, "--variant '%s': expected PROBE/VARIANT, e.g. gemm/int8", o->variant);
+			return -1;
+		}
+		memcpy(only_probe, o->variant, (size_t)(slash - o->variant));
+		only_variant = slash + 1;
+		const char *name = only_probe;
+		only = (struct sdc_arglist){ .v = &name, .n = 1 };
+		if (o->probes.n) {
+			sdc_cli_bad(cli, "--variant names its probe: give it without --probe");
+			return -1;
+		}
+		if (select_probes(cli, plan, &only))
+			return -1;
+	}
+	if (o->probes.n && select_probes(cli, plan, &o->probes))
+		return -1;
+	for (int i = 0; i < o->sets.n; i++)
+		if (sdc_plan_set(plan, o->sets.v[i]))
+			return -1;
+	if (only_variant && check_variant(cli, &plan->entries[0], only_variant))
+		return -1;
+	if (o->duration > 0)
+		sdc_plan_scale_duration(plan, o->duration);
+	return 0;
+}
+
+/* State and the lock, before anything burns: a second run exits at once naming the first. Under
+ * MPI the job is the scheduler's to serialise: rank 0 keeps the state, no rank takes the lock.
+ * Then --prom's folder and the output paths. 0, or -1 after saying why. */
+static int prepare_outputs(struct sdc_cli *cli, const struct run_opts *o, struct run_outputs *ro,
+			   struct sdc_state_lock *lock)
+{
+	char err[1024];
+	if (!o->no_state && sdc_fleet.rank == 0) {
+		ro->state = sdc_state_dir(o->state_dir);
+		if (sdc_state_prepare(ro->state, err, sizeof(err))) {
+			fprintf(stderr, "sdcscan run: %s\n", err);
+			return -1;
+		}
+		/* the state files the run writes after the burn, checked before it (a link refused) */
+		static const char *const saved[] = { "last.json", "state.json", "last-success" };
+		for (size_t k = 0; k < sizeof(saved) / sizeof(saved[0]); k++) {
+			char path[4096], real[4096];
+			if (sdc_state_path(ro->state, saved[k], path, sizeof(path)) ||
+			    sdc_output_path(path, real, sizeof(real), err, sizeof(err))) {
+				fprintf(stderr, "sdcscan run: state: %s\n", err);
+				return -1;
+			}
+		}
+		if (!sdc_fleet.active && sdc_state_lock(ro->state, o->wait, "sdcscan run", lock, err, sizeof(err))) {
+			fprintf(stderr, "sdcscan run: %s\n", err);
+			return -1;
+		}
+	}
+	if (o->prom && sdc_fleet.rank == 0 && prom_folder_missing(o->prom, ro->warning, sizeof(ro->warning))) {
+		fprintf(stderr, "sdcscan run: warning: %s\n", ro->warning);
+		ro->prom = NULL;
+	}
+	for (int k = 0; k < 2; k++) {
+		const char *p = k ? o->junit : ro->prom;
+		char path[4096];
+		if (p && sdc_fleet.rank == 0 && sdc_output_path(p, path, sizeof(path), err, sizeof(err))) {
+			sdc_cli_bad(cli, "--%s: %s", k ? "junit" : "prom", err);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int run_main(struct sdc_cmd *c)
 {
 	struct run_opts *o = c->opts;
@@ -337,76 +421,9 @@ static int run_main(struct sdc_cmd *c)
 			goto out;
 		}
 	}
-	if (sdc_profile_load(o->profile, &plan, err, sizeof(err))) {
-		fprintf(stderr, "sdcscan run: %s\n", err);
-		goto out;
-	}
-	struct sdc_arglist only = { 0 };
-	char only_probe[SDC_NAME_MAX] = "";
-	const char *only_variant = NULL;
-	if (o->variant) {
-		const char *slash = strchr(o->variant, '/');
-		if (!slash || slash == o->variant || !slash[1] || (size_t)(slash - o->variant) >= sizeof(only_probe)) {
-			rc = sdc_cli_bad(cli, "--variant '%s': expected PROBE/VARIANT, e.g. gemm/int8", o->variant);
-			goto out;
-		}
-		memcpy(only_probe, o->variant, (size_t)(slash - o->variant));
-		only_variant = slash + 1;
-		const char *name = only_probe;
-		only = (struct sdc_arglist){ .v = &name, .n = 1 };
-		if (o->probes.n) {
-			rc = sdc_cli_bad(cli, "--variant names its probe: give it without --probe");
-			goto out;
-		}
-		if (select_probes(cli, &plan, &only))
-			goto out;
-	}
-	if (o->probes.n && select_probes(cli, &plan, &o->probes))
-		goto out;
-	for (int i = 0; i < o->sets.n; i++)
-		if (sdc_plan_set(&plan, o->sets.v[i]))
-			goto out;
-	if (only_variant && check_variant(cli, &plan.entries[0], only_variant))
-		goto out;
-	if (o->duration > 0)
-		sdc_plan_scale_duration(&plan, o->duration);
-
-	/* State and the lock, before anything burns: a second run exits at once naming the first. Under
-	 * MPI the job is the scheduler's to serialise: rank 0 keeps the state, no rank takes the lock. */
 	struct run_outputs ro = { .prom = o->prom, .junit = o->junit };
-	if (!o->no_state && sdc_fleet.rank == 0) {
-		ro.state = sdc_state_dir(o->state_dir);
-		if (sdc_state_prepare(ro.state, err, sizeof(err))) {
-			fprintf(stderr, "sdcscan run: %s\n", err);
-			goto out;
-		}
-		/* the state files the run writes after the burn, checked before it (a link refused) */
-		static const char *const saved[] = { "last.json", "state.json", "last-success" };
-		for (size_t k = 0; k < sizeof(saved) / sizeof(saved[0]); k++) {
-			char path[4096], real[4096];
-			if (sdc_state_path(ro.state, saved[k], path, sizeof(path)) ||
-			    sdc_output_path(path, real, sizeof(real), err, sizeof(err))) {
-				fprintf(stderr, "sdcscan run: state: %s\n", err);
-				goto out;
-			}
-		}
-		if (!sdc_fleet.active && sdc_state_lock(ro.state, o->wait, "sdcscan run", &lock, err, sizeof(err))) {
-			fprintf(stderr, "sdcscan run: %s\n", err);
-			goto out;
-		}
-	}
-	if (o->prom && sdc_fleet.rank == 0 && prom_folder_missing(o->prom, ro.warning, sizeof(ro.warning))) {
-		fprintf(stderr, "sdcscan run: warning: %s\n", ro.warning);
-		ro.prom = NULL;
-	}
-	for (int k = 0; k < 2; k++) {
-		const char *p = k ? o->junit : ro.prom;
-		char path[4096];
-		if (p && sdc_fleet.rank == 0 && sdc_output_path(p, path, sizeof(path), err, sizeof(err))) {
-			rc = sdc_cli_bad(cli, "--%s: %s", k ? "junit" : "prom", err);
-			goto out;
-		}
-	}
+	if (plan_from_options(cli, o, &plan) || prepare_outputs(cli, o, &ro, &lock))
+		goto out;
 
 	if (sdc_cli_start_run(c, &run, cli->have_seed ? cli->seed : sdc_plan_seed(&plan, sdc_wall_now())))
 		goto out;

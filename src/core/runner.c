@@ -451,11 +451,10 @@ static void collect_results(struct variant_run *vr)
 	sdc_run_add_total(ctx->run, &total);
 }
 
-static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, const struct sdc_variant *variant,
-		       double duration, struct sdc_output *out)
+/* How many devices the variant runs on; a device lost earlier in the run gets a result saying so. */
+static int count_workers(struct sdc_run *run, const struct sdc_plan_entry *e, const struct sdc_variant *variant)
 {
-	struct variant_run *vr = calloc(1, sizeof(*vr));
-	int nw = 0, first = run->nresults, started = 0;
+	int nw = 0;
 	for (int d = 0; d < run->ndevices; d++) {
 		if (!runs_on(run, e->probe, variant, d))
 			continue;
@@ -473,6 +472,77 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 			snprintf(r->error, sizeof(r->error), "not run: %.200s failed earlier in this run", run->devices[d].id);
 		}
 	}
+	return nw;
+}
+
+/*
+ * The variant's workers started, watched until its time is up (a hung one named), stopped and
+ * joined (a hung one left behind, detached).
+ */
+static void burn(struct variant_run *vr, const struct sdc_plan_entry *e, double duration, pthread_t *threads,
+		 struct hang_watch *hw, struct sdc_output *out)
+{
+	struct sdc_probe_ctx *ctx = &vr->ctx;
+	const int nw = ctx->nworkers;
+	int started = 0;
+	atomic_store(&sdc_stop_requested, sdc_stop_interrupted());
+	ctx->t_start = sdc_now();
+	const double deadline = ctx->t_start + duration;
+	ctx->deadline = deadline; /* (before the workers start: a probe may plan by it) */
+	for (; started < nw; started++) {
+		int err = pthread_create(&threads[started], NULL, worker_main, &ctx->workers[started]);
+		if (err) {
+			sdc_error("cannot start a worker thread: %s", strerror(err));
+			atomic_store(&sdc_stop_requested, true);
+			break;
+		}
+	}
+	char label[64];
+	snprintf(label, sizeof(label), "%.23s/%.23s", e->probe->name, ctx->variant->name);
+	for (;;) {
+		double now = sdc_now();
+		poll_fleet_interrupt();
+		watch_hangs(vr, hw, started, e->common.hang_timeout);
+		if (atomic_load(&sdc_stop_requested) || atomic_load(&vr->finished) == started || now >= deadline)
+			break;
+		sleep_seconds(SDC_MIN(TICK_SECONDS, deadline - now));
+		sdc_output_progress(out, label, sdc_now() - ctx->t_start, duration, total_iterations(ctx), nw);
+		sdc_vote_compare(ctx->vote, false, on_dissent, vr);
+	}
+	atomic_store(&sdc_stop_requested, true);
+	/* A device still on its first iteration finishes it (sdc_worker_continue): every variant gets
+	 * one checked iteration, however short its share (admit's 4,000,000-row embbag tables under
+	 * mpirun -np 4 took 20 s and more where the grace was 10 s: UNKNOWN). What bounds it is
+	 * progress: a worker with no iteration or heartbeat for hang_timeout is named hung (a few
+	 * seconds after an interrupt); past ten times the variant's time and ten hang_timeouts
+	 * everything stops all the same. */
+	const double grace_end = sdc_now() + SDC_MAX(10.0, 10 * SDC_MAX(duration, e->common.hang_timeout));
+	while (atomic_load(&vr->finished) < started) {
+		poll_fleet_interrupt();
+		if (sdc_now() >= grace_end || sdc_stop_interrupted())
+			atomic_store(&ctx->hard_stop, true);
+		watch_hangs(vr, hw, started,
+			    sdc_stop_interrupted() ? SDC_MIN(e->common.hang_timeout, 5.0) : e->common.hang_timeout);
+		sleep_seconds(0.02);
+	}
+	atomic_store(&ctx->hard_stop, true);
+	for (int i = 0; i < started; i++) {
+		if (atomic_load(&ctx->workers[i].ended) == 2)
+			pthread_detach(threads[i]); /* hung: left behind */
+		else
+			pthread_join(threads[i], NULL);
+	}
+	for (int i = started; i < nw; i++) {
+		sdc_worker_error(&ctx->workers[i], "worker thread could not start");
+		sdc_vote_lane_done(ctx->vote, i);
+	}
+}
+
+static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, const struct sdc_variant *variant,
+		       double duration, struct sdc_output *out)
+{
+	const int first = run->nresults, nw = count_workers(run, e, variant);
+	struct variant_run *vr = calloc(1, sizeof(*vr));
 	if (!vr)
 		return -1;
 	struct sdc_probe_ctx *ctx = &vr->ctx;
@@ -525,57 +595,7 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 		goto out_output;
 	}
 
-	atomic_store(&sdc_stop_requested, sdc_stop_interrupted());
-	ctx->t_start = sdc_now();
-	const double deadline = ctx->t_start + duration;
-	ctx->deadline = deadline; /* (before the workers start: a probe may plan by it) */
-	for (; started < nw; started++) {
-		int err = pthread_create(&threads[started], NULL, worker_main, &ctx->workers[started]);
-		if (err) {
-			sdc_error("cannot start a worker thread: %s", strerror(err));
-			atomic_store(&sdc_stop_requested, true);
-			break;
-		}
-	}
-	char label[64];
-	snprintf(label, sizeof(label), "%.23s/%.23s", e->probe->name, variant->name);
-	for (;;) {
-		double now = sdc_now();
-		poll_fleet_interrupt();
-		watch_hangs(vr, &hw, started, e->common.hang_timeout);
-		if (atomic_load(&sdc_stop_requested) || atomic_load(&vr->finished) == started || now >= deadline)
-			break;
-		sleep_seconds(SDC_MIN(TICK_SECONDS, deadline - now));
-		sdc_output_progress(out, label, sdc_now() - ctx->t_start, duration, total_iterations(ctx), nw);
-		sdc_vote_compare(ctx->vote, false, on_dissent, vr);
-	}
-	atomic_store(&sdc_stop_requested, true);
-	/* A device still on its first iteration finishes it (sdc_worker_continue): every variant gets
-	 * one checked iteration, however short its share (admit's 4,000,000-row embbag tables under
-	 * mpirun -np 4 took 20 s and more where the grace was 10 s: UNKNOWN). What bounds it is
-	 * progress: a worker with no iteration or heartbeat for hang_timeout is named hung (a few
-	 * seconds after an interrupt); past ten times the variant's time and ten hang_timeouts
-	 * everything stops all the same. */
-	const double grace_end = sdc_now() + SDC_MAX(10.0, 10 * SDC_MAX(duration, e->common.hang_timeout));
-	while (atomic_load(&vr->finished) < started) {
-		poll_fleet_interrupt();
-		if (sdc_now() >= grace_end || sdc_stop_interrupted())
-			atomic_store(&ctx->hard_stop, true);
-		watch_hangs(vr, &hw, started,
-			    sdc_stop_interrupted() ? SDC_MIN(e->common.hang_timeout, 5.0) : e->common.hang_timeout);
-		sleep_seconds(0.02);
-	}
-	atomic_store(&ctx->hard_stop, true);
-	for (int i = 0; i < started; i++) {
-		if (atomic_load(&ctx->workers[i].ended) == 2)
-			pthread_detach(threads[i]); /* hung: left behind */
-		else
-			pthread_join(threads[i], NULL);
-	}
-	for (int i = started; i < nw; i++) {
-		sdc_worker_error(&ctx->workers[i], "worker thread could not start");
-		sdc_vote_lane_done(ctx->vote, i);
-	}
+	burn(vr, e, duration, threads, &hw, out);
 	sdc_output_clear_progress(out);
 	sdc_vote_compare(ctx->vote, true, on_dissent, vr);
 	/* a hung worker may still be using what teardown frees: kept to the process's end */

@@ -423,6 +423,59 @@ static void ring_bufs_free(struct ring_bufs *b)
 /* One ring all-reduce in ring order g of in (this rank's values, left as they are) into out (f
  * and g are the iteration's terms). 0, 1 after corruption was found, -1 on a dead peer. Out of
  * place, as MPI_Allreduce is called in the benchmark, so both can run again on the same data. */
+/* A hop fault (H) on this rank's first send of the phase: bytes change after the CRC was taken,
+ * as on a bad link (in a copy, so the sender keeps its own data right), or the header's CRC word
+ * does. Returns what goes out: payload, or the faulted copy. */
+static uint8_t *plant_hop_fault(struct sdc_worker *w, const struct ar_faults *af, const struct ring *g, int phase,
+				uint32_t hdr[3], uint8_t *payload, const struct ring_bufs *bufs, int64_t cn, uint64_t it)
+{
+	const int P = g->P, me = g->order[g->pos], next = g->order[(g->pos + 1) % P];
+	for (int k = 0; af && k < af->n; k++) {
+		const struct sdc_fault *ft = &af->f[k];
+		if (strcmp(af->target[k], "H"))
+			continue;
+		const int src = ft->row >= 0 ? (int)ft->row : 0;
+		const int dst = ft->col >= 0 ? (int)ft->col : g->order[(g->where[src] + 1) % P];
+		int ph;
+		bool header;
+		sdc_ar_hop_tensor(w->ctx->run->inject[ft->spec].tensor, &ph, &header); /* setup refused others */
+		if (src != me || dst != next || ph != phase)
+			continue;
+		const int bit = ft->bit >= 0 ? ft->bit % 32 : header ? 3 : 20;
+		if (header) {
+			/* the header's CRC word: the data arrive right, the header's own check fails */
+			hdr[0] ^= 1u << bit;
+		} else {
+			const int64_t el = cn / 3;
+			memcpy(bufs->fault, payload, (size_t)cn * 4);
+			payload = bufs->fault;
+			payload[el * 4 + bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		}
+		sdc_worker_fault_applied(w, ft, "H", it, src, dst, bit, "", "");
+	}
+	return payload;
+}
+
+/* A compute fault (C) at this rank's first step: the sum it sends next goes wrong in its
+ * arithmetic; the CRC the check took is of the wrong sum, so the receiver sees a good CRC on
+ * wrong values. */
+static void plant_sum_fault(struct sdc_worker *w, const struct ar_faults *af, int me, float *dst, int64_t cn,
+			    int recv_c, uint64_t it, uint32_t *fwd_crc)
+{
+	for (int k = 0; af && k < af->n; k++) {
+		const struct sdc_fault *ft = &af->f[k];
+		if (strcmp(af->target[k], "C") || (ft->row >= 0 ? ft->row : 0) != me)
+			continue;
+		const int bit = ft->bit >= 0 ? ft->bit % 32 : 22;
+		uint32_t u;
+		memcpy(&u, &dst[cn / 5], 4);
+		u ^= 1u << bit;
+		memcpy(&dst[cn / 5], &u, 4);
+		*fwd_crc = sdc_crc32c(0, dst, (size_t)cn * 4);
+		sdc_worker_fault_applied(w, ft, "C", it, me, recv_c * cn + cn / 5, bit, "", "");
+	}
+}
+
 static int ring_once(struct sdc_worker *w, const float *in, float *out, const struct ring_bufs *bufs, const int8_t *f,
 		     const int8_t *gt, const struct ring *g, uint64_t it, const char *order_name,
 		     const struct ar_faults *af)
@@ -460,31 +513,8 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, const st
 			const uint32_t step_id = (uint32_t)(phase << 16 | s);
 			uint32_t hdr[3], rhdr[3];
 			sdc_ring_hop_header(hdr, first_step ? sdc_crc32c(0, payload, cb) : fwd_crc, step_id);
-			/* A hop fault: bytes change after the CRC was taken, as on a bad link (in a copy, so the
-			 * sender keeps its own data right). */
-			for (int k = 0; af && k < af->n; k++) {
-				const struct sdc_fault *ft = &af->f[k];
-				if (strcmp(af->target[k], "H"))
-					continue;
-				const int src = ft->row >= 0 ? (int)ft->row : 0;
-				const int dst = ft->col >= 0 ? (int)ft->col : g->order[(g->where[src] + 1) % P];
-				int ph;
-				bool header;
-				sdc_ar_hop_tensor(w->ctx->run->inject[ft->spec].tensor, &ph, &header); /* setup refused others */
-				if (src != me || dst != next || ph != phase || s != 0)
-					continue;
-				const int bit = ft->bit >= 0 ? ft->bit % 32 : header ? 3 : 20;
-				if (header) {
-					/* the header's CRC word: the data arrive right, the header's own check fails */
-					hdr[0] ^= 1u << bit;
-				} else {
-					const int64_t el = cn / 3;
-					memcpy(bufs->fault, payload, cb);
-					payload = bufs->fault;
-					payload[el * 4 + bit / 8] ^= (uint8_t)(1u << (bit % 8));
-				}
-				sdc_worker_fault_applied(w, ft, "H", it, src, dst, bit, "", "");
-			}
+			if (s == 0)
+				payload = plant_hop_fault(w, af, g, phase, hdr, payload, bufs, cn, it);
 			int late;
 			char what[64];
 			snprintf(what, sizeof(what), "the %s ring's %s step %d", order_name, phase ? "all-gather" : "reduce-scatter", s);
@@ -528,20 +558,8 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, const st
 				const float e = el >= 0 ? sdc_ring_expected(fc, gc, first_bad, count, rsum) : 0;
 				sdc_ar_hop_report(w, it, what, prev, me, &hv, rhdr, nbad, el, e, got0);
 			}
-			for (int k = 0; af && first_step && k < af->n; k++) {
-				const struct sdc_fault *ft = &af->f[k];
-				if (strcmp(af->target[k], "C") || (ft->row >= 0 ? ft->row : 0) != me)
-					continue;
-				/* the sum this rank sends next goes wrong in its arithmetic: the CRC the check took is
-				 * of the wrong sum, so the receiver sees a good CRC on wrong values */
-				const int bit = ft->bit >= 0 ? ft->bit % 32 : 22;
-				uint32_t u;
-				memcpy(&u, &dst[cn / 5], 4);
-				u ^= 1u << bit;
-				memcpy(&dst[cn / 5], &u, 4);
-				fwd_crc = sdc_crc32c(0, dst, cb);
-				sdc_worker_fault_applied(w, ft, "C", it, me, recv_c * cn + cn / 5, bit, "", "");
-			}
+			if (first_step)
+				plant_sum_fault(w, af, me, dst, cn, recv_c, it, &fwd_crc);
 		}
 	}
 	return bad;

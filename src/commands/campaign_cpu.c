@@ -33,6 +33,7 @@
 #include "base/digest.h"
 #include "base/rng.h"
 #include "base/util.h"
+#include "campaign_html.h"
 #include "commands/commands.h"
 #include "core/plan.h"
 #include "core/profile.h"
@@ -71,7 +72,7 @@ struct cc_opts {
 	char variants[SDC_OPT_STR_MAX];
 	double hang_timeout;
 	int instant;
-	const char *keep;
+	const char *keep, *html;
 };
 
 struct target {
@@ -599,6 +600,8 @@ static int cpu_faults_main(struct sdc_cmd *cmd)
 	char why[600];
 	if (pick_cpus(cli, &c))
 		return sdc_cli_bad(cli, "it needs two CPUs (--cpus): the fault goes on the second, the first votes");
+	if (sdc_campaign_html_path_ok(o->html, why, sizeof(why)))
+		return sdc_cli_bad(cli, "--html %s", why);
 	if (sdc_regfault_allowed(why, sizeof(why))) {
 		sdc_error("campaign cpu-faults: ptrace is not allowed here: %s", why);
 		return sdc_cli_unknown(cli);
@@ -651,6 +654,8 @@ static int cpu_faults_main(struct sdc_cmd *cmd)
 			   : "OK: no fault was missed");
 	if (cli->json && sdc_cli_write_json(cli->json, out, cli->command))
 		v = sdc_verdict_worst(v, SDC_UNKNOWN);
+	if (o->html && sdc_campaign_html(o->html, "cpu-faults", out))
+		v = sdc_verdict_worst(v, SDC_UNKNOWN);
 	json_decref(out);
 	remove_dir(&c);
 	return sdc_exit_code(v, cli->exit_style);
@@ -675,6 +680,8 @@ static const struct sdc_option cc_options[] = {
 		  "(the same seed gives the same table)" },
 	{ .name = "keep", .short_name = 'k', .metavar = "DIR", .type = SDC_OPT_ARG, .offset = OPT(keep),
 	  .help = "keep every run's report and log in DIR (default: a temporary folder, removed)" },
+	{ .name = "html", .metavar = "FILE", .type = SDC_OPT_ARG, .offset = OPT(html),
+	  .help = "the table as charts (by variant, bit and register) in one self-contained HTML page" },
 	SDC_OPT_END,
 };
 

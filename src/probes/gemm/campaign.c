@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "probes/gemm/calibration.h"
+#include "campaign_html.h"
 #include "command.h"
 #include "probes/gemm/gemm.h"
 #include "probes/gemm/dist.h"
@@ -382,7 +383,7 @@ struct campaign_opts {
 	int64_t trials, bit_trials, tight_trials;
 	struct sdc_size3 size, bit_size;
 	struct tight_sizes tight;
-	const char *calibration;
+	const char *calibration, *html;
 };
 
 /* Up to 8 square sizes up to 8192 for the tightness table, or 0 to skip it. */
@@ -422,6 +423,8 @@ static const struct sdc_option campaign_options[] = {
 	  .def = "0", .imin = 0, .imax = 100000, .help = "GEMMs per size (0: 100 fp32, 20 fp64, as the paper)" },
 	{ .name = "calibration", .short_name = 'C', .metavar = "FILE", .type = SDC_OPT_ARG, .offset = OPT(calibration),
 	  .def = "", .help = "e_max calibration (empty: as sdcscan run finds it)" },
+	{ .name = "html", .metavar = "FILE", .type = SDC_OPT_ARG, .offset = OPT(html),
+	  .help = "the tables as charts in one self-contained HTML page" },
 	SDC_OPT_END,
 };
 
@@ -568,6 +571,15 @@ static int table2(struct campaign_ctx *cx, json_t *out)
 
 }
 
+/* One bit's counts, a number per distribution. */
+static json_t *per_dist(const uint64_t v[NBURN_DISTS][64], int bit)
+{
+	json_t *a = json_array();
+	for (int d = 0; d < NBURN_DISTS; d++)
+		json_array_append_new(a, json_integer((json_int_t)v[d][bit]));
+	return a;
+}
+
 /* 2. V-ABFT Tables 8-9 form, fast classes: detection per bit of a C element, per distribution. */
 static int bit_tables(struct campaign_ctx *cx, json_t *out)
 {
@@ -632,7 +644,12 @@ static int bit_tables(struct campaign_ctx *cx, json_t *out)
 					printf("   %6.2f         ", r);
 			}
 			putchar('\n');
-			json_array_append_new(rows, json_pack("{s:i, s:o}", "bit", b, "detection_percent", rates));
+			json_array_append_new(rows, json_pack("{s:i, s:s, s:b, s:o, s:o, s:o, s:o, s:o}", "bit", b, "field",
+							      sign ? "sign" : exponent ? "exponent" : "mantissa", "target",
+							      b >= exp_hi - 3 && b <= exp_hi, "detection_percent", rates,
+							      "trials", per_dist(total.trials, b), "detected",
+							      per_dist(total.detected, b), "must_find", per_dist(total.sig_trials, b),
+							      "must_find_detected", per_dist(total.sig_detected, b)));
 		}
 		/*
 		 * Target: every flip in the top four exponent bits found, as issue 3 asks. A flip that
@@ -659,6 +676,10 @@ static int bit_tables(struct campaign_ctx *cx, json_t *out)
 		json_object_set_new(bt, sdc_gemm_class_names[k], rows);
 	}
 	json_object_set_new(out, "bits", bt);
+	json_t *dists = json_array();
+	for (int d = 0; d < NBURN_DISTS; d++)
+		json_array_append_new(dists, json_string(sdc_dist_labels[d]));
+	json_object_set_new(out, "distributions", dists);
 	return rc;
 
 }
@@ -768,6 +789,9 @@ static int campaign_main(struct sdc_cmd *cmd)
 	const struct campaign_opts *o = cmd->opts;
 	struct sdc_cli *cli = &cmd->cli;
 	struct sdc_run run;
+	char herr[600];
+	if (sdc_campaign_html_path_ok(o->html, herr, sizeof(herr)))
+		return sdc_cli_bad(cli, "--html %s", herr);
 	if (sdc_cli_start_run(cmd, &run, cli->have_seed ? cli->seed : 1))
 		return sdc_cli_unknown(cli);
 	if (run.ndevices > MAX_WORKERS)
@@ -783,6 +807,8 @@ static int campaign_main(struct sdc_cmd *cmd)
 		int code = o->tight.n ? sdc_gemm_campaign_gpu(&run, o->tight.v, o->tight.n, reps, o->calibration, out, &met)
 				      : (sdc_error("campaign: --gpus runs the tightness table: --tightness 0 leaves nothing"), -1);
 		code = code ? sdc_cli_unknown(cli) : sdc_cli_targets_end(cli, out, met);
+		if (o->html && json_object_get(out, "targets_met") && sdc_campaign_html(o->html, "gemm", out))
+			code = sdc_cli_unknown(cli);
 		json_decref(out);
 		sdc_run_release(&run);
 		return code;
@@ -824,6 +850,8 @@ static int campaign_main(struct sdc_cmd *cmd)
 		rc = tightness(&cx, out);
 	json_object_set(out, "targets", cx.targets);
 	rc = rc ? sdc_cli_unknown(cli) : sdc_cli_targets_end(cli, out, cx.met);
+	if (o->html && json_object_get(out, "targets_met") && sdc_campaign_html(o->html, "gemm", out))
+		rc = sdc_cli_unknown(cli);
 out:
 	json_decref(out);
 	json_decref(cx.targets);

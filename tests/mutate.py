@@ -346,6 +346,14 @@ MUTATIONS = [
      [("time() - sdcscan_last_success_timestamp_seconds > 2 * 86400",
        "time() - sdcscan_last_success_timestamp_seconds > 20 * 86400")],
      ["prometheus"]),
+    ("campaign-html-missed-off", "a campaign page (--html) draws no bar for a MISSED count",
+     "src/base/html.c",
+     [("\t\tif (!(v > 0))\n\t\t\tcontinue;\n\t\tconst double h", "\t\tif (!(v > 0) || s == c->mark)\n\t\t\tcontinue;\n\t\tconst double h")],
+     ["campaign_html"]),
+    ("campaign-html-escape-off", "a campaign page writes the JSON's names as markup",
+     "src/base/html.c",
+     [("\t\tswitch (*p) {", "\t\tswitch (*p ? 0 : *p) {")],
+     ["campaign_html"]),
 ]
 
 FAST_SUITES = ["unit", "cli"]

@@ -6,6 +6,8 @@ usage: check_html.py PAGE.html [options]
   --fragment NAME            load PAGE.html#NAME (a page's second view, where it has one)
   --text STRING              the page's DOM, after its scripts ran, holds STRING (repeatable)
   --in SELECTOR STRING       the first element SELECTOR matches holds STRING in its text (repeatable)
+  --absent SELECTOR          no element matches SELECTOR (repeatable): text that must not have
+                             become markup, a script's mark that must not have been set
   --pixel SELECTOR #RRGGBB   the pixel at the centre of the first element SELECTOR matches has
                              this colour, within --tolerance per channel (repeatable)
   --tolerance N              per channel, 0-255 (default 12: anti-aliasing, colour management)
@@ -157,6 +159,7 @@ def main():
     ap.add_argument("--fragment")
     ap.add_argument("--text", action="append", default=[])
     ap.add_argument("--in", dest="inside", nargs=2, action="append", default=[], metavar=("SELECTOR", "STRING"))
+    ap.add_argument("--absent", action="append", default=[], metavar="SELECTOR")
     ap.add_argument("--pixel", nargs=2, action="append", default=[], metavar=("SELECTOR", "#RRGGBB"))
     ap.add_argument("--tolerance", type=int, default=12)
     ap.add_argument("--max-bytes", type=int)
@@ -181,7 +184,7 @@ def main():
     for sel, want in pixels:
         if not re.fullmatch(r"#[0-9a-fA-F]{6}", want):
             raise SystemExit("--pixel %s %s: a colour is #RRGGBB" % (sel, want))
-    selectors = sorted(set([k for k, _ in inside] + [k for k, _ in pixels]))
+    selectors = sorted(set([k for k, _ in inside] + [k for k, _ in pixels] + a.absent))
     tmp = tempfile.mkdtemp(prefix="check_html.")
     try:
         copy = os.path.join(tmp, "page.html")
@@ -204,6 +207,9 @@ def main():
         for t in a.text:
             if t not in plain:
                 failures.append("the DOM lacks %r" % t)
+        for sel in a.absent:
+            if m and boxes.get(sel) is not None:
+                failures.append("an element matches %s: %r" % (sel, boxes[sel][4][:200]))
         for sel, want in inside:
             box = boxes.get(sel)
             if box is None:
@@ -242,7 +248,7 @@ def main():
         print("FAIL: " + f, file=sys.stderr)
     if not failures:
         print("%s: %d bytes, self-contained, %d text and %d pixel checks passed in chromium" %
-              (a.page, size, len(a.text) + len(inside), len(pixels)))
+              (a.page, size, len(a.text) + len(inside) + len(a.absent), len(pixels)))
     return 1 if failures else 0
 
 

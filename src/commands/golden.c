@@ -64,6 +64,55 @@ static const struct sdc_option record_options[] = {
 	SDC_OPT_END,
 };
 
+/* The golden entries of each variant (json_t array): its trajectory where the probe records one
+ * (golden_record), else the work digest of a run of SDC_WORK_DIGEST_ITERATIONS. NULL after
+ * saying why. */
+static json_t *record_entries(struct sdc_cli *cli, const struct sdc_probe *p, struct sdc_plan_entry *e,
+			      struct sdc_run *run, struct sdc_plan *plan, const struct sdc_variant *variants,
+			      int nv)
+{
+	char err[1024];
+	if (!p->golden_record) {
+		e->common.iterations = SDC_WORK_DIGEST_ITERATIONS;
+		e->common.duration = 3600;
+		if (execute(cli, run, plan, false))
+			return NULL;
+	}
+	json_t *entries = json_array();
+	for (int v = 0; v < nv; v++) {
+		json_t *key = sdc_golden_key(p, e->opts, &variants[v], run->seed, sdc_run_cpu_model(run)), *res = NULL;
+		if (p->golden_record) {
+			json_t *traj = sdc_facts_json(p->golden_record(e->opts, &variants[v], run->seed, err, sizeof(err)));
+			if (!traj) {
+				fprintf(stderr, "sdcscan golden: %s/%s: %s\n", p->name, variants[v].name, err);
+				json_decref(key);
+				json_decref(entries);
+				return NULL;
+			}
+			res = json_pack("{s:o}", "trajectory", traj);
+		} else {
+			const struct sdc_result *r = NULL;
+			for (int i = 0; i < run->nresults; i++)
+				if (!strcmp(run->results[i].variant, variants[v].name))
+					r = &run->results[i];
+			if (!r || r->status != SDC_STATUS_OK || !r->work_digest[0]) {
+				fprintf(stderr, "sdcscan golden: %s/%s did not run cleanly here (%s): nothing recorded\n",
+					p->name, variants[v].name, r ? sdc_status_name(r->status) : "no result");
+				json_decref(key);
+				json_decref(entries);
+				return NULL;
+			}
+			res = json_pack("{s:s, s:i}", "work_digest", r->work_digest, "iterations",
+					SDC_WORK_DIGEST_ITERATIONS);
+		}
+		json_array_append_new(entries, json_pack("{s:o, s:o}", "key", key, "result", res));
+		if (!cli->quiet)
+			printf("recorded %s/%s (seed %" PRIu64 ")\n", p->name, variants[v].name,
+			       sdc_variant_seed(&variants[v], run->seed));
+	}
+	return entries;
+}
+
 static int record_main(struct sdc_cmd *c)
 {
 	const struct record_opts *o = c->opts;
@@ -137,44 +186,9 @@ static int record_main(struct sdc_cmd *c)
 		nv = keep;
 		sdc_strlcpy(e->only_variant, o->variant, sizeof(e->only_variant));
 	}
-	json_t *entries = json_array();
-	if (!p->golden_record) {
-		e->common.iterations = SDC_WORK_DIGEST_ITERATIONS;
-		e->common.duration = 3600;
-		if (execute(cli, &run, &plan, false))
-			goto out_run;
-	}
-	for (int v = 0; v < nv; v++) {
-		json_t *key = sdc_golden_key(p, e->opts, &variants[v], run.seed, sdc_run_cpu_model(&run)), *res = NULL;
-		if (p->golden_record) {
-			json_t *traj = sdc_facts_json(p->golden_record(e->opts, &variants[v], run.seed, err, sizeof(err)));
-			if (!traj) {
-				fprintf(stderr, "sdcscan golden: %s/%s: %s\n", p->name, variants[v].name, err);
-				json_decref(key);
-				json_decref(entries);
-				goto out_run;
-			}
-			res = json_pack("{s:o}", "trajectory", traj);
-		} else {
-			const struct sdc_result *r = NULL;
-			for (int i = 0; i < run.nresults; i++)
-				if (!strcmp(run.results[i].variant, variants[v].name))
-					r = &run.results[i];
-			if (!r || r->status != SDC_STATUS_OK || !r->work_digest[0]) {
-				fprintf(stderr, "sdcscan golden: %s/%s did not run cleanly here (%s): nothing recorded\n",
-					p->name, variants[v].name, r ? sdc_status_name(r->status) : "no result");
-				json_decref(key);
-				json_decref(entries);
-				goto out_run;
-			}
-			res = json_pack("{s:s, s:i}", "work_digest", r->work_digest, "iterations",
-					SDC_WORK_DIGEST_ITERATIONS);
-		}
-		json_array_append_new(entries, json_pack("{s:o, s:o}", "key", key, "result", res));
-		if (!cli->quiet)
-			printf("recorded %s/%s (seed %" PRIu64 ")\n", p->name, variants[v].name,
-			       sdc_variant_seed(&variants[v], run.seed));
-	}
+	json_t *entries = record_entries(cli, p, e, &run, &plan, variants, nv);
+	if (!entries)
+		goto out_run;
 	json_t *root = sdc_golden_file_json(entries, &run);
 	if (root && sdc_fleet.rank != 0) {
 		rc = 0; /* under mpirun every rank computed its part; rank 0 writes the file */

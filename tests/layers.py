@@ -7,16 +7,31 @@ usage: layers.py SRC_DIR          check the tree; exit 1 and name every include 
                                   planted each way: each must be caught (so this test can fail)
 
 Layers, top to bottom (a file may include its own layer or any layer below it):
-  5 commands/, main.c   the subcommands and their driver
-  4 core/               runner, plans and profiles, registry, report, output, vote
-  3 probes/NAME/        one folder a probe: only its own folder among the probes
-  2 src/*.h, src/*.c    the framework probes and commands are written against
-  1 kernels/            the arithmetic probes share: CRC32C, exact operations, half, the exact
-                        and float GEMMs, ABFT sums and references, ISA dispatch
-  0 base/               services: messages, parsing, time, RNG, digests, verdicts
+  7 commands/, main.c    the subcommands and their driver
+  6 core/                runner, plans and profiles, registry, report, output, vote
+  5 probes/NAME/         the probe: descriptor, engine, tools (benchmarks, campaign, calibration,
+                         golden recorder); only its own folder among the probes
+  4 the probe interface  probe.h and the framework written in its terms: command (a probe's
+                         tools are commands), golden (a probe's results), fatal and regfault (the
+                         faults a probe's workers meet)
+  3 framework services   every other src/*.c, src/*.h: options, stop, devices, the run and its
+                         findings, facts, fleet transport, hardware errors, injection, benchmark
+                         harness; they serve any run and know nothing of what a probe is
+  2 probes/NAME/ arithmetic
+                         the probe's model or workload and its checks: the folder's files built
+                         into libraries that do not link the framework (src/meson.build: every
+                         probe source outside core_sources, the exact class and -O3 kernels) or
+                         into the GPU module (.cu), and the headers of the folder they include
+                         (but X.h where X.c is built into the framework: that is the probe's);
+                         only base/, kernels/ and its own folder's arithmetic, so it builds and
+                         is tested without the framework (the golden suite rebuilds it alone)
+  1 kernels/             the arithmetic probes share: CRC32C, exact operations, half, the exact
+                         and float GEMMs, ABFT sums and references, ISA dispatch
+  0 base/                services: messages, parsing, time, RNG, digests, verdicts
 
 A CUDA source (.cu, .cuh) is the GPU module's side of one probe, wherever it lies: besides the
-layers below its own it may include the headers of one probe folder, and no other probe's.
+layers below its own it may include the headers of one probe folder, and no other probe's (and
+those headers are that probe's arithmetic).
 """
 import os
 import re
@@ -26,14 +41,23 @@ import tempfile
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 CUDA = ('.cu', '.cuh')
-NAMES = {0: 'base', 1: 'kernels', 2: 'framework', 3: 'probes', 4: 'core', 5: 'commands'}
+NAMES = {0: 'base', 1: 'kernels', 2: 'probe arithmetic', 3: 'framework services',
+         4: 'probe interface', 5: 'probes', 6: 'core', 7: 'commands'}
+# The framework's files (by name, without .c or .h) that speak of probes; all others are services.
+PROBE_INTERFACE = {'probe', 'command', 'golden', 'fatal', 'regfault'}
+CORE_SOURCES = re.compile(r'core_sources\s*=\s*files\((.*?)\)', re.S)
+MESON_PROBE_SOURCE = re.compile(r"'(probes/[^']+\.(?:c|cu))'")
 
 
-def layer(rel):
+def layer(rel, arithmetic):
     parts = rel.split('/')
     if len(parts) == 1:
-        return 5 if parts[0] == 'main.c' else 2
-    return {'base': 0, 'kernels': 1, 'probes': 3, 'core': 4, 'commands': 5}.get(parts[0], 2)
+        if parts[0] == 'main.c':
+            return 7
+        return 4 if os.path.splitext(parts[0])[0] in PROBE_INTERFACE else 3
+    if parts[0] == 'probes':
+        return 2 if rel in arithmetic else 5
+    return {'base': 0, 'kernels': 1, 'core': 6, 'commands': 7}.get(parts[0], 3)
 
 
 def probe_folder(rel):
@@ -48,11 +72,47 @@ def sources(root):
                 yield os.path.relpath(os.path.join(d, f), root)
 
 
-def check(root):
-    files = set(sources(root))
+def build_split(root, files):
+    """From src/meson.build: the probe files built outside the framework (named there but not
+    among core_sources, or CUDA) and the headers of the probe sources inside it (X.h beside an
+    X.c of core_sources). Returns (seeds, framework headers, problem or None)."""
+    seeds = {f for f in files if probe_folder(f) and f.endswith(CUDA)}
+    unknown = ': cannot tell which probe files are arithmetic'
+    try:
+        with open(os.path.join(root, 'meson.build'), encoding='utf-8') as fh:
+            meson = fh.read()
+    except OSError as e:
+        return seeds, set(), f'meson.build: {e.strerror}{unknown}'
+    core = CORE_SOURCES.search(meson)
+    if not core:
+        return seeds, set(), f'meson.build: no core_sources = files(...){unknown}'
+    outside = meson[:core.start()] + meson[core.end():]
+    inside = MESON_PROBE_SOURCE.findall(core.group(1))
+    for name in MESON_PROBE_SOURCE.findall(outside) + inside:
+        if name not in files:
+            return seeds, set(), f'meson.build names {name}, which is not a file under src/'
+    seeds |= set(MESON_PROBE_SOURCE.findall(outside))
+    return seeds, {name[:-2] + '.h' for name in inside if name[:-2] + '.h' in files}, None
+
+
+def arithmetic_closure(seeds, framework_headers, edges):
+    """Every probe file a seed or a CUDA source reaches through probe headers that are not the
+    headers of framework sources: {file: the seed it was reached from}."""
+    why = {}
+    stack = [(s, s) for s in sorted(seeds)]
+    stack += [(t, f) for f in sorted(edges) if f.endswith(CUDA)
+              for t in edges[f] if probe_folder(t)]
+    while stack:
+        f, seed = stack.pop()
+        if f in why or f in framework_headers:
+            continue
+        why[f] = seed
+        stack += [(t, seed) for t in edges[f] if probe_folder(t)]
+    return why
+
+
+def read_edges(root, files, problems):
     edges = {f: [] for f in files}
-    problems = []
-    cuda_probe = {}
     for f in sorted(files):
         with open(os.path.join(root, f), encoding='utf-8') as fh:
             text = fh.read()
@@ -66,7 +126,28 @@ def check(root):
                 problems.append(f'{f}: includes "{inc}", which is not a file under src/')
                 continue
             edges[f].append(target)
-            lf, lt = layer(f), layer(target)
+    return edges
+
+
+def describe(f, lf, why):
+    if lf == 2:
+        origin = '' if why[f] == f else f', reached from {why[f]}'
+        return f'{f} ({probe_folder(f)}\'s arithmetic{origin})'
+    return f'{f} ({NAMES[lf]})'
+
+
+def check(root):
+    files = set(sources(root))
+    problems = []
+    edges = read_edges(root, files, problems)
+    seeds, framework_headers, problem = build_split(root, files)
+    if problem:
+        problems.append(problem)
+    why = arithmetic_closure(seeds, framework_headers, edges)
+    cuda_probe = {}
+    for f in sorted(files):
+        for target in edges[f]:
+            lf, lt = layer(f, why), layer(target, why)
             pf, pt = probe_folder(f), probe_folder(target)
             if f.endswith(CUDA) and pt:
                 # the GPU module's source of one probe: that probe's headers, no other's
@@ -74,7 +155,8 @@ def check(root):
                     problems.append(f'{f} includes {target}: a CUDA source serves one probe '
                                     f'(it includes probes/{cuda_probe[f]}/ already)')
             elif lt > lf:
-                problems.append(f'{f} ({NAMES[lf]}) includes {target} ({NAMES[lt]}): an arrow back up')
+                problems.append(f'{describe(f, lf, why)} includes {describe(target, lt, why)}: '
+                                'an arrow back up')
             elif pt and pt != pf:
                 problems.append(f'{f} includes {target}: a probe folder\'s headers are its own')
     # cycles, by depth-first search
@@ -94,7 +176,7 @@ def check(root):
     for f in sorted(files):
         if not state.get(f):
             visit(f, [])
-    return problems, len(files), sum(len(v) for v in edges.values())
+    return problems, len(files), sum(len(v) for v in edges.values()), len(why)
 
 
 def self_test(root):
@@ -105,6 +187,23 @@ def self_test(root):
         ('probes/embbag/embbag.c', '#include "probes/gemm/abft.h"\n', "probe folder"),
         ('kernels/cuda/ring.cu', '#include "probes/gemm/gemm_data.h"\n', 'one probe'),
         ('kernels/cuda/gemm.cu', '#include "core/runner.h"\n', 'back up'),
+        # a probe's arithmetic: no framework, directly or through the probe's own header
+        ('probes/minitrain/mt_dlrm.c', '#include "run.h"\n',
+         "minitrain's arithmetic) includes run.h"),
+        ('probes/ecparity/parity.c', '#include "probes/ecparity/ecparity.h"\n',
+         "ecparity's arithmetic) includes probes/ecparity/ecparity.h (probes)"),
+        ('probes/gemm/gemm_data.h', '#include "probes/gemm/dist.h"\n',
+         "gemm's arithmetic, reached from"),
+        ('probes/minitrain/mt_internal.h', '#include "probe.h"\n', "arithmetic, reached from"),
+        ('probes/allreduce/ring_check.c', '#include "kernels/gemm_float.h"\n', None),
+        ('probes/minitrain/minitrain.c', '#include "probes/minitrain/mt_ops.h"\n', None),
+        # the framework's services know nothing of probes
+        ('run.c', '#include "probe.h"\n',
+         '(framework services) includes probe.h (probe interface)'),
+        ('fleet.c', '#include "command.h"\n', '(framework services) includes command.h'),
+        # the split is read from the build: a name there that is no file is said, not skipped
+        ('meson.build', "x = files('probes/gemm/gone.c')\n", 'which is not a file under src/'),
+        ('golden.c', '#include "run.h"\n', None),
         ('base/util.h', '#include "base/rng.h"\n', None),  # a legal include: must not be reported
         ('base/rng.h', '#include "base/philox.h"\n#include "base/util.h"\n', None),
         ('base/util.h', '#include "base/util.h"\n', 'cycle'),
@@ -119,10 +218,11 @@ def self_test(root):
                 text = fh.read()
             with open(target, 'w', encoding='utf-8') as fh:
                 fh.write(line + text)
-            problems, _, _ = check(copy)
+            problems = check(copy)[0]
             caught = any(expect and expect in p for p in problems)
             if expect and not caught:
-                print(f'FAIL self-test: {line.strip()} in {path} was not reported')
+                print(f'FAIL self-test: {line.strip()} in {path} was not reported'
+                      + (f' as "{expect}": {problems}' if problems else ''))
                 failures += 1
             if not expect and problems:
                 print(f'FAIL self-test: a legal include in {path} was reported: {problems[0]}')
@@ -137,10 +237,11 @@ def main():
     if len(sys.argv) != 2:
         print(__doc__)
         return 2
-    problems, nfiles, nedges = check(sys.argv[1])
+    problems, nfiles, nedges, narith = check(sys.argv[1])
     for p in problems:
         print('FAIL', p)
-    print(f'{nfiles} files, {nedges} includes: ' + ('PASS' if not problems else f'{len(problems)} problem(s)'))
+    print(f'{nfiles} files ({narith} of them probe arithmetic), {nedges} includes: '
+          + ('PASS' if not problems else f'{len(problems)} problem(s)'))
     return 1 if problems else 0
 
 

@@ -5,6 +5,9 @@
  *   replay.c     a divergence from the golden, replayed from the seed to name step, tensor, element
  *   dp.c         data parallel across MPI ranks: the gradient all-reduce and the per-step state check
  *   bench.c      sdcscan bench minitrain
+ * and the models themselves, which know nothing of the probe (tests/layers.py: its arithmetic):
+ *   model.h      the two models and their backend; mt_dlrm.c, mt_xfmr.c, model.c (mt_internal.h),
+ *                their operations (mt_ops.h) and the attention GEMMs' check (attn_check.h)
  */
 #ifndef SDC_PROBES_MINITRAIN_H
 #define SDC_PROBES_MINITRAIN_H

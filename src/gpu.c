@@ -3,7 +3,10 @@
  * the running binary (a build tree, or a bundle); the installed module directory; the last two
  * only where the NVIDIA driver's libcuda.so.1 is found, or --gpus asked for a GPU. A module that
  * cannot be loaded (no CUDA libraries), has another ABI, or finds no usable GPU (no driver, a
- * driver too old for its runtime, no device) leaves its reason in the run's GPU note.
+ * driver too old for its runtime, no device) leaves its reason in the run's GPU note. Each
+ * family's table (kernels/gpu_module.h) is checked on its own, when its probe asks for it with the
+ * version it was built with: one not built into the module, or of another version, turns off that
+ * family's lanes alone (sdc_gpu_family_why says why).
  */
 #include "gpu.h"
 #include "fleet.h"
@@ -30,6 +33,60 @@ static bool gpus_asked; /* --gpus named GPUs: set before the first load */
 static const struct sdc_gpu_module *module;
 static char module_path[PATH_MAX];
 static char load_note[512];
+
+#define FAMILY_NAME(name) #name,
+static const char *const family_names[] = { SDC_GPU_FAMILIES(FAMILY_NAME) };
+#define NFAMILIES (sizeof(family_names) / sizeof(family_names[0]))
+/* Why a family was refused, written once, at its first refusal (under family_lock). */
+static char family_notes[NFAMILIES][PATH_MAX + 200];
+static bool family_noted[NFAMILIES];
+static pthread_mutex_t family_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The loaded module's table of family i (SDC_GPU_FAMILIES' order). */
+static const void *family_table(size_t i)
+{
+	size_t k = 0;
+#define FAMILY_TABLE(name)                                                                                             \
+	if (k++ == i)                                                                                                  \
+		return module->name;
+	SDC_GPU_FAMILIES(FAMILY_TABLE)
+#undef FAMILY_TABLE
+	return NULL;
+}
+
+static size_t family_index(const char *name)
+{
+	size_t i = 0;
+	while (i < NFAMILIES && strcmp(family_names[i], name))
+		i++;
+	return i;
+}
+
+const void *sdc_gpu_family(const char *name, int want)
+{
+	const size_t i = family_index(name);
+	const void *t = sdc_gpu_ops() && i < NFAMILIES ? family_table(i) : NULL;
+	/* every table begins with its version (kernels/gpu_module.h): a pointer to a struct, converted,
+	 * points to its first member (C11 6.7.2.1p15) */
+	const int have = t ? *(const int *)t : 0;
+	if (t && have == want)
+		return t;
+	if (!module || i == NFAMILIES)
+		return NULL;
+	pthread_mutex_lock(&family_lock);
+	if (!family_noted[i]) {
+		if (!t)
+			snprintf(family_notes[i], sizeof(family_notes[i]), "the GPU module %s was built without %s's GPU "
+				 "operations", module_path, name);
+		else
+			snprintf(family_notes[i], sizeof(family_notes[i]), "the GPU module %s has %s's GPU operations at "
+				 "version %d, this sdcscan needs version %d: install matching versions", module_path, name,
+				 have, want);
+		__atomic_store_n(&family_noted[i], true, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&family_lock);
+	return NULL;
+}
 
 static const struct sdc_gpu_module *try_load(const char *path, char *why, size_t len)
 {
@@ -113,6 +170,16 @@ const struct sdc_gpu_module *sdc_gpu_ops(void)
 {
 	pthread_once(&once, load);
 	return module;
+}
+
+const char *sdc_gpu_family_why(const char *family)
+{
+	if (!sdc_gpu_ops())
+		return load_note;
+	const size_t i = family_index(family);
+	if (i == NFAMILIES)
+		return "no such GPU family";
+	return __atomic_load_n(&family_noted[i], __ATOMIC_ACQUIRE) ? family_notes[i] : "";
 }
 
 const char *sdc_gpu_module_path(void)

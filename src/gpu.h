@@ -15,8 +15,17 @@
 
 struct sdc_run;
 
-/* The loaded module's table, or NULL (sdc_gpu_discover's note says why). Loads it once. */
+/* The loaded module's core table, or NULL (sdc_gpu_discover's note says why). Loads it once. */
 const struct sdc_gpu_module *sdc_gpu_ops(void);
+/* The loaded module's table of family name (one of kernels/gpu_module.h's SDC_GPU_FAMILIES) when
+ * the module has it at version want, the caller's own (its probe's gpu_ops.h); NULL otherwise: no
+ * module, one built without that family, or with another version of its table, which turns off
+ * that family alone. SDC_GPU_FAMILY(gemm, SDC_GPU_GEMM_VERSION) is a const struct
+ * sdc_gpu_gemm_ops *. */
+const void *sdc_gpu_family(const char *name, int want);
+#define SDC_GPU_FAMILY(name, want) ((const struct sdc_gpu_##name##_ops *)sdc_gpu_family(#name, (want)))
+/* Why sdc_gpu_family(family, ...) gave NULL ("" before it did). */
+const char *sdc_gpu_family_why(const char *family);
 /* Where the loaded module came from (NULL: none loaded). */
 const char *sdc_gpu_module_path(void);
 

@@ -26,6 +26,22 @@ static int version_main(struct sdc_cmd *c)
 	} else {
 		printf("gpus: none: %s\n", note);
 	}
+	/* "gpu families: gemm 1, minitrain 1, embbag 1, allreduce 1": each family's table as the module
+	 * has it (not built: "-"), its version first (kernels/gpu_module.h); each probe takes its own
+	 * only at the version it was built with */
+	if (m) {
+		const char *sep = " ";
+		printf("gpu families:");
+#define SHOW_FAMILY(name)                                                                                              \
+	if (m->name)                                                                                                   \
+		printf("%s%s %d", sep, #name, *(const int *)m->name);                                                  \
+	else                                                                                                           \
+		printf("%s%s -", sep, #name);                                                                          \
+	sep = ", ";
+		SDC_GPU_FAMILIES(SHOW_FAMILY)
+#undef SHOW_FAMILY
+		printf("\n");
+	}
 	free(devs);
 	return 0;
 }

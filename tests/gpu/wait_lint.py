@@ -58,8 +58,8 @@ SANCTIONED = {
     'cudaMallocHost': {('module.cu', 'sdc_cuda_pinned_get')},
     'cudaHostAlloc': {('module.cu', 'sdc_cuda_pinned_get')},
     'cudaEventQuery': {('module.cu', 'sdc_cuda_poll'), ('module.cu', 'sdc_cuda_settle')},
-    # (nccl.cu's drain_streams polls every member's stream and NCCL's async error to its deadline)
-    'cudaStreamQuery': {('module.cu', 'sdc_cuda_idle'), ('nccl.cu', 'drain_streams')},
+    # (nccl.cu's sdc_nccl_drain polls every member's stream and NCCL's async error to its deadline)
+    'cudaStreamQuery': {('module.cu', 'sdc_cuda_idle'), ('nccl.cu', 'sdc_nccl_drain')},
 }
 # the helper allowed each host copy
 HOST_COPY = {'cudaMemcpyAsync': 3, 'cudaMemcpy2DAsync': 6, 'cudaMemcpy3DAsync': None, 'cudaMemcpyPeerAsync': None,

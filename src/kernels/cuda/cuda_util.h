@@ -161,16 +161,13 @@ void sdc_cuda_crc_enqueue(const uint8_t *p, uint64_t len, struct sdc_crc_scratch
 void sdc_cuda_xgemm_launch(int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c, int ldc,
 			   cudaStream_t s);
 
-/* Fills the engine's entries of the module table (gemm.cu), and the exact class's (xgemm.cu). */
-void sdc_cuda_gemm_ops(struct sdc_gpu_module *m);
-void sdc_cuda_xops(struct sdc_gpu_module *m);
-/* ... and the allreduce probe's hop checks' (ring.cu). */
-void sdc_cuda_ring_ops(struct sdc_gpu_module *m);
-/* ... and minitrain's steps (minitrain.cu). */
-void sdc_cuda_mt_ops(struct sdc_gpu_module *m);
-/* ... and embbag's lookups (embbag.cu). */
-void sdc_cuda_eb_ops(struct sdc_gpu_module *m);
-/* ... and NCCL's collectives checked exactly, and the GPU's ping (nccl.cu). */
-void sdc_cuda_nccl_ops(struct sdc_gpu_module *m);
+/* Each family's table is made by its own code, sdc_cuda_NAME_family (module.cu); parts of one made
+ * in another file fill their entries: the exact class's in minitrain's (xgemm.cu), and where the
+ * module has NCCL, minitrain's data-parallel mean (mt_nccl.cu) and allreduce's collectives and
+ * checked ring (nccl_check.cu); the core's communicators and ping are nccl.cu's. */
+void sdc_cuda_xops(struct sdc_gpu_minitrain_ops *t);
+void sdc_cuda_nccl_minitrain(struct sdc_gpu_minitrain_ops *t);
+void sdc_cuda_nccl_allreduce(struct sdc_gpu_allreduce_ops *t);
+void sdc_cuda_nccl_core(struct sdc_gpu_module *m);
 
 #endif

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "kernels/cuda/cuda_util.h"
+#include "probes/embbag/gpu_ops.h"
 #include "probes/embbag/embbag_hd.h"
 
 #define EB_MAX_FLIPS 64
@@ -379,14 +380,20 @@ static const char *m_eb_error(struct sdc_gpu_eb *g)
 	return g->k.err;
 }
 
-void sdc_cuda_eb_ops(struct sdc_gpu_module *m)
+/* The embbag family's table (module.cu asks for it once). */
+const struct sdc_gpu_embbag_ops *sdc_cuda_embbag_family(void)
 {
-	m->eb_open = m_eb_open;
-	m->eb_close = m_eb_close;
-	m->eb_draw = m_eb_draw;
-	m->eb_lookup = m_eb_lookup;
-	m->eb_sweep = m_eb_sweep;
-	m->eb_row = m_eb_row;
-	m->eb_time = m_eb_time;
-	m->eb_error = m_eb_error;
+	static struct sdc_gpu_embbag_ops t;
+	if (!t.version) {
+		t.eb_open = m_eb_open;
+		t.eb_close = m_eb_close;
+		t.eb_draw = m_eb_draw;
+		t.eb_lookup = m_eb_lookup;
+		t.eb_sweep = m_eb_sweep;
+		t.eb_row = m_eb_row;
+		t.eb_time = m_eb_time;
+		t.eb_error = m_eb_error;
+		t.version = SDC_GPU_EMBBAG_VERSION;
+	}
+	return &t;
 }

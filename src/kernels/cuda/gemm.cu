@@ -27,6 +27,7 @@
 
 #include "kernels/abft_ref.h"
 #include "kernels/cuda/cuda_util.h"
+#include "probes/gemm/gpu_ops.h"
 #include "probes/gemm/gemm_data.h"
 #include "kernels/half.h"
 
@@ -1014,16 +1015,26 @@ static const char *g_kernel(struct sdc_gpu_gemm *g)
 	return g->kernel;
 }
 
-void sdc_cuda_gemm_ops(struct sdc_gpu_module *m)
+/* The gemm family's table (module.cu asks for it once). */
+const struct sdc_gpu_gemm_ops *sdc_cuda_gemm_family(void)
 {
-	m->gemm_create = g_create;
-	m->gemm_destroy = g_destroy;
-	m->gemm_load = g_load;
-	m->gemm_submit = g_submit;
-	m->gemm_collect = g_collect;
-	m->gemm_sync = g_sync;
-	m->gemm_read = g_read;
-	m->gemm_flip = g_flip;
-	m->gemm_sm_replay = g_sm_replay;
-	m->gemm_kernel = g_kernel;
+	static char blas_text[48];
+	static struct sdc_gpu_gemm_ops t;
+	if (!t.version) {
+		const size_t v = cublasLtGetVersion();
+		snprintf(blas_text, sizeof(blas_text), "cuBLASLt %zu.%zu.%zu", v / 10000, v / 100 % 100, v % 100);
+		t.blas = blas_text;
+		t.gemm_create = g_create;
+		t.gemm_destroy = g_destroy;
+		t.gemm_load = g_load;
+		t.gemm_submit = g_submit;
+		t.gemm_collect = g_collect;
+		t.gemm_sync = g_sync;
+		t.gemm_read = g_read;
+		t.gemm_flip = g_flip;
+		t.gemm_sm_replay = g_sm_replay;
+		t.gemm_kernel = g_kernel;
+		t.version = SDC_GPU_GEMM_VERSION;
+	}
+	return &t;
 }

@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "kernels/cuda/cuda_util.h"
+#include "probes/minitrain/gpu_ops.h"
+#include "sdc_config.h"
 #include "probes/minitrain/mt_ops.h"
 
 struct sdc_gpu_mt {
@@ -143,14 +145,25 @@ static const char *m_mt_error(struct sdc_gpu_mt *g)
 	return g->k.err;
 }
 
-void sdc_cuda_mt_ops(struct sdc_gpu_module *m)
+/* The minitrain family's table: the steps here, the exact class's entries from xgemm.cu and the
+ * data-parallel mean's from mt_nccl.cu (NULL in a module built without nccl.h). */
+const struct sdc_gpu_minitrain_ops *sdc_cuda_minitrain_family(void)
 {
-	m->mt_open = m_mt_open;
-	m->mt_close = m_mt_close;
-	m->mt_alloc = m_mt_alloc;
-	m->mt_free = m_mt_free;
-	m->mt_copy = m_mt_copy;
-	m->mt_op = m_mt_op;
-	m->mt_gemm = m_mt_gemm;
-	m->mt_error = m_mt_error;
+	static struct sdc_gpu_minitrain_ops t;
+	if (!t.version) {
+		sdc_cuda_xops(&t);
+#if HAVE_NCCL
+		sdc_cuda_nccl_minitrain(&t);
+#endif
+		t.mt_open = m_mt_open;
+		t.mt_close = m_mt_close;
+		t.mt_alloc = m_mt_alloc;
+		t.mt_free = m_mt_free;
+		t.mt_copy = m_mt_copy;
+		t.mt_op = m_mt_op;
+		t.mt_gemm = m_mt_gemm;
+		t.mt_error = m_mt_error;
+		t.version = SDC_GPU_MINITRAIN_VERSION;
+	}
+	return &t;
 }

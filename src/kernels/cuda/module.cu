@@ -1,6 +1,7 @@
 /*
  * The GPU module's entry point (kernels/gpu_module.h): devices as the CUDA runtime sees them, and
- * the table sdcscan loads with dlopen. The checked GEMM engine is gemm.cu.
+ * the core table sdcscan loads with dlopen, with a pointer to each family's table (each family's
+ * CUDA code makes its own: the checked GEMM engine is gemm.cu).
  *
  * And what every CUDA file of the module shares (cuda_util.h), written so that no call waits on a
  * GPU past the probe's deadline: the waits (an event polled to the deadline), the GPUs' hung flags
@@ -507,6 +508,13 @@ static int m_bind(int index, char *err, size_t errlen)
 
 static char runtime_text[16], blas_text[48];
 
+/* Each family's table, made by its own CUDA code (sdc_cuda_NAME_family, the family's .cu files):
+ * declared weak, so a family whose code is not linked into the module is a NULL pointer here (an
+ * undefined weak hidden symbol is 0: the ELF gABI, "Symbol Table", STB_WEAK). */
+#define SDC_CUDA_FAMILY_DECL(name)                                                                    \
+	__attribute__((weak, visibility("hidden"))) const struct sdc_gpu_##name##_ops *sdc_cuda_##name##_family(void);
+SDC_GPU_FAMILIES(SDC_CUDA_FAMILY_DECL)
+
 /* The module's one export; everything else is hidden (-fvisibility=hidden, meson.build). */
 extern "C" __attribute__((visibility("default"))) const struct sdc_gpu_module *sdc_gpu_module(void);
 extern "C" const struct sdc_gpu_module *sdc_gpu_module(void)
@@ -521,14 +529,11 @@ extern "C" const struct sdc_gpu_module *sdc_gpu_module(void)
 		m.count = m_count;
 		m.props = m_props;
 		m.bind = m_bind;
-		sdc_cuda_gemm_ops(&m);
-		sdc_cuda_xops(&m);
-		sdc_cuda_ring_ops(&m);
-		sdc_cuda_mt_ops(&m);
-		sdc_cuda_eb_ops(&m);
 #if HAVE_NCCL
-		sdc_cuda_nccl_ops(&m); /* (without nccl.h at build time the entries stay NULL) */
+		sdc_cuda_nccl_core(&m); /* (without nccl.h at build time the entries stay NULL) */
 #endif
+#define SDC_CUDA_FAMILY_FILL(name) m.name = sdc_cuda_##name##_family ? sdc_cuda_##name##_family() : NULL;
+		SDC_GPU_FAMILIES(SDC_CUDA_FAMILY_FILL)
 		m.abi = SDC_GPU_MODULE_ABI;
 	}
 	return &m;

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "kernels/cuda/cuda_util.h"
+#include "probes/allreduce/gpu_ops.h"
+#include "sdc_config.h"
 #include "probes/allreduce/ring_hd.h"
 
 #define PIECE 256 /* bytes a thread CRCs before the pieces are joined */
@@ -167,9 +169,19 @@ fail:
 	return rc;
 }
 
-void sdc_cuda_ring_ops(struct sdc_gpu_module *m)
+/* The allreduce family's table: the hop checks here, NCCL's from nccl_check.cu (NULL in a module
+ * built without nccl.h). */
+const struct sdc_gpu_allreduce_ops *sdc_cuda_allreduce_family(void)
 {
-	m->crc32c = m_crc32c;
-	m->ring_check = m_ring_check;
-	m->ring_bench = m_ring_bench;
+	static struct sdc_gpu_allreduce_ops t;
+	if (!t.version) {
+		t.crc32c = m_crc32c;
+		t.ring_check = m_ring_check;
+		t.ring_bench = m_ring_bench;
+#if HAVE_NCCL
+		sdc_cuda_nccl_allreduce(&t);
+#endif
+		t.version = SDC_GPU_ALLREDUCE_VERSION;
+	}
+	return &t;
 }

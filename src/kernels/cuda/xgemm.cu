@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernels/cuda/cuda_util.h"
+#include "probes/minitrain/gpu_ops.h"
 #include "kernels/xops.h"
 
 /* A block computes a BM x BN tile of C, BK of k at a time from shared memory; each of its 256
@@ -220,9 +221,9 @@ fail:
 	return -1;
 }
 
-void sdc_cuda_xops(struct sdc_gpu_module *m)
+void sdc_cuda_xops(struct sdc_gpu_minitrain_ops *t)
 {
-	m->xgemm = m_xgemm;
-	m->xmath = m_xmath;
-	m->xgemm_bench = m_xgemm_bench;
+	t->xgemm = m_xgemm;
+	t->xmath = m_xmath;
+	t->xgemm_bench = m_xgemm_bench;
 }

@@ -17,6 +17,7 @@
 #include "base/rng.h"
 #include "command.h"
 #include "gpu.h"
+#include "probes/allreduce/gpu_ops.h"
 #include "kernels/crc32c.h"
 #include "probes/allreduce/ring_check.h"
 #include "probe.h"
@@ -34,7 +35,7 @@ static const struct sdc_option hop_options[] = {
 };
 
 /* The CRC32C of buffers of many lengths on the GPU against this CPU's: how many differ. */
-static int64_t check_crc(const struct sdc_gpu_module *m, char *first, size_t len, char *err, size_t errlen)
+static int64_t check_crc(const struct sdc_gpu_allreduce_ops *m, char *first, size_t len, char *err, size_t errlen)
 {
 	static const uint64_t lens[] = { 0, 1, 3, 255, 256, 257, 4096, 65535, 1 << 20, (1 << 24) + 13 };
 	const uint64_t most = lens[sizeof(lens) / sizeof(lens[0]) - 1];
@@ -64,7 +65,7 @@ static int64_t check_crc(const struct sdc_gpu_module *m, char *first, size_t len
 
 /* A hop of n elements among 8 ranks (3 summed so far), 7 wrong elements planted: the GPU's check
  * against this CPU's. Returns how many things differ (count, sums, CRC). */
-static int64_t check_hop(const struct sdc_gpu_module *m, int64_t n, char *first, size_t len, char *err, size_t errlen)
+static int64_t check_hop(const struct sdc_gpu_allreduce_ops *m, int64_t n, char *first, size_t len, char *err, size_t errlen)
 {
 	const int count = 3, rsum = 0 + 1 + 2;
 	const uint64_t it = 77;
@@ -112,14 +113,18 @@ static int hops_main(struct sdc_cmd *cmd)
 		return sdc_cli_unknown(&cmd->cli);
 	char err[512] = "", first[200] = "";
 	const struct sdc_device *gpu = sdc_gpu_first_bound(&run, err, sizeof(err));
-	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	const struct sdc_gpu_allreduce_ops *m = SDC_GPU_FAMILY(allreduce, SDC_GPU_ALLREDUCE_VERSION);
 	json_t *out = json_object(), *rows = json_array();
 	int code;
 	bool met = true;
 	if (!gpu)
 		goto fail;
+	if (!m) {
+		snprintf(err, sizeof(err), "%s", sdc_gpu_family_why("allreduce"));
+		goto fail;
+	}
 	printf("sdcscan bench ring-hops on %s (%s, %d SMs, %s), CUDA runtime %s\n\n", gpu->id, gpu->model,
-	       gpu->gpu.sm_count, gpu->gpu.pci_bus_id, m->cuda_runtime);
+	       gpu->gpu.sm_count, gpu->gpu.pci_bus_id, sdc_gpu_ops()->cuda_runtime);
 	int64_t bad = check_crc(m, first, sizeof(first), err, sizeof(err));
 	if (bad < 0)
 		goto fail;

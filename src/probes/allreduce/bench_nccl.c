@@ -19,6 +19,7 @@
 #include "command.h"
 #include "fleet.h"
 #include "gpu.h"
+#include "probes/allreduce/gpu_ops.h"
 #include "probes/allreduce/ring_hd.h"
 #include "probe.h"
 #include "probes/allreduce/allreduce.h"
@@ -102,6 +103,7 @@ static int nccl_bench_main(struct sdc_cmd *cmd)
 	if (sdc_cli_bench_start(cmd, &run))
 		return sdc_cli_unknown(&cmd->cli);
 	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	const struct sdc_gpu_allreduce_ops *ar = SDC_GPU_FAMILY(allreduce, SDC_GPU_ALLREDUCE_VERSION);
 	char err[256] = "", why[256] = "", gwhy[256] = "";
 	const struct sdc_device *gpu = sdc_gpu_of_rank(&run, gwhy, sizeof(gwhy)); /* one rank a GPU, as the probe */
 	const char *version = m && m->nccl_init ? m->nccl_version(why, sizeof(why)) : NULL;
@@ -109,6 +111,8 @@ static int nccl_bench_main(struct sdc_cmd *cmd)
 		snprintf(err, sizeof(err), "no GPU to measure: %s", gwhy);
 	else if (!version)
 		snprintf(err, sizeof(err), "%s", m && m->nccl_init ? why : "this GPU module was built without NCCL");
+	else if (!ar)
+		snprintf(err, sizeof(err), "%s", sdc_gpu_family_why("allreduce"));
 	else
 		sdc_gpu_bind(gpu, err, sizeof(err));
 	int *order = malloc(sizeof(int) * (size_t)P);
@@ -147,12 +151,12 @@ static int nccl_bench_main(struct sdc_cmd *cmd)
 				double t = 0;
 				int timed_out = 0;
 				if (ring) {
-					failed = m->nccl_ring(c, order, it, NULL, 0, hops, &t, &timed_out, 120, err, sizeof(err)) != 0;
+					failed = ar->nccl_ring(c, order, it, NULL, 0, hops, &t, &timed_out, 120, err, sizeof(err)) != 0;
 					for (int h = 0; h < 2 * (P - 1) && !failed; h++)
 						clean &= hops[h].nbad == 0 && hops[h].crc == hops[h].hdr[0];
 				} else {
 					struct sdc_gpu_coll_result res;
-					failed = m->nccl_collective(c, 'A', it, NULL, &res, 120, err, sizeof(err)) != 0;
+					failed = ar->nccl_collective(c, 'A', it, NULL, &res, 120, err, sizeof(err)) != 0;
 					clean &= res.wrong == 0;
 					t = res.seconds;
 					timed_out = res.timed_out;
@@ -212,7 +216,7 @@ static int nccl_bench_main(struct sdc_cmd *cmd)
 			bool failed = rc != 0;
 			for (int q = -1; q < o->reps && !failed; q++) {
 				struct sdc_gpu_coll_result res;
-				failed = m->nccl_collective(c, 'A', (uint64_t)bytes + (uint64_t)(q + 1), NULL, &res, 120, err,
+				failed = ar->nccl_collective(c, 'A', (uint64_t)bytes + (uint64_t)(q + 1), NULL, &res, 120, err,
 							    sizeof(err)) != 0;
 				clean &= failed || res.wrong == 0;
 				double x = res.seconds;

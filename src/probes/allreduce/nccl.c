@@ -34,6 +34,7 @@
 
 #include "fleet.h"
 #include "gpu.h"
+#include "probes/allreduce/gpu_ops.h"
 #include "probes/allreduce/ring_hd.h"
 #include "probes/allreduce/allreduce.h"
 
@@ -69,6 +70,7 @@ struct nc_word {
 struct nc_run {
 	struct sdc_worker *w;
 	const struct sdc_gpu_module *m;
+	const struct sdc_gpu_allreduce_ops *ar; /* the collectives and the checked ring (gpu_ops.h) */
 	struct ar_shared *sh;
 	const char *version;
 	int P;                        /* the communicator's members: ranks, or this host's GPUs */
@@ -314,6 +316,10 @@ static int nc_start(struct nc_run *r, struct sdc_worker *w, uint32_t mask)
 		sdc_worker_error(w, "this GPU module was built without NCCL (nccl.h missing at build time)");
 		return -1;
 	}
+	if (!(r->ar = SDC_GPU_FAMILY(allreduce, SDC_GPU_ALLREDUCE_VERSION))) {
+		sdc_worker_error(w, "%s", sdc_gpu_family_why("allreduce"));
+		return -1;
+	}
 	if (!(r->version = r->m->nccl_version(why, sizeof(why)))) {
 		sdc_worker_error(w, "%s: install NCCL (libnccl2) or leave the nccl variants out of allreduce.variants",
 				 why);
@@ -448,7 +454,7 @@ void sdc_ar_nccl_run(struct sdc_worker *w)
 				char err[256] = "", what[96];
 				const char *name = op == 'A' ? "ncclAllReduce" : op == 'R' ? "ncclReduceScatter" : "ncclAllGather";
 				snprintf(what, sizeof(what), "%s on path %s", name, sdc_ar_nccl_paths[k]);
-				const int rc = r.m->nccl_collective(r.comm[k], op, it, flip.member >= 0 ? &flip : NULL, res, sh->timeout,
+				const int rc = r.ar->nccl_collective(r.comm[k], op, it, flip.member >= 0 ? &flip : NULL, res, sh->timeout,
 								    err, sizeof(err));
 				/* NCCL failing a path's first collective itself (not CUDA, not the deadline) refuses
 				 * the path, as a refusal at its initialisation does; later it is a failure */
@@ -565,7 +571,7 @@ void sdc_ar_nccl_ring_run(struct sdc_worker *w)
 			double seconds = 0;
 			int timed_out = 0;
 			snprintf(what, sizeof(what), "the %s checked ring over NCCL", names[k]);
-			const int rc = r.m->nccl_ring(r.comm[0], order, it, faults, nf, hops, &seconds, &timed_out, sh->timeout,
+			const int rc = r.ar->nccl_ring(r.comm[0], order, it, faults, nf, hops, &seconds, &timed_out, sh->timeout,
 						      err, sizeof(err));
 			if (rc && !timed_out)
 				sdc_worker_error(w, "%s: %s", what, err);

@@ -18,6 +18,7 @@
 
 #include "bench.h"
 #include "gpu.h"
+#include "probes/embbag/gpu_ops.h"
 #include "run.h"
 #include "probes/embbag/abft.h"
 #include "probes/embbag/embbag.h"
@@ -31,7 +32,7 @@
 #define BAGS_COMPARED 32
 
 struct gpu_case {
-	const struct sdc_gpu_module *m;
+	const struct sdc_gpu_embbag_ops *m;
 	struct sdc_gpu_eb *plain, *checked;
 	struct sdc_eb_cfg cfg;
 	struct sdc_eb_table truth; /* rows regenerated here for the reference */
@@ -92,7 +93,7 @@ static void case_release(struct gpu_case *c)
 	sdc_eb_batch_release(&c->batch);
 }
 
-static int bench_case(const struct sdc_gpu_module *m, const struct sdc_eb_cfg *cfg, double seconds, json_t *rows,
+static int bench_case(const struct sdc_gpu_embbag_ops *m, const struct sdc_eb_cfg *cfg, double seconds, json_t *rows,
 		      bool *met, char *err, size_t errlen)
 {
 	struct gpu_case c = { .m = m, .cfg = *cfg };
@@ -178,9 +179,9 @@ int sdc_embbag_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const int *di
 		sdc_error("bench embbag: %s", err);
 		return sdc_cli_unknown(&cmd->cli);
 	}
-	const struct sdc_gpu_module *m = sdc_gpu_ops();
-	if (!m->eb_open) {
-		sdc_error("bench embbag: the GPU module has no embbag kernels");
+	const struct sdc_gpu_embbag_ops *m = SDC_GPU_FAMILY(embbag, SDC_GPU_EMBBAG_VERSION);
+	if (!m) {
+		sdc_error("bench embbag: %s", sdc_gpu_family_why("embbag"));
 		return sdc_cli_unknown(&cmd->cli);
 	}
 	const struct sdc_eb_cfg base = { .cls = SDC_EB_FAST, .rows = rows, .batch = 10, .pooling = pooling, .seed = 1,
@@ -192,7 +193,7 @@ int sdc_embbag_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const int *di
 	       "bag's check;\nspeed: each turn fresh batches, then one launch of each (order alternating), timed between "
 	       "events;\nrates are the median launch, overhead the median over turns of checked/plain - 1; target: same "
 	       "bits, overhead <= %.0f%%\n\n",
-	       gpu->id, gpu->model, gpu->gpu.sm_count, gpu->gpu.pci_bus_id, m->cuda_runtime, rows, LAUNCH_BATCHES,
+	       gpu->id, gpu->model, gpu->gpu.sm_count, gpu->gpu.pci_bus_id, sdc_gpu_ops()->cuda_runtime, rows, LAUNCH_BATCHES,
 	       pooling, BAGS_COMPARED, 100 * TARGET_OVERHEAD);
 	printf("%-5s %4s %5s %5s  %9s %7s  %9s %7s  %9s  %-10s %5s  %s\n", "rows", "d", "B/row", "+sums", "plain",
 	       "GB/s", "checked", "GB/s", "overhead", "bits", "turns", "target");

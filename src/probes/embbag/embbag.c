@@ -26,6 +26,7 @@
 
 #include "base/digest.h"
 #include "gpu.h"
+#include "probes/embbag/gpu_ops.h"
 #include "parallel.h"
 #include "probe.h"
 #include "fatal.h"
@@ -134,7 +135,7 @@ struct eb_worker {
 	uint64_t iter;
 	/* on a GPU: its module and table (ew->t then holds the truth only), a row read back, and an
 	 * iteration's verdicts; lost once the GPU failed */
-	const struct sdc_gpu_module *m;
+	const struct sdc_gpu_embbag_ops *m;
 	struct sdc_gpu_eb *g;
 	uint8_t *row_buf;
 	struct sdc_eb_verdict *verdicts;
@@ -669,9 +670,9 @@ static void run_gpu(struct eb_worker *ew)
 	const int d = cfg->d, nbags = sh->batches * cfg->batch;
 	const enum sdc_eb_sums sums = cfg->cls == SDC_EB_FAST ? SDC_EB_SUMS_STATS : SDC_EB_SUMS;
 	char err[256];
-	ew->m = sdc_gpu_ops();
-	if (!ew->m || !ew->m->eb_open) {
-		sdc_worker_device_lost(w, "%s: the GPU module has no embbag kernels", w->dev->id);
+	ew->m = SDC_GPU_FAMILY(embbag, SDC_GPU_EMBBAG_VERSION);
+	if (!ew->m) {
+		sdc_worker_device_lost(w, "%s: %s", w->dev->id, sdc_gpu_family_why("embbag"));
 		return;
 	}
 	if (sdc_gpu_bind(w->dev, err, sizeof(err)) ||

@@ -22,7 +22,7 @@
 #define TARGET_SHARE 0.95
 
 struct gpu_case {
-	const struct sdc_gpu_module *m;
+	const struct sdc_gpu_gemm_ops *m;
 	struct sdc_gpu_gemm *g;
 	int what;             /* SDC_GPU_PLAIN, or MULTIPLY | CHECK [| FINGERPRINT] */
 	int batch;            /* GEMMs a call */
@@ -73,7 +73,7 @@ static double plain_seconds(struct gpu_case *t)
 }
 
 /* One row of the table; returns 0, or -1 after printing why the GPU could not be measured. */
-static int bench_one(const struct sdc_gpu_module *m, enum sdc_gpu_type type, struct sdc_size3 sz, double seconds,
+static int bench_one(const struct sdc_gpu_gemm_ops *m, enum sdc_gpu_type type, struct sdc_size3 sz, double seconds,
 		     const double *pool, struct sdc_facts *out, bool *met, long *failures)
 {
 	struct sdc_gpu_gemm_cfg cfg;
@@ -166,7 +166,11 @@ int sdc_gemm_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const struct sd
 		sdc_error("bench: %s", err);
 		return sdc_cli_unknown(&cmd->cli);
 	}
-	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	const struct sdc_gpu_gemm_ops *m = SDC_GPU_FAMILY(gemm, SDC_GPU_GEMM_VERSION);
+	if (!m) {
+		sdc_error("bench: %s", sdc_gpu_family_why("gemm"));
+		return sdc_cli_unknown(&cmd->cli);
+	}
 	struct sdc_dist_pool pool;
 	if (sdc_dist_pool_init(&pool, SDC_DIST_NORMAL, 1)) {
 		sdc_error("bench: out of memory");
@@ -174,8 +178,8 @@ int sdc_gemm_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const struct sd
 	}
 	printf("sdcscan bench overhead on %s (%s, %d SMs, %s), %s, CUDA runtime %s; contenders interleaved in %d "
 	       "rounds, median round, %.1f s per contender and size\n",
-	       gpu->id, gpu->model, gpu->gpu.sm_count, gpu->gpu.pci_bus_id, m->blas, m->cuda_runtime, SDC_BENCH_ROUNDS,
-	       seconds);
+	       gpu->id, gpu->model, gpu->gpu.sm_count, gpu->gpu.pci_bus_id, m->blas, sdc_gpu_ops()->cuda_runtime,
+	       SDC_BENCH_ROUNDS, seconds);
 	printf("plain: C = A B by cuBLASLt, back to back. checked: C = A B_ext (checksum columns in the same call) and "
 	       "every row\nchecked on the GPU, two GEMMs in flight. burn: checked and the operands' fingerprints after "
 	       "every GEMM.\nshares: the median over rounds of checked/plain and burn/plain measured back to back; load: "

@@ -31,7 +31,7 @@ struct size_stats {
 };
 
 /* trials GEMMs of type at n x n x n on the bound GPU; the largest relative error into st. */
-static int calibrate_one(const struct sdc_gpu_module *m, enum sdc_gpu_type type, int n, uint64_t trials, uint64_t seed,
+static int calibrate_one(const struct sdc_gpu_gemm_ops *m, enum sdc_gpu_type type, int n, uint64_t trials, uint64_t seed,
 			 const double *pool, struct size_stats *st, char *err, size_t errlen)
 {
 	struct sdc_gpu_gemm_cfg cfg;
@@ -81,12 +81,16 @@ out:
 int sdc_gemm_calibrate_gpus(struct sdc_run *run, const int *sizes, int nsizes, uint64_t trials, uint32_t precisions,
 			    bool quiet, void *gpus_section)
 {
-	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	const struct sdc_gpu_gemm_ops *m = SDC_GPU_FAMILY(gemm, SDC_GPU_GEMM_VERSION);
 	int ngpus = 0;
 	for (int d = 0; d < run->ndevices; d++)
 		ngpus += run->devices[d].kind == SDC_DEVICE_GPU;
-	if (!m || !ngpus) {
+	if (!sdc_gpu_ops() || !ngpus) {
 		sdc_error("calibrate: no GPU to calibrate: %s", run->gpu_note[0] ? run->gpu_note : "none selected");
+		return -1;
+	}
+	if (!m) {
+		sdc_error("calibrate: %s", sdc_gpu_family_why("gemm"));
 		return -1;
 	}
 	struct sdc_dist_pool pool;

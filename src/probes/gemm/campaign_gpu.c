@@ -26,7 +26,7 @@ struct tight_stats {
 	uint64_t rows, false_positives;
 };
 
-static int tight_size(const struct sdc_gpu_module *m, enum sdc_gpu_type type, int n, double emax, uint64_t reps,
+static int tight_size(const struct sdc_gpu_gemm_ops *m, enum sdc_gpu_type type, int n, double emax, uint64_t reps,
 		      uint64_t seed, const double *pool, struct tight_stats *st, char *err, size_t errlen)
 {
 	struct sdc_gpu_gemm_cfg cfg;
@@ -80,7 +80,11 @@ int sdc_gemm_campaign_gpu(struct sdc_run *run, const int *sizes, int nsizes, uin
 		sdc_error("campaign: %s", err);
 		return -1;
 	}
-	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	const struct sdc_gpu_gemm_ops *m = SDC_GPU_FAMILY(gemm, SDC_GPU_GEMM_VERSION);
+	if (!m) {
+		sdc_error("campaign: %s", sdc_gpu_family_why("gemm"));
+		return -1;
+	}
 	struct sdc_dist_pool pool;
 	if (sdc_dist_pool_init(&pool, SDC_DIST_UNIFORM, run->seed)) {
 		sdc_error("campaign: out of memory");

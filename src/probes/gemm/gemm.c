@@ -511,7 +511,7 @@ static int gemm_variants(const void *opts, struct sdc_variant *out, int max)
 static void gemm_library_id(const struct sdc_variant *v, char *buf, size_t len)
 {
 	if (v->param[1]) {
-		const struct sdc_gpu_module *m = sdc_gpu_ops();
+		const struct sdc_gpu_gemm_ops *m = SDC_GPU_FAMILY(gemm, SDC_GPU_GEMM_VERSION);
 		snprintf(buf, len, "%s", m ? m->blas : "no GPU module");
 		return;
 	}

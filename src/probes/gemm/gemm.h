@@ -3,7 +3,7 @@
 #define SDC_PROBES_GEMM_H
 
 #include "command.h"
-#include "kernels/gpu_module.h"
+#include "probes/gemm/gpu_ops.h"
 #include "probe.h"
 #include "probes/gemm/abft.h"
 #include "probes/gemm/dist.h"

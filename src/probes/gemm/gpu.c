@@ -155,7 +155,7 @@ static int lane_cfg(const struct gemm_shared *sh, const struct gemm_opts *o, con
 int sdc_gemm_gpu_emax(const char *calibration, const char *model, enum sdc_gpu_type type, int k, double *emax,
 		      char *source, size_t srclen, char *err, size_t errlen)
 {
-	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	const struct sdc_gpu_gemm_ops *m = SDC_GPU_FAMILY(gemm, SDC_GPU_GEMM_VERSION);
 	struct sdc_calibration_key key;
 	sdc_calibration_key_gpu(&key, model, m ? m->blas : "no GPU module");
 	const char *prec = sdc_gemm_gpu_type_names[type];
@@ -171,10 +171,9 @@ int sdc_gemm_gpu_emax(const char *calibration, const char *model, enum sdc_gpu_t
 
 int sdc_gemm_gpu_setup(struct sdc_probe_ctx *ctx, struct gemm_shared *sh, const struct gemm_opts *o)
 {
-	const struct sdc_gpu_module *m = sdc_gpu_ops();
 	char err[256];
-	if (!m)
-		return sdc_ctx_error(ctx, "no GPU module");
+	if (!SDC_GPU_FAMILY(gemm, SDC_GPU_GEMM_VERSION))
+		return sdc_ctx_error(ctx, "%s", sdc_gpu_family_why("gemm"));
 	if (lane_cfg(sh, o, ctx->variant, ctx->seed, &sh->gcfg, err, sizeof(err)))
 		return sdc_ctx_error(ctx, "%s", err);
 	struct sdc_gpu_gemm_cfg *c = &sh->gcfg;
@@ -216,7 +215,7 @@ int sdc_gemm_gpu_setup(struct sdc_probe_ctx *ctx, struct gemm_shared *sh, const 
 struct lane {
 	struct sdc_worker *w;
 	const struct gemm_shared *sh;
-	const struct sdc_gpu_module *m;
+	const struct sdc_gpu_gemm_ops *m;
 	struct sdc_gpu_gemm *g;
 	struct sdc_gpu_truth truth;
 	uint64_t set;     /* the operand set on the device */
@@ -857,9 +856,9 @@ void sdc_gemm_gpu_run(struct sdc_worker *w)
 {
 	const struct gemm_shared *sh = w->ctx->shared;
 	const struct sdc_gpu_gemm_cfg *c = &sh->gcfg;
-	struct lane l = { .w = w, .sh = sh, .m = sdc_gpu_ops() };
+	struct lane l = { .w = w, .sh = sh, .m = SDC_GPU_FAMILY(gemm, SDC_GPU_GEMM_VERSION) };
 	if (!l.m || !sh->gpu) {
-		sdc_worker_error(w, "%s: no GPU module", w->dev->id);
+		sdc_worker_error(w, "%s: %s", w->dev->id, l.m ? "no GPU lane set up" : sdc_gpu_family_why("gemm"));
 		return;
 	}
 	l.esz = sdc_gpu_type_esz(c->type);

@@ -19,6 +19,7 @@
 
 #include "bench.h"
 #include "gpu.h"
+#include "probes/minitrain/gpu_ops.h"
 #include "base/rng.h"
 #include "kernels/exact_gemm.h"
 #include "kernels/exactmath.h"
@@ -52,7 +53,7 @@ static long compare_rows(const float *gpu, const float *cpu, int n, int r0, int 
 
 /* C = A B (m x k x n) on the GPU and on this CPU (sdc_xgemm, the tiled kernel) on rows [0, head)
  * and [m - head, m) (all of them when head * 2 >= m). Returns elements that differ, -1 on error. */
-static long check_gemm(const struct sdc_gpu_module *m, int M, int N, int K, int head, char *first, size_t len,
+static long check_gemm(const struct sdc_gpu_minitrain_ops *m, int M, int N, int K, int head, char *first, size_t len,
 		       char *err, size_t errlen)
 {
 	float *a = malloc((size_t)M * K * 4), *b = malloc((size_t)K * N * 4), *c = malloc((size_t)M * N * 4);
@@ -85,7 +86,7 @@ out:
 
 /* exp and log over their range (and subnormal, zero, infinite and NaN inputs) on the GPU against
  * this CPU's. Returns the values that differ, -1 on error. */
-static long check_math(const struct sdc_gpu_module *m, char *first, size_t len, char *err, size_t errlen)
+static long check_math(const struct sdc_gpu_minitrain_ops *m, char *first, size_t len, char *err, size_t errlen)
 {
 	enum { N = 8192 };
 	double *x = malloc(N * 8), *e = malloc(N * 8), *l = malloc(N * 8);
@@ -186,12 +187,16 @@ int sdc_minitrain_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const stru
 		sdc_error("bench minitrain: %s", err);
 		return sdc_cli_unknown(&cmd->cli);
 	}
-	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	const struct sdc_gpu_minitrain_ops *m = SDC_GPU_FAMILY(minitrain, SDC_GPU_MINITRAIN_VERSION);
+	if (!m) {
+		sdc_error("bench minitrain: %s", sdc_gpu_family_why("minitrain"));
+		return sdc_cli_unknown(&cmd->cli);
+	}
 	static const int defaults[] = { 512, 1024, 2048, 4096 };
 	int n_sizes = sizes->n ? sizes->n : 4;
 	printf("sdcscan bench minitrain on %s (%s, %d SMs, %s), CUDA runtime %s\n"
 	       "The exact class: every element summed in k order from +0, rounded products and sums, no FMA.\n\n",
-	       gpu->id, gpu->model, gpu->gpu.sm_count, gpu->gpu.pci_bus_id, m->cuda_runtime);
+	       gpu->id, gpu->model, gpu->gpu.sm_count, gpu->gpu.pci_bus_id, sdc_gpu_ops()->cuda_runtime);
 	json_t *out = json_object(), *rows = json_array();
 	bool met = true;
 	/* the bits first: an odd shape (the tiles' edges in m, n and k), then exp and log */

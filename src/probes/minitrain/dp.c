@@ -5,6 +5,7 @@
 
 #include "fleet.h"
 #include "gpu.h"
+#include "probes/minitrain/gpu_ops.h"
 #include "kernels/xops.h"
 #include "probes/minitrain/minitrain.h"
 
@@ -33,7 +34,7 @@ int sdc_mt_dp_reduce(struct sdc_mt_tensor *grads, int ngrads, size_t total, floa
  * sdc_xrank_mean, so the same bits). */
 static int dp_reduce_nccl(struct mt_worker *mw)
 {
-	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	const struct sdc_gpu_minitrain_ops *m = SDC_GPU_FAMILY(minitrain, SDC_GPU_MINITRAIN_VERSION);
 	char err[256];
 	int late = 0;
 	sdc_mt_tensors_to_flat(mw->grads, mw->ngrads, mw->dp_local);
@@ -79,13 +80,14 @@ static int all_yes(struct mt_worker *mw, bool yes)
 int sdc_mt_dp_open(struct mt_worker *mw, int transport)
 {
 	const struct sdc_gpu_module *m = sdc_gpu_ops();
+	const struct sdc_gpu_minitrain_ops *mt = SDC_GPU_FAMILY(minitrain, SDC_GPU_MINITRAIN_VERSION);
 	char why[256] = "";
 	const struct sdc_device *gpu = sdc_gpu_of_rank(mw->w->ctx->run, why, sizeof(why)); /* as allreduce picks */
 	int ordinal = gpu ? gpu->gpu.index : -1;
 	if (transport == MT_DP_MPI)
 		return 0;
-	if (gpu && (!m || !m->nccl_rank_mean))
-		snprintf(why, sizeof(why), "the GPU module has no NCCL");
+	if (gpu && (!m || !m->nccl_init || !mt || !mt->nccl_rank_mean))
+		snprintf(why, sizeof(why), "%s", m && !mt ? sdc_gpu_family_why("minitrain") : "the GPU module has no NCCL");
 	else if (gpu && !m->nccl_version(why, sizeof(why)) && !why[0])
 		snprintf(why, sizeof(why), "NCCL cannot be loaded");
 	int yes = all_yes(mw, !why[0]);

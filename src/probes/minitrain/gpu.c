@@ -7,10 +7,11 @@
 #include <stdlib.h>
 
 #include "gpu.h"
+#include "probes/minitrain/gpu_ops.h"
 #include "probes/minitrain/minitrain.h"
 
 struct mt_gpu {
-	const struct sdc_gpu_module *m;
+	const struct sdc_gpu_minitrain_ops *m;
 	struct sdc_gpu_mt *g;
 };
 
@@ -52,9 +53,9 @@ static const char *be_error(void *ctx)
 
 int sdc_mt_gpu_backend(const struct sdc_device *dev, double timeout, struct sdc_mt_backend *be, char *err, size_t len)
 {
-	const struct sdc_gpu_module *m = sdc_gpu_ops();
-	if (!m || !m->mt_open) {
-		snprintf(err, len, "the GPU module has no training kernels");
+	const struct sdc_gpu_minitrain_ops *m = SDC_GPU_FAMILY(minitrain, SDC_GPU_MINITRAIN_VERSION);
+	if (!m) {
+		snprintf(err, len, "%s", sdc_gpu_family_why("minitrain"));
 		return -1;
 	}
 	if (sdc_gpu_bind(dev, err, len))

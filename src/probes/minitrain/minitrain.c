@@ -416,6 +416,85 @@ static void hook_attn(void *ctx, int step, const struct sdc_attn_event *e)
 
 /* ---- the burn ---- */
 
+/*
+ * One step of the training: the state entering it against the golden (and, data parallel, the
+ * other ranks), the faults due inside it handed to the hooks, the step, its loss against the
+ * golden, and the work digest the fleet votes on. false: stop (a lost device or a failed rank).
+ */
+static bool train_step(struct mt_worker *mw, const struct sdc_mt_hooks *hooks, const struct sdc_mt_hooks *no_act,
+		       uint8_t *sha, int *check)
+{
+	struct sdc_worker *w = mw->w;
+	const struct mt_shared *sh = mw->sh;
+	const struct sdc_golden_entry *golden = sh->golden;
+	const bool dp = sh->cfg.nshards > 1;
+	const int s = mw->step;
+	mw->diverged_this_step = false;
+	rest_faults(mw);
+	sdc_worker_fatal_faults(w, mw->iter, mw->traj);
+	uint64_t entry = sdc_mt_tensors_hash(mw->traj, mw->ntraj, NULL);
+	/* what this rank held, for its work digest (the fleet vote), before any repair */
+	const uint64_t held = entry;
+	if (dp && !sdc_mt_dp_step_check(mw, &entry))
+		return false;
+	bool bad_entry = golden && entry != golden->traj.entry[s];
+	mw->dp_entry_golden = golden && !bad_entry && !mw->diverged_this_run;
+	if (golden && s && *check < golden->traj.ncheck && golden->traj.check_step[*check] == s) {
+		sdc_mt_tensors_sha(&mw->sha, mw->traj, mw->ntraj, sha);
+		bad_entry |= memcmp(sha, golden->traj.sha + (size_t)*check * mw->ntraj * SDC_SHA256_LEN,
+				    (size_t)mw->ntraj * SDC_SHA256_LEN) != 0;
+		(*check)++;
+	}
+	if (bad_entry && !mw->diverged_this_run && dp) {
+		/* No replay: the other ranks' shards are not here. The cross-rank check names the rank. */
+		mw->diverged_this_run = true;
+		struct sdc_finding f;
+		sdc_mt_finding_init(&f, mw, "golden-divergence", "W", sdc_fleet.rank, -1);
+		snprintf(f.detail, sizeof(f.detail),
+			 "step %d: the state entering the step did not match the golden for %d ranks (%s)", s,
+			 sdc_fleet.size, sh->golden_origin);
+		sdc_worker_report(w, &f);
+	} else if (bad_entry && !mw->diverged_this_run) {
+		sdc_mt_diverged(mw, POINT_ENTRY, 0);
+	}
+	/* The faults due inside this step wait in mw for the hooks. */
+	mw->nfaults = 0;
+	mw->extreme = false;
+	mw->grads_diverged = false;
+	struct sdc_fault f[MAX_FAULTS];
+	static const char *const inner[] = { "A", "G" };
+	for (int k = 0; k < 2; k++) {
+		const int n = sdc_worker_faults(w, inner[k], mw->iter, f, MAX_FAULTS);
+		for (int i = 0; i < n && mw->nfaults < MAX_FAULTS; i++) {
+			mw->faults[mw->nfaults] = f[i];
+			mw->fault_target[mw->nfaults++] = inner[k];
+		}
+	}
+	bool act_due = false;
+	for (int i = 0; i < mw->nfaults; i++)
+		act_due |= !strcmp(mw->fault_target[i], "A");
+	const float loss = sdc_mt_step(mw->m, s, act_due ? hooks : no_act);
+	if (sdc_mt_error(mw->m)) {
+		sdc_worker_device_lost(w, "%s (%s): step %d: %s", w->dev->id, w->dev->gpu.pci_bus_id, s,
+				       sdc_mt_error(mw->m));
+		return false;
+	}
+	uint32_t lbits;
+	memcpy(&lbits, &loss, 4);
+	/* (data parallel: the loss and local gradients are this shard's, the golden has rank 0's) */
+	if (golden && !dp && !mw->diverged_this_run && !mw->diverged_this_step) {
+		if (lbits != golden->traj.loss[s])
+			sdc_mt_diverged(mw, POINT_LOSS, loss);
+		else if (mw->grads_diverged)
+			sdc_mt_diverged(mw, POINT_GRADS, loss);
+	}
+	/* Data-parallel ranks see different shards: only their common state compares. */
+	const uint64_t d[3] = { held, dp ? 0 : lbits, dp ? 0 : mw->grad_hash };
+	sdc_worker_digest(w, mw->iter, sdc_xxh64(d, sizeof(d)));
+	sdc_worker_account(w, 1);
+	return true;
+}
+
 static void minitrain_run(struct sdc_worker *w)
 {
 	struct sdc_probe_ctx *ctx = w->ctx;
@@ -484,73 +563,10 @@ static void minitrain_run(struct sdc_worker *w)
 		int check = 0;
 		bool stop = false;
 		for (mw.step = 0; mw.step < sh->steps && (dp || sdc_worker_continue(w)); mw.step++, mw.iter++) {
-			const int s = mw.step;
-			mw.diverged_this_step = false;
-			rest_faults(&mw);
-			sdc_worker_fatal_faults(w, mw.iter, mw.traj);
-			uint64_t entry = sdc_mt_tensors_hash(mw.traj, mw.ntraj, NULL);
-			/* what this rank held, for its work digest (the fleet vote), before any repair */
-			const uint64_t held = entry;
-			if (dp && !sdc_mt_dp_step_check(&mw, &entry)) {
+			if (!train_step(&mw, &hooks, &no_act, sha, &check)) {
 				stop = true;
 				break;
 			}
-			bool bad_entry = golden && entry != golden->traj.entry[s];
-			mw.dp_entry_golden = golden && !bad_entry && !mw.diverged_this_run;
-			if (golden && s && check < golden->traj.ncheck && golden->traj.check_step[check] == s) {
-				sdc_mt_tensors_sha(&mw.sha, mw.traj, mw.ntraj, sha);
-				bad_entry |= memcmp(sha, golden->traj.sha + (size_t)check * mw.ntraj * SDC_SHA256_LEN,
-						    (size_t)mw.ntraj * SDC_SHA256_LEN) != 0;
-				check++;
-			}
-			if (bad_entry && !mw.diverged_this_run && dp) {
-				/* No replay: the other ranks' shards are not here. The cross-rank check names the rank. */
-				mw.diverged_this_run = true;
-				struct sdc_finding f;
-				sdc_mt_finding_init(&f, &mw, "golden-divergence", "W", sdc_fleet.rank, -1);
-				snprintf(f.detail, sizeof(f.detail),
-					 "step %d: the state entering the step did not match the golden for %d ranks (%s)", s,
-					 sdc_fleet.size, sh->golden_origin);
-				sdc_worker_report(w, &f);
-			} else if (bad_entry && !mw.diverged_this_run) {
-				sdc_mt_diverged(&mw, POINT_ENTRY, 0);
-			}
-			/* The faults due inside this step wait in mw for the hooks. */
-			mw.nfaults = 0;
-			mw.extreme = false;
-			mw.grads_diverged = false;
-			struct sdc_fault f[MAX_FAULTS];
-			static const char *const inner[] = { "A", "G" };
-			for (int k = 0; k < 2; k++) {
-				const int n = sdc_worker_faults(w, inner[k], mw.iter, f, MAX_FAULTS);
-				for (int i = 0; i < n && mw.nfaults < MAX_FAULTS; i++) {
-					mw.faults[mw.nfaults] = f[i];
-					mw.fault_target[mw.nfaults++] = inner[k];
-				}
-			}
-			bool act_due = false;
-			for (int i = 0; i < mw.nfaults; i++)
-				act_due |= !strcmp(mw.fault_target[i], "A");
-			const float loss = sdc_mt_step(mw.m, s, act_due ? &hooks : &no_act);
-			if (sdc_mt_error(mw.m)) {
-				sdc_worker_device_lost(w, "%s (%s): step %d: %s", w->dev->id, w->dev->gpu.pci_bus_id, s,
-						       sdc_mt_error(mw.m));
-				stop = true;
-				break;
-			}
-			uint32_t lbits;
-			memcpy(&lbits, &loss, 4);
-			/* (data parallel: the loss and local gradients are this shard's, the golden has rank 0's) */
-			if (golden && !dp && !mw.diverged_this_run && !mw.diverged_this_step) {
-				if (lbits != golden->traj.loss[s])
-					sdc_mt_diverged(&mw, POINT_LOSS, loss);
-				else if (mw.grads_diverged)
-					sdc_mt_diverged(&mw, POINT_GRADS, loss);
-			}
-			/* Data-parallel ranks see different shards: only their common state compares. */
-			const uint64_t d[3] = { held, dp ? 0 : lbits, dp ? 0 : mw.grad_hash };
-			sdc_worker_digest(w, mw.iter, sdc_xxh64(d, sizeof(d)));
-			sdc_worker_account(w, 1);
 		}
 		if (stop || mw.dp_failed)
 			break;

@@ -124,4 +124,9 @@ expect_grep bench out "^hosts of 2 CPUs: 40 reports"
 [ "$(json_get "$TMP/bench.json" 'len([f for f in r["fleets"] if f["planted_named"] and f["sdcscan_fleet"]["exit"] == 2])')" = 2 ] ||
 	fail "bench fleet --json: $(cat "$TMP/bench.json")"
 cat "$TMP/bench.out"
+# a target it cannot meet is MISSED, exit 2 (the reports made above are reused)
+expect_exit 2 bench_miss "$SDCSCAN" bench fleet --reports 40 --dir "$TMP/bench" --max-mb 1 --max-seconds 0.001
+expect_grep bench_miss out "^  fleet's peak memory: [0-9]* MB  (target <= 1 MB)  MISSED$"
+expect_grep bench_miss out "^  fleet's time: [0-9.]* s  (target < 0.001 s)  MISSED$"
+expect_grep bench_miss out "^CRITICAL: a target was missed"
 finish

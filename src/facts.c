@@ -243,6 +243,14 @@ const char *sdc_facts_get_str(const struct sdc_facts *f, const char *name)
 	return json_string_value(get(f, name));
 }
 
+const char *sdc_facts_name_at(const struct sdc_facts *f, size_t i)
+{
+	void *it = json_object_iter(sdc_facts_json((struct sdc_facts *)f));
+	while (it && i--)
+		it = json_object_iter_next(sdc_facts_json((struct sdc_facts *)f), it);
+	return it ? json_object_iter_key(it) : NULL;
+}
+
 size_t sdc_facts_rows(const struct sdc_facts *f, const char *name)
 {
 	return json_array_size(get(f, name));
@@ -305,22 +313,31 @@ int sdc_facts_write(const char *path, const struct sdc_facts *f, char *err, size
 	return rc;
 }
 
-static void run_facts(struct sdc_run *run, const char *name, struct sdc_facts *f, bool keep)
+enum how { MERGE, KEEP, REPLACE };
+
+static void run_facts(struct sdc_run *run, const char *name, struct sdc_facts *f, enum how how)
 {
 	pthread_mutex_lock(&run->lock);
 	struct sdc_facts *at = sdc_facts_group(sdc_facts_of(run->environment), name);
-	if (at)
-		merge(sdc_facts_json(at), sdc_facts_json(f), keep);
+	if (at && how == REPLACE)
+		json_object_update(sdc_facts_json(at), sdc_facts_json(f));
+	else if (at)
+		merge(sdc_facts_json(at), sdc_facts_json(f), how == KEEP);
 	pthread_mutex_unlock(&run->lock);
 	sdc_facts_free(f);
 }
 
 void sdc_run_facts(struct sdc_run *run, const char *name, struct sdc_facts *f)
 {
-	run_facts(run, name, f, false);
+	run_facts(run, name, f, MERGE);
 }
 
 void sdc_run_facts_keep(struct sdc_run *run, const char *name, struct sdc_facts *f)
 {
-	run_facts(run, name, f, true);
+	run_facts(run, name, f, KEEP);
+}
+
+void sdc_run_facts_replace(struct sdc_run *run, const char *name, struct sdc_facts *f)
+{
+	run_facts(run, name, f, REPLACE);
 }

@@ -78,6 +78,9 @@ bool sdc_facts_get_int(const struct sdc_facts *f, const char *name, int64_t *v);
 bool sdc_facts_get_real(const struct sdc_facts *f, const char *name, double *v);
 /* The string, or NULL. */
 const char *sdc_facts_get_str(const struct sdc_facts *f, const char *name);
+/* The name of f's i-th fact, in order (0 first), or NULL past the last: to go over groups whose
+ * names are data (a calibration's GPU models). */
+const char *sdc_facts_name_at(const struct sdc_facts *f, size_t i);
 /* How many entries the list at name holds (0: none, or not a list), and its row i (NULL: not a group). */
 size_t sdc_facts_rows(const struct sdc_facts *f, const char *name);
 const struct sdc_facts *sdc_facts_row_at(const struct sdc_facts *f, const char *name, size_t i);
@@ -96,5 +99,7 @@ int sdc_facts_write(const char *path, const struct sdc_facts *f, char *err, size
 void sdc_run_facts(struct sdc_run *run, const char *name, struct sdc_facts *f);
 /* The same, where the facts already there win (the first worker's say). */
 void sdc_run_facts_keep(struct sdc_run *run, const char *name, struct sdc_facts *f);
+/* The same, where each fact of f replaces what is there whole, a group included (the last say). */
+void sdc_run_facts_replace(struct sdc_run *run, const char *name, struct sdc_facts *f);
 
 #endif

@@ -124,6 +124,10 @@ static void reading(void)
 	CHECK(sdc_facts_find(f, "p") && !sdc_facts_find(f, "p.rows") && !sdc_facts_find(NULL, "p"));
 	CHECK(!sdc_facts_find(f, "a.b") && sdc_facts_find_key(f, "a.b"));
 	CHECK(sdc_facts_get_int(sdc_facts_find_key(f, "a.b"), "c", &i) && i == 1);
+	/* the names in the order stated, then NULL; none in what is not a group */
+	CHECK(!strcmp(sdc_facts_name_at(f, 0), "p") && !strcmp(sdc_facts_name_at(f, 1), "a.b"));
+	CHECK(!sdc_facts_name_at(f, 2) && !sdc_facts_name_at(NULL, 0));
+	CHECK(!strcmp(sdc_facts_name_at(sdc_facts_find(f, "p"), 3), "sizes"));
 	sdc_facts_free(f);
 }
 
@@ -205,9 +209,19 @@ static void run_facts(void)
 	f = sdc_facts_new();
 	sdc_facts_int(f, "rebuild.server", 5); /* updated in place */
 	sdc_run_facts(&run, "nccl", f);
+	f = sdc_facts_new();
+	sdc_facts_int(f, "paths.auto", 1);
+	sdc_facts_int(f, "paths.ring", 2);
+	sdc_facts_str(f, "last", "x");
+	sdc_run_facts(&run, "nccl", f);
+	f = sdc_facts_new();
+	sdc_facts_int(f, "paths.tree", 3); /* the group replaced whole, in its place */
+	sdc_facts_str(f, "last", "y");
+	sdc_run_facts_replace(&run, "nccl", f);
 	char *text = json_dumps(run.environment, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	CHECK_MSG(text && !strcmp(text, "{\"nccl\":{\"version\":\"first\",\"rebuild\":{\"server\":5,\"round\":2}}}"), "%s",
-		  text ? text : "(null)");
+	CHECK_MSG(text && !strcmp(text, "{\"nccl\":{\"version\":\"first\",\"rebuild\":{\"server\":5,\"round\":2},"
+				     "\"paths\":{\"tree\":3},\"last\":\"y\"}}"),
+		  "%s", text ? text : "(null)");
 	free(text);
 
 	pthread_t t[WORKERS];

@@ -12,6 +12,7 @@
 
 #include "probes/gemm/calibration.h"
 #include "check.h"
+#include "facts_json.h"
 #include "probes/gemm/abft.h"
 #include "kernels/abft_sums.h"
 
@@ -152,7 +153,7 @@ static void calibration_files(void)
 				"kernel", key.kernel, "precisions", "fp32", "emax", 1.25e-6, "sizes", "k", 64, "gemms",
 				SDC_CALIBRATION_MIN_GEMMS, "fp64", "emax", 2.5e-15, "sizes", "k", 64, "gemms", 99);
 	char err[700], source[512];
-	CHECK(sdc_calibration_write(path, doc, err, sizeof(err)) == 0);
+	CHECK(sdc_calibration_write(path, sdc_facts_of(doc), err, sizeof(err)) == 0);
 	json_decref(doc);
 	double e = 0;
 	CHECK(sdc_calibration_emax(path, &key, "fp32", &e, source, sizeof(source), err, sizeof(err)) == 0);

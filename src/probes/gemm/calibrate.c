@@ -158,12 +158,12 @@ static const struct sdc_option calibrate_options[] = {
  * What the output file holds already, to keep what this calibration does not replace. NULL when
  * there is none; a file that cannot be read is said and replaced.
  */
-static json_t *existing_calibration(const char *path, bool quiet)
+static struct sdc_facts *existing_calibration(const char *path, bool quiet)
 {
 	if (access(path, F_OK))
 		return NULL;
 	char err[700];
-	json_t *doc = sdc_calibration_read(path, err, sizeof(err));
+	struct sdc_facts *doc = sdc_calibration_read(path, err, sizeof(err));
 	if (!doc && !quiet)
 		printf("note: replacing %s: %s\n", path, err);
 	return doc;
@@ -174,36 +174,33 @@ static int calibrate_gpus_main(struct sdc_cmd *cmd, struct sdc_run *run, const c
 {
 	struct calibrate_opts *o = cmd->opts;
 	struct sdc_cli *cli = &cmd->cli;
-	json_t *fresh = json_object();
+	struct sdc_facts *fresh = sdc_facts_new();
 	if (sdc_gemm_calibrate_gpus(run, o->gpu_sizes.v, o->gpu_sizes.n, (uint64_t)o->trials, o->gpu_precisions,
 				    cli->quiet, fresh)) {
-		json_decref(fresh);
+		sdc_facts_free(fresh);
 		return -1;
 	}
 	char created[32], err[700];
 	sdc_format_utc(sdc_wall_now(), created, sizeof(created));
-	json_t *doc = existing_calibration(output, cli->quiet);
-	if (!doc)
-		doc = json_pack("{s:s, s:i, s:s, s:s}", "format", SDC_CALIBRATION_FORMAT, "version", SDC_CALIBRATION_VERSION,
-				"tool_version", SDC_VERSION, "created", created);
-	json_t *gpus = json_object_get(doc, "gpus");
-	if (!json_is_object(gpus)) {
-		gpus = json_object();
-		json_object_set_new(doc, "gpus", gpus);
+	struct sdc_facts *doc = existing_calibration(output, cli->quiet);
+	if (!doc) {
+		doc = sdc_facts_new();
+		sdc_facts_str(doc, "format", SDC_CALIBRATION_FORMAT);
+		sdc_facts_int(doc, "version", SDC_CALIBRATION_VERSION);
+		sdc_facts_str(doc, "tool_version", SDC_VERSION);
+		sdc_facts_str(doc, "created", created);
 	}
 	const char *name;
-	json_t *entry;
-	json_object_foreach(fresh, name, entry) {
-		json_object_set_new(entry, "created", json_string(created));
-		json_object_set(gpus, name, entry);
-	}
-	json_decref(fresh);
+	for (size_t i = 0; (name = sdc_facts_name_at(fresh, i)); i++)
+		sdc_facts_str(sdc_facts_key(fresh, name), "created", created);
+	/* each GPU model's entry replaces the file's whole, in its place; new ones after */
+	sdc_facts_replace(sdc_facts_group(doc, "gpus"), fresh);
 	const int rc = sdc_calibration_write(output, doc, err, sizeof(err));
 	if (rc)
 		sdc_error("calibrate: %s", err);
 	else
 		printf("OK: GPU calibration written to %s\n", output);
-	json_decref(doc);
+	sdc_facts_free(doc);
 	return rc;
 }
 
@@ -259,7 +256,7 @@ static int calibrate_main(struct sdc_cmd *cmd)
 		sdc_run_release(&run);
 		return sdc_cli_unknown(cli);
 	}
-	json_t *precisions = json_object();
+	struct sdc_facts *precisions = sdc_facts_new();
 	int rc = 0;
 	if (!cli->quiet)
 		printf("sdcscan calibrate: %s %s (kernel %s) on %d CPU%s of %s; |N(1,1)| data, %" PRIu64
@@ -298,13 +295,9 @@ static int calibrate_main(struct sdc_cmd *cmd)
 		const char *name = p ? "fp64" : "fp32";
 		double emax = 0;
 		uint64_t total_rows = 0;
-		json_t *per_size = json_array();
 		for (int s = 0; s < nsizes; s++) {
 			emax = SDC_MAX(emax, st.max_rel[s]);
 			total_rows += st.rows[s];
-			json_array_append_new(per_size, json_pack("{s:i, s:I, s:I, s:f}", "k", sizes[s], "gemms",
-								  (json_int_t)st.gemms[s], "rows", (json_int_t)st.rows[s],
-								  "max_relative_error", st.max_rel[s]));
 			if (!cli->quiet)
 				printf("  %s K=%-5d %7" PRIu64 " GEMMs %9" PRIu64 " rows  max |E|/|checksum| %.3g (%.1f u)\n", name,
 				       sizes[s], st.gemms[s], st.rows[s], st.max_rel[s], st.max_rel[s] / u);
@@ -313,41 +306,58 @@ static int calibrate_main(struct sdc_cmd *cmd)
 		if (!cli->quiet)
 			printf("  %s e_max = %.3g (%.1f u: the maximum plus %.0f%%), %.1f s\n", name, emax, emax / u, 100 * MARGIN,
 			       sdc_now() - t0);
-		json_object_set_new(precisions, name,
-				    json_pack("{s:f, s:I, s:o}", "emax", emax, "rows", (json_int_t)total_rows, "sizes",
-					      per_size));
+		struct sdc_facts *pf = sdc_facts_key(precisions, name);
+		sdc_facts_real(pf, "emax", emax);
+		sdc_facts_int(pf, "rows", (int64_t)total_rows);
+		sdc_facts_list(pf, "sizes");
+		for (int s = 0; s < nsizes; s++) {
+			struct sdc_facts *row = sdc_facts_row(pf, "sizes");
+			sdc_facts_int(row, "k", sizes[s]);
+			sdc_facts_int(row, "gemms", (int64_t)st.gemms[s]);
+			sdc_facts_int(row, "rows", (int64_t)st.rows[s]);
+			sdc_facts_real(row, "max_relative_error", st.max_rel[s]);
+		}
 	}
 	sdc_dist_pool_release(&pool);
 	if (rc) {
-		json_decref(precisions);
+		sdc_facts_free(precisions);
 		sdc_run_release(&run);
 		return sdc_cli_unknown(cli);
 	}
 	char created[32], seed[32], err[700];
 	sdc_format_utc(sdc_wall_now(), created, sizeof(created));
 	snprintf(seed, sizeof(seed), "%" PRIu64, run.seed);
-	json_t *sizes_json = json_array();
+	struct sdc_facts *doc = sdc_facts_new();
+	sdc_facts_str(doc, "format", SDC_CALIBRATION_FORMAT);
+	sdc_facts_int(doc, "version", SDC_CALIBRATION_VERSION);
+	sdc_facts_str(doc, "tool_version", SDC_VERSION);
+	sdc_facts_str(doc, "created", created);
+	sdc_facts_str(doc, "key.cpu_model", key.cpu_model);
+	sdc_facts_str(doc, "key.library", key.library);
+	sdc_facts_str(doc, "key.library_version", key.library_version);
+	sdc_facts_str(doc, "key.kernel", key.kernel);
+	sdc_facts_str(doc, "method.protocol", "V-ABFT 3.6: max |E|/|checksum| on |N(1,1)| rows, plus 20%");
+	sdc_facts_str(doc, "method.distribution", "|N(1,1)|");
+	sdc_facts_int(doc, "method.trials", (int64_t)trials);
+	sdc_facts_list(doc, "method.sizes");
 	for (int s = 0; s < nsizes; s++)
-		json_array_append_new(sizes_json, json_integer(sizes[s]));
-	json_t *doc = json_pack("{s:s, s:i, s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:{s:s, s:s, s:I, s:o, s:f, s:s}, s:o}",
-				"format", SDC_CALIBRATION_FORMAT, "version", SDC_CALIBRATION_VERSION, "tool_version",
-				SDC_VERSION, "created", created, "key", "cpu_model", key.cpu_model, "library",
-				key.library, "library_version", key.library_version, "kernel", key.kernel, "method",
-				"protocol", "V-ABFT 3.6: max |E|/|checksum| on |N(1,1)| rows, plus 20%",
-				"distribution", "|N(1,1)|", "trials", (json_int_t)trials, "sizes", sizes_json, "margin",
-				MARGIN, "seed", seed, "precisions", precisions);
+		sdc_facts_append_int(doc, "method.sizes", sizes[s]);
+	sdc_facts_real(doc, "method.margin", MARGIN);
+	sdc_facts_str(doc, "method.seed", seed);
+	sdc_facts_put(doc, "precisions", precisions);
 	/* The GPUs' entries of the file, kept. */
-	json_t *old = existing_calibration(output, cli->quiet);
-	if (doc && json_is_object(json_object_get(old, "gpus")))
-		json_object_set(doc, "gpus", json_object_get(old, "gpus"));
-	json_decref(old);
-	if (!doc || sdc_calibration_write(output, doc, err, sizeof(err))) {
-		sdc_error("calibrate: %s", doc ? err : "out of memory");
-		json_decref(doc);
+	struct sdc_facts *old = existing_calibration(output, cli->quiet);
+	const struct sdc_facts *old_gpus = sdc_facts_find(old, "gpus");
+	if (old_gpus)
+		sdc_facts_put(doc, "gpus", sdc_facts_copy(old_gpus));
+	sdc_facts_free(old);
+	if (sdc_calibration_write(output, doc, err, sizeof(err))) {
+		sdc_error("calibrate: %s", err);
+		sdc_facts_free(doc);
 		sdc_run_release(&run);
 		return sdc_cli_unknown(cli);
 	}
-	json_decref(doc);
+	sdc_facts_free(doc);
 	printf("OK: calibration written to %s\n", output);
 	sdc_run_release(&run);
 	return 0;

@@ -8,13 +8,13 @@
  * burn's fast types read (sdc_calibration_find).
  */
 #include <inttypes.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/util.h"
+#include "facts.h"
 #include "gpu.h"
 #include "probes/gemm/calibration.h"
 #include "probes/gemm/gemm.h"
@@ -79,7 +79,7 @@ out:
 }
 
 int sdc_gemm_calibrate_gpus(struct sdc_run *run, const int *sizes, int nsizes, uint64_t trials, uint32_t precisions,
-			    bool quiet, void *gpus_section)
+			    bool quiet, struct sdc_facts *gpus_section)
 {
 	const struct sdc_gpu_gemm_ops *m = SDC_GPU_FAMILY(gemm, SDC_GPU_GEMM_VERSION);
 	int ngpus = 0;
@@ -112,13 +112,17 @@ int sdc_gemm_calibrate_gpus(struct sdc_run *run, const int *sizes, int nsizes, u
 		}
 		char name[200];
 		snprintf(name, sizeof(name), "%s, %s", gpu->model, m->blas);
-		json_t *entry = json_object_get(gpus_section, name);
-		if (!entry) {
-			entry = json_pack("{s:s, s:s, s:[], s:I, s:f, s:{}}", "model", gpu->model, "library", m->blas, "uuids",
-					  "trials", (json_int_t)trials, "margin", MARGIN, "precisions");
-			json_object_set_new(gpus_section, name, entry);
+		if (!sdc_facts_find_key(gpus_section, name)) {
+			struct sdc_facts *e = sdc_facts_key(gpus_section, name);
+			sdc_facts_str(e, "model", gpu->model);
+			sdc_facts_str(e, "library", m->blas);
+			sdc_facts_list(e, "uuids");
+			sdc_facts_int(e, "trials", (int64_t)trials);
+			sdc_facts_real(e, "margin", MARGIN);
+			sdc_facts_group(e, "precisions");
 		}
-		json_array_append_new(json_object_get(entry, "uuids"), json_string(gpu->gpu.uuid));
+		struct sdc_facts *entry = sdc_facts_key(gpus_section, name);
+		sdc_facts_append_str(entry, "uuids", gpu->gpu.uuid);
 		if (!quiet)
 			printf("sdcscan calibrate: %s (%s, %s), %s; |N(1,1)| data, %" PRIu64 " GEMMs per type\n", gpu->id,
 			       gpu->model, gpu->gpu.pci_bus_id, m->blas, trials);
@@ -127,11 +131,14 @@ int sdc_gemm_calibrate_gpus(struct sdc_run *run, const int *sizes, int nsizes, u
 				continue;
 			const enum sdc_gpu_type type = fast_types[p];
 			const char *pname = sdc_gemm_gpu_type_names[type];
-			json_t *prec = json_object_get(json_object_get(entry, "precisions"), pname);
-			if (!prec) {
-				prec = json_pack("{s:f, s:I, s:[]}", "emax", 0.0, "rows", (json_int_t)0, "sizes");
-				json_object_set_new(json_object_get(entry, "precisions"), pname, prec);
+			struct sdc_facts *precs = sdc_facts_group(entry, "precisions");
+			if (!sdc_facts_find_key(precs, pname)) {
+				struct sdc_facts *q = sdc_facts_key(precs, pname);
+				sdc_facts_real(q, "emax", 0.0);
+				sdc_facts_int(q, "rows", 0);
+				sdc_facts_list(q, "sizes");
 			}
+			struct sdc_facts *prec = sdc_facts_key(precs, pname);
 			const double t0 = sdc_now();
 			for (int s = 0; s < nsizes; s++) {
 				struct size_stats st = { 0 };
@@ -141,21 +148,25 @@ int sdc_gemm_calibrate_gpus(struct sdc_run *run, const int *sizes, int nsizes, u
 					rc = -1;
 					break;
 				}
-				json_array_append_new(json_object_get(prec, "sizes"),
-						      json_pack("{s:s, s:i, s:I, s:I, s:f}", "gpu", gpu->gpu.uuid, "k", sizes[s],
-								"gemms", (json_int_t)st.gemms, "rows", (json_int_t)st.rows,
-								"max_relative_error", st.max_rel));
-				const double emax = SDC_MAX(json_real_value(json_object_get(prec, "emax")), st.max_rel * (1 + MARGIN));
-				json_object_set_new(prec, "emax", json_real(emax));
-				json_object_set_new(prec, "rows",
-						    json_integer(json_integer_value(json_object_get(prec, "rows")) +
-								 (json_int_t)st.rows));
+				struct sdc_facts *row = sdc_facts_row(prec, "sizes");
+				sdc_facts_str(row, "gpu", gpu->gpu.uuid);
+				sdc_facts_int(row, "k", sizes[s]);
+				sdc_facts_int(row, "gemms", (int64_t)st.gemms);
+				sdc_facts_int(row, "rows", (int64_t)st.rows);
+				sdc_facts_real(row, "max_relative_error", st.max_rel);
+				double emax = 0;
+				int64_t rows = 0;
+				sdc_facts_get_real(prec, "emax", &emax);
+				sdc_facts_get_int(prec, "rows", &rows);
+				sdc_facts_real(prec, "emax", SDC_MAX(emax, st.max_rel * (1 + MARGIN)));
+				sdc_facts_int(prec, "rows", rows + (int64_t)st.rows);
 				if (!quiet)
 					printf("  %-9s K=%-5d %7" PRIu64 " GEMMs %9" PRIu64 " rows  max |E|/|checksum| %.3g (%.1f u32)\n",
 					       pname, sizes[s], st.gemms, st.rows, st.max_rel, st.max_rel / 0x1p-24);
 			}
 			if (!rc && !quiet) {
-				const double emax = json_real_value(json_object_get(prec, "emax"));
+				double emax = 0;
+				sdc_facts_get_real(prec, "emax", &emax);
 				printf("  %-9s e_max = %.3g (%.1f u32: the maximum plus %.0f%%), %.1f s\n", pname, emax,
 				       emax / 0x1p-24, 100 * MARGIN, sdc_now() - t0);
 			}
@@ -163,15 +174,18 @@ int sdc_gemm_calibrate_gpus(struct sdc_run *run, const int *sizes, int nsizes, u
 	}
 	/* An e_max of zero (no rounding seen) cannot scale a threshold: the file says so instead. */
 	const char *key;
-	json_t *entry;
-	json_object_foreach(gpus_section, key, entry) {
+	for (size_t i = 0; (key = sdc_facts_name_at(gpus_section, i)); i++) {
+		const struct sdc_facts *precs = sdc_facts_find(sdc_facts_find_key(gpus_section, key), "precisions");
 		const char *pk;
-		json_t *prec;
-		json_object_foreach(json_object_get(entry, "precisions"), pk, prec) {
-			if (!rc && !(json_real_value(json_object_get(prec, "emax")) > 0)) {
+		for (size_t j = 0; (pk = sdc_facts_name_at(precs, j)); j++) {
+			const struct sdc_facts *prec = sdc_facts_find_key(precs, pk);
+			double emax = 0;
+			int64_t rows = 0;
+			sdc_facts_get_real(prec, "emax", &emax);
+			sdc_facts_get_int(prec, "rows", &rows);
+			if (!rc && !(emax > 0)) {
 				sdc_error("calibrate: %s %s: no rounding error at all in %" PRId64 " rows: not a floating-point "
-					  "GEMM as expected; nothing written", key, pk,
-					  (int64_t)json_integer_value(json_object_get(prec, "rows")));
+					  "GEMM as expected; nothing written", key, pk, rows);
 				rc = -1;
 			}
 		}

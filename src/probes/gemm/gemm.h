@@ -92,7 +92,7 @@ int sdc_gemm_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const struct sd
 
 /* calibrate_gpu.c: calibrate --gpus, every GPU of run; entries ("MODEL, LIBRARY") into gpus_section. */
 int sdc_gemm_calibrate_gpus(struct sdc_run *run, const int *sizes, int nsizes, uint64_t trials, uint32_t precisions,
-			    bool quiet, void *gpus_section /* json_t * */);
+			    bool quiet, struct sdc_facts *gpus_section);
 
 /* campaign.c: V-ABFT Tables 4 (FP64) and 5 (FP32) as published: n, the actual verification
  * difference, A-ABFT's tightness, V-ABFT's threshold and tightness. */

@@ -10,13 +10,13 @@
  * turns of checked / plain - 1. Target: the same bits, and the overhead at most 10%.
  */
 #include <inttypes.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
+#include "facts.h"
 #include "gpu.h"
 #include "probes/embbag/gpu_ops.h"
 #include "run.h"
@@ -93,7 +93,7 @@ static void case_release(struct gpu_case *c)
 	sdc_eb_batch_release(&c->batch);
 }
 
-static int bench_case(const struct sdc_gpu_embbag_ops *m, const struct sdc_eb_cfg *cfg, double seconds, json_t *rows,
+static int bench_case(const struct sdc_gpu_embbag_ops *m, const struct sdc_eb_cfg *cfg, double seconds, struct sdc_facts *out,
 		      bool *met, char *err, size_t errlen)
 {
 	struct gpu_case c = { .m = m, .cfg = *cfg };
@@ -157,12 +157,17 @@ static int bench_case(const struct sdc_gpu_embbag_ops *m, const struct sdc_eb_cf
 	       ok ? "met" : "MISSED");
 	if (bad)
 		printf("      %ld elements or checks differ, first %s\n", bad, first);
-	json_array_append_new(rows, json_pack("{s:s, s:i, s:I, s:f, s:f, s:f, s:f, s:f, s:i, s:b}", "format",
-					      cfg->fmt == SDC_EB_8BIT ? "8bit" : "4bit", "d", d, "differing",
-					      (json_int_t)bad, "plain_mlookups", rp / 1e6, "plain_gbps", rp * lp.stride / 1e9,
-					      "checked_mlookups", rcheck / 1e6, "checked_gbps",
-					      rcheck * c.truth.l.stride / 1e9, "overhead", over, "turns", turns,
-					      "target_met", ok));
+	struct sdc_facts *row = sdc_facts_row(out, "rows");
+	sdc_facts_str(row, "format", cfg->fmt == SDC_EB_8BIT ? "8bit" : "4bit");
+	sdc_facts_int(row, "d", d);
+	sdc_facts_int(row, "differing", bad);
+	sdc_facts_real(row, "plain_mlookups", rp / 1e6);
+	sdc_facts_real(row, "plain_gbps", rp * lp.stride / 1e9);
+	sdc_facts_real(row, "checked_mlookups", rcheck / 1e6);
+	sdc_facts_real(row, "checked_gbps", rcheck * c.truth.l.stride / 1e9);
+	sdc_facts_real(row, "overhead", over);
+	sdc_facts_int(row, "turns", turns);
+	sdc_facts_bool(row, "target_met", ok);
 	rc = 0;
 out:
 	case_release(&c);
@@ -198,25 +203,26 @@ int sdc_embbag_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const int *di
 	printf("%-5s %4s %5s %5s  %9s %7s  %9s %7s  %9s  %-10s %5s  %s\n", "rows", "d", "B/row", "+sums", "plain",
 	       "GB/s", "checked", "GB/s", "overhead", "bits", "turns", "target");
 	printf("%-5s %4s %5s %5s  %9s %7s  %9s\n", "", "", "", "", "Mlook/s", "", "Mlook/s");
-	json_t *out = json_object(), *table = json_array();
-	json_object_set_new(out, "gpu", json_pack("{s:s, s:s, s:s}", "device", gpu->id, "name", gpu->model, "uuid",
-						  gpu->gpu.uuid));
-	json_object_set_new(out, "target_overhead", json_real(TARGET_OVERHEAD));
-	json_object_set_new(out, "rows", table);
+	struct sdc_facts *out = sdc_facts_new();
+	sdc_facts_str(out, "gpu.device", gpu->id);
+	sdc_facts_str(out, "gpu.name", gpu->model);
+	sdc_facts_str(out, "gpu.uuid", gpu->gpu.uuid);
+	sdc_facts_real(out, "target_overhead", TARGET_OVERHEAD);
+	sdc_facts_list(out, "rows");
 	bool met = true;
 	for (int f = 0; f < 2; f++)
 		for (int i = 0; i < ndims && sdc_opt_set_has(formats, f); i++) {
 			struct sdc_eb_cfg cfg = base;
 			cfg.fmt = (enum sdc_eb_format)f;
 			cfg.d = dims[i];
-			if (bench_case(m, &cfg, seconds, table, &met, err, sizeof(err))) {
+			if (bench_case(m, &cfg, seconds, out, &met, err, sizeof(err))) {
 				sdc_error("bench embbag: %s: %s", gpu->id, err);
-				json_decref(out);
+				sdc_facts_free(out);
 				return sdc_cli_unknown(&cmd->cli);
 			}
 			fflush(stdout);
 		}
-	const int code = sdc_cli_targets_end(&cmd->cli, out, met);
-	json_decref(out);
+	const int code = sdc_cli_facts_end(&cmd->cli, out, met);
+	sdc_facts_free(out);
 	return code;
 }

@@ -18,7 +18,6 @@
  * row is reported from here as a core's is, its rows read back from GPU memory and repaired there.
  */
 #include <inttypes.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -627,17 +626,16 @@ static int embbag_setup(struct sdc_probe_ctx *ctx)
 	snprintf(sh->operation, sizeof(sh->operation), "embbag %s %" PRId64 "x%d (%zu B rows), bags of %d x %d",
 		 ctx->variant->name, o->rows, k.d, l.stride, (int)o->batch, (int)o->pooling);
 
-	json_t *env = ctx->run->environment, *e = json_object_get(env, "embbag");
-	if (!e) {
-		e = json_object();
-		json_object_set_new(env, "embbag", e);
-	}
-	json_t *v = json_pack("{s:s, s:s, s:I, s:I, s:f}", "kernel", sh->impl->name, "table",
-			      sh->shared_table ? "shared" : "per-core", "rows", (json_int_t)o->rows, "row_bytes",
-			      (json_int_t)l.stride, "table_gib", gib(bytes));
+	struct sdc_facts *f = sdc_facts_new(), *v = sdc_facts_key(f, ctx->variant->name);
+	sdc_facts_str(v, "kernel", sh->impl->name);
+	sdc_facts_str(v, "table", sh->shared_table ? "shared" : "per-core");
+	sdc_facts_int(v, "rows", o->rows);
+	sdc_facts_int(v, "row_bytes", (int64_t)l.stride);
+	sdc_facts_real(v, "table_gib", gib(bytes));
 	if (k.cls == SDC_EB_FAST)
-		json_object_set_new(v, "c_sigma", json_real(o->c_sigma));
-	json_object_set_new(e, ctx->variant->name, v);
+		sdc_facts_real(v, "c_sigma", o->c_sigma);
+	/* (run.environment.embbag.VARIANT, replaced whole as the variant is set up again) */
+	sdc_run_facts_replace(ctx->run, "embbag", f);
 	return 0;
 }
 

@@ -11,13 +11,13 @@
  * by side (target: the GPU trains faster than one core, or it is not worth running there).
  */
 #include <inttypes.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
+#include "facts.h"
 #include "gpu.h"
 #include "probes/minitrain/gpu_ops.h"
 #include "base/rng.h"
@@ -131,8 +131,8 @@ static double steps_per_second(struct sdc_mt_model *m, double seconds)
 
 /* One model on the GPU and on this core: the bits of 20 steps, then steps/s (best of three turns
  * each, alternating). 0, or -1 with err. */
-static int bench_train(const struct sdc_device *gpu, const struct sdc_mt_cfg *cfg, double seconds, json_t *rows,
-		       bool *met, char *err, size_t errlen)
+static int bench_train(const struct sdc_device *gpu, const struct sdc_mt_cfg *cfg, double seconds,
+		       struct sdc_facts *out, bool *met, char *err, size_t errlen)
 {
 	struct sdc_mt_backend be;
 	if (sdc_mt_gpu_backend(gpu, 120, &be, err, errlen))
@@ -168,9 +168,12 @@ static int bench_train(const struct sdc_device *gpu, const struct sdc_mt_cfg *cf
 		snprintf(bits, sizeof(bits), "DIFFER at %d", first_bad);
 	printf("%-5s  %-12s  %11.1f  %12.1f  %8.1fx  %s\n", sdc_mt_kind_name(cfg->kind), bits, gr, cr, gr / cr,
 	       ok ? "met" : "MISSED");
-	json_array_append_new(rows, json_pack("{s:s, s:i, s:f, s:f, s:b}", "model", sdc_mt_kind_name(cfg->kind),
-					      "first_step_differing", first_bad, "gpu_steps_per_s", gr, "core_steps_per_s",
-					      cr, "target_met", ok));
+	struct sdc_facts *row = sdc_facts_row(out, "training");
+	sdc_facts_str(row, "model", sdc_mt_kind_name(cfg->kind));
+	sdc_facts_int(row, "first_step_differing", first_bad);
+	sdc_facts_real(row, "gpu_steps_per_s", gr);
+	sdc_facts_real(row, "core_steps_per_s", cr);
+	sdc_facts_bool(row, "target_met", ok);
 	rc = 0;
 out:
 	sdc_mt_free(g), sdc_mt_free(c);
@@ -197,7 +200,7 @@ int sdc_minitrain_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const stru
 	printf("sdcscan bench minitrain on %s (%s, %d SMs, %s), CUDA runtime %s\n"
 	       "The exact class: every element summed in k order from +0, rounded products and sums, no FMA.\n\n",
 	       gpu->id, gpu->model, gpu->gpu.sm_count, gpu->gpu.pci_bus_id, sdc_gpu_ops()->cuda_runtime);
-	json_t *out = json_object(), *rows = json_array();
+	struct sdc_facts *out = sdc_facts_new();
 	bool met = true;
 	/* the bits first: an odd shape (the tiles' edges in m, n and k), then exp and log */
 	long bad = check_gemm(m, 67, 131, 77, 67, first, sizeof(first), err, sizeof(err));
@@ -212,11 +215,16 @@ int sdc_minitrain_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const stru
 	printf("\nTraining, the quick profile's models (bits: the trajectory after each of 20 steps against this "
 	       "core's;\nspeed: steps/s, best of three turns; target: the same bits and the GPU faster than one core)\n"
 	       "model  bits          GPU steps/s  core steps/s  GPU/core  target\n");
-	json_t *train = json_array();
-	json_object_set_new(out, "training", train);
-	if (bench_train(gpu, &sdc_mt_bench_dlrm, seconds, train, &met, err, sizeof(err)) ||
-	    bench_train(gpu, &sdc_mt_bench_xfmr, seconds, train, &met, err, sizeof(err)))
+	sdc_facts_list(out, "training");
+	if (bench_train(gpu, &sdc_mt_bench_dlrm, seconds, out, &met, err, sizeof(err)) ||
+	    bench_train(gpu, &sdc_mt_bench_xfmr, seconds, out, &met, err, sizeof(err)))
 		goto fail;
+	/* (the JSON's order: the bits, the training, the GPU, the target, the rows) */
+	sdc_facts_str(out, "gpu.device", gpu->id);
+	sdc_facts_str(out, "gpu.name", gpu->model);
+	sdc_facts_str(out, "gpu.uuid", gpu->gpu.uuid);
+	sdc_facts_real(out, "target_share", TARGET_SHARE);
+	sdc_facts_list(out, "rows");
 	printf("\nGEMM, square n (bits: against this CPU's exact kernel, all rows up to 1024, else the first and "
 	       "last 8;\nspeed: best of three turns of back-to-back GEMMs; target: exact >= %.0f%% of cuBLAS sgemm)\n"
 	       "    n  bits       exact GFLOP/s  sgemm GFLOP/s  exact/sgemm  target\n",
@@ -237,20 +245,19 @@ int sdc_minitrain_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const stru
 		       flops / ts / 1e9, 100 * share, ok ? "met" : "MISSED");
 		if (bad)
 			printf("       %ld elements differ, first %s\n", bad, first);
-		json_array_append_new(rows, json_pack("{s:i, s:I, s:f, s:f, s:f, s:b}", "n", n, "differing", (json_int_t)bad,
-						      "exact_gflops", flops / te / 1e9, "sgemm_gflops", flops / ts / 1e9,
-						      "share", share, "target_met", ok));
+		struct sdc_facts *row = sdc_facts_row(out, "rows");
+		sdc_facts_int(row, "n", n);
+		sdc_facts_int(row, "differing", bad);
+		sdc_facts_real(row, "exact_gflops", flops / te / 1e9);
+		sdc_facts_real(row, "sgemm_gflops", flops / ts / 1e9);
+		sdc_facts_real(row, "share", share);
+		sdc_facts_bool(row, "target_met", ok);
 	}
-	json_object_set_new(out, "gpu", json_pack("{s:s, s:s, s:s}", "device", gpu->id, "name", gpu->model, "uuid",
-						  gpu->gpu.uuid));
-	json_object_set_new(out, "target_share", json_real(TARGET_SHARE));
-	json_object_set_new(out, "rows", rows);
-	const int code = sdc_cli_targets_end(&cmd->cli, out, met);
-	json_decref(out);
+	const int code = sdc_cli_facts_end(&cmd->cli, out, met);
+	sdc_facts_free(out);
 	return code;
 fail:
 	sdc_error("bench minitrain: %s: %s", gpu->id, err);
-	json_decref(out);
-	json_decref(rows);
+	sdc_facts_free(out);
 	return sdc_cli_unknown(&cmd->cli);
 }

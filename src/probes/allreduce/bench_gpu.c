@@ -8,7 +8,6 @@
  * ring pays on the GPU for each hop. (The ring over NCCL itself, its busbw: bench_nccl.c.)
  */
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 #include "bench.h"
 #include "base/rng.h"
 #include "command.h"
+#include "facts.h"
 #include "gpu.h"
 #include "probes/allreduce/gpu_ops.h"
 #include "kernels/crc32c.h"
@@ -114,7 +114,7 @@ static int hops_main(struct sdc_cmd *cmd)
 	char err[512] = "", first[200] = "";
 	const struct sdc_device *gpu = sdc_gpu_first_bound(&run, err, sizeof(err));
 	const struct sdc_gpu_allreduce_ops *m = SDC_GPU_FAMILY(allreduce, SDC_GPU_ALLREDUCE_VERSION);
-	json_t *out = json_object(), *rows = json_array();
+	struct sdc_facts *out = sdc_facts_new();
 	int code;
 	bool met = true;
 	if (!gpu)
@@ -136,26 +136,26 @@ static int hops_main(struct sdc_cmd *cmd)
 	sdc_bench_bits("a hop's check (3000017 elements, 7 wrong)", "the same count, sums and CRC32C", bad, first, out,
 		       "hop_differing", &met);
 	printf("\nOn device buffers (best of the reps back to back):\n       bytes   CRC32C GB/s   check+CRC GB/s\n");
+	sdc_facts_list(out, "rows");
 	for (int64_t bytes = 1 << 20; bytes <= o->max_bytes; bytes *= 4) {
 		double tc = 0, tk = 0;
 		const int reps = bytes <= (16 << 20) ? 20 : 5;
 		if (m->ring_bench((uint64_t)bytes, reps, &tc, &tk, 120, err, sizeof(err)))
 			goto fail;
 		printf("%12" PRId64 "   %11.1f   %14.1f\n", bytes, bytes / tc / 1e9, bytes / tk / 1e9);
-		json_array_append_new(rows, json_pack("{s:I, s:f, s:f}", "bytes", (json_int_t)bytes, "crc_gbps",
-						      bytes / tc / 1e9, "check_gbps", bytes / tk / 1e9));
+		struct sdc_facts *row = sdc_facts_row(out, "rows");
+		sdc_facts_int(row, "bytes", bytes);
+		sdc_facts_real(row, "crc_gbps", bytes / tc / 1e9);
+		sdc_facts_real(row, "check_gbps", bytes / tk / 1e9);
 	}
 	printf("\nThe checked ring over NCCL against ncclAllReduce, busbw: sdcscan bench nccl (under mpirun).\n");
-	json_object_set_new(out, "rows", rows);
-	rows = NULL;
-	code = sdc_cli_targets_end(&cmd->cli, out, met);
-	json_decref(out);
+	code = sdc_cli_facts_end(&cmd->cli, out, met);
+	sdc_facts_free(out);
 	sdc_run_release(&run);
 	return code;
 fail:
 	sdc_error("bench ring-hops: %s%s%s", gpu ? gpu->id : "", gpu ? ": " : "", err);
-	json_decref(out);
-	json_decref(rows);
+	sdc_facts_free(out);
 	sdc_run_release(&run);
 	return sdc_cli_unknown(&cmd->cli);
 }

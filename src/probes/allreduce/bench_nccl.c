@@ -10,13 +10,13 @@
  * a wrong element or hop seen while measuring), 3 could not measure.
  */
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
 #include "command.h"
+#include "facts.h"
 #include "fleet.h"
 #include "gpu.h"
 #include "probes/allreduce/gpu_ops.h"
@@ -117,7 +117,10 @@ static int nccl_bench_main(struct sdc_cmd *cmd)
 		sdc_gpu_bind(gpu, err, sizeof(err));
 	int *order = malloc(sizeof(int) * (size_t)P);
 	struct sdc_gpu_hop *hops = malloc(sizeof(*hops) * 2 * (size_t)P);
-	json_t *out = json_object(), *rows = json_array();
+	/* (the JSON's order: the paths' table, the race's rows, then the rest) */
+	struct sdc_facts *out = sdc_facts_new();
+	sdc_facts_list(out, "nccl_paths_busbw_gb_s");
+	sdc_facts_list(out, "rows");
 	bool met = true, judged = false, clean = true;
 	int code = -1;
 	if (!order || !hops)
@@ -185,9 +188,14 @@ static int nccl_bench_main(struct sdc_cmd *cmd)
 			       100 * share, judge ? share >= 0.8 ? "  (>= 80%: met)" : "  (>= 80%: MISSED)" : "");
 			fflush(stdout);
 		}
-		json_array_append_new(rows, json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:b}", "bytes", b, "nccl_algbw_gb_s",
-						      n_alg, "nccl_busbw_gb_s", n_alg * fb, "ring_algbw_gb_s", r_alg,
-						      "ring_busbw_gb_s", r_alg * fb, "ring_share", share, "judged", judge));
+		struct sdc_facts *row = sdc_facts_row(out, "rows");
+		sdc_facts_real(row, "bytes", b);
+		sdc_facts_real(row, "nccl_algbw_gb_s", n_alg);
+		sdc_facts_real(row, "nccl_busbw_gb_s", n_alg * fb);
+		sdc_facts_real(row, "ring_algbw_gb_s", r_alg);
+		sdc_facts_real(row, "ring_busbw_gb_s", r_alg * fb);
+		sdc_facts_real(row, "ring_share", share);
+		sdc_facts_bool(row, "judged", judge);
 	}
 	/* ncclAllReduce on each (algorithm, protocol) path, a communicator each: its busbw */
 	if (me == 0)
@@ -197,10 +205,10 @@ static int nccl_bench_main(struct sdc_cmd *cmd)
 		printf("  %11s", sdc_ar_nccl_paths[k]);
 	if (me == 0)
 		printf("\n");
-	json_t *per_path = json_array();
 	for (int64_t bytes = o->min_bytes; bytes <= o->max_bytes; bytes *= 4) {
 		const int64_t n = bytes / 4 / P * P;
-		json_t *row = json_pack("{s:f}", "bytes", (double)n * 4);
+		struct sdc_facts *row = sdc_facts_row(out, "nccl_paths_busbw_gb_s");
+		sdc_facts_real(row, "bytes", (double)n * 4);
 		if (me == 0)
 			printf("%13.0f", (double)n * 4);
 		for (int k = 1; sdc_ar_nccl_paths[k]; k++) {
@@ -208,10 +216,8 @@ static int nccl_bench_main(struct sdc_cmd *cmd)
 			sdc_ar_nccl_path_env(k, &algo, &proto);
 			struct sdc_gpu_comm *c;
 			const int rc = open_comm(m, gpu, n, algo, proto, &c, err, sizeof(err));
-			if (rc < 0) {
-				json_decref(row), json_decref(per_path);
+			if (rc < 0)
 				goto done;
-			}
 			double t[100];
 			bool failed = rc != 0;
 			for (int q = -1; q < o->reps && !failed; q++) {
@@ -223,7 +229,6 @@ static int nccl_bench_main(struct sdc_cmd *cmd)
 				if (!all_ok(!failed) || ranks_mean(&x)) {
 					sdc_error("bench nccl: rank %d: %s: %s", me, sdc_ar_nccl_paths[k], failed ? err : "another rank failed");
 					m->nccl_destroy(c, 1);
-					json_decref(row), json_decref(per_path);
 					goto done;
 				}
 				if (q >= 0)
@@ -234,15 +239,16 @@ static int nccl_bench_main(struct sdc_cmd *cmd)
 			const double busbw = rc ? 0 : (double)n * 4 / sdc_median(t, (int)o->reps) / 1e9 * sdc_coll_bus_factor('A', P);
 			if (me == 0)
 				rc ? printf("  %11s", "refused") : printf("  %11.3f", busbw);
-			json_object_set_new(row, sdc_ar_nccl_paths[k], rc ? json_string("refused") : json_real(busbw));
+			if (rc)
+				sdc_facts_str(row, sdc_ar_nccl_paths[k], "refused");
+			else
+				sdc_facts_real(row, sdc_ar_nccl_paths[k], busbw);
 		}
 		if (me == 0) {
 			printf("\n");
 			fflush(stdout);
 		}
-		json_array_append_new(per_path, row);
 	}
-	json_object_set_new(out, "nccl_paths_busbw_gb_s", per_path);
 	clean = all_ok(clean);
 	met &= judged && clean;
 	if (me == 0) {
@@ -251,18 +257,15 @@ static int nccl_bench_main(struct sdc_cmd *cmd)
 		printf("\ntarget: the checked ring at least 80%% of ncclAllReduce's busbw from %" PRId64 " bytes up: %s\n",
 		       o->target_bytes, !judged ? "MISSED (no size that large was measured)" : met ? "met" : "MISSED");
 	}
-	json_object_set_new(out, "rows", rows);
-	rows = NULL;
-	json_object_set_new(out, "ranks", json_integer(P));
-	json_object_set_new(out, "nccl", json_string(version));
-	json_object_set_new(out, "clean", json_boolean(clean));
+	sdc_facts_int(out, "ranks", P);
+	sdc_facts_str(out, "nccl", version);
+	sdc_facts_bool(out, "clean", clean);
 	if (me == 0)
-		code = sdc_cli_targets_end(&cmd->cli, out, met);
+		code = sdc_cli_facts_end(&cmd->cli, out, met);
 	else
 		code = met ? 0 : SDC_CRITICAL;
 done:
-	json_decref(out);
-	json_decref(rows);
+	sdc_facts_free(out);
 	free(order), free(hops);
 	sdc_run_release(&run);
 	return code < 0 ? sdc_cli_unknown(&cmd->cli) : code;

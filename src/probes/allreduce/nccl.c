@@ -26,12 +26,11 @@
  * events around the collective alone, go into the report (run.environment.nccl).
  */
 #include <inttypes.h>
-#include <jansson.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "facts.h"
 #include "fleet.h"
 #include "gpu.h"
 #include "probes/allreduce/gpu_ops.h"
@@ -82,7 +81,7 @@ struct nc_run {
 	struct sdc_fleet_part *send, *recv; /* the ranks' exchange of words (under mpirun) */
 	bool *was;                    /* live before the exchange */
 	struct sdc_gpu_comm *comm[NPATHS];
-	json_t *paths;                /* per path: the collectives' bandwidth, or why NCCL refused it */
+	struct sdc_facts *paths;      /* per path: the collectives' bandwidth, or why NCCL refused it */
 	char refusal[200];            /* the first path NCCL refused, and why */
 };
 
@@ -244,14 +243,15 @@ static int open_paths(struct nc_run *r, uint32_t mask)
 			if (!r->refusal[0])
 				snprintf(r->refusal, sizeof(r->refusal), "%s: %s", sdc_ar_nccl_paths[k],
 					 r->comm[k] ? "refused on another rank" : err);
-			json_object_set_new(r->paths, sdc_ar_nccl_paths[k],
-					    json_pack("{s:s, s:i}", "refused", r->comm[k] ? "on another rank" : err,
-						      r->sh->local ? "gpus_refusing" : "ranks_refusing", refused));
+			struct sdc_facts *p = sdc_facts_new();
+			sdc_facts_str(p, "refused", r->comm[k] ? "on another rank" : err);
+			sdc_facts_int(p, r->sh->local ? "gpus_refusing" : "ranks_refusing", refused);
+			sdc_facts_put(r->paths, sdc_ar_nccl_paths[k], p);
 			r->m->nccl_destroy(r->comm[k], 1);
 			r->comm[k] = NULL;
 			continue;
 		}
-		json_object_set_new(r->paths, sdc_ar_nccl_paths[k], json_object());
+		sdc_facts_put(r->paths, sdc_ar_nccl_paths[k], sdc_facts_new());
 		opened++;
 	}
 	if (!opened) {
@@ -275,9 +275,11 @@ static int refuse_path(struct nc_run *r, int k, const char *what, const char *mi
 	snprintf(why, sizeof(why), "%s: %s", what, mine ? mine : "refused on another rank");
 	if (!r->refusal[0])
 		snprintf(r->refusal, sizeof(r->refusal), "%s: %.180s", sdc_ar_nccl_paths[k], why);
-	json_object_set_new(r->paths, sdc_ar_nccl_paths[k],
-			    json_pack("{s:s, s:s, s:i}", "refused", why, "at", "first collective",
-				      r->sh->local ? "gpus_refusing" : "ranks_refusing", refusing));
+	struct sdc_facts *p = sdc_facts_new();
+	sdc_facts_str(p, "refused", why);
+	sdc_facts_str(p, "at", "first collective");
+	sdc_facts_int(p, r->sh->local ? "gpus_refusing" : "ranks_refusing", refusing);
+	sdc_facts_put(r->paths, sdc_ar_nccl_paths[k], p);
 	r->m->nccl_destroy(r->comm[k], 1);
 	r->comm[k] = NULL;
 	for (int j = 0; j < NPATHS; j++)
@@ -293,13 +295,17 @@ static void keep_bw(struct nc_run *r, int k, const char *name, char op, double s
 	if (seconds <= 0)
 		return;
 	const double bytes = (double)r->sh->n * 4, algbw = bytes / seconds / 1e9;
-	json_t *path = json_object_get(r->paths, sdc_ar_nccl_paths[k]);
-	json_t *old = json_object_get(path, name);
-	if (old && json_real_value(json_object_get(old, "algbw_gb_s")) >= algbw)
+	if (!sdc_facts_find_key(r->paths, sdc_ar_nccl_paths[k]))
 		return;
-	json_object_set_new(path, name,
-			    json_pack("{s:f, s:f, s:f}", "bytes", bytes, "algbw_gb_s", algbw, "busbw_gb_s",
-				      algbw * sdc_coll_bus_factor(op, r->P)));
+	struct sdc_facts *path = sdc_facts_key(r->paths, sdc_ar_nccl_paths[k]);
+	double best = 0;
+	if (sdc_facts_get_real(sdc_facts_find(path, name), "algbw_gb_s", &best) && best >= algbw)
+		return;
+	struct sdc_facts *bw = sdc_facts_new();
+	sdc_facts_real(bw, "bytes", bytes);
+	sdc_facts_real(bw, "algbw_gb_s", algbw);
+	sdc_facts_real(bw, "busbw_gb_s", algbw * sdc_coll_bus_factor(op, r->P));
+	sdc_facts_put(path, name, bw);
 }
 
 /*
@@ -344,7 +350,7 @@ static int nc_start(struct nc_run *r, struct sdc_worker *w, uint32_t mask)
 	r->all = calloc((size_t)r->P, sizeof(*r->all));
 	r->send = calloc((size_t)r->P, sizeof(*r->send));
 	r->recv = calloc((size_t)r->P, sizeof(*r->recv));
-	r->paths = json_object();
+	r->paths = sdc_facts_new();
 	free(sh->member_bus);
 	sh->member_bus = calloc((size_t)r->P, sizeof(*sh->member_bus));
 	if (!r->live || !r->was || !r->all || !r->send || !r->recv || !r->paths || !sh->member_bus) {
@@ -404,16 +410,15 @@ static void nc_end(struct nc_run *r, const char *key)
 		if (r->comm[k])
 			r->m->nccl_destroy(r->comm[k], r->w->failed);
 	if (r->paths) {
-		struct sdc_run *run = r->w->ctx->run;
-		pthread_mutex_lock(&run->lock);
-		json_t *env = json_object_get(run->environment, "nccl");
-		if (!env)
-			json_object_set_new(run->environment, "nccl",
-					    env = json_pack("{s:s, s:s, s:i}", "version", r->version ? r->version : "", "shape",
-							    r->sh->local ? "one process, every GPU of the host" : "one rank a GPU",
-							    "members", r->P));
-		json_object_set_new(env, key, r->paths);
-		pthread_mutex_unlock(&run->lock);
+		/* run.environment.nccl: what NCCL and the members are (the first worker's say), then this
+		 * variant's paths (or ring), replacing what an earlier run of it said */
+		struct sdc_facts *head = sdc_facts_new(), *f = sdc_facts_new();
+		sdc_facts_str(head, "version", r->version ? r->version : "");
+		sdc_facts_str(head, "shape", r->sh->local ? "one process, every GPU of the host" : "one rank a GPU");
+		sdc_facts_int(head, "members", r->P);
+		sdc_run_facts_keep(r->w->ctx->run, "nccl", head);
+		sdc_facts_put(f, key, r->paths);
+		sdc_run_facts_replace(r->w->ctx->run, "nccl", f);
 	}
 	free(r->live), free(r->was), free(r->all), free(r->send), free(r->recv);
 }
@@ -609,9 +614,9 @@ void sdc_ar_nccl_ring_run(struct sdc_worker *w)
 out:
 	if (r.paths && best > 0) {
 		const double algbw = (double)sh->n * 4 / best / 1e9;
-		json_object_set_new(r.paths, "checked_ring",
-				    json_pack("{s:f, s:f, s:f}", "bytes", (double)sh->n * 4, "algbw_gb_s", algbw, "busbw_gb_s",
-					      algbw * sdc_coll_bus_factor('A', r.P)));
+		sdc_facts_real(r.paths, "checked_ring.bytes", (double)sh->n * 4);
+		sdc_facts_real(r.paths, "checked_ring.algbw_gb_s", algbw);
+		sdc_facts_real(r.paths, "checked_ring.busbw_gb_s", algbw * sdc_coll_bus_factor('A', r.P));
 	}
 	nc_end(&r, "ring");
 	free(orders), free(hops);

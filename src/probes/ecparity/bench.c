@@ -16,13 +16,13 @@
  * both measured in this run. Exit 0 every target met, 2 one missed.
  */
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/rng.h"
 #include "command.h"
+#include "facts.h"
 #include "kernels/crc32c.h"
 #include "probes/ecparity/parity.h"
 #include "probe.h"
@@ -233,7 +233,7 @@ static void time_checks(struct work *wk, uint32_t *out, uint8_t *src, uint8_t *d
 
 /* The figures, printed and as the report's JSON; whether every target was met. */
 static bool say(const struct bench_opts *o, const struct sdc_run *run, const struct work *wk, const struct race *ra,
-		const struct checks *c, bool consistent, json_t **j)
+		const struct checks *c, bool consistent, struct sdc_facts *j)
 {
 	const struct sdc_ec_layout *l = &wk->st.l;
 	const double shard = (double)l->rows * l->words * 4, bytes = shard * l->k;
@@ -265,14 +265,25 @@ static bool say(const struct bench_opts *o, const struct sdc_run *run, const str
 	       "step): %s\n",
 	       over_ok ? "met" : "MISSED");
 	printf("target: rebuild at least 50%% of memcpy bandwidth, bit for bit: %s\n", rebuild_ok ? "met" : "MISSED");
-	*j = json_pack("{s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:f, s:f, s:f, s:f, s:b, s:b, s:b}",
-		       "servers", l->servers, "k", l->k, "rows", l->rows, "dim", wk->d, "turns", ra->turns, "training_mupd_s",
-		       wk->n / ra->plain / 1e6, "parity_mupd_s", wk->n / ra->with / 1e6, "maintenance_overhead", ra->over,
-		       "bare_mupd_s", wk->n / ra->bare / 1e6, "maintenance_overhead_bare", ra->bover, "holder_load",
-		       ra->holders, "parities_consistent", consistent, "verify_share_of_round", c->verify_s / round_train,
-		       "rebuild_gb_s", rebuild_bw / 1e9, "memcpy_gb_s", copy_bw / 1e9, "rebuild_share_of_memcpy",
-		       rebuild_bw / copy_bw, "rebuilt_bit_for_bit", c->rebuilt_right, "maintenance_target_met", over_ok,
-		       "rebuild_target_met", rebuild_ok);
+	sdc_facts_int(j, "servers", l->servers);
+	sdc_facts_int(j, "k", l->k);
+	sdc_facts_int(j, "rows", l->rows);
+	sdc_facts_int(j, "dim", wk->d);
+	sdc_facts_int(j, "turns", ra->turns);
+	sdc_facts_real(j, "training_mupd_s", wk->n / ra->plain / 1e6);
+	sdc_facts_real(j, "parity_mupd_s", wk->n / ra->with / 1e6);
+	sdc_facts_real(j, "maintenance_overhead", ra->over);
+	sdc_facts_real(j, "bare_mupd_s", wk->n / ra->bare / 1e6);
+	sdc_facts_real(j, "maintenance_overhead_bare", ra->bover);
+	sdc_facts_real(j, "holder_load", ra->holders);
+	sdc_facts_bool(j, "parities_consistent", consistent);
+	sdc_facts_real(j, "verify_share_of_round", c->verify_s / round_train);
+	sdc_facts_real(j, "rebuild_gb_s", rebuild_bw / 1e9);
+	sdc_facts_real(j, "memcpy_gb_s", copy_bw / 1e9);
+	sdc_facts_real(j, "rebuild_share_of_memcpy", rebuild_bw / copy_bw);
+	sdc_facts_bool(j, "rebuilt_bit_for_bit", c->rebuilt_right);
+	sdc_facts_bool(j, "maintenance_target_met", over_ok);
+	sdc_facts_bool(j, "rebuild_target_met", rebuild_ok);
 	return over_ok && rebuild_ok && consistent;
 }
 
@@ -292,7 +303,7 @@ static int bench_main(struct sdc_cmd *cmd)
 	const size_t shard = (size_t)l.rows * (size_t)l.words * 4;
 	uint32_t *out = NULL, *msgs = NULL;
 	uint8_t *src = NULL, *dst = NULL;
-	json_t *j = NULL;
+	struct sdc_facts *j = sdc_facts_new();
 	if (sdc_ec_layout_check(&l, why, sizeof(why))) {
 		sdc_error("bench ecparity: %s", why);
 		goto done;
@@ -312,10 +323,10 @@ static int bench_main(struct sdc_cmd *cmd)
 	const bool consistent = !wk.bad && !sdc_ec_verify_stripes(&wk.st, &br, 1) && !sdc_ec_verify_columns(&wk.st, &br, 1);
 	struct checks c;
 	time_checks(&wk, out, src, dst, shard * (size_t)l.k, &c);
-	const bool met = say(o, &run, &wk, &ra, &c, consistent, &j);
-	rc = sdc_cli_targets_end(&cmd->cli, j, met);
+	const bool met = say(o, &run, &wk, &ra, &c, consistent, j);
+	rc = sdc_cli_facts_end(&cmd->cli, j, met);
 done:
-	json_decref(j);
+	sdc_facts_free(j);
 	free(msgs), free(out), free(src), free(dst);
 	work_release(&wk);
 	sdc_run_release(&run);

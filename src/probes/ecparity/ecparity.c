@@ -23,7 +23,6 @@
  * one iteration. This file holds the probe's descriptor, options and fault targets, and the
  * one-host form's setup and teardown; host.h lists the one-host form's parts, ranks.h the ranks'.
  */
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,15 +126,13 @@ static void record_state(struct sdc_probe_ctx *ctx, const struct sdc_ec_host *sh
 	sdc_sha256_final(&h, sha);
 	sdc_sha256_release(&h);
 	sdc_hex(sha, sizeof(sha), hex);
-	pthread_mutex_lock(&ctx->run->lock);
-	json_t *ec = json_object_get(ctx->run->environment, "ecparity");
-	if (!json_is_object(ec))
-		json_object_set_new(ctx->run->environment, "ecparity", ec = json_object());
-	json_object_set_new(ec, "state_sha256", json_string(hex));
-	json_object_set_new(ec, "replay_check",
-			    json_pack("{s:i, s:i, s:I, s:f}", "servers", sh->end.servers, "unfinished", sh->end.unfinished,
-				      "rounds", (json_int_t)sh->end.rounds, "seconds", sh->end.seconds));
-	pthread_mutex_unlock(&ctx->run->lock);
+	struct sdc_facts *f = sdc_facts_new();
+	sdc_facts_str(f, "state_sha256", hex);
+	sdc_facts_int(f, "replay_check.servers", sh->end.servers);
+	sdc_facts_int(f, "replay_check.unfinished", sh->end.unfinished);
+	sdc_facts_int(f, "replay_check.rounds", (int64_t)sh->end.rounds);
+	sdc_facts_real(f, "replay_check.seconds", sh->end.seconds);
+	sdc_run_facts_replace(ctx->run, "ecparity", f);
 }
 
 static void ec_teardown(struct sdc_probe_ctx *ctx)

@@ -6,10 +6,10 @@
  * into the parities as computed, so only a recomputation sees it).
  */
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "facts.h"
 #include "probes/ecparity/host.h"
 #include "stop.h"
 
@@ -38,17 +38,22 @@ static void report_rebuild(struct sdc_worker *w, const struct sdc_ec_host *sh, b
 {
 	const struct sdc_ec_host_rebuild *rb = &sh->rb;
 	const double bytes = (double)sh->st.l.rows * sh->st.l.words * 4 * sh->st.l.k;
-	struct sdc_run *run = w->ctx->run;
-	pthread_mutex_lock(&run->lock);
-	json_object_set_new(run->environment, "ecparity",
-			    json_pack("{s:{s:i, s:I, s:I, s:f, s:f, s:f, s:b, s:b, s:I, s:f, s:f, s:f, s:b}}", "rebuild", "server",
-				      rb->installed, "round", (json_int_t)rb->round, "installed_round",
-				      (json_int_t)rb->installed_round, "bytes_read", bytes, "seconds", rb->seconds, "gb_per_s",
-				      rb->seconds > 0 ? bytes / rb->seconds / 1e9 : 0, "verified_by_replay", same,
-				      "while_training", true, "rows_redone", (json_int_t)rb->redone, "pause_seconds", rb->pause_s,
-				      "catch_up_seconds", rb->catch_s, "replay_seconds", sh->rp.seconds, "caught_up",
-				      rb->caught_up));
-	pthread_mutex_unlock(&run->lock);
+	struct sdc_facts *f = sdc_facts_new();
+	sdc_facts_int(f, "rebuild.server", rb->installed);
+	sdc_facts_int(f, "rebuild.round", (int64_t)rb->round);
+	sdc_facts_int(f, "rebuild.installed_round", (int64_t)rb->installed_round);
+	sdc_facts_real(f, "rebuild.bytes_read", bytes);
+	sdc_facts_real(f, "rebuild.seconds", rb->seconds);
+	sdc_facts_real(f, "rebuild.gb_per_s", rb->seconds > 0 ? bytes / rb->seconds / 1e9 : 0);
+	sdc_facts_bool(f, "rebuild.verified_by_replay", same);
+	sdc_facts_bool(f, "rebuild.while_training", true);
+	sdc_facts_int(f, "rebuild.rows_redone", (int64_t)rb->redone);
+	sdc_facts_real(f, "rebuild.pause_seconds", rb->pause_s);
+	sdc_facts_real(f, "rebuild.catch_up_seconds", rb->catch_s);
+	sdc_facts_real(f, "rebuild.replay_seconds", sh->rp.seconds);
+	sdc_facts_bool(f, "rebuild.caught_up", rb->caught_up);
+	/* (the last rebuild's, whole) */
+	sdc_run_facts_replace(w->ctx->run, "ecparity", f);
 }
 
 /*

@@ -171,6 +171,7 @@ struct sdc_ec_rk {
 	struct sdc_ec_rk_breaks br;
 	struct sdc_ec_rk_rebuild rb;
 	struct sdc_ec_rk_replay rc;
+	bool rebuild_reported; /* a rebuild's check is in the report (run.environment.ecparity.rebuild) */
 };
 
 /* Words of a message as exchanged. */

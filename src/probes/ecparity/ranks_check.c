@@ -6,12 +6,12 @@
  * a recomputation sees it).
  */
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "facts.h"
 #include "probes/ecparity/ranks.h"
 #include "stop.h"
 
@@ -91,17 +91,26 @@ void sdc_ec_rk_check_finish(struct sdc_ec_rk *k, bool wait)
 			 c->D, c->was, k->me, e.row);
 		sdc_ec_rk_report_event(k, c->round, &e);
 	}
-	struct sdc_run *run = k->w->ctx->run;
-	pthread_mutex_lock(&run->lock);
-	json_object_set_new(run->environment, "ecparity",
-			    json_pack("{s:{s:i, s:i, s:i, s:I, s:I, s:I, s:b, s:f, s:f, s:f, s:f, s:b, s:b, s:f, s:f, s:f}}", "rebuild",
-				      "server", c->D, "lost_rank", c->was, "rebuilt_on_rank", k->me, "round", (json_int_t)c->round,
-				      "installed_round", (json_int_t)c->installed, "rounds_missed", (json_int_t)(c->installed + 1 - c->rounds),
-				      "while_training", c->installed > c->round, "bytes_read", c->bytes, "seconds", c->rebuild_s,
-				      "gb_per_s", c->rebuild_s > 0 ? c->bytes / c->rebuild_s / 1e9 : 0, "sum_seconds", c->sum_s,
-				      "verified_by_replay", same, "replay_finished", c->finished, "replay_seconds", c->replay_s,
-				      "pause_seconds", c->pause_s, "catch_up_seconds", c->catch_s));
-	pthread_mutex_unlock(&run->lock);
+	struct sdc_facts *f = sdc_facts_new();
+	sdc_facts_int(f, "rebuild.server", c->D);
+	sdc_facts_int(f, "rebuild.lost_rank", c->was);
+	sdc_facts_int(f, "rebuild.rebuilt_on_rank", k->me);
+	sdc_facts_int(f, "rebuild.round", (int64_t)c->round);
+	sdc_facts_int(f, "rebuild.installed_round", (int64_t)c->installed);
+	sdc_facts_int(f, "rebuild.rounds_missed", (int64_t)(c->installed + 1 - c->rounds));
+	sdc_facts_bool(f, "rebuild.while_training", c->installed > c->round);
+	sdc_facts_real(f, "rebuild.bytes_read", c->bytes);
+	sdc_facts_real(f, "rebuild.seconds", c->rebuild_s);
+	sdc_facts_real(f, "rebuild.gb_per_s", c->rebuild_s > 0 ? c->bytes / c->rebuild_s / 1e9 : 0);
+	sdc_facts_real(f, "rebuild.sum_seconds", c->sum_s);
+	sdc_facts_bool(f, "rebuild.verified_by_replay", same);
+	sdc_facts_bool(f, "rebuild.replay_finished", c->finished);
+	sdc_facts_real(f, "rebuild.replay_seconds", c->replay_s);
+	sdc_facts_real(f, "rebuild.pause_seconds", c->pause_s);
+	sdc_facts_real(f, "rebuild.catch_up_seconds", c->catch_s);
+	/* (the last rebuild's, whole) */
+	sdc_run_facts_replace(k->w->ctx->run, "ecparity", f);
+	k->rebuild_reported = true;
 	sdc_note("ecparity: server %d's rebuild on rank %d: %s", c->D, k->me,
 		 !c->finished ? "its replay did not finish before the run ended: unverified"
 		 : same	      ? "the same bits as a replay of its training (replayed while training went on)"
@@ -179,19 +188,20 @@ void sdc_ec_rk_final_check(struct sdc_ec_rk *k)
 			end_mismatch(k, s, &e);
 	}
 	free(want);
-	struct sdc_run *run = k->w->ctx->run;
-	pthread_mutex_lock(&run->lock);
-	json_t *ec = json_object_get(run->environment, "ecparity");
-	if (!json_is_object(ec))
-		json_object_set_new(run->environment, "ecparity", ec = json_object());
-	json_t *rb = json_object_get(ec, "rebuild");
-	if (rb && D >= 0 && sdc_ec_rk_trains(k, D)) {
-		json_object_set_new(rb, "final_rounds", json_integer((json_int_t)k->at.done[D]));
-		json_object_set_new(rb, "final_matches_replay", d_finished ? json_boolean(d_same) : json_null());
+	/* the rebuilt server's end joins its rebuild's facts; the end's replay check, whole */
+	struct sdc_facts *f = sdc_facts_new(), *g = sdc_facts_new();
+	if (k->rebuild_reported && D >= 0 && sdc_ec_rk_trains(k, D)) {
+		sdc_facts_int(f, "rebuild.final_rounds", (int64_t)k->at.done[D]);
+		if (d_finished)
+			sdc_facts_bool(f, "rebuild.final_matches_replay", d_same);
+		else
+			sdc_facts_null(f, "rebuild.final_matches_replay");
 	}
-	json_object_set_new(ec, "replay_check",
-			    json_pack("{s:i, s:i, s:f}", "servers", checked, "unfinished", unfinished, "seconds", sdc_now() - t0));
-	pthread_mutex_unlock(&run->lock);
+	sdc_run_facts(k->w->ctx->run, "ecparity", f);
+	sdc_facts_int(g, "replay_check.servers", checked);
+	sdc_facts_int(g, "replay_check.unfinished", unfinished);
+	sdc_facts_real(g, "replay_check.seconds", sdc_now() - t0);
+	sdc_run_facts_replace(k->w->ctx->run, "ecparity", g);
 	if (unfinished && !sdc_stop_interrupted())
 		sdc_worker_error(k->w, "the end's replay check of %d of this rank's servers did not finish in half the "
 				 "timeout (%.0f s): their training is not verified", unfinished, k->x.timeout / 2);

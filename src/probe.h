@@ -73,7 +73,13 @@ struct sdc_probe {
 	 * `list`); writes why not. NULL: always. */
 	bool (*available)(const struct sdc_run *run, char *why, size_t len);
 	int (*setup)(struct sdc_probe_ctx *ctx);
-	void (*run)(struct sdc_worker *w);
+	/*
+	 * The lanes, one a device kind: what one worker does on a CPU core or on a GPU until
+	 * sdc_worker_continue says stop. The runner calls the lane of the worker's device (a variant
+	 * says which kinds it runs on); a probe writes its GPU lane as a lane of its own, not as
+	 * branches through its CPU lane. NULL: the probe has no lane for that kind.
+	 */
+	void (*lane[SDC_DEVICE_NKINDS])(struct sdc_worker *w);
 	void (*teardown)(struct sdc_probe_ctx *ctx);
 
 	/* ---- the probe's own tools, reached through the registry ---- */

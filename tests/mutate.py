@@ -270,7 +270,7 @@ MUTATIONS = [
      ["vote"]),
     ("supervise-crash-off", "a worker's fatal signal is not caught (the run dies without a report)",
      "src/core/runner.c",
-     [("\telse if (sdc_supervise_call(w, w->ctx->probe->run, &crash))", "\telse if ((w->ctx->probe->run(w), 0))")],
+     [("\telse if (sdc_supervise_call(w, lane, &crash))", "\telse if ((lane(w), 0))")],
      ["supervise"]),
     ("hang-watch-x10", "a worker is named hung after ten times its hang_timeout",
      "src/core/runner.c",

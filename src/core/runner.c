@@ -267,9 +267,13 @@ static void *worker_main(void *arg)
 	w->t_start = sdc_now();
 	w->t_end = 0;
 	struct sdc_crash crash;
+	void (*const lane)(struct sdc_worker *) = w->ctx->probe->lane[w->dev->kind];
 	if (bound)
 		sdc_worker_error(w, "%s", err);
-	else if (sdc_supervise_call(w, w->ctx->probe->run, &crash))
+	else if (!lane)
+		sdc_worker_error(w, "%s: the %s probe has no %s lane", w->dev->id, w->ctx->probe->name,
+				 sdc_device_kind_name(w->dev->kind));
+	else if (sdc_supervise_call(w, lane, &crash))
 		worker_crashed(w, &crash);
 	if (!w->t_end) /* (where the probe did not stop the clock before a check at its end) */
 		w->t_end = sdc_now();

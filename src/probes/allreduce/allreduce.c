@@ -750,31 +750,23 @@ static int bench_main(struct sdc_cmd *cmd)
 	return rc ? SDC_CRITICAL : 0;
 }
 
+/* The CPU lane: the checked ring over MPI, or MPI's own all-reduce checked. */
 static void allreduce_run(struct sdc_worker *w)
 {
 	snprintf(w->kernel, sizeof(w->kernel), "%s, rank %d of %d", w->ctx->variant->name, sdc_fleet.rank,
 		 sdc_fleet.size);
 	if (w->ctx->variant->param[0] == VARIANT_RING)
 		ring_run(w);
-	else if (w->ctx->variant->param[0] == VARIANT_MPI)
-		mpi_run(w);
-	else if (w->ctx->variant->param[0] == VARIANT_NCCL)
-		sdc_ar_nccl_run(w);
 	else
-		sdc_ar_nccl_ring_run(w);
+		mpi_run(w);
 }
 
 #else
 
+/* (only the nccl variants, the GPU lane's, are offered without MPI: one process over the host's GPUs) */
 static void allreduce_run(struct sdc_worker *w)
 {
-	/* (only the nccl variants are offered without MPI: one process over the host's GPUs) */
-	if (w->ctx->variant->param[0] == VARIANT_NCCL)
-		sdc_ar_nccl_run(w);
-	else if (w->ctx->variant->param[0] == VARIANT_NCCL_RING)
-		sdc_ar_nccl_ring_run(w);
-	else
-		sdc_worker_error(w, "built without MPI");
+	sdc_worker_error(w, "built without MPI");
 }
 
 static int bench_main(struct sdc_cmd *cmd)
@@ -783,6 +775,19 @@ static int bench_main(struct sdc_cmd *cmd)
 }
 
 #endif
+
+/* The GPU lane: NCCL's all-reduce checked, or the checked ring over NCCL's sends and receives. */
+static void allreduce_gpu_lane(struct sdc_worker *w)
+{
+#if HAVE_MPI
+	snprintf(w->kernel, sizeof(w->kernel), "%s, rank %d of %d", w->ctx->variant->name, sdc_fleet.rank,
+		 sdc_fleet.size);
+#endif
+	if (w->ctx->variant->param[0] == VARIANT_NCCL)
+		sdc_ar_nccl_run(w);
+	else
+		sdc_ar_nccl_ring_run(w);
+}
 
 static const struct sdc_command allreduce_bench = {
 	.name = "allreduce",
@@ -811,7 +816,7 @@ const struct sdc_probe sdc_probe_allreduce = {
 	.variants = allreduce_variants,
 	.available = allreduce_available,
 	.setup = allreduce_setup,
-	.run = allreduce_run,
+	.lane = { [SDC_DEVICE_CPU] = allreduce_run, [SDC_DEVICE_GPU] = allreduce_gpu_lane },
 	.teardown = allreduce_teardown,
 	.benches = allreduce_benches,
 };

@@ -267,7 +267,7 @@ const struct sdc_probe sdc_probe_ecparity = {
 	.selftest_faults = ec_selftest_faults,
 	.variants = ec_variants,
 	.setup = ec_setup,
-	.run = ec_run,
+	.lane = { [SDC_DEVICE_CPU] = ec_run },
 	.teardown = ec_teardown,
 	.benches = ec_benches,
 };

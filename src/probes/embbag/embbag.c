@@ -728,59 +728,79 @@ static void run_gpu(struct eb_worker *ew)
 	}
 }
 
-static void embbag_run(struct sdc_worker *w)
+/*
+ * A worker's table and buffers, either lane's: on a GPU the table lives there and here only its
+ * truth, to report and repair against; on a core the run's shared table or this core's own, filled
+ * here. 0, or -1 after saying why (what was made released).
+ */
+static int worker_open(struct eb_worker *ew, bool on_gpu)
 {
-	const struct embbag_shared *sh = w->ctx->shared;
+	struct sdc_worker *w = ew->w;
+	const struct embbag_shared *sh = ew->sh;
 	const struct sdc_eb_cfg *cfg = &sh->cfg;
-	struct eb_worker ew = { .w = w, .sh = sh };
 	char err[256];
-	const bool on_gpu = w->dev->kind == SDC_DEVICE_GPU;
 	sdc_strlcpy(w->kernel, sh->impl->name, sizeof(w->kernel));
 	if (on_gpu) {
-		/* the table lives on the GPU: here only its truth, to report and repair against */
-		if (sdc_eb_table_plan(&ew.own, cfg, true, err, sizeof(err))) {
+		if (sdc_eb_table_plan(&ew->own, cfg, true, err, sizeof(err))) {
 			sdc_worker_error(w, "%s", err);
-			return;
+			return -1;
 		}
-		ew.t = &ew.own;
+		ew->t = &ew->own;
 	} else if (sh->shared_table) {
-		ew.t = (struct sdc_eb_table *)&sh->table;
+		ew->t = (struct sdc_eb_table *)&sh->table;
 	} else {
-		if (sdc_eb_table_alloc(&ew.own, cfg, true, err, sizeof(err))) {
+		if (sdc_eb_table_alloc(&ew->own, cfg, true, err, sizeof(err))) {
 			sdc_worker_error(w, "%s", err);
-			return;
+			return -1;
 		}
 		/* on this core, so its memory is local; a heartbeat a slice, as a paper-size table takes minutes */
 		for (uint64_t r0 = 0; r0 < cfg->rows; r0 += 65536) {
-			sdc_eb_table_fill(&ew.own, r0, cfg->rows - r0 < 65536 ? cfg->rows : r0 + 65536);
+			sdc_eb_table_fill(&ew->own, r0, cfg->rows - r0 < 65536 ? cfg->rows : r0 + 65536);
 			sdc_worker_heartbeat(w);
 		}
-		ew.t = &ew.own;
+		ew->t = &ew->own;
 	}
 	const int d = cfg->d;
 	/* a core's outputs: one batch; a GPU's: every batch of an iteration, and their verdicts */
 	const size_t out_bags = on_gpu ? (size_t)sh->batches * cfg->batch : (size_t)cfg->batch;
-	ew.out = malloc(out_bags * d * sizeof(float));
-	ew.ref = malloc((size_t)d * sizeof(float));
-	ew.expect = malloc((size_t)cfg->batch * sizeof(*ew.expect));
-	ew.scratch = sdc_alloc_aligned(sdc_eb_scratch_bytes(cfg));
-	ew.truth_row = calloc(1, ew.t->l.stride); /* (read for an element's width before any truth is in it) */
-	ew.hashes = malloc((size_t)sh->batches * sizeof(uint64_t));
+	ew->out = malloc(out_bags * d * sizeof(float));
+	ew->ref = malloc((size_t)d * sizeof(float));
+	ew->expect = malloc((size_t)cfg->batch * sizeof(*ew->expect));
+	ew->scratch = sdc_alloc_aligned(sdc_eb_scratch_bytes(cfg));
+	ew->truth_row = calloc(1, ew->t->l.stride); /* (read for an element's width before any truth is in it) */
+	ew->hashes = malloc((size_t)sh->batches * sizeof(uint64_t));
 	if (on_gpu) {
-		ew.row_buf = malloc(ew.t->l.stride);
-		ew.verdicts = calloc(out_bags, sizeof(*ew.verdicts));
+		ew->row_buf = malloc(ew->t->l.stride);
+		ew->verdicts = calloc(out_bags, sizeof(*ew->verdicts));
 	}
-	if (!ew.out || !ew.ref || !ew.expect || !ew.scratch || !ew.truth_row || !ew.hashes ||
-	    (on_gpu && (!ew.row_buf || !ew.verdicts)) || sdc_eb_batch_alloc(&ew.batch, cfg)) {
+	if (!ew->out || !ew->ref || !ew->expect || !ew->scratch || !ew->truth_row || !ew->hashes ||
+	    (on_gpu && (!ew->row_buf || !ew->verdicts)) || sdc_eb_batch_alloc(&ew->batch, cfg)) {
 		sdc_worker_error(w, "out of memory");
-		worker_release(&ew);
-		return;
+		worker_release(ew);
+		return -1;
 	}
-	if (on_gpu) {
-		run_gpu(&ew);
-		worker_release(&ew);
+	return 0;
+}
+
+/* The GPU lane: every batch of an iteration looked up and checked on the GPU (run_gpu). */
+static void embbag_gpu_lane(struct sdc_worker *w)
+{
+	struct eb_worker ew = { .w = w, .sh = w->ctx->shared };
+	if (worker_open(&ew, true))
 		return;
-	}
+	run_gpu(&ew);
+	worker_release(&ew);
+}
+
+/* The CPU lane: this core's batches looked up by the run's kernel and checked, the table swept. */
+static void embbag_cpu_lane(struct sdc_worker *w)
+{
+	const struct embbag_shared *sh = w->ctx->shared;
+	const struct sdc_eb_cfg *cfg = &sh->cfg;
+	struct eb_worker ew = { .w = w, .sh = sh };
+	if (worker_open(&ew, false))
+		return;
+	const int d = cfg->d;
 	/* Start the sweep where this core's share of the table begins, so cores cover it together. */
 	ew.sweep_cursor = sh->shared_table ? cfg->rows / (uint64_t)w->ctx->nworkers * (uint64_t)w->index : 0;
 	sdc_worker_restart_clock(w);
@@ -839,7 +859,7 @@ const struct sdc_probe sdc_probe_embbag = {
 	.selftest_faults = embbag_selftest_faults,
 	.variants = embbag_variants,
 	.setup = embbag_setup,
-	.run = embbag_run,
+	.lane = { [SDC_DEVICE_CPU] = embbag_cpu_lane, [SDC_DEVICE_GPU] = embbag_gpu_lane },
 	.teardown = embbag_teardown,
 	.benches = embbag_benches,
 	.campaign = &sdc_embbag_campaign,

@@ -647,19 +647,23 @@ static int gemm_setup(struct sdc_probe_ctx *ctx)
 	return 0;
 }
 
+/* The GPU lane (gpu.c): set up for every GPU of the run in setup, or said why not there. */
+static void gemm_gpu_lane(struct sdc_worker *w)
+{
+	const struct gemm_shared *sh = w->ctx->shared;
+	if (!sh->gpu) {
+		sdc_worker_error(w, "%s: %s", w->dev->id, sh->gpu_error[0] ? sh->gpu_error : "no GPU lanes set up");
+		return;
+	}
+	/* A CPU variant's lane on a GPU: checked and voted on, but not held to the cores' floor. */
+	w->no_floor = !sh->gpu_burn;
+	sdc_gemm_gpu_run(w);
+}
+
+/* The CPU lane: one core's GEMMs, each checked by its ABFT sums. */
 static void gemm_run(struct sdc_worker *w)
 {
 	const struct gemm_shared *sh = w->ctx->shared;
-	if (w->dev->kind == SDC_DEVICE_GPU) {
-		if (!sh->gpu) {
-			sdc_worker_error(w, "%s: %s", w->dev->id, sh->gpu_error[0] ? sh->gpu_error : "no GPU lanes set up");
-			return;
-		}
-		/* A CPU variant's lane on a GPU: checked and voted on, but not held to the cores' floor. */
-		w->no_floor = !sh->gpu_burn;
-		sdc_gemm_gpu_run(w);
-		return;
-	}
 	struct sdc_gemm g;
 	char err[256];
 	if (sdc_gemm_init(&g, &sh->cfg, err, sizeof(err))) {
@@ -700,7 +704,7 @@ const struct sdc_probe sdc_probe_gemm = {
 	.selftest_faults = gemm_selftest_faults,
 	.variants = gemm_variants,
 	.setup = gemm_setup,
-	.run = gemm_run,
+	.lane = { [SDC_DEVICE_CPU] = gemm_run, [SDC_DEVICE_GPU] = gemm_gpu_lane },
 	.teardown = gemm_teardown,
 	.benches = gemm_benches,
 	.campaign = &sdc_gemm_campaign,

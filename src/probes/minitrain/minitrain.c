@@ -495,101 +495,120 @@ static bool train_step(struct mt_worker *mw, const struct sdc_mt_hooks *hooks, c
 	return true;
 }
 
-static void minitrain_run(struct sdc_worker *w)
+/*
+ * The training, the same on either lane: the model on the worker's backend (a core's exact
+ * kernels, or the GPU's that the GPU lane opened in mw), its runs from the seed, each step checked
+ * (train_step) and the last checkpoint at each run's end.
+ */
+static void train(struct mt_worker *mw)
 {
+	struct sdc_worker *w = mw->w;
 	struct sdc_probe_ctx *ctx = w->ctx;
-	const struct mt_shared *sh = ctx->shared;
-	struct mt_worker mw = { .w = w, .sh = sh };
+	const struct mt_shared *sh = mw->sh;
+	const bool on_gpu = mw->gpu != NULL;
 	char err[256];
-	const bool on_gpu = w->dev->kind == SDC_DEVICE_GPU;
-	if (on_gpu && sdc_mt_gpu_open(&mw, ((const struct minitrain_opts *)ctx->opts)->gpu_timeout, err, sizeof(err))) {
-		sdc_worker_device_lost(w, "%s (%s): %s", w->dev->id, w->dev->gpu.pci_bus_id, err);
-		return;
-	}
-	if (!(mw.m = sdc_mt_model_new(&mw, err, sizeof(err)))) {
+	if (!(mw->m = sdc_mt_model_new(mw, err, sizeof(err)))) {
 		if (on_gpu)
 			sdc_worker_device_lost(w, "%s (%s): %s", w->dev->id, w->dev->gpu.pci_bus_id, err);
 		else
 			sdc_worker_error(w, "%s", err);
-		sdc_mt_gpu_close(&mw);
 		return;
 	}
-	mw.ntraj = sdc_mt_tensors(mw.m, &mw.traj);
-	mw.ngrads = sdc_mt_grads(mw.m, &mw.grads);
-	for (int i = 0; i < mw.ngrads; i++)
-		mw.grads_total += sdc_mt_numel(&mw.grads[i]);
+	mw->ntraj = sdc_mt_tensors(mw->m, &mw->traj);
+	mw->ngrads = sdc_mt_grads(mw->m, &mw->grads);
+	for (int i = 0; i < mw->ngrads; i++)
+		mw->grads_total += sdc_mt_numel(&mw->grads[i]);
 	const struct sdc_golden_entry *golden = sh->golden;
-	uint8_t *sha = calloc((size_t)mw.ntraj, SDC_SHA256_LEN);
-	mw.saved_grads = malloc(sizeof(float) * mw.grads_total);
-	mw.capture = malloc(sizeof(float) * mw.grads_total);
+	uint8_t *sha = calloc((size_t)mw->ntraj, SDC_SHA256_LEN);
+	mw->saved_grads = malloc(sizeof(float) * mw->grads_total);
+	mw->capture = malloc(sizeof(float) * mw->grads_total);
 	const bool dp = sh->cfg.nshards > 1;
 	if (dp) {
-		mw.dp_local = malloc(sizeof(float) * mw.grads_total);
-		mw.dp_all = malloc(sizeof(float) * mw.grads_total * (size_t)sdc_fleet.size);
-		mw.dp_hashes = malloc(sizeof(uint64_t) * 2 * (size_t)sdc_fleet.size);
+		mw->dp_local = malloc(sizeof(float) * mw->grads_total);
+		mw->dp_all = malloc(sizeof(float) * mw->grads_total * (size_t)sdc_fleet.size);
+		mw->dp_hashes = malloc(sizeof(uint64_t) * 2 * (size_t)sdc_fleet.size);
 	}
-	if (!sha || !mw.saved_grads || !mw.capture || sdc_sha256_init(&mw.sha) ||
-	    (dp && (!mw.dp_local || !mw.dp_all || !mw.dp_hashes))) {
+	if (!sha || !mw->saved_grads || !mw->capture || sdc_sha256_init(&mw->sha) ||
+	    (dp && (!mw->dp_local || !mw->dp_all || !mw->dp_hashes))) {
 		sdc_worker_error(w, "out of memory");
 		goto out;
 	}
-	if (golden && !golden_matches_shape(golden, sh, mw.ntraj)) {
+	if (golden && !golden_matches_shape(golden, sh, mw->ntraj)) {
 		sdc_worker_error(w, "golden %s does not fit this model (steps, checkpoints or tensors differ)",
 				 sh->golden_origin);
 		goto out;
 	}
-	if (dp && sdc_mt_dp_open(&mw, ((const struct minitrain_opts *)ctx->opts)->dp_transport))
+	if (dp && sdc_mt_dp_open(mw, ((const struct minitrain_opts *)ctx->opts)->dp_transport))
 		goto out;
 	{
 		char line[256];
 		/* (over MPI, the default, goes unsaid: the line has 64 bytes, the golden's name comes first) */
 		snprintf(line, sizeof(line), "%s%s%s%s", on_gpu ? "exact CUDA" : sh->plain ? "plain" : sdc_xgemm_kernel(),
 			 golden ? ", golden: " : ", no golden", golden ? sh->golden_origin : "",
-			 mw.dp_nccl ? ", NCCL grads" : "");
+			 mw->dp_nccl ? ", NCCL grads" : "");
 		sdc_strlcpy(w->kernel, line, sizeof(w->kernel));
 	}
 	/* (the activation hook only in a step with an A fault due: on a GPU it moves the tensor) */
-	const struct sdc_mt_hooks hooks = { .ctx = &mw, .activation = hook_activation, .gradients = hook_gradients,
+	const struct sdc_mt_hooks hooks = { .ctx = mw, .activation = hook_activation, .gradients = hook_gradients,
 					    .reduce = dp ? sdc_mt_hook_reduce : NULL, .attn = hook_attn };
 	struct sdc_mt_hooks no_act = hooks;
 	no_act.activation = NULL;
 	/* a GPU's lane is voted on and checked against the goldens, not held to the cores' floor */
 	w->no_floor = on_gpu;
 	sdc_worker_restart_clock(w);
-	while (dp ? !mw.dp_failed : sdc_worker_continue(w)) {
-		sdc_mt_reset(mw.m);
-		mw.diverged_this_run = false;
-		mw.attn_step = -1;
+	while (dp ? !mw->dp_failed : sdc_worker_continue(w)) {
+		sdc_mt_reset(mw->m);
+		mw->diverged_this_run = false;
+		mw->attn_step = -1;
 		int check = 0;
 		bool stop = false;
-		for (mw.step = 0; mw.step < sh->steps && (dp || sdc_worker_continue(w)); mw.step++, mw.iter++) {
-			if (!train_step(&mw, &hooks, &no_act, sha, &check)) {
+		for (mw->step = 0; mw->step < sh->steps && (dp || sdc_worker_continue(w)); mw->step++, mw->iter++) {
+			if (!train_step(mw, &hooks, &no_act, sha, &check)) {
 				stop = true;
 				break;
 			}
 		}
-		if (stop || mw.dp_failed)
+		if (stop || mw->dp_failed)
 			break;
 		/* The end of a full run: its final state against the last checkpoint. */
-		if (golden && !dp && mw.step == sh->steps && !mw.diverged_this_run && check < golden->traj.ncheck) {
-			sdc_mt_tensors_sha(&mw.sha, mw.traj, mw.ntraj, sha);
-			if (memcmp(sha, golden->traj.sha + (size_t)check * mw.ntraj * SDC_SHA256_LEN,
-				   (size_t)mw.ntraj * SDC_SHA256_LEN)) {
-				mw.iter--;
-				sdc_mt_diverged(&mw, POINT_ENTRY, 0);
-				mw.iter++;
+		if (golden && !dp && mw->step == sh->steps && !mw->diverged_this_run && check < golden->traj.ncheck) {
+			sdc_mt_tensors_sha(&mw->sha, mw->traj, mw->ntraj, sha);
+			if (memcmp(sha, golden->traj.sha + (size_t)check * mw->ntraj * SDC_SHA256_LEN,
+				   (size_t)mw->ntraj * SDC_SHA256_LEN)) {
+				mw->iter--;
+				sdc_mt_diverged(mw, POINT_ENTRY, 0);
+				mw->iter++;
 			}
 		}
 	}
 out:
 	free(sha);
-	free(mw.saved_grads);
-	free(mw.capture);
-	free(mw.dp_local), free(mw.dp_all), free(mw.dp_hashes);
-	sdc_mt_dp_close(&mw);
-	sdc_sha256_release(&mw.sha);
-	sdc_mt_free(mw.replay);
-	sdc_mt_free(mw.m);
+	free(mw->saved_grads);
+	free(mw->capture);
+	free(mw->dp_local), free(mw->dp_all), free(mw->dp_hashes);
+	sdc_mt_dp_close(mw);
+	sdc_sha256_release(&mw->sha);
+	sdc_mt_free(mw->replay);
+	sdc_mt_free(mw->m);
+}
+
+/* The CPU lane: the training on this core. */
+static void minitrain_cpu_lane(struct sdc_worker *w)
+{
+	struct mt_worker mw = { .w = w, .sh = w->ctx->shared };
+	train(&mw);
+}
+
+/* The GPU lane: the GPU's backend opened (gpu.c), the same training on it, the backend closed. */
+static void minitrain_gpu_lane(struct sdc_worker *w)
+{
+	struct mt_worker mw = { .w = w, .sh = w->ctx->shared };
+	char err[256];
+	if (sdc_mt_gpu_open(&mw, ((const struct minitrain_opts *)w->ctx->opts)->gpu_timeout, err, sizeof(err))) {
+		sdc_worker_device_lost(w, "%s (%s): %s", w->dev->id, w->dev->gpu.pci_bus_id, err);
+		return;
+	}
+	train(&mw);
 	sdc_mt_gpu_close(&mw);
 }
 
@@ -613,7 +632,7 @@ const struct sdc_probe sdc_probe_minitrain = {
 	.selftest_faults = minitrain_selftest_faults,
 	.variants = minitrain_variants,
 	.setup = minitrain_setup,
-	.run = minitrain_run,
+	.lane = { [SDC_DEVICE_CPU] = minitrain_cpu_lane, [SDC_DEVICE_GPU] = minitrain_gpu_lane },
 	.teardown = minitrain_teardown,
 	.benches = minitrain_benches,
 	.golden_record = sdc_mt_golden_record,

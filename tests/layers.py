@@ -185,8 +185,8 @@ def self_test(root):
         ('kernels/crc32c.c', '#include "core/runner.h"\n', 'back up'),
         ('core/registry.c', '#include "probes/gemm/abft.h"\n', "probe folder"),
         ('probes/embbag/embbag.c', '#include "probes/gemm/abft.h"\n', "probe folder"),
-        ('kernels/cuda/ring.cu', '#include "probes/gemm/gemm_data.h"\n', 'one probe'),
-        ('kernels/cuda/gemm.cu', '#include "core/runner.h"\n', 'back up'),
+        ('probes/allreduce/ring.cu', '#include "probes/gemm/gemm_data.h"\n', 'one probe'),
+        ('probes/gemm/gemm.cu', '#include "core/runner.h"\n', 'back up'),
         # a probe's arithmetic: no framework, directly or through the probe's own header
         ('probes/minitrain/mt_dlrm.c', '#include "run.h"\n',
          "minitrain's arithmetic) includes run.h"),

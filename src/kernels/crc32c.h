@@ -22,7 +22,7 @@ uint32_t sdc_crc32c_shift(uint32_t reg);
 const char *sdc_crc32c_impl(void);
 
 /* On a GPU: probes/allreduce/ring_hd.h (one byte at a time, pieces joined with
- * sdc_crc32c_combine) in the GPU module's crc32c entry (kernels/cuda/ring.cu); the unit test holds
+ * sdc_crc32c_combine) in the GPU module's crc32c entry (probes/allreduce/ring.cu); the unit test holds
  * both to this one. */
 
 #endif

@@ -25,7 +25,7 @@ void sdc_xgemm_plain(int m, int n, int k, const float *a, int lda, const float *
 const char *sdc_xgemm_kernel(void);
 
 /*
- * The same GEMM on a GPU: kernels/cuda/xgemm.cu, in the GPU module (its xgemm entry, gpu_module.h).
+ * The same GEMM on a GPU: probes/minitrain/xgemm.cu, in the GPU module (its xgemm entry, gpu_module.h).
  * Every element is summed through sdc_xdot/sdc_xmac (xops.h), the function sdc_xgemm_plain sums
  * with, so its bits equal this file's kernels'.
  */

@@ -5,7 +5,7 @@
  * which nvcc never contracts whatever -fmad says; on the host (gcc, and g++ for the host side of
  * CUDA files) the files are built with -ffp-contract=off. So a kernel that computes an element
  * with these functions gets the bits the CPU's loop gets from the same source: the GPU's exact
- * GEMM (kernels/cuda/xgemm.cu) sums each element as sdc_xgemm_plain does, through sdc_xdot, and
+ * GEMM (probes/minitrain/xgemm.cu) sums each element as sdc_xgemm_plain does, through sdc_xdot, and
  * sdc_exp and sdc_log (exactmath.h) are sdc_xexp and sdc_xlog.
  */
 #ifndef SDC_XOPS_H

@@ -1,6 +1,6 @@
 /*
  * The fake GPU module's gemm family (probes/gemm/gpu_ops.h; the module's core: fake_core.c): it
- * does what the CUDA engine does (kernels/cuda/gemm.cu) from the same element definitions and the
+ * does what the CUDA engine does (probes/gemm/gemm.cu) from the same element definitions and the
  * same check arithmetic (gemm_data.h, kernels/abft_ref.h): operands drawn per element, B's
  * checksum columns encoded per row, every row of C checked, fingerprints of the operands, the SM
  * replay of a tile. The product is a plain loop (exact in int64; fast in double, rounded to fp32).

@@ -3,7 +3,7 @@
  * run time, the communicators of the core table (nccl_init, nccl_destroy) with each member's GPU,
  * stream and buffers, and the waits every call on them polls against its deadline. The families
  * that run work on a communicator include this: allreduce's collectives and checked ring
- * (kernels/cuda/nccl_check.cu), minitrain's data-parallel mean (kernels/cuda/mt_nccl.cu).
+ * (probes/allreduce/nccl_check.cu), minitrain's data-parallel mean (probes/minitrain/mt_nccl.cu).
  */
 #ifndef SDC_CUDA_NCCL_COMM_H
 #define SDC_CUDA_NCCL_COMM_H

@@ -1,6 +1,6 @@
 /*
  * sdcscan bench ring-hops --gpus: the hop checks an NCCL ring will run on a GPU (ring_hd.h,
- * kernels/cuda/ring.cu), on one GPU, no launcher needed. First the bits: the GPU's CRC32C of
+ * probes/allreduce/ring.cu), on one GPU, no launcher needed. First the bits: the GPU's CRC32C of
  * buffers of many lengths (odd ones, and the pieces' edges) against this CPU's; the GPU's check of
  * a reduce-scatter hop (wrong elements planted) against sdc_ring_check_add_crc: the same count,
  * the same sums written, the same CRC. Any difference is a missed target. Then the speed: GB/s of

@@ -1,7 +1,7 @@
 /*
- * The allreduce family: the hop checks of sdcscan's ring on a GPU (kernels/cuda/ring.cu) and, on
+ * The allreduce family: the hop checks of sdcscan's ring on a GPU (probes/allreduce/ring.cu) and, on
  * the core's NCCL communicators, NCCL's collectives checked exactly and the checked ring over NCCL
- * (kernels/cuda/nccl_check.cu): the table the allreduce probe (nccl.c, bench_gpu.c, bench_nccl.c)
+ * (probes/allreduce/nccl_check.cu): the table the allreduce probe (nccl.c, bench_gpu.c, bench_nccl.c)
  * calls. Bump SDC_GPU_ALLREDUCE_VERSION with any change to what this file declares.
  */
 #ifndef SDC_PROBES_ALLREDUCE_GPU_OPS_H
@@ -54,7 +54,7 @@ struct sdc_gpu_allreduce_ops {
 	int (*ring_bench)(uint64_t bytes, int reps, double *crc_s, double *check_s, double timeout, char *err,
 			  size_t errlen);
 
-	/* ---- NCCL's native collectives, checked exactly (ring_hd.h, kernels/cuda/nccl_check.cu), on a
+	/* ---- NCCL's native collectives, checked exactly (ring_hd.h, probes/allreduce/nccl_check.cu), on a
 	 * communicator of the core (kernels/gpu_module.h, nccl_init); NULL in a module built without
 	 * nccl.h ---- */
 	/* One collective (op 'A' ncclAllReduce, 'R' ncclReduceScatter, 'G' ncclAllGather; counts as

@@ -61,6 +61,6 @@ void sdc_ring_hop_verdict_crc(const uint32_t header[3], uint32_t step, uint32_t 
 void sdc_ring_hop_header(uint32_t header[3], uint32_t crc, uint32_t step);
 
 /* The hop checks on a GPU, for NCCL rings: ring_hd.h (the same terms, expected values and
- * CRC32C), run by the GPU module's ring_check entry (kernels/cuda/ring.cu). */
+ * CRC32C), run by the GPU module's ring_check entry (probes/allreduce/ring.cu). */
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * embbag: an ABFT-checked quantized EmbeddingBag burn on every selected CPU core and GPU (the
  * engine: probes/embbag/abft.h; the kernels: kernel.h; on a GPU embbag_hd.h's functions
- * in kernels/cuda/embbag.cu, through the GPU module).
+ * in probes/embbag/embbag.cu, through the GPU module).
  *
  * Variants: row format (8-bit, 4-bit FBGEMM fused rows) x numerics class (exact, fast) x embedding
  * width. Every core looks up the same seeded batches in a table larger than the caches (its own

@@ -1,5 +1,5 @@
 /*
- * The embbag family: EmbeddingBag on a GPU (kernels/cuda/embbag.cu), the table the embbag probe's
+ * The embbag family: EmbeddingBag on a GPU (probes/embbag/embbag.cu), the table the embbag probe's
  * GPU lanes (embbag.c) and benchmark (bench_gpu.c) call. Bump SDC_GPU_EMBBAG_VERSION with any
  * change to what this file declares.
  */
@@ -17,7 +17,7 @@ struct sdc_eb_verdict;
 struct sdc_gpu_embbag_ops {
 	int version; /* SDC_GPU_EMBBAG_VERSION */
 
-	/* ---- embbag on the calling thread's GPU (embbag_hd.h, kernels/cuda/embbag.cu). One
+	/* ---- embbag on the calling thread's GPU (embbag_hd.h, probes/embbag/embbag.cu). One
 	 * stream; every wait polled to the deadline; after one failure every call fails, eb_error
 	 * saying why. ---- */
 	/* A table of cfg's rows (with the ABFT trailer or without: the plain FBGEMM rows), made on the

@@ -1,5 +1,5 @@
 /*
- * The gemm family: the checked GEMM engine on a GPU (kernels/cuda/gemm.cu), the table the gemm
+ * The gemm family: the checked GEMM engine on a GPU (probes/gemm/gemm.cu), the table the gemm
  * probe's GPU lanes, benchmark, calibration and campaign call (gpu.c, bench_gpu.c, calibrate_gpu.c,
  * campaign_gpu.c). Bump SDC_GPU_GEMM_VERSION with any change to what this file declares.
  */
@@ -10,7 +10,7 @@
 
 #define SDC_GPU_GEMM_VERSION 1
 
-/* The GEMM types the engine runs (kernels/cuda/gemm.cu). */
+/* The GEMM types the engine runs (probes/gemm/gemm.cu). */
 enum sdc_gpu_type {
 	SDC_GPU_INT8,      /* exact: s8 x s8 -> s32, cuBLASLt IMMA (CUBLAS_COMPUTE_32I) */
 	SDC_GPU_FP32,      /* exact: small integers in fp32, CUBLAS_COMPUTE_32F (no TF32) */

@@ -6,7 +6,7 @@
  * named, and is a missed target. Then the speed: the exact kernel against cuBLAS sgemm on the same
  * device operands, GFLOP/s, target at least 30% of sgemm (the CPU's exact kernel has the same
  * target against OpenBLAS). Before the GEMM's speed, training: the quick profile's two models on the GPU (every
- * operation a kernel, kernels/cuda/minitrain.cu) and on one core, their trajectories compared after
+ * operation a kernel, probes/minitrain/minitrain.cu) and on one core, their trajectories compared after
  * every step of the first 20 (the same bits, or a missed target), and steps per second of each side
  * by side (target: the GPU trains faster than one core, or it is not worth running there).
  */

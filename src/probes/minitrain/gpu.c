@@ -1,6 +1,6 @@
 /*
  * minitrain on a GPU: the model's backend (model.h) from the GPU module's mt_ entries
- * (kernels/cuda/minitrain.cu), on the worker's GPU. The steps, hooks, goldens, replay and vote are
+ * (probes/minitrain/minitrain.cu), on the worker's GPU. The steps, hooks, goldens, replay and vote are
  * the CPU's: only where the arithmetic runs differs, and its bits must not.
  */
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /*
- * The minitrain family: the exact class on a GPU (kernels/cuda/xgemm.cu: the exact GEMM, exp and
- * log, the bits the CPU gets) and minitrain's training steps there (kernels/cuda/minitrain.cu),
+ * The minitrain family: the exact class on a GPU (probes/minitrain/xgemm.cu: the exact GEMM, exp and
+ * log, the bits the CPU gets) and minitrain's training steps there (probes/minitrain/minitrain.cu),
  * the table minitrain's GPU backend (gpu.c), benchmark (bench_gpu.c) and data-parallel training
  * over NCCL (dp.c) call. Bump
  * SDC_GPU_MINITRAIN_VERSION with any change to what this file declares.
@@ -18,7 +18,7 @@ struct sdc_mt_op;
 struct sdc_gpu_minitrain_ops {
 	int version; /* SDC_GPU_MINITRAIN_VERSION */
 
-	/* ---- the exact class (kernels/xops.h, kernels/cuda/xgemm.cu), on the calling thread's GPU ---- */
+	/* ---- the exact class (kernels/xops.h, probes/minitrain/xgemm.cu), on the calling thread's GPU ---- */
 	/* C = A B (m x k, k x n, row-major, host memory) by the exact GEMM kernel: each element summed
 	 * as sdc_xgemm_plain sums it, from the same source, so the bits must be the CPU's. */
 	int (*xgemm)(int m, int n, int k, const float *a, const float *b, float *c, double timeout, char *err,
@@ -29,7 +29,7 @@ struct sdc_gpu_minitrain_ops {
 	 * back; seconds per GEMM of each (the best of three turns). */
 	int (*xgemm_bench)(int n, int reps, double *exact_s, double *sgemm_s, double timeout, char *err, size_t errlen);
 
-	/* ---- minitrain's steps on the calling thread's GPU (mt_ops.h, kernels/cuda/minitrain.cu):
+	/* ---- minitrain's steps on the calling thread's GPU (mt_ops.h, probes/minitrain/minitrain.cu):
 	 * the model's minitrain.h backend. One stream; every operation a kernel of one CUDA thread per
 	 * operation thread, calling the same sdc_mt_op_thread the CPU runs; the GEMM the exact kernel.
 	 * Copies (host memory pageable, staged through pinned memory) wait for the stream by polling it to the deadline (a
@@ -47,7 +47,7 @@ struct sdc_gpu_minitrain_ops {
 		       float *c, int ldc);
 	const char *(*mt_error)(struct sdc_gpu_mt *g);
 
-	/* ---- xfmr-dp over NCCL (kernels/cuda/mt_nccl.cu; NULL in a module built without nccl.h) ---- */
+	/* ---- xfmr-dp over NCCL (probes/minitrain/mt_nccl.cu; NULL in a module built without nccl.h) ---- */
 	/* Data-parallel training's global gradient over NCCL (minitrain's xfmr-dp, one rank a GPU: a
 	 * communicator of one member here): every rank's local (total floats, host memory) all-gathered
 	 * by ncclAllGather, then each element's mean in rank order on the GPU (xops.h's

@@ -74,9 +74,9 @@ struct sdc_mt_op;
 
 /*
  * Where a model computes: NULL, the calling CPU core; else a device such as a GPU (the probe
- * builds one from the GPU module: kernels/cuda/minitrain.cu). Every operation but the GEMM is a
+ * builds one from the GPU module: probes/minitrain/minitrain.cu). Every operation but the GEMM is a
  * mt_ops.h operation, the same source on both; the GEMM is the exact one (exact_gemm.h,
- * kernels/cuda/xgemm.cu), the same bits. Each call returns 0, or non-zero after which error() says
+ * probes/minitrain/xgemm.cu), the same bits. Each call returns 0, or non-zero after which error() says
  * what failed (the model stops computing and the step returns NaN: sdc_mt_error).
  *
  * The contract with the caller is the CPU's: between steps and inside the hooks, the host views

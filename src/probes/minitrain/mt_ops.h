@@ -4,7 +4,7 @@
  * computes its own outputs in full, in the fixed order the models define, from inputs no other
  * thread of the operation writes. So the result does not depend on which threads run when:
  *   - on the CPU, sdc_mt_op_run_host runs threads 0 .. n - 1 in one sdc_mt_op_range;
- *   - on a GPU, kernels/cuda/minitrain.cu launches one CUDA thread per t, calling the same
+ *   - on a GPU, probes/minitrain/minitrain.cu launches one CUDA thread per t, calling the same
  *     function for the range [t, t + 1) (sdc_mt_op_thread), compiled for the device;
  * and both get the same bits: every float operation is an xops.h macro (a correctly rounded
  * IEEE-754 + - * / or sqrt, never fused: the _rn intrinsics on the device, -ffp-contract=off on the
@@ -436,7 +436,7 @@ SDC_HD void sdc_mt_op_range(const struct sdc_mt_op *o, long t0, long t1)
 	}
 }
 
-/* Thread t of operation o: what a GPU's CUDA thread runs (kernels/cuda/minitrain.cu). */
+/* Thread t of operation o: what a GPU's CUDA thread runs (probes/minitrain/minitrain.cu). */
 SDC_HD void sdc_mt_op_thread(const struct sdc_mt_op *o, long t)
 {
 	sdc_mt_op_range(o, t, t + 1);

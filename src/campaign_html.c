@@ -16,6 +16,7 @@
 #include "base/html.h"
 #include "base/util.h"
 #include "campaign_html.h"
+#include "facts_json.h"
 
 #define MAX_EXTRA 8
 
@@ -692,8 +693,9 @@ static void cpu_faults(FILE *f, const json_t *j, bool *oom)
 
 /* ---- the page ---- */
 
-char *sdc_campaign_html_text(const char *campaign, const json_t *j, size_t *len)
+char *sdc_campaign_html_text(const char *campaign, const struct sdc_facts *facts, size_t *len)
 {
+	const json_t *j = sdc_facts_json((struct sdc_facts *)facts);
 	char *buf = NULL, title[96];
 	size_t n = 0;
 	bool oom = false;
@@ -730,11 +732,11 @@ int sdc_campaign_html_path_ok(const char *path, char *err, size_t errlen)
 	return path && sdc_output_path(path, where, sizeof(where), err, errlen) ? -1 : 0;
 }
 
-int sdc_campaign_html(const char *path, const char *campaign, const json_t *j)
+int sdc_campaign_html(const char *path, const char *campaign, const struct sdc_facts *facts)
 {
 	size_t len = 0;
 	char err[600];
-	char *page = sdc_campaign_html_text(campaign, j, &len);
+	char *page = sdc_campaign_html_text(campaign, facts, &len);
 	int rc = 0;
 	if (!page) {
 		sdc_error("campaign %s --html %s: out of memory", campaign, path);

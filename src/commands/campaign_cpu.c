@@ -39,6 +39,7 @@
 #include "core/profile.h"
 #include "core/registry.h"
 #include "core/report_read.h"
+#include "facts_json.h"
 #include "probe.h"
 #include "regfault.h"
 #include "run.h"
@@ -654,7 +655,7 @@ static int cpu_faults_main(struct sdc_cmd *cmd)
 			   : "OK: no fault was missed");
 	if (cli->json && sdc_cli_write_json(cli->json, out, cli->command))
 		v = sdc_verdict_worst(v, SDC_UNKNOWN);
-	if (o->html && sdc_campaign_html(o->html, "cpu-faults", out))
+	if (o->html && sdc_campaign_html(o->html, "cpu-faults", sdc_facts_of(out)))
 		v = sdc_verdict_worst(v, SDC_UNKNOWN);
 	json_decref(out);
 	remove_dir(&c);

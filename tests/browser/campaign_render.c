@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "campaign_html.h"
+#include "facts_json.h"
 
 int main(int argc, char **argv)
 {
@@ -21,7 +22,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s:%d: %s\n", argv[2], e.line, e.text);
 		return 1;
 	}
-	const int rc = sdc_campaign_html(argv[3], argv[1], j);
+	const int rc = sdc_campaign_html(argv[3], argv[1], sdc_facts_of(j));
 	json_decref(j);
 	return rc ? 1 : 0;
 }

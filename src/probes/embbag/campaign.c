@@ -8,7 +8,6 @@
  * quoted. A per-bit table of output flips says which bits a threshold can see at all.
  */
 #include <inttypes.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 
 #include "campaign_html.h"
 #include "command.h"
+#include "facts.h"
 #include "probes/embbag/embbag.h"
 #include "parallel.h"
 #include "probe.h"
@@ -253,7 +253,7 @@ static void sum_counts(const struct campaign *c, struct counts *n)
  * found; fast class, >= 99.9% of high-bit and >= 90% of low-bit flips of quantised table elements
  * and >= 99.9% of high-bit output flips; both, no false positive.
  */
-static bool print_cell(const struct campaign *c, const char *name, const struct counts *n, json_t *out)
+static bool print_cell(const struct campaign *c, const char *name, const struct counts *n, struct sdc_facts *out)
 {
 	const bool exact = c->cfg.cls == SDC_EB_EXACT;
 	const int qb = c->cfg.fmt == SDC_EB_8BIT ? 8 : 4;
@@ -319,35 +319,43 @@ static bool print_cell(const struct campaign *c, const char *name, const struct 
 		printf("  %" PRIu64 " bags without the fault were flagged in faulted trials (false positives)\n", strays);
 	all &= strays == 0;
 
-	json_t *cell = json_object();
-	for (int k = 0; k < NKINDS; k++)
-		json_object_set_new(cell, kind_keys[k],
-				    json_pack("{s:I, s:I, s:I, s:I}", "trials", (json_int_t)n->trials[k], "detected",
-					      (json_int_t)n->found[k], "located", (json_int_t)n->located[k], "li_et_al",
-					      (json_int_t)n->paper_found[k]));
-	for (int k = TABLE_HI; k < NKINDS; k++) /* --html: a column's misses are red where it has a target */
-		json_object_set_new(json_object_get(cell, kind_keys[k]), "target_percent",
-				    need[k] < 0 ? json_null() : json_real(need[k]));
-	json_object_set_new(cell, "clean_bags", json_integer((json_int_t)n->clean_bags));
-	json_object_set_new(cell, "clean_bags_flagged", json_integer((json_int_t)n->clean_fp_bags));
+	/* the cell, under its variant's name (one name, whatever it holds) */
+	struct sdc_facts *cell = sdc_facts_key(out, name);
+	for (int k = 0; k < NKINDS; k++) {
+		struct sdc_facts *g = sdc_facts_group(cell, kind_keys[k]);
+		sdc_facts_int(g, "trials", (int64_t)n->trials[k]);
+		sdc_facts_int(g, "detected", (int64_t)n->found[k]);
+		sdc_facts_int(g, "located", (int64_t)n->located[k]);
+		sdc_facts_int(g, "li_et_al", (int64_t)n->paper_found[k]);
+	}
+	for (int k = TABLE_HI; k < NKINDS; k++) { /* --html: a column's misses are red where it has a target */
+		struct sdc_facts *g = sdc_facts_group(cell, kind_keys[k]);
+		if (need[k] < 0)
+			sdc_facts_null(g, "target_percent");
+		else
+			sdc_facts_real(g, "target_percent", need[k]);
+	}
+	sdc_facts_int(cell, "clean_bags", (int64_t)n->clean_bags);
+	sdc_facts_int(cell, "clean_bags_flagged", (int64_t)n->clean_fp_bags);
 	if (!exact) {
-		json_object_set_new(cell, "fp_margin", json_real(isfinite(n->fp_margin) ? n->fp_margin : 0));
-		json_object_set_new(cell, "low_bit_margin", json_real(isfinite(n->low_margin) ? n->low_margin : 0));
+		sdc_facts_real(cell, "fp_margin", isfinite(n->fp_margin) ? n->fp_margin : 0);
+		sdc_facts_real(cell, "low_bit_margin", isfinite(n->low_margin) ? n->low_margin : 0);
 	}
 	if (c->bit_trials) {
-		json_t *bits = json_array();
-		for (int b = 0; b < 32; b++)
-			json_array_append_new(bits, json_pack("{s:i, s:I, s:I, s:b}", "bit", b, "trials",
-							      (json_int_t)n->bit_trials[b], "detected",
-							      (json_int_t)n->bit_found[b], "target", exact || b >= 28));
-		json_object_set_new(cell, "output_bits", bits);
+		sdc_facts_list(cell, "output_bits");
+		for (int b = 0; b < 32; b++) {
+			struct sdc_facts *row = sdc_facts_row(cell, "output_bits");
+			sdc_facts_int(row, "bit", b);
+			sdc_facts_int(row, "trials", (int64_t)n->bit_trials[b]);
+			sdc_facts_int(row, "detected", (int64_t)n->bit_found[b]);
+			sdc_facts_bool(row, "target", exact || b >= 28);
+		}
 		printf("  output flips found per bit (bit:%%):");
 		for (int b = 31; b >= 0; b--)
 			printf("%s %d:%.0f", b % 8 == 7 ? "\n   " : "", b, pct(n->bit_found[b], n->bit_trials[b]));
 		printf("\n");
 	}
-	json_object_set_new(cell, "targets_met", json_boolean(all));
-	json_object_set_new(out, name, cell);
+	sdc_facts_bool(cell, "targets_met", all);
 	return all;
 }
 
@@ -406,7 +414,7 @@ static int campaign_main(struct sdc_cmd *cmd)
 	struct campaign cp = { .nworkers = run.ndevices, .trials = trials, .bit_trials = bit_trials,
 			       .impl = sdc_eb_find("auto") };
 	cp.ws = calloc((size_t)run.ndevices, sizeof(*cp.ws));
-	json_t *out = json_object();
+	struct sdc_facts *out = sdc_facts_new();
 	int rc = 0;
 	bool targets_met = true;
 	if (!cp.ws) {
@@ -448,10 +456,10 @@ static int campaign_main(struct sdc_cmd *cmd)
 			}
 	for (int i = 0; cp.ws && i < cp.nworkers; i++)
 		release_state(&cp.ws[i]);
-	rc = rc ? sdc_cli_unknown(cli) : sdc_cli_targets_end(cli, out, targets_met);
-	if (o->html && json_object_get(out, "targets_met") && sdc_campaign_html(o->html, "embbag", out))
+	rc = rc ? sdc_cli_unknown(cli) : sdc_cli_facts_end(cli, out, targets_met);
+	if (o->html && sdc_facts_has(out, "targets_met") && sdc_campaign_html(o->html, "embbag", out))
 		rc = sdc_cli_unknown(cli);
-	json_decref(out);
+	sdc_facts_free(out);
 	free(cp.ws);
 	sdc_run_release(&run);
 	return rc;

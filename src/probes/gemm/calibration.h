@@ -25,7 +25,6 @@
 #ifndef SDC_CALIBRATION_H
 #define SDC_CALIBRATION_H
 
-#include <jansson.h> /* (for campaign.c until it states its JSON as facts: then gone) */
 #include <stddef.h>
 
 #include "facts.h"

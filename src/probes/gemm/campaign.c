@@ -19,6 +19,7 @@
 #include "probes/gemm/calibration.h"
 #include "campaign_html.h"
 #include "command.h"
+#include "facts.h"
 #include "probes/gemm/gemm.h"
 #include "probes/gemm/dist.h"
 #include "parallel.h"
@@ -435,7 +436,7 @@ struct campaign_ctx {
 	struct campaign cp;
 	struct sdc_dist_pool pools[SDC_NDISTS];
 	double emax[2];
-	json_t *targets; /* every target printed, as {table, class, target, count, of, met} */
+	struct sdc_facts *targets; /* its "targets": every target printed, as {table, class, target, count, of, met} */
 	bool met;
 };
 
@@ -445,9 +446,13 @@ static void target_cmp(struct campaign_ctx *cx, const char *table, const char *c
 		       uint64_t of, bool ok)
 {
 	printf("%-10s target: %s: %" PRIu64 " of %" PRIu64 ": %s\n", cls, what, count, of, ok ? "met" : "MISSED");
-	json_array_append_new(cx->targets, json_pack("{s:s, s:s, s:s, s:I, s:I, s:b}", "table", table, "class", cls,
-						     "target", what, "count", (json_int_t)count, "of", (json_int_t)of,
-						     "met", ok));
+	struct sdc_facts *t = sdc_facts_row(cx->targets, "targets");
+	sdc_facts_str(t, "table", table);
+	sdc_facts_str(t, "class", cls);
+	sdc_facts_str(t, "target", what);
+	sdc_facts_int(t, "count", (int64_t)count);
+	sdc_facts_int(t, "of", (int64_t)of);
+	sdc_facts_bool(t, "met", ok);
 	cx->met &= ok;
 }
 
@@ -459,7 +464,7 @@ static void target(struct campaign_ctx *cx, const char *table, const char *cls, 
 }
 
 /* 1. Li et al. Table II form: per class, flips in B and C and clean trials. */
-static int table2(struct campaign_ctx *cx, json_t *out)
+static int table2(struct campaign_ctx *cx, struct sdc_facts *out)
 {
 	const struct campaign_opts *o = cx->o;
 	struct campaign *cp = &cx->cp;
@@ -469,7 +474,7 @@ static int table2(struct campaign_ctx *cx, json_t *out)
 	       o->trials, o->size.m, o->size.n, o->size.k);
 	printf("%-10s %-4s %8s %8s %8s %9s %8s %s\n", "class", "flip", "found", "not", "checks", "digest", "located",
 	       "Li et al. (int8)");
-	json_t *t2 = json_object();
+	struct sdc_facts *t2 = sdc_facts_new();
 	int rc = 0;
 	for (int k = 0; k < SDC_GEMM_NCLASSES && !rc; k++) {
 		if (!sdc_opt_set_has(o->classes, k))
@@ -553,40 +558,45 @@ static int table2(struct campaign_ctx *cx, json_t *out)
 			target(cx, "table2", name, "C flips in data columns located at their element", n.c_located, n.c_data);
 		target(cx, "table2", name, "clean GEMMs without a false positive", n.clean_trials - n.clean_fp_trials,
 		       n.clean_trials);
-		json_object_set_new(t2, name,
-				    json_pack("{s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I}}",
-					      "B", "trials", (json_int_t)n.b_trials, "detected", (json_int_t)n.b_detected,
-					      "masked", (json_int_t)n.b_masked, "missed", (json_int_t)n.b_missed,
-					      "digest", (json_int_t)n.b_digest, "significant", (json_int_t)n.b_significant,
-					      "significant_detected", (json_int_t)n.b_significant_detected, "C", "trials", (json_int_t)n.c_trials,
-					      "detected", (json_int_t)n.c_detected, "located", (json_int_t)n.c_located,
-					      "significant", (json_int_t)n.c_significant, "significant_detected",
-					      (json_int_t)n.c_significant_detected, "none", "trials",
-					      (json_int_t)n.clean_trials, "false_positive_trials",
-					      (json_int_t)n.clean_fp_trials, "rows", (json_int_t)n.clean_rows,
-					      "false_positive_rows", (json_int_t)n.clean_fp_rows));
+		struct sdc_facts *c = sdc_facts_new();
+		sdc_facts_int(c, "B.trials", (int64_t)n.b_trials);
+		sdc_facts_int(c, "B.detected", (int64_t)n.b_detected);
+		sdc_facts_int(c, "B.masked", (int64_t)n.b_masked);
+		sdc_facts_int(c, "B.missed", (int64_t)n.b_missed);
+		sdc_facts_int(c, "B.digest", (int64_t)n.b_digest);
+		sdc_facts_int(c, "B.significant", (int64_t)n.b_significant);
+		sdc_facts_int(c, "B.significant_detected", (int64_t)n.b_significant_detected);
+		sdc_facts_int(c, "C.trials", (int64_t)n.c_trials);
+		sdc_facts_int(c, "C.detected", (int64_t)n.c_detected);
+		sdc_facts_int(c, "C.located", (int64_t)n.c_located);
+		sdc_facts_int(c, "C.significant", (int64_t)n.c_significant);
+		sdc_facts_int(c, "C.significant_detected", (int64_t)n.c_significant_detected);
+		sdc_facts_int(c, "none.trials", (int64_t)n.clean_trials);
+		sdc_facts_int(c, "none.false_positive_trials", (int64_t)n.clean_fp_trials);
+		sdc_facts_int(c, "none.rows", (int64_t)n.clean_rows);
+		sdc_facts_int(c, "none.false_positive_rows", (int64_t)n.clean_fp_rows);
+		sdc_facts_replace(sdc_facts_key(t2, name), c);
 	}
-	json_object_set_new(out, "table2", t2);
+	sdc_facts_put(out, "table2", t2);
 	return rc;
 
 }
 
-/* One bit's counts, a number per distribution. */
-static json_t *per_dist(const uint64_t v[NBURN_DISTS][64], int bit)
+/* One bit's counts, a number per distribution, as the list name of row. */
+static void per_dist(struct sdc_facts *row, const char *name, const uint64_t v[NBURN_DISTS][64], int bit)
 {
-	json_t *a = json_array();
+	sdc_facts_list(row, name);
 	for (int d = 0; d < NBURN_DISTS; d++)
-		json_array_append_new(a, json_integer((json_int_t)v[d][bit]));
-	return a;
+		sdc_facts_append_int(row, name, (int64_t)v[d][bit]);
 }
 
 /* 2. V-ABFT Tables 8-9 form, fast classes: detection per bit of a C element, per distribution. */
-static int bit_tables(struct campaign_ctx *cx, json_t *out)
+static int bit_tables(struct campaign_ctx *cx, struct sdc_facts *out)
 {
 	const struct campaign_opts *o = cx->o;
 	struct campaign *cp = &cx->cp;
 	const struct sdc_run *run = cx->run;
-	json_t *bt = json_object();
+	struct sdc_facts *bt = sdc_facts_new();
 	int rc = 0;
 	const uint64_t bit_trials = (uint64_t)o->bit_trials;
 	const struct sdc_size3 bit_size = o->bit_size;
@@ -629,14 +639,20 @@ static int bit_tables(struct campaign_ctx *cx, json_t *out)
 		for (int d = 0; d < NBURN_DISTS; d++)
 			printf(" %16s", sdc_dist_labels[d]);
 		putchar('\n');
-		json_t *rows = json_array();
+		/* (the classes' names hold no dot: each is one name) */
+		const char *cname = sdc_gemm_class_names[k];
+		sdc_facts_list(bt, cname);
 		for (int b = (fp64 ? 63 : 31); b >= 0; b--) {
 			const bool sign = b == (fp64 ? 63 : 31), exponent = b >= exp_lo && b <= exp_hi;
 			printf("%-5d %-9s", b, sign ? "sign" : exponent ? "exponent" : "mantissa");
-			json_t *rates = json_array();
+			struct sdc_facts *row = sdc_facts_row(bt, cname);
+			sdc_facts_int(row, "bit", b);
+			sdc_facts_str(row, "field", sign ? "sign" : exponent ? "exponent" : "mantissa");
+			sdc_facts_bool(row, "target", b >= exp_hi - 3 && b <= exp_hi);
+			sdc_facts_list(row, "detection_percent");
 			for (int d = 0; d < NBURN_DISTS; d++) {
 				const double r = pct(total.detected[d][b], total.trials[d][b]);
-				json_array_append_new(rates, json_real(r));
+				sdc_facts_append_real(row, "detection_percent", r);
 				const int eb = b - exp_lo;
 				if (!fp64 && exponent && vabft_t8[eb][d] >= 0)
 					printf("   %6.2f [%6.2f]", r, vabft_t8[eb][d]);
@@ -644,12 +660,10 @@ static int bit_tables(struct campaign_ctx *cx, json_t *out)
 					printf("   %6.2f         ", r);
 			}
 			putchar('\n');
-			json_array_append_new(rows, json_pack("{s:i, s:s, s:b, s:o, s:o, s:o, s:o, s:o}", "bit", b, "field",
-							      sign ? "sign" : exponent ? "exponent" : "mantissa", "target",
-							      b >= exp_hi - 3 && b <= exp_hi, "detection_percent", rates,
-							      "trials", per_dist(total.trials, b), "detected",
-							      per_dist(total.detected, b), "must_find", per_dist(total.sig_trials, b),
-							      "must_find_detected", per_dist(total.sig_detected, b)));
+			per_dist(row, "trials", total.trials, b);
+			per_dist(row, "detected", total.detected, b);
+			per_dist(row, "must_find", total.sig_trials, b);
+			per_dist(row, "must_find_detected", total.sig_detected, b);
 		}
 		/*
 		 * Target: every flip in the top four exponent bits found, as issue 3 asks. A flip that
@@ -673,24 +687,22 @@ static int bit_tables(struct campaign_ctx *cx, json_t *out)
 		snprintf(what, sizeof(what), "flips of the top four exponent bits (%d-%d) found by the checks", exp_hi - 3,
 			 exp_hi);
 		target(cx, "bits", sdc_gemm_class_names[k], what, found, all);
-		json_object_set_new(bt, sdc_gemm_class_names[k], rows);
 	}
-	json_object_set_new(out, "bits", bt);
-	json_t *dists = json_array();
+	sdc_facts_put(out, "bits", bt);
+	sdc_facts_list(out, "distributions");
 	for (int d = 0; d < NBURN_DISTS; d++)
-		json_array_append_new(dists, json_string(sdc_dist_labels[d]));
-	json_object_set_new(out, "distributions", dists);
+		sdc_facts_append_str(out, "distributions", sdc_dist_labels[d]);
 	return rc;
 
 }
 
 /* 3. V-ABFT Tables 4-5 form: threshold against the actual verification difference on U(-1,1). */
-static int tightness(struct campaign_ctx *cx, json_t *out)
+static int tightness(struct campaign_ctx *cx, struct sdc_facts *out)
 {
 	const struct campaign_opts *o = cx->o;
 	struct campaign *cp = &cx->cp;
 	const struct sdc_run *run = cx->run;
-	json_t *tj = json_object();
+	struct sdc_facts *tj = sdc_facts_new();
 	int rc = 0;
 	for (int p = 0; p < 2 && !rc && o->tight.n; p++) {
 		const bool fp64 = p == 1;
@@ -705,7 +717,8 @@ static int tightness(struct campaign_ctx *cx, json_t *out)
 		printf("%6s %10s %10s %10s %8s %9s %8s %10s %8s %9s %10s %8s | paper: %9s %10s %8s %8s\n", "n",
 		       "actual |E|", "max |E|", "V-ABFT T", "V-tight", "min T/|E|", "@CPU e", "T @H100 e", "@H100 e",
 		       "min @H100", "A-ABFT T", "A-tight", "actual", "V-ABFT T", "A-tight", "V-tight");
-		json_t *rows = json_array();
+		const char *pname = fp64 ? "fp64" : "fp32";
+		sdc_facts_list(tj, pname);
 		uint64_t in_range = 0, sizes_done = 0, rows_all = 0, below = 0;
 		for (int s = 0; s < o->tight.n && !rc; s++) {
 			const int n = o->tight.v[s];
@@ -751,10 +764,15 @@ static int tightness(struct campaign_ctx *cx, json_t *out)
 			}
 			if (!found)
 				printf("\n");
-			json_array_append_new(rows, json_pack("{s:i, s:I, s:f, s:f, s:f, s:f, s:f, s:f}", "n", n, "rows",
-							      (json_int_t)rows_n, "mean_abs_e", ae, "max_abs_e", me,
-							      "mean_threshold", at, "tightness", at / ae,
-							      "a_abft_threshold", aa, "threshold_at_h100_emax", at * h100_f));
+			struct sdc_facts *row = sdc_facts_row(tj, pname);
+			sdc_facts_int(row, "n", n);
+			sdc_facts_int(row, "rows", (int64_t)rows_n);
+			sdc_facts_real(row, "mean_abs_e", ae);
+			sdc_facts_real(row, "max_abs_e", me);
+			sdc_facts_real(row, "mean_threshold", at);
+			sdc_facts_real(row, "tightness", at / ae);
+			sdc_facts_real(row, "a_abft_threshold", aa);
+			sdc_facts_real(row, "threshold_at_h100_emax", at * h100_f);
 			rows_all += rows_n;
 			/* The paper's V-ABFT range: 7-20x for FP32 (Table 5), 7-15x for FP64 (Table 4). */
 			const double lo = 7, hi = fp64 ? 15 : 20, tight = at / ae;
@@ -778,9 +796,8 @@ static int tightness(struct campaign_ctx *cx, json_t *out)
 			       "%.1f-%.1f u at these sizes (the \"@H100 e\" column)\n",
 			       "", cx->emax[fp64] / u, h100_emax((int)n0, fp64) / u, h100_emax((int)n1, fp64) / u);
 		}
-		json_object_set_new(tj, fp64 ? "fp64" : "fp32", rows);
 	}
-	json_object_set_new(out, "tightness", tj);
+	sdc_facts_put(out, "tightness", tj);
 	return rc;
 }
 
@@ -801,26 +818,27 @@ static int campaign_main(struct sdc_cmd *cmd)
 
 	if (cli->have_gpus) {
 		/* On a GPU: the tightness table, where the paper measured it. */
-		json_t *out = json_object();
+		struct sdc_facts *out = sdc_facts_new();
 		bool met = true;
 		const uint64_t reps = o->tight_trials ? (uint64_t)o->tight_trials : 100;
 		int code = o->tight.n ? sdc_gemm_campaign_gpu(&run, o->tight.v, o->tight.n, reps, o->calibration, out, &met)
 				      : (sdc_error("campaign: --gpus runs the tightness table: --tightness 0 leaves nothing"), -1);
-		code = code ? sdc_cli_unknown(cli) : sdc_cli_targets_end(cli, out, met);
-		if (o->html && json_object_get(out, "targets_met") && sdc_campaign_html(o->html, "gemm", out))
+		code = code ? sdc_cli_unknown(cli) : sdc_cli_facts_end(cli, out, met);
+		if (o->html && sdc_facts_has(out, "targets_met") && sdc_campaign_html(o->html, "gemm", out))
 			code = sdc_cli_unknown(cli);
-		json_decref(out);
+		sdc_facts_free(out);
 		sdc_run_release(&run);
 		return code;
 	}
-	struct campaign_ctx cx = { .o = o, .run = &run, .targets = json_array(), .met = true };
+	struct campaign_ctx cx = { .o = o, .run = &run, .targets = sdc_facts_new(), .met = true };
+	sdc_facts_list(cx.targets, "targets");
 	int npools = 0, rc = 0;
 	for (; npools < NBURN_DISTS; npools++)
 		if (sdc_dist_pool_init(&cx.pools[npools], (enum sdc_dist)npools, run.seed))
 			break;
 	cx.cp = (struct campaign){ .seed = run.seed, .nworkers = run.ndevices };
 	cx.cp.ws = calloc((size_t)run.ndevices, sizeof(*cx.cp.ws));
-	json_t *out = json_object();
+	struct sdc_facts *out = sdc_facts_new();
 	if (npools < NBURN_DISTS || !cx.cp.ws) {
 		sdc_error("campaign: out of memory");
 		rc = -1;
@@ -848,13 +866,14 @@ static int campaign_main(struct sdc_cmd *cmd)
 		rc = bit_tables(&cx, out);
 	if (!rc)
 		rc = tightness(&cx, out);
-	json_object_set(out, "targets", cx.targets);
-	rc = rc ? sdc_cli_unknown(cli) : sdc_cli_targets_end(cli, out, cx.met);
-	if (o->html && json_object_get(out, "targets_met") && sdc_campaign_html(o->html, "gemm", out))
+	sdc_facts_merge(out, cx.targets); /* (after the tables: "targets") */
+	cx.targets = NULL;
+	rc = rc ? sdc_cli_unknown(cli) : sdc_cli_facts_end(cli, out, cx.met);
+	if (o->html && sdc_facts_has(out, "targets_met") && sdc_campaign_html(o->html, "gemm", out))
 		rc = sdc_cli_unknown(cli);
 out:
-	json_decref(out);
-	json_decref(cx.targets);
+	sdc_facts_free(out);
+	sdc_facts_free(cx.targets);
 	free(cx.cp.ws);
 	for (int i = 0; i < npools; i++)
 		sdc_dist_pool_release(&cx.pools[i]);

@@ -8,13 +8,13 @@
  * paper's FP32 range, 7-20x (Table 5), at every size.
  */
 #include <inttypes.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/util.h"
+#include "facts.h"
 #include "gpu.h"
 #include "probes/gemm/gemm.h"
 #include "stop.h"
@@ -72,7 +72,7 @@ out:
 }
 
 int sdc_gemm_campaign_gpu(struct sdc_run *run, const int *sizes, int nsizes, uint64_t reps, const char *calibration,
-			  void *out, bool *targets_met)
+			  struct sdc_facts *out, bool *targets_met)
 {
 	char err[700];
 	const struct sdc_device *gpu = sdc_gpu_first_bound(run, err, sizeof(err));
@@ -92,7 +92,7 @@ int sdc_gemm_campaign_gpu(struct sdc_run *run, const int *sizes, int nsizes, uin
 	}
 	printf("sdcscan campaign gemm on %s (%s, %s), %s, seed %" PRIu64 "\n", gpu->id, gpu->model, gpu->gpu.pci_bus_id,
 	       m->blas, run->seed);
-	json_t *types = json_object();
+	struct sdc_facts *types = sdc_facts_new();
 	int rc = 0;
 	for (size_t p = 0; p < SDC_ARRAY_SIZE(tight_types) && !rc; p++) {
 		const enum sdc_gpu_type type = tight_types[p];
@@ -104,7 +104,7 @@ int sdc_gemm_campaign_gpu(struct sdc_run *run, const int *sizes, int nsizes, uin
 		       tname, reps);
 		printf("%6s %10s %10s %10s %8s %9s %8s  %s\n", "n", "actual |E|", "max |E|", "V-ABFT T", "V-tight",
 		       "min T/|E|", "false +", paper ? "| paper (FP32, H100): actual  V-ABFT T  V-tight" : "");
-		json_t *rows = json_array();
+		sdc_facts_list(types, tname); /* (the types' names hold no dot: each is one name) */
 		int in_range = 0, done = 0;
 		uint64_t false_rows = 0;
 		char source[512] = "";
@@ -131,20 +131,24 @@ int sdc_gemm_campaign_gpu(struct sdc_run *run, const int *sizes, int nsizes, uin
 					printf("  |        %9.3g %10.3g %7.0fx", sdc_vabft_t5[q].actual, sdc_vabft_t5[q].v_t,
 					       sdc_vabft_t5[q].v_tight);
 			printf("\n");
-			json_array_append_new(rows, json_pack("{s:i, s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:s}", "n", n, "rows",
-							      (json_int_t)st.rows, "mean_abs_e", ae, "max_abs_e", st.max_e,
-							      "mean_threshold", at, "tightness", at / ae, "min_ratio",
-							      isfinite(st.min_ratio) ? st.min_ratio : 0.0, "false_positive_rows",
-							      (json_int_t)st.false_positives, "emax", emax, "emax_source", source));
+			struct sdc_facts *row = sdc_facts_row(types, tname);
+			sdc_facts_int(row, "n", n);
+			sdc_facts_int(row, "rows", (int64_t)st.rows);
+			sdc_facts_real(row, "mean_abs_e", ae);
+			sdc_facts_real(row, "max_abs_e", st.max_e);
+			sdc_facts_real(row, "mean_threshold", at);
+			sdc_facts_real(row, "tightness", at / ae);
+			sdc_facts_real(row, "min_ratio", isfinite(st.min_ratio) ? st.min_ratio : 0.0);
+			sdc_facts_int(row, "false_positive_rows", (int64_t)st.false_positives);
+			sdc_facts_real(row, "emax", emax);
+			sdc_facts_str(row, "emax_source", source);
 			false_rows += st.false_positives;
 			*targets_met &= st.false_positives == 0;
 			in_range += at / ae >= 7 && at / ae <= 20;
 			done++;
 		}
-		if (rc) {
-			json_decref(rows);
+		if (rc)
 			break;
-		}
 		printf("e_max: %s\n", source);
 		printf("target: no threshold below its row's |E|: %" PRIu64 " false positive rows: %s\n", false_rows,
 		       false_rows ? "MISSED" : "met");
@@ -153,15 +157,16 @@ int sdc_gemm_campaign_gpu(struct sdc_run *run, const int *sizes, int nsizes, uin
 			       done, in_range == done ? "met" : "MISSED");
 			*targets_met &= in_range == done;
 		}
-		json_object_set_new(types, tname, rows);
 	}
 	sdc_dist_pool_release(&pool);
 	if (rc) {
-		json_decref(types);
+		sdc_facts_free(types);
 		return -1;
 	}
-	json_object_set_new(out, "gpu_tightness",
-			    json_pack("{s:s, s:s, s:s, s:s, s:o}", "device", gpu->id, "name", gpu->model, "uuid",
-				      gpu->gpu.uuid, "blas", m->blas, "types", types));
+	sdc_facts_str(out, "gpu_tightness.device", gpu->id);
+	sdc_facts_str(out, "gpu_tightness.name", gpu->model);
+	sdc_facts_str(out, "gpu_tightness.uuid", gpu->gpu.uuid);
+	sdc_facts_str(out, "gpu_tightness.blas", m->blas);
+	sdc_facts_put(out, "gpu_tightness.types", types);
 	return 0;
 }

@@ -102,9 +102,9 @@ struct sdc_vabft_row {
 };
 extern const struct sdc_vabft_row sdc_vabft_t4[5], sdc_vabft_t5[5];
 
-/* campaign_gpu.c: campaign gemm --gpus, the tightness table on the run's first GPU; json_t *out. */
+/* campaign_gpu.c: campaign gemm --gpus, the tightness table on the run's first GPU, into out. */
 int sdc_gemm_campaign_gpu(struct sdc_run *run, const int *sizes, int nsizes, uint64_t reps, const char *calibration,
-			  void *out, bool *targets_met);
+			  struct sdc_facts *out, bool *targets_met);
 
 /* Tools, listed in the descriptor (gemm.c). */
 extern const struct sdc_command sdc_gemm_bench;          /* bench.c: sdcscan bench gemm */

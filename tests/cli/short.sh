@@ -13,4 +13,11 @@ done
 expect_grep short0 out "embbag/.*(its one iteration ran .* s past its time: too short a run to mean much)"
 [ "$(json_get "$TMP/short0.json" "len([x for x in r['results'] if x.get('overrun_seconds', 0) > 0])")" -ge 1 ] ||
 	fail "the report does not say which results overran"
+# The header says at once that the shares are short, counting the variants that run here (one CPU,
+# no GPU: every result of the report), not every variant a probe has.
+n=$(json_get "$TMP/short0.json" "len(r['results'])")
+expect_grep short0 out "^  a short run: $n variants have [0-9.]* s or less each"
+# ... and nothing where one variant has the whole time.
+expect_exit 0 one_variant "$SDCSCAN" run --variant gemm/int8 --duration 2 --cpus 0 --gpus none --no-state
+grep -q "a short run" "$TMP/one_variant.out" && fail "one_variant: a short-run line for one variant of 2 s"
 finish

@@ -4,7 +4,10 @@
  * alone (its checking engine, benchmarks, campaign, calibration, golden recorder), reached through
  * the descriptor's hooks, so no file outside the folder includes its private headers. The
  * framework owns threads, time, devices, options, fault injection and the comparison of results
- * across devices; a probe owns its data, kernels and checks.
+ * across devices; a probe owns its data, kernels and checks. What a probe says about itself
+ * beyond its findings (the report's run.environment.NAME, its benchmarks' and campaign's JSON,
+ * its calibration files) it states as typed facts (facts.h) and the framework writes as JSON: no
+ * probe file includes jansson (tests/layers.py).
  *
  * Lifecycle, per variant the options select (e.g. gemm's int8 and fp32):
  *   setup(ctx)     once, on the main thread: shared, read-only state

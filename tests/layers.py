@@ -2,7 +2,8 @@
 """The layers of src/ and the only direction includes may point: down.
 
 usage: layers.py SRC_DIR          check the tree; exit 1 and name every include that points up,
-                                  crosses into another probe's folder, or closes a cycle
+                                  crosses into another probe's folder, closes a cycle, or brings
+                                  the JSON format into a probe
        layers.py --self-test SRC  the same check on copies of the tree with one bad include
                                   planted each way: each must be caught (so this test can fail)
 
@@ -32,6 +33,10 @@ Layers, top to bottom (a file may include its own layer or any layer below it):
 A CUDA source (.cu, .cuh) is the GPU module's side of one probe, wherever it lies: besides the
 layers below its own it may include the headers of one probe folder, and no other probe's (and
 those headers are that probe's arithmetic).
+
+What a probe reports it states as facts (facts.h); the JSON they end in is the framework's. No
+file under probes/ includes <jansson.h> or facts_json.h (the framework's cast of facts to
+jansson), directly or through any header it includes.
 """
 import os
 import re
@@ -40,6 +45,9 @@ import sys
 import tempfile
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+SYSTEM_INCLUDE = re.compile(r'^\s*#\s*include\s+<([^>]+)>', re.M)
+# The JSON format: jansson, and the framework's header that hands facts to it (facts_json.h).
+JSON_SYSTEM, JSON_FRAMEWORK = 'jansson.h', 'facts_json.h'
 CUDA = ('.cu', '.cuh')
 NAMES = {0: 'base', 1: 'kernels', 2: 'probe arithmetic', 3: 'framework services',
          4: 'probe interface', 5: 'probes', 6: 'core', 7: 'commands'}
@@ -111,11 +119,15 @@ def arithmetic_closure(seeds, framework_headers, edges):
     return why
 
 
-def read_edges(root, files, problems):
+def read_edges(root, files, problems, json_direct):
+    """The includes between files under src/; json_direct gets the files that include the
+    JSON format's headers themselves."""
     edges = {f: [] for f in files}
     for f in sorted(files):
         with open(os.path.join(root, f), encoding='utf-8') as fh:
             text = fh.read()
+        if JSON_SYSTEM in SYSTEM_INCLUDE.findall(text):
+            json_direct[f] = f'<{JSON_SYSTEM}>'
         for inc in INCLUDE.findall(text):
             if inc == 'sdc_config.h' or inc.startswith('builtin_'):
                 continue
@@ -129,6 +141,27 @@ def read_edges(root, files, problems):
     return edges
 
 
+def json_reach(files, edges, json_direct):
+    """Every probe file that reaches the JSON format, with the chain of includes that does."""
+    problems = []
+    for f in sorted(files):
+        if not probe_folder(f):
+            continue
+        seen, queue = {f: [f]}, [f]
+        while queue:  # breadth first: the shortest chain is the one said
+            g = queue.pop(0)
+            if g in json_direct or g == JSON_FRAMEWORK:
+                chain = ' -> '.join(seen[g] + ([json_direct[g]] if g in json_direct else []))
+                problems.append(f'{f} reaches the JSON format ({chain}): a probe states facts '
+                                '(facts.h) and the framework writes them')
+                break
+            for t in edges[g]:
+                if t not in seen:
+                    seen[t] = seen[g] + [t]
+                    queue.append(t)
+    return problems
+
+
 def describe(f, lf, why):
     if lf == 2:
         origin = '' if why[f] == f else f', reached from {why[f]}'
@@ -139,7 +172,9 @@ def describe(f, lf, why):
 def check(root):
     files = set(sources(root))
     problems = []
-    edges = read_edges(root, files, problems)
+    json_direct = {}
+    edges = read_edges(root, files, problems, json_direct)
+    problems += json_reach(files, edges, json_direct)
     seeds, framework_headers, problem = build_split(root, files)
     if problem:
         problems.append(problem)
@@ -204,6 +239,16 @@ def self_test(root):
         # the split is read from the build: a name there that is no file is said, not skipped
         ('meson.build', "x = files('probes/gemm/gone.c')\n", 'which is not a file under src/'),
         ('golden.c', '#include "run.h"\n', None),
+        # the JSON format stays out of the probes: directly, through the framework's headers, or
+        # through a probe's own header; the framework itself may include it
+        ('probes/ecparity/bench.c', '#include <jansson.h>\n',
+         'probes/ecparity/bench.c reaches the JSON format (probes/ecparity/bench.c -> <jansson.h>)'),
+        ('probes/gemm/campaign.c', '#include "facts_json.h"\n',
+         '(probes/gemm/campaign.c -> facts_json.h'),
+        ('bench.h', '#include <jansson.h>\n', ' -> bench.h -> <jansson.h>)'),
+        ('probes/gemm/calibration.h', '#include <jansson.h>\n',
+         '(probes/gemm/calibrate.c -> probes/gemm/calibration.h -> <jansson.h>)'),
+        ('bench.c', '#include "facts_json.h"\n', None),
         ('base/util.h', '#include "base/rng.h"\n', None),  # a legal include: must not be reported
         ('base/rng.h', '#include "base/philox.h"\n#include "base/util.h"\n', None),
         ('base/util.h', '#include "base/util.h"\n', 'cycle'),

@@ -74,7 +74,7 @@ MUTATIONS = [
        "\tv->bad = v->negzero || !(fabs(v->dc) <= 10 * v->tc) || !(fabs(v->dw) <= 10 * v->tw);")],
      ["embbag", "selftest"]),
     ("embbag-sweep-off", "the table sweep at rest finds every row intact",
-     "src/probes/embbag/embbag.c",
+     "src/probes/embbag/lane.c",
      [("\t\tif (sdc_eb_row_intact(ew->t, r))\n\t\t\tcontinue;", "\t\tcontinue;")],
      ["embbag", "selftest"]),
     ("minitrain-golden-entry-off", "the state entering a step is not compared with the golden's hash",

@@ -1,7 +1,7 @@
 /*
  * The embbag family: EmbeddingBag on a GPU (probes/embbag/embbag.cu), the table the embbag probe's
- * GPU lanes (embbag.c) and benchmark (bench_gpu.c) call. Bump SDC_GPU_EMBBAG_VERSION with any
- * change to what this file declares.
+ * GPU lanes (embbag.c, lane.c) and benchmark (bench_gpu.c) call. Bump SDC_GPU_EMBBAG_VERSION with
+ * any change to what this file declares.
  */
 #ifndef SDC_PROBES_EMBBAG_GPU_OPS_H
 #define SDC_PROBES_EMBBAG_GPU_OPS_H

@@ -744,7 +744,7 @@ static int look_at(struct lane *l, int slot, uint64_t iter, bool *redo)
 }
 
 /*
- * The device's operand generator (probes/gemm/gemm.cu) against the host's twin (gemm_data.h,
+ * The device's operand generator (probes/gemm/gemm_abft.cu) against the host's twin (gemm_data.h,
  * gpu_truth.c), once per burn lane on its first operand set: all of A, and up to eight rows of
  * B_ext with their checksum columns (the first, the last, some between), element by element. Findings'
  * expected values and the SM replay's right answers come from the host's twin, so the two must

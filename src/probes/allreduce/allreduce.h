@@ -1,4 +1,4 @@
-/* The allreduce probe's own header: what its variants share (allreduce.c, nccl.c). */
+/* The allreduce probe's own header: what its variants share (allreduce.c, ring_mpi.c, nccl.c). */
 #ifndef SDC_PROBES_ALLREDUCE_H
 #define SDC_PROBES_ALLREDUCE_H
 
@@ -46,6 +46,9 @@ void sdc_ar_ring_orders(int P, uint64_t it, int *fwd, int *rev, int *shuf);
 /* What an H fault's tensor= names: the phase (0 reduce-scatter, 1 all-gather) and whether it
  * corrupts the chunk's header instead of its data; false for anything else. Left out: rs. */
 bool sdc_ar_hop_tensor(const char *tn, int *phase, bool *header);
+
+/* The ring variant's lane over MPI (ring_mpi.c; built with MPI only). */
+void sdc_ar_ring_run(struct sdc_worker *w);
 
 /* The nccl variants (nccl.c): the paths' names (option nccl_paths' choices); NCCL's collectives
  * checked on every path, and sdcscan's checked ring over NCCL's send and receive. */

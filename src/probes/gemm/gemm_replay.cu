@@ -1,7 +1,7 @@
 /*
  * The gemm engine's SM replay (gpu_ops.h, gemm_sm_replay): sdcscan's own exact GEMM kernel
  * recomputing one tile of C on every SM of the GPU, each block noting the SM it ran on, so the host
- * (gpu.c) can tell a fault that repeats on one SM from one that does not; and the engine's set-up
+ * (gpu_look.c) can tell a fault that repeats on one SM from one that does not; and the engine's set-up
  * for it (the SMs, the shared memory that keeps one block an SM, the tiles). Built with -fmad=false
  * like the engine's other kernels (meson.build); the device layout of A and B is gemm.cu's.
  */

@@ -15,6 +15,11 @@
  * so a finding names row, column, expected, actual and XOR; the failing tile is then recomputed
  * by the module's own exact kernel on every SM, which tells a persistent fault (the same SM gets
  * it wrong again) from a transient one, and names the SM.
+ *
+ * This file holds the lanes' configuration and set-up, and a lane's run: its engine, its first
+ * operands compared with the host's twin, the GPU's reference rate, faults injected, iterations
+ * submitted two in flight. Looking at an iteration's results and filing what they show is
+ * gpu_look.c's; the two share gpu_lane.h.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -22,13 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/digest.h"
-#include "fatal.h"
 #include "gpu.h"
-#include "kernels/abft_ref.h"
-#include "probes/gemm/gemm_data.h"
 #include "probes/gemm/calibration.h"
-#include "probes/gemm/gemm.h"
+#include "probes/gemm/gpu_lane.h"
 
 const char *const sdc_gemm_gpu_type_names[] = { "int8", "fp32", "bf16", "fp16", "fp32-fast", "tf32-fast", "bf16-fast", NULL };
 const char *const sdc_gemm_gpu_variant_names[] = { "gpu-int8",      "gpu-fp32",      "gpu-bf16",      "gpu-fp16",
@@ -212,53 +213,13 @@ int sdc_gemm_gpu_setup(struct sdc_probe_ctx *ctx, struct gemm_shared *sh, const 
 
 /* ---- one GPU lane ---- */
 
-struct lane {
-	struct sdc_worker *w;
-	const struct gemm_shared *sh;
-	const struct sdc_gpu_gemm_ops *m;
-	struct sdc_gpu_gemm *g;
-	struct sdc_gpu_truth truth;
-	uint64_t set;     /* the operand set on the device */
-	bool loaded;
-	uint64_t iter;    /* the iteration being submitted or looked at */
-	int slot;         /* the slot being looked at (its C) */
-	const double *pool;
-	int esz, csz;
-	uint64_t *sums;   /* m x 2 */
-	struct sdc_gpu_bad_row *bad; /* m */
-	void *c_host;     /* vote lanes: C as the CPU lays it out */
-	uint32_t *tiles;  /* SM replay */
-	void *row;        /* one row of C, n_ext elements */
-	int64_t *ref_i64;
-	double *ref_f64;
-	char err[256];
-};
-
-static const char *lane_op(const struct lane *l)
-{
-	return l->sh->gpu_operation;
-}
-
-static void finding_init(struct sdc_finding *f, const struct lane *l, const char *kind, const char *target, int64_t row,
-			 int64_t col)
-{
-	memset(f, 0, sizeof(*f));
-	f->cls = SDC_FINDING_CORRUPTION;
-	sdc_strlcpy(f->kind, kind, sizeof(f->kind));
-	snprintf(f->operation, sizeof(f->operation), "%.78s %.15s", lane_op(l), l->w->dev->id);
-	sdc_strlcpy(f->target, target, sizeof(f->target));
-	f->iteration = l->iter;
-	f->row = row;
-	f->col = col;
-}
-
 /* A platform failure: the GPU could not be tested (UNKNOWN), named with its bus id. */
-static void lane_error(struct lane *l, const char *what)
+void sdc_gemm_lane_error(struct gemm_lane *l, const char *what)
 {
 	sdc_worker_device_lost(l->w, "%s (%s): %s: %s", l->w->dev->id, l->w->dev->gpu.pci_bus_id, what, l->err);
 }
 
-static int load_set(struct lane *l, uint64_t set)
+int sdc_gemm_lane_load(struct gemm_lane *l, uint64_t set)
 {
 	l->set = set;
 	l->pool = sdc_gpu_type_exact(l->sh->gcfg.type) ? NULL : l->sh->pools[set % (uint64_t)l->sh->npools].v;
@@ -267,7 +228,7 @@ static int load_set(struct lane *l, uint64_t set)
 	return l->loaded ? 0 : -1;
 }
 
-static int ensure_truth(struct lane *l)
+int sdc_gemm_lane_truth(struct gemm_lane *l)
 {
 	if (l->truth.valid && l->truth.set == l->set)
 		return 0;
@@ -278,337 +239,9 @@ static int ensure_truth(struct lane *l)
 	return 0;
 }
 
-/* ---- the SM replay ---- */
-
-/*
- * How many distinct SMs the replay's blocks ran on. Nothing pins a block to an SM (GPU.md): the
- * blocks are sized to land one an SM, but a block that shares an SM with another, or moved while
- * it ran, leaves some SM untested. Where not every one of the GPU's sm_count SMs was reached,
- * reached says which were not (a "transient" verdict then covers only the SMs reached).
- */
-static int replay_reach(const struct sdc_gpu_sm_replay *r, int sm_count, char *reached, size_t len)
-{
-	bool seen[SDC_GPU_MAX_SMS] = { false };
-	int distinct = 0, moved = 0;
-	for (int b = 0; b < r->blocks && b < SDC_GPU_MAX_SMS; b++) {
-		const int sm = r->smid[b];
-		if (sm < 0 || sm >= SDC_GPU_MAX_SMS)
-			moved++;
-		else if (!seen[sm])
-			seen[sm] = true, distinct++;
-	}
-	const int want = sm_count < SDC_GPU_MAX_SMS ? sm_count : SDC_GPU_MAX_SMS;
-	reached[0] = '\0';
-	if (distinct >= want)
-		return distinct;
-	int n = snprintf(reached, len, "not reached:");
-	for (int sm = 0, listed = 0; sm < want && n > 0 && (size_t)n < len; sm++)
-		if (!seen[sm] && listed++ < 8)
-			n += snprintf(reached + n, len - (size_t)n, "%s SM %d", listed > 1 ? "," : "", sm);
-	if (n > 0 && (size_t)n < len)
-		snprintf(reached + n, len - (size_t)n, "%s%s", want - distinct > 8 ? " ..." : "",
-			 moved ? "; some blocks moved between SMs while they ran" : "; two blocks shared an SM");
-	return distinct;
-}
-
-/*
- * Recomputes the tile around (row, col) on every SM with the module's own exact kernel and
- * writes what it shows into why: which SMs compute it wrong again (a persistent fault: the
- * finding names the first), or that none does (transient). Returns that SM, or -1.
- */
-static int sm_replay(struct lane *l, int row, int col, char *why, size_t len)
-{
-	const struct sdc_gpu_gemm_cfg *c = &l->sh->gcfg;
-	why[0] = '\0';
-	if (!sdc_gpu_type_exact(c->type) || !l->tiles || ensure_truth(l))
-		return -1;
-	struct sdc_gpu_sm_replay r = { .row0 = row / SDC_GPU_TILE * SDC_GPU_TILE, .col0 = col / SDC_GPU_TILE * SDC_GPU_TILE,
-				       .tiles = l->tiles };
-	r.rows = c->m - r.row0 < SDC_GPU_TILE ? c->m - r.row0 : SDC_GPU_TILE;
-	r.cols = c->n_ext - r.col0 < SDC_GPU_TILE ? c->n_ext - r.col0 : SDC_GPU_TILE;
-	char err[256];
-	if (l->m->gemm_sm_replay(l->g, &r, err, sizeof(err))) {
-		snprintf(why, len, "; the SM replay could not run: %s", err);
-		return -1;
-	}
-	/* The tile's right bits (C is int32 for int8, fp32 holding an integer for the other exact types). */
-	uint32_t expect[SDC_GPU_TILE][SDC_GPU_TILE];
-	int64_t *ref = malloc(sizeof(int64_t) * (size_t)c->n_ext);
-	if (!ref) {
-		snprintf(why, len, "; the SM replay could not run: out of memory");
-		return -1;
-	}
-	for (int i = 0; i < r.rows; i++) {
-		sdc_gpu_truth_c_row(&l->truth, r.row0 + i, ref, NULL);
-		for (int j = 0; j < r.cols; j++) {
-			const float f = (float)ref[r.col0 + j];
-			if (c->type == SDC_GPU_INT8)
-				expect[i][j] = (uint32_t)(int32_t)ref[r.col0 + j];
-			else
-				memcpy(&expect[i][j], &f, 4);
-		}
-	}
-	free(ref);
-	int wrong = 0, first_sm = -1, wrong_at_element = 0;
-	for (int b = 0; b < r.blocks; b++) {
-		bool bad = false;
-		for (int i = 0; i < r.rows; i++)
-			for (int j = 0; j < r.cols; j++) {
-				if (r.tiles[((size_t)b * r.rows + i) * r.cols + j] != expect[i][j]) {
-					bad = true;
-					wrong_at_element += (r.row0 + i == row && r.col0 + j == col);
-				}
-			}
-		if (bad && !wrong++)
-			first_sm = r.smid[b];
-	}
-	char reached[160];
-	const int sms = replay_reach(&r, l->w->dev->gpu.sm_count, reached, sizeof(reached));
-	if (!wrong && reached[0])
-		snprintf(why, len, "; tile (%d, %d) recomputed by sdcscan's exact kernel on %d of the GPU's %d SMs (%s): "
-			 "all right there; the SMs not reached cannot be judged", r.row0, r.col0, sms,
-			 l->w->dev->gpu.sm_count, reached);
-	else if (!wrong)
-		snprintf(why, len, "; tile (%d, %d) recomputed on each of %d SMs by sdcscan's exact kernel: all right, so "
-			 "the fault did not repeat (transient, or in cuBLASLt's path)", r.row0, r.col0, sms);
-	else
-		snprintf(why, len, "; tile (%d, %d) recomputed on %s%d SMs: %d SM%s computed it wrong again (persistent), "
-			 "first SM %d%s", r.row0, r.col0, reached[0] ? "" : "each of ", sms, wrong, wrong == 1 ? "" : "s",
-			 first_sm, wrong_at_element ? ", at this element" : "");
-	return wrong ? first_sm : -1;
-}
-
-/* ---- reporting ---- */
-
-static void set_c_values(struct sdc_finding *f, const struct lane *l, int j, uint64_t actual_bits)
-{
-	const struct sdc_gpu_gemm_cfg *c = &l->sh->gcfg;
-	const bool exact = sdc_gpu_type_exact(c->type);
-	if (c->type == SDC_GPU_INT8) {
-		const int32_t e = (int32_t)l->ref_i64[j], a = (int32_t)(uint32_t)actual_bits;
-		sdc_finding_set_bits(f, (uint32_t)e, (uint32_t)a, 32);
-		snprintf(f->expected_value, sizeof(f->expected_value), "%" PRId32, e);
-		snprintf(f->actual_value, sizeof(f->actual_value), "%" PRId32, a);
-		return;
-	}
-	/* C is fp32 for every other type. */
-	float a;
-	uint32_t u = (uint32_t)actual_bits;
-	memcpy(&a, &u, 4);
-	sdc_finding_set_f32(f, exact ? (float)l->ref_i64[j] : (float)l->ref_f64[j], a);
-}
-
-/* |C[i][j] - reference| (INF when not finite; exact: 0 or 1, by bits). */
-static double deviation(const struct lane *l, int j, uint64_t bits)
-{
-	const struct sdc_gpu_gemm_cfg *c = &l->sh->gcfg;
-	if (c->type == SDC_GPU_INT8)
-		return (int32_t)(uint32_t)bits != (int32_t)l->ref_i64[j];
-	float v;
-	uint32_t u = (uint32_t)bits;
-	memcpy(&v, &u, 4);
-	if (sdc_gpu_type_exact(c->type)) {
-		const float e = (float)l->ref_i64[j];
-		uint32_t eb;
-		memcpy(&eb, &e, 4);
-		return u != eb;
-	}
-	return isfinite(v) ? fabs((double)v - l->ref_f64[j]) : INFINITY;
-}
-
-/* Reads a failing row back, recomputes it, and files every element that is off. Returns how many. */
-static int report_row(struct lane *l, const struct sdc_gpu_bad_row *bad, bool operand_fault, int skip, bool replay)
-{
-	const struct sdc_gpu_gemm_cfg *c = &l->sh->gcfg;
-	const bool exact = sdc_gpu_type_exact(c->type);
-	if (ensure_truth(l) || l->m->gemm_read(l->g, l->slot, 'C', bad->row, 0, c->n_ext, l->row, l->err, sizeof(l->err))) {
-		lane_error(l, "reading a failing row back");
-		return 0;
-	}
-	sdc_gpu_truth_c_row(&l->truth, bad->row, l->ref_i64, l->ref_f64);
-	const int located = exact ? sdc_ref_locate(c->n, bad->s1, bad->s2, bad->e1, bad->e2, bad->nbad, bad->first_bad)
-				  : -1;
-	const char *why = operand_fault ? "; an operand was found corrupted in this iteration" : "";
-	int off = 0, reported = 0;
-	for (int j = 0; j < c->n_ext; j++) {
-		uint64_t bits = 0;
-		memcpy(&bits, (const char *)l->row + (size_t)j * 4, 4);
-		const double tol = exact ? 0 : j == c->n + 1 ? bad->t1 * c->n : bad->t1;
-		if (!(deviation(l, j, bits) > tol) || j == skip)
-			continue;
-		off++;
-		if (reported++ >= 8) {
-			l->w->corruptions++;
-			continue;
-		}
-		struct sdc_finding f;
-		finding_init(&f, l, j < c->n ? "checksum-mismatch" : "checksum-column-corrupt", "C", bad->row, j);
-		set_c_values(&f, l, j, bits);
-		char sm[300] = "";
-		if (replay && reported == 1) {
-			f.sm = sm_replay(l, bad->row, j, sm, sizeof(sm));
-			f.sm_known = f.sm >= 0;
-		}
-		if (!exact) {
-			f.threshold = bad->t1;
-			f.margin = fabs(bad->d1) / bad->t1;
-			snprintf(f.detail, sizeof(f.detail), "row verification difference %.3g against its V-ABFT threshold %.3g; "
-				 "found by recomputing the row on the host%s%s", bad->d1, bad->t1, why, sm);
-		} else if (j == located) {
-			snprintf(f.detail, sizeof(f.detail), "row checksum off by %" PRId64 ", weighted checksum locates "
-				 "column %d (checked on %s); confirmed by recomputing the row on the host%s%s",
-				 bad->s1 - bad->e1, j, l->w->dev->id, why, sm);
-		} else {
-			snprintf(f.detail, sizeof(f.detail), "found by recomputing the row on the host; the checksums point at "
-				 "%s%s%s", located >= 0 ? "another column" : "no single column (several errors)", why, sm);
-		}
-		sdc_worker_report(l->w, &f);
-	}
-	if (!off && skip < 0) {
-		struct sdc_finding f;
-		finding_init(&f, l, exact ? "verification-glitch" : "threshold-breach", "C", bad->row, -1);
-		if (exact)
-			snprintf(f.detail, sizeof(f.detail), "the device's row check failed but the row read back recomputes "
-				 "correctly: the check itself, or the read, glitched");
-		else
-			snprintf(f.detail, sizeof(f.detail), "row difference %.3g > V-ABFT threshold %.3g though no element "
-				 "is off by that much: small errors adding up, or e_max too tight here%s", bad->d1, bad->t1, why);
-		sdc_worker_report(l->w, &f);
-		return exact ? 0 : 1;
-	}
-	return off;
-}
-
-/* Compares an operand read back from the device with its regenerated truth; files what differs. */
-static void report_operand(struct lane *l, char target, int *reported)
-{
-	const struct sdc_gpu_gemm_cfg *c = &l->sh->gcfg;
-	const int rows = target == 'A' ? c->m : c->k, cols = target == 'A' ? c->k : c->n_ext;
-	uint8_t *buf = malloc((size_t)cols * (size_t)l->esz);
-	if (!buf || ensure_truth(l)) {
-		free(buf);
-		return;
-	}
-	const char name[2] = { target, 0 };
-	for (int r = 0; r < rows; r++) {
-		if (l->m->gemm_read(l->g, l->slot, target, r, 0, cols, buf, l->err, sizeof(l->err))) {
-			lane_error(l, "reading an operand back");
-			break;
-		}
-		for (int col = 0; col < cols; col++) {
-			uint64_t a = 0;
-			memcpy(&a, buf + (size_t)col * l->esz, (size_t)l->esz);
-			const uint64_t e = target == 'A' ? sdc_gpu_truth_a(&l->truth, r, col) : sdc_gpu_truth_b(&l->truth, r, col);
-			if (a == e)
-				continue;
-			if ((*reported)++ >= 8) {
-				l->w->corruptions++;
-				continue;
-			}
-			struct sdc_finding f;
-			finding_init(&f, l, "operand-corrupt", name, r, col);
-			sdc_finding_set_bits(&f, e, a, 8 * l->esz);
-			snprintf(f.detail, sizeof(f.detail), "operand %s%s changed in GPU memory after %s", name,
-				 target == 'B' && col >= c->n ? " (checksum column)" : "",
-				 target == 'A' ? "its fingerprint was taken" : "encoding");
-			sdc_worker_report(l->w, &f);
-		}
-	}
-	free(buf);
-}
-
-/* Operands at rest, by their fingerprints after the GEMM; a changed one is located, named and reloaded. */
-static bool verify_operands(struct lane *l, const struct sdc_gpu_check *chk)
-{
-	const int a_ok = chk->a_intact, b_ok = chk->b_intact;
-	if (a_ok && b_ok)
-		return false;
-	int reported = 0;
-	if (!a_ok)
-		report_operand(l, 'A', &reported);
-	if (!b_ok)
-		report_operand(l, 'B', &reported);
-	if (!reported) {
-		struct sdc_finding f;
-		finding_init(&f, l, "verification-glitch", a_ok ? "B" : "A", -1, -1);
-		snprintf(f.detail, sizeof(f.detail), "operand fingerprint changed but every element matches");
-		sdc_worker_report(l->w, &f);
-	}
-	if (load_set(l, l->set)) /* repair, so the next iteration starts clean */
-		lane_error(l, "reloading the operands");
-	return true;
-}
-
-static void report_rows(struct lane *l, const struct sdc_gpu_check *chk, bool operand_fault)
-{
-	const int listed = chk->nbad;
-	/* The column most failing rows point at: a corrupted column of B fails every row there. */
-	int common = -1, votes = 0;
-	int *cols = malloc(sizeof(int) * (size_t)(listed + 1));
-	for (int r = 0; cols && r < listed; r++) {
-		const struct sdc_gpu_bad_row *b = &chk->bad[r];
-		cols[r] = sdc_gpu_type_exact(l->sh->gcfg.type)
-				  ? sdc_ref_locate(l->sh->gcfg.n, b->s1, b->s2, b->e1, b->e2, b->nbad, b->first_bad)
-				  : -1;
-		if (!votes)
-			common = cols[r];
-		votes += cols[r] == common ? 1 : -1;
-	}
-	int detailed = 0, rechecked = 0;
-	for (int r = 0; r < listed && !l->w->failed; r++) {
-		const bool odd = !cols || common < 0 || cols[r] != common;
-		if (r < ROWS_DETAILED || (odd && detailed < 4 * ROWS_DETAILED)) {
-			report_row(l, &chk->bad[r], operand_fault, -1, detailed == 0);
-			detailed++;
-		} else {
-			l->w->corruptions++;
-			if (rechecked++ < ROWS_RECHECKED)
-				report_row(l, &chk->bad[r], operand_fault, common, false);
-		}
-	}
-	free(cols);
-	if (chk->nbad > detailed) {
-		struct sdc_finding f;
-		finding_init(&f, l, "checksum-mismatch-rows", "C", -1, common);
-		snprintf(f.detail, sizeof(f.detail), "%d of %d rows fail their checks on %s; %d more rows%s not listed: the "
-			 "pattern of a corrupted column of B or of its products", chk->nbad, l->sh->gcfg.m, l->w->dev->id,
-			 chk->nbad - detailed, common >= 0 ? " at the same column" : "");
-		sdc_worker_report(l->w, &f);
-	}
-}
-
-/*
- * Extreme data: every A element a, every B element b, so each row's sums have a closed form,
- * s1 = n k a b and s2 = n(n+1)/2 k a b, an expectation computed without the GPU. A row whose
- * sums differ lost bits in the accumulator (or elsewhere): its exactness bound does not hold here.
- */
-static void check_closed_form(struct lane *l)
-{
-	const struct sdc_gpu_gemm_cfg *c = &l->sh->gcfg;
-	const int64_t a = sdc_gd_extreme_a(c->type == SDC_GPU_INT8, c->amax), b = sdc_gd_extreme_b(c->type == SDC_GPU_INT8, c->bmax);
-	const int64_t e1 = (int64_t)c->n * c->k * a * b, e2 = (int64_t)c->n * (c->n + 1) / 2 * c->k * a * b;
-	int reported = 0;
-	for (int i = 0; i < c->m; i++) {
-		const int64_t s1 = (int64_t)l->sums[2 * i], s2 = (int64_t)l->sums[2 * i + 1];
-		if (s1 == e1 && s2 == e2)
-			continue;
-		if (reported++ >= 4) {
-			l->w->corruptions++;
-			continue;
-		}
-		struct sdc_finding f;
-		finding_init(&f, l, "inexact-accumulation", "C", i, -1);
-		sdc_finding_set_bits(&f, (uint64_t)e1, (uint64_t)s1, 64);
-		snprintf(f.detail, sizeof(f.detail), "extreme data (every a = %" PRId64 ", b = %" PRId64 ", k = %d): row %d sums "
-			 "to %" PRId64 " and %" PRId64 ", the closed form says %" PRId64 " and %" PRId64, a, b, c->k, i, s1,
-			 s2, e1, e2);
-		sdc_worker_report(l->w, &f);
-	}
-}
-
 /* ---- fault injection ---- */
 
-static void inject(struct lane *l, char target)
+static void inject(struct gemm_lane *l, char target)
 {
 	const struct sdc_gpu_gemm_cfg *c = &l->sh->gcfg;
 	const char name[2] = { target, 0 };
@@ -625,7 +258,7 @@ static void inject(struct lane *l, char target)
 		uint64_t now = 0;
 		if (row < rows && col < cols &&
 		    l->m->gemm_read(l->g, l->slot, target, (int)row, (int)col, 1, &now, l->err, sizeof(l->err))) {
-			lane_error(l, "reading an element to inject into");
+			sdc_gemm_lane_error(l, "reading an element to inject into");
 			return;
 		}
 		const bool is_float = bits == 32 && !(target == 'C' && c->type == SDC_GPU_INT8);
@@ -637,7 +270,7 @@ static void inject(struct lane *l, char target)
 		}
 		uint64_t before, after;
 		if (l->m->gemm_flip(l->g, l->slot, target, (int)row, (int)col, bit, &before, &after, l->err, sizeof(l->err))) {
-			lane_error(l, "injecting a fault");
+			sdc_gemm_lane_error(l, "injecting a fault");
 			return;
 		}
 		char hb[24], ha[24];
@@ -649,7 +282,7 @@ static void inject(struct lane *l, char target)
 
 /* ---- the lane ---- */
 
-static void lane_release(struct lane *l)
+static void lane_release(struct gemm_lane *l)
 {
 	if (l->g)
 		l->m->gemm_destroy(l->g);
@@ -661,7 +294,7 @@ static void lane_release(struct lane *l)
 #define FAULT_AB 1
 #define FAULT_C 2
 
-static int faults_due(struct lane *l, uint64_t iter)
+static int faults_due(struct gemm_lane *l, uint64_t iter)
 {
 	struct sdc_fault f[8];
 	return (sdc_worker_faults(l->w, "A", iter, f, 8) || sdc_worker_faults(l->w, "B", iter, f, 8) ? FAULT_AB : 0) |
@@ -669,7 +302,7 @@ static int faults_due(struct lane *l, uint64_t iter)
 }
 
 /* As sdc_worker_continue, for the next submission: past the deadline only a first iteration. */
-static bool may_submit(const struct lane *l, uint64_t iter)
+static bool may_submit(const struct gemm_lane *l, uint64_t iter)
 {
 	const struct sdc_worker *w = l->w;
 	if (w->failed || (w->ctx->max_iterations && iter >= w->ctx->max_iterations))
@@ -683,7 +316,7 @@ static bool may_submit(const struct lane *l, uint64_t iter)
  * Submits iteration l->iter into slot: A and B faults first, then the GEMM, the row checks and
  * the operands' fingerprints; with a C fault due, the GEMM alone, the fault, then the checks.
  */
-static int submit(struct lane *l, int slot, bool c_fault)
+static int submit(struct gemm_lane *l, int slot, bool c_fault)
 {
 	l->slot = slot;
 	inject(l, 'A');
@@ -702,61 +335,19 @@ static int submit(struct lane *l, int slot, bool c_fault)
 }
 
 /*
- * Collects iteration iter from slot and files what it shows. *redo: its operands were found
- * changed and reloaded, so whatever was submitted after it ran on bad operands and must run
- * again. -1: the lane failed.
- */
-static int look_at(struct lane *l, int slot, uint64_t iter, bool *redo)
-{
-	const struct sdc_gpu_gemm_cfg *c = &l->sh->gcfg;
-	l->iter = iter;
-	l->slot = slot;
-	*redo = false;
-	struct sdc_gpu_check chk = { .bad = l->bad };
-	if (l->m->gemm_collect(l->g, slot, l->sums, &chk, l->err, sizeof(l->err))) {
-		lane_error(l, "multiplying and checking");
-		return -1;
-	}
-	/* Operands first: a changed input explains the rows that fail after it. */
-	const bool operand_fault = verify_operands(l, &chk);
-	*redo = operand_fault;
-	if (c->extreme && sdc_gpu_type_exact(c->type))
-		check_closed_form(l);
-	if (chk.nbad)
-		report_rows(l, &chk, operand_fault);
-	if (l->w->failed)
-		return -1;
-	uint64_t digest;
-	if (l->sh->gpu_burn) {
-		digest = sdc_xxh64(l->sums, sizeof(uint64_t) * 2 * (size_t)c->m);
-	} else {
-		/* The CPU's digest of the same work: C as it lies in memory, padding columns included. */
-		if (l->m->gemm_read(l->g, slot, 'C', 0, 0, c->m * c->ldc, l->c_host, l->err, sizeof(l->err))) {
-			lane_error(l, "reading C back");
-			return -1;
-		}
-		digest = sdc_xxh64(l->c_host, (size_t)c->m * (size_t)c->ldc * 4);
-	}
-	sdc_worker_fatal_faults(l->w, iter, l->sums); /* (in the lane's host thread: named at the GPU) */
-	sdc_worker_digest(l->w, iter, digest);
-	sdc_worker_account(l->w, 2.0 * c->m * c->n * c->k);
-	return 0;
-}
-
-/*
  * The device's operand generator (probes/gemm/gemm_abft.cu) against the host's twin (gemm_data.h,
  * gpu_truth.c), once per burn lane on its first operand set: all of A, and up to eight rows of
  * B_ext with their checksum columns (the first, the last, some between), element by element. Findings'
  * expected values and the SM replay's right answers come from the host's twin, so the two must
  * agree bit for bit; a difference is named at its element.
  */
-static void check_generator(struct lane *l)
+static void check_generator(struct gemm_lane *l)
 {
 	const struct sdc_gpu_gemm_cfg *c = &l->sh->gcfg;
 	const int kp = (c->k + 15) / 16 * 16;
 	const size_t a_elems = (size_t)c->m * (size_t)kp, chunk = (size_t)1 << 20; /* elements a read */
 	uint8_t *buf = malloc(SDC_MAX(chunk, (size_t)c->n_ext) * (size_t)l->esz);
-	if (!buf || ensure_truth(l)) {
+	if (!buf || sdc_gemm_lane_truth(l)) {
 		free(buf);
 		sdc_worker_error(l->w, "%s: out of host memory to check the operand generator", l->w->dev->id);
 		return;
@@ -770,7 +361,7 @@ static void check_generator(struct lane *l)
 			const size_t count = SDC_MIN(chunk, a_elems - e);
 			if (l->m->gemm_read(l->g, 0, 'A', (int)(e / (size_t)kp), (int)(e % (size_t)kp), (int)count, buf, l->err,
 					    sizeof(l->err))) {
-				lane_error(l, "reading A back");
+				sdc_gemm_lane_error(l, "reading A back");
 				goto out;
 			}
 		}
@@ -782,7 +373,7 @@ static void check_generator(struct lane *l)
 			continue;
 		differ++;
 		if (reported++ < 4) {
-			finding_init(&f, l, "operand-generation", "A", i, p);
+			sdc_gemm_lane_finding(&f, l, "operand-generation", "A", i, p);
 			sdc_finding_set_bits(&f, want, have, 8 * l->esz);
 			snprintf(f.detail, sizeof(f.detail), "the GPU drew A[%d][%d] otherwise than the host's twin of its "
 				 "generator", i, p);
@@ -798,7 +389,7 @@ static void check_generator(struct lane *l)
 		if (seen)
 			continue;
 		if (l->m->gemm_read(l->g, 0, 'B', p, 0, c->n_ext, buf, l->err, sizeof(l->err))) {
-			lane_error(l, "reading B back");
+			sdc_gemm_lane_error(l, "reading B back");
 			goto out;
 		}
 		for (int j = 0; j < c->n_ext; j++) {
@@ -809,7 +400,7 @@ static void check_generator(struct lane *l)
 				continue;
 			differ++;
 			if (reported++ < 8) {
-				finding_init(&f, l, "operand-generation", "B", p, j);
+				sdc_gemm_lane_finding(&f, l, "operand-generation", "B", p, j);
 				sdc_finding_set_bits(&f, want, have, 8 * l->esz);
 				snprintf(f.detail, sizeof(f.detail), "the GPU %s B[%d][%d] otherwise than the host's twin",
 					 j < c->n ? "drew" : "encoded", p, j);
@@ -828,7 +419,7 @@ out:
  * checks) back to back for about a tenth of a second. The burn's rate as a share of it is how
  * busy the burn kept the GPU, measured rather than assumed.
  */
-static void measure_reference(struct lane *l)
+static void measure_reference(struct gemm_lane *l)
 {
 	const struct sdc_gpu_gemm_cfg *c = &l->sh->gcfg;
 	const double ops = 2.0 * c->m * c->n * c->k;
@@ -856,7 +447,7 @@ void sdc_gemm_gpu_run(struct sdc_worker *w)
 {
 	const struct gemm_shared *sh = w->ctx->shared;
 	const struct sdc_gpu_gemm_cfg *c = &sh->gcfg;
-	struct lane l = { .w = w, .sh = sh, .m = SDC_GPU_FAMILY(gemm, SDC_GPU_GEMM_VERSION) };
+	struct gemm_lane l = { .w = w, .sh = sh, .m = SDC_GPU_FAMILY(gemm, SDC_GPU_GEMM_VERSION) };
 	if (!l.m || !sh->gpu) {
 		sdc_worker_error(w, "%s: %s", w->dev->id, l.m ? "no GPU lane set up" : sdc_gpu_family_why("gemm"));
 		return;
@@ -879,13 +470,13 @@ void sdc_gemm_gpu_run(struct sdc_worker *w)
 		goto out;
 	}
 	if (!(l.g = l.m->gemm_create(c, l.err, sizeof(l.err)))) {
-		lane_error(&l, "setting up the GEMM");
+		sdc_gemm_lane_error(&l, "setting up the GEMM");
 		goto out;
 	}
 	snprintf(w->kernel, sizeof(w->kernel), "%s", l.m->gemm_kernel(l.g));
 	if (sh->gpu_burn) {
-		if (load_set(&l, 0)) {
-			lane_error(&l, "drawing the operands");
+		if (sdc_gemm_lane_load(&l, 0)) {
+			sdc_gemm_lane_error(&l, "drawing the operands");
 			goto out;
 		}
 		check_generator(&l);
@@ -910,27 +501,27 @@ void sdc_gemm_gpu_run(struct sdc_worker *w)
 		const int faults = faults_due(&l, it);
 		if (in_flight && (new_set || faults)) {
 			in_flight = false;
-			if (look_at(&l, flight_slot, flight_iter, &redo))
+			if (sdc_gemm_lane_look(&l, flight_slot, flight_iter, &redo))
 				break;
 		}
-		if ((new_set || !l.loaded) && load_set(&l, set)) {
-			lane_error(&l, "drawing the operands");
+		if ((new_set || !l.loaded) && sdc_gemm_lane_load(&l, set)) {
+			sdc_gemm_lane_error(&l, "drawing the operands");
 			break;
 		}
 		l.iter = it;
 		if (submit(&l, next, faults & FAULT_C)) {
 			if (!w->failed)
-				lane_error(&l, "multiplying");
+				sdc_gemm_lane_error(&l, "multiplying");
 			break;
 		}
 		if (in_flight) {
-			if (look_at(&l, flight_slot, flight_iter, &redo))
+			if (sdc_gemm_lane_look(&l, flight_slot, flight_iter, &redo))
 				break;
 			if (redo) {
 				/* it ran on the operands just found bad: throw it away and run it again */
 				struct sdc_gpu_check chk = { .bad = l.bad };
 				if (l.m->gemm_collect(l.g, next, NULL, &chk, l.err, sizeof(l.err))) {
-					lane_error(&l, "multiplying and checking");
+					sdc_gemm_lane_error(&l, "multiplying and checking");
 					break;
 				}
 				in_flight = false;
@@ -944,7 +535,7 @@ void sdc_gemm_gpu_run(struct sdc_worker *w)
 		it++;
 	}
 	if (in_flight && !w->failed)
-		look_at(&l, flight_slot, flight_iter, &redo);
+		sdc_gemm_lane_look(&l, flight_slot, flight_iter, &redo);
 out:
 	lane_release(&l);
 }

@@ -261,7 +261,7 @@ MUTATIONS = [
      [("#define SDC_FLEET_WATCH_GRACE 5.0", "#define SDC_FLEET_WATCH_GRACE 50.0")],
      ["defaults"]),
     ("iteration-jump-off", "a worker's digests out of order (a flipped loop counter) pass unsaid",
-     "src/core/runner.c",
+     "src/core/worker.c",
      [("\tif (iter != w->digest_next) {", "\tif (0) {")],
      ["cpu_faults"]),
     ("vote-ring-cap-off", "the vote's compare walks to a lane's count however far it jumped",

@@ -11,8 +11,14 @@
 #include "core/plan.h"
 #include "run.h"
 
+struct sdc_worker;
+
 /* Runs every plan entry. Returns 0, or -1 if the run could not start at all. */
 int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct sdc_output *out);
+
+/* A finding filed as the worker's (core/worker.c), within the caps per worker and per iteration,
+ * the rest counted as dropped; not counted as the worker's corruption (sdc_worker_report is). */
+void sdc_worker_file_finding(struct sdc_worker *w, struct sdc_finding *f);
 
 /* Checks --inject specs against the plan's probes and the run's devices (core/inject_check.c):
  * each must be able to take effect. 0, or -1 (said). */

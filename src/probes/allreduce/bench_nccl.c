@@ -90,6 +90,198 @@ static int open_comm(const struct sdc_gpu_module *m, const struct sdc_device *gp
 	return -1;
 }
 
+/* What the benchmark's steps share: the options, this rank's GPU and the module's tables, the
+ * ring's order and hops, the facts stated and the verdict so far. */
+struct nccl_bench {
+	const struct nccl_bench_opts *o;
+	int P, me;
+	const struct sdc_gpu_module *m;
+	const struct sdc_gpu_allreduce_ops *ar;
+	const struct sdc_device *gpu;
+	const char *version; /* NCCL's */
+	int *order;
+	struct sdc_gpu_hop *hops;
+	struct sdc_facts *out;
+	bool met, judged, clean;
+	char err[256];
+};
+
+/* This rank's GPU bound, NCCL's version and the allreduce family found, the ring's order and hops
+ * allocated; b->err says what failed ("" when nothing did). */
+static void bench_open(struct nccl_bench *b, struct sdc_run *run)
+{
+	char why[256] = "", gwhy[256] = "";
+	b->m = sdc_gpu_ops();
+	b->ar = SDC_GPU_FAMILY(allreduce, SDC_GPU_ALLREDUCE_VERSION);
+	b->gpu = sdc_gpu_of_rank(run, gwhy, sizeof(gwhy)); /* one rank a GPU, as the probe */
+	b->version = b->m && b->m->nccl_init ? b->m->nccl_version(why, sizeof(why)) : NULL;
+	if (!b->gpu)
+		snprintf(b->err, sizeof(b->err), "no GPU to measure: %s", gwhy);
+	else if (!b->version)
+		snprintf(b->err, sizeof(b->err), "%s",
+			 b->m && b->m->nccl_init ? why : "this GPU module was built without NCCL");
+	else if (!b->ar)
+		snprintf(b->err, sizeof(b->err), "%s", sdc_gpu_family_why("allreduce"));
+	else
+		sdc_gpu_bind(b->gpu, b->err, sizeof(b->err));
+	b->order = malloc(sizeof(int) * (size_t)b->P);
+	b->hops = malloc(sizeof(*b->hops) * 2 * (size_t)b->P);
+}
+
+/* One turn of a race on communicator c: the checked ring (ring) or ncclAllReduce, iteration it;
+ * *t its time averaged over the ranks. 0, or -1 (said; c destroyed) when a rank failed. */
+static int race_turn(struct nccl_bench *b, struct sdc_gpu_comm *c, bool ring, uint64_t it, double *t)
+{
+	bool failed;
+	int timed_out = 0;
+	*t = 0;
+	if (ring) {
+		failed = b->ar->nccl_ring(c, b->order, it, NULL, 0, b->hops, t, &timed_out, 120, b->err,
+					  sizeof(b->err)) != 0;
+		for (int h = 0; h < 2 * (b->P - 1) && !failed; h++)
+			b->clean &= b->hops[h].nbad == 0 && b->hops[h].crc == b->hops[h].hdr[0];
+	} else {
+		struct sdc_gpu_coll_result res;
+		failed = b->ar->nccl_collective(c, 'A', it, NULL, &res, 120, b->err, sizeof(b->err)) != 0;
+		b->clean &= res.wrong == 0;
+		*t = res.seconds;
+		timed_out = res.timed_out;
+	}
+	if (!all_ok(!failed) || ranks_mean(t)) {
+		sdc_error("bench nccl: rank %d: %s", b->me, failed ? b->err : "another rank failed");
+		b->m->nccl_destroy(c, 1);
+		return -1;
+	}
+	return 0;
+}
+
+/* One size's race: a warm-up of each, then o->reps turns of each side by side (who goes first
+ * alternates); its row printed, stated and judged. 0, or -1 (said) when the benchmark cannot go on. */
+static int race_size(struct nccl_bench *b, int64_t bytes)
+{
+	const int reps = (int)b->o->reps;
+	const int64_t n = bytes / 4 / b->P * b->P;
+	struct sdc_gpu_comm *c = NULL;
+	if (open_comm(b->m, b->gpu, n, "", "", &c, b->err, sizeof(b->err)))
+		return -1;
+	double tn[100], tr[100], ratio[100];
+	for (int k = -1; k < reps; k++)
+		for (int turn = 0; turn < 2; turn++) {
+			const bool ring = (turn + (k < 0 ? 0 : k)) % 2 == 0;
+			double t;
+			if (race_turn(b, c, ring, (uint64_t)bytes + (uint64_t)(k + 1), &t))
+				return -1;
+			if (k >= 0)
+				*(ring ? &tr[k] : &tn[k]) = t;
+		}
+	b->m->nccl_destroy(c, 0);
+	for (int k = 0; k < reps; k++)
+		ratio[k] = tn[k] / tr[k];
+	const double sz = (double)n * 4, fb = sdc_coll_bus_factor('A', b->P);
+	const double n_alg = sz / sdc_median(tn, reps) / 1e9, r_alg = sz / sdc_median(tr, reps) / 1e9;
+	const double share = sdc_median(ratio, reps);
+	const bool judge = bytes >= b->o->target_bytes;
+	if (judge) {
+		b->judged = true;
+		b->met &= share >= 0.8;
+	}
+	if (b->me == 0) {
+		printf("%13.0f   %10.3f  %10.3f   %10.3f  %10.3f   %14.1f%%%s\n", sz, n_alg, n_alg * fb, r_alg, r_alg * fb,
+		       100 * share, judge ? share >= 0.8 ? "  (>= 80%: met)" : "  (>= 80%: MISSED)" : "");
+		fflush(stdout);
+	}
+	struct sdc_facts *row = sdc_facts_row(b->out, "rows");
+	sdc_facts_real(row, "bytes", sz);
+	sdc_facts_real(row, "nccl_algbw_gb_s", n_alg);
+	sdc_facts_real(row, "nccl_busbw_gb_s", n_alg * fb);
+	sdc_facts_real(row, "ring_algbw_gb_s", r_alg);
+	sdc_facts_real(row, "ring_busbw_gb_s", r_alg * fb);
+	sdc_facts_real(row, "ring_share", share);
+	sdc_facts_bool(row, "judged", judge);
+	return 0;
+}
+
+/* ncclAllReduce of a size on path k (sdc_ar_nccl_paths), a communicator of its own: *busbw; 1 when
+ * NCCL refused the path here, -1 (said) when the benchmark cannot go on. */
+static int path_busbw(struct nccl_bench *b, int64_t bytes, int k, double *busbw)
+{
+	const int64_t n = bytes / 4 / b->P * b->P;
+	const char *algo, *proto;
+	sdc_ar_nccl_path_env(k, &algo, &proto);
+	struct sdc_gpu_comm *c;
+	const int rc = open_comm(b->m, b->gpu, n, algo, proto, &c, b->err, sizeof(b->err));
+	if (rc < 0)
+		return -1;
+	double t[100];
+	bool failed = rc != 0;
+	for (int q = -1; q < b->o->reps && !failed; q++) {
+		struct sdc_gpu_coll_result res;
+		failed = b->ar->nccl_collective(c, 'A', (uint64_t)bytes + (uint64_t)(q + 1), NULL, &res, 120, b->err,
+						sizeof(b->err)) != 0;
+		b->clean &= failed || res.wrong == 0;
+		double x = res.seconds;
+		if (!all_ok(!failed) || ranks_mean(&x)) {
+			sdc_error("bench nccl: rank %d: %s: %s", b->me, sdc_ar_nccl_paths[k],
+				  failed ? b->err : "another rank failed");
+			b->m->nccl_destroy(c, 1);
+			return -1;
+		}
+		if (q >= 0)
+			t[q] = x;
+	}
+	if (c)
+		b->m->nccl_destroy(c, 0);
+	*busbw = rc ? 0 : (double)n * 4 / sdc_median(t, (int)b->o->reps) / 1e9 * sdc_coll_bus_factor('A', b->P);
+	return rc;
+}
+
+/* One size's row of ncclAllReduce's busbw on every path, printed and stated. 0, or -1 (said) when
+ * the benchmark cannot go on. */
+static int paths_size(struct nccl_bench *b, int64_t bytes)
+{
+	const int64_t n = bytes / 4 / b->P * b->P;
+	struct sdc_facts *row = sdc_facts_row(b->out, "nccl_paths_busbw_gb_s");
+	sdc_facts_real(row, "bytes", (double)n * 4);
+	if (b->me == 0)
+		printf("%13.0f", (double)n * 4);
+	for (int k = 1; sdc_ar_nccl_paths[k]; k++) {
+		double busbw;
+		const int rc = path_busbw(b, bytes, k, &busbw);
+		if (rc < 0)
+			return -1;
+		if (b->me == 0)
+			rc ? printf("  %11s", "refused") : printf("  %11.3f", busbw);
+		if (rc)
+			sdc_facts_str(row, sdc_ar_nccl_paths[k], "refused");
+		else
+			sdc_facts_real(row, sdc_ar_nccl_paths[k], busbw);
+	}
+	if (b->me == 0) {
+		printf("\n");
+		fflush(stdout);
+	}
+	return 0;
+}
+
+/* The verdict agreed by the ranks, said and stated: the command's exit code. */
+static int bench_end(struct nccl_bench *b, struct sdc_cmd *cmd)
+{
+	b->clean = all_ok(b->clean);
+	b->met &= b->judged && b->clean;
+	if (b->me == 0) {
+		if (!b->clean)
+			printf("\nwrong elements or hops were seen while measuring: see sdcscan run --probe allreduce\n");
+		printf("\ntarget: the checked ring at least 80%% of ncclAllReduce's busbw from %" PRId64 " bytes up: %s\n",
+		       b->o->target_bytes, !b->judged ? "MISSED (no size that large was measured)" : b->met ? "met" : "MISSED");
+	}
+	sdc_facts_int(b->out, "ranks", b->P);
+	sdc_facts_str(b->out, "nccl", b->version);
+	sdc_facts_bool(b->out, "clean", b->clean);
+	if (b->me == 0)
+		return sdc_cli_facts_end(&cmd->cli, b->out, b->met);
+	return b->met ? 0 : SDC_CRITICAL;
+}
+
 static int nccl_bench_main(struct sdc_cmd *cmd)
 {
 	const struct nccl_bench_opts *o = cmd->opts;
@@ -98,40 +290,26 @@ static int nccl_bench_main(struct sdc_cmd *cmd)
 	if (o->min_bytes > o->max_bytes)
 		return sdc_cli_bad(&cmd->cli, "--min-bytes %" PRId64 " is above --max-bytes %" PRId64, o->min_bytes,
 				   o->max_bytes);
-	const int P = sdc_fleet.size, me = sdc_fleet.rank;
+	struct nccl_bench b = { .o = o, .P = sdc_fleet.size, .me = sdc_fleet.rank, .met = true, .clean = true };
 	struct sdc_run run;
 	if (sdc_cli_bench_start(cmd, &run))
 		return sdc_cli_unknown(&cmd->cli);
-	const struct sdc_gpu_module *m = sdc_gpu_ops();
-	const struct sdc_gpu_allreduce_ops *ar = SDC_GPU_FAMILY(allreduce, SDC_GPU_ALLREDUCE_VERSION);
-	char err[256] = "", why[256] = "", gwhy[256] = "";
-	const struct sdc_device *gpu = sdc_gpu_of_rank(&run, gwhy, sizeof(gwhy)); /* one rank a GPU, as the probe */
-	const char *version = m && m->nccl_init ? m->nccl_version(why, sizeof(why)) : NULL;
-	if (!gpu)
-		snprintf(err, sizeof(err), "no GPU to measure: %s", gwhy);
-	else if (!version)
-		snprintf(err, sizeof(err), "%s", m && m->nccl_init ? why : "this GPU module was built without NCCL");
-	else if (!ar)
-		snprintf(err, sizeof(err), "%s", sdc_gpu_family_why("allreduce"));
-	else
-		sdc_gpu_bind(gpu, err, sizeof(err));
-	int *order = malloc(sizeof(int) * (size_t)P);
-	struct sdc_gpu_hop *hops = malloc(sizeof(*hops) * 2 * (size_t)P);
+	bench_open(&b, &run);
 	/* (the JSON's order: the paths' table, the race's rows, then the rest) */
-	struct sdc_facts *out = sdc_facts_new();
-	sdc_facts_list(out, "nccl_paths_busbw_gb_s");
-	sdc_facts_list(out, "rows");
-	bool met = true, judged = false, clean = true;
+	b.out = sdc_facts_new();
+	sdc_facts_list(b.out, "nccl_paths_busbw_gb_s");
+	sdc_facts_list(b.out, "rows");
 	int code = -1;
-	if (!order || !hops)
-		snprintf(err, sizeof(err), "out of memory");
-	if (!all_ok(!err[0])) {
-		sdc_error("bench nccl: rank %d: %s", me, err[0] ? err : "another rank cannot measure (its own line says why)");
+	if (!b.order || !b.hops)
+		snprintf(b.err, sizeof(b.err), "out of memory");
+	if (!all_ok(!b.err[0])) {
+		sdc_error("bench nccl: rank %d: %s", b.me,
+			  b.err[0] ? b.err : "another rank cannot measure (its own line says why)");
 		goto done;
 	}
-	for (int r = 0; r < P; r++)
-		order[r] = r;
-	if (me == 0)
+	for (int r = 0; r < b.P; r++)
+		b.order[r] = r;
+	if (b.me == 0)
 		printf("sdcscan bench nccl: %d ranks, one a GPU (%s here), NCCL %s; per size a warm-up of each, then %d\n"
 		       "turns side by side (who goes first alternates); ncclAllReduce timed alone between events, as\n"
 		       "nccl-tests times it; the checked ring timed whole, with every hop's CRC32C and value checks on the\n"
@@ -139,134 +317,25 @@ static int nccl_bench_main(struct sdc_cmd *cmd)
 		       "is the median of the turns' own ratios\n\n"
 		       "        bytes   nccl algbw  nccl busbw   ring algbw  ring busbw   ring/nccl busbw\n"
 		       "                      GB/s        GB/s         GB/s        GB/s\n",
-		       P, gpu->gpu.pci_bus_id, version, (int)o->reps);
-	for (int64_t bytes = o->min_bytes; bytes <= o->max_bytes; bytes *= 4) {
-		const int64_t n = bytes / 4 / P * P;
-		struct sdc_gpu_comm *c = NULL;
-		if (open_comm(m, gpu, n, "", "", &c, err, sizeof(err)))
+		       b.P, b.gpu->gpu.pci_bus_id, b.version, (int)o->reps);
+	for (int64_t bytes = o->min_bytes; bytes <= o->max_bytes; bytes *= 4)
+		if (race_size(&b, bytes))
 			goto done;
-		double tn[100], tr[100], ratio[100];
-		bool failed = false;
-		for (int k = -1; k < o->reps && !failed; k++)
-			for (int turn = 0; turn < 2 && !failed; turn++) {
-				const bool ring = (turn + (k < 0 ? 0 : k)) % 2 == 0;
-				const uint64_t it = (uint64_t)bytes + (uint64_t)(k + 1);
-				double t = 0;
-				int timed_out = 0;
-				if (ring) {
-					failed = ar->nccl_ring(c, order, it, NULL, 0, hops, &t, &timed_out, 120, err, sizeof(err)) != 0;
-					for (int h = 0; h < 2 * (P - 1) && !failed; h++)
-						clean &= hops[h].nbad == 0 && hops[h].crc == hops[h].hdr[0];
-				} else {
-					struct sdc_gpu_coll_result res;
-					failed = ar->nccl_collective(c, 'A', it, NULL, &res, 120, err, sizeof(err)) != 0;
-					clean &= res.wrong == 0;
-					t = res.seconds;
-					timed_out = res.timed_out;
-				}
-				if (!all_ok(!failed) || ranks_mean(&t)) {
-					sdc_error("bench nccl: rank %d: %s", me, failed ? err : "another rank failed");
-					m->nccl_destroy(c, 1);
-					goto done;
-				}
-				if (k >= 0)
-					*(ring ? &tr[k] : &tn[k]) = t;
-			}
-		m->nccl_destroy(c, 0);
-		for (int k = 0; k < o->reps; k++)
-			ratio[k] = tn[k] / tr[k];
-		const double b = (double)n * 4, fb = sdc_coll_bus_factor('A', P);
-		const double n_alg = b / sdc_median(tn, (int)o->reps) / 1e9, r_alg = b / sdc_median(tr, (int)o->reps) / 1e9;
-		const double share = sdc_median(ratio, (int)o->reps);
-		const bool judge = bytes >= o->target_bytes;
-		if (judge) {
-			judged = true;
-			met &= share >= 0.8;
-		}
-		if (me == 0) {
-			printf("%13.0f   %10.3f  %10.3f   %10.3f  %10.3f   %14.1f%%%s\n", b, n_alg, n_alg * fb, r_alg, r_alg * fb,
-			       100 * share, judge ? share >= 0.8 ? "  (>= 80%: met)" : "  (>= 80%: MISSED)" : "");
-			fflush(stdout);
-		}
-		struct sdc_facts *row = sdc_facts_row(out, "rows");
-		sdc_facts_real(row, "bytes", b);
-		sdc_facts_real(row, "nccl_algbw_gb_s", n_alg);
-		sdc_facts_real(row, "nccl_busbw_gb_s", n_alg * fb);
-		sdc_facts_real(row, "ring_algbw_gb_s", r_alg);
-		sdc_facts_real(row, "ring_busbw_gb_s", r_alg * fb);
-		sdc_facts_real(row, "ring_share", share);
-		sdc_facts_bool(row, "judged", judge);
-	}
 	/* ncclAllReduce on each (algorithm, protocol) path, a communicator each: its busbw */
-	if (me == 0)
+	if (b.me == 0)
 		printf("\nncclAllReduce busbw (GB/s) on each path NCCL offers here (NCCL_ALGO/NCCL_PROTO, a communicator each):\n"
 		       "        bytes");
-	for (int k = 1; sdc_ar_nccl_paths[k] && me == 0; k++)
+	for (int k = 1; sdc_ar_nccl_paths[k] && b.me == 0; k++)
 		printf("  %11s", sdc_ar_nccl_paths[k]);
-	if (me == 0)
+	if (b.me == 0)
 		printf("\n");
-	for (int64_t bytes = o->min_bytes; bytes <= o->max_bytes; bytes *= 4) {
-		const int64_t n = bytes / 4 / P * P;
-		struct sdc_facts *row = sdc_facts_row(out, "nccl_paths_busbw_gb_s");
-		sdc_facts_real(row, "bytes", (double)n * 4);
-		if (me == 0)
-			printf("%13.0f", (double)n * 4);
-		for (int k = 1; sdc_ar_nccl_paths[k]; k++) {
-			const char *algo, *proto;
-			sdc_ar_nccl_path_env(k, &algo, &proto);
-			struct sdc_gpu_comm *c;
-			const int rc = open_comm(m, gpu, n, algo, proto, &c, err, sizeof(err));
-			if (rc < 0)
-				goto done;
-			double t[100];
-			bool failed = rc != 0;
-			for (int q = -1; q < o->reps && !failed; q++) {
-				struct sdc_gpu_coll_result res;
-				failed = ar->nccl_collective(c, 'A', (uint64_t)bytes + (uint64_t)(q + 1), NULL, &res, 120, err,
-							    sizeof(err)) != 0;
-				clean &= failed || res.wrong == 0;
-				double x = res.seconds;
-				if (!all_ok(!failed) || ranks_mean(&x)) {
-					sdc_error("bench nccl: rank %d: %s: %s", me, sdc_ar_nccl_paths[k], failed ? err : "another rank failed");
-					m->nccl_destroy(c, 1);
-					goto done;
-				}
-				if (q >= 0)
-					t[q] = x;
-			}
-			if (c)
-				m->nccl_destroy(c, 0);
-			const double busbw = rc ? 0 : (double)n * 4 / sdc_median(t, (int)o->reps) / 1e9 * sdc_coll_bus_factor('A', P);
-			if (me == 0)
-				rc ? printf("  %11s", "refused") : printf("  %11.3f", busbw);
-			if (rc)
-				sdc_facts_str(row, sdc_ar_nccl_paths[k], "refused");
-			else
-				sdc_facts_real(row, sdc_ar_nccl_paths[k], busbw);
-		}
-		if (me == 0) {
-			printf("\n");
-			fflush(stdout);
-		}
-	}
-	clean = all_ok(clean);
-	met &= judged && clean;
-	if (me == 0) {
-		if (!clean)
-			printf("\nwrong elements or hops were seen while measuring: see sdcscan run --probe allreduce\n");
-		printf("\ntarget: the checked ring at least 80%% of ncclAllReduce's busbw from %" PRId64 " bytes up: %s\n",
-		       o->target_bytes, !judged ? "MISSED (no size that large was measured)" : met ? "met" : "MISSED");
-	}
-	sdc_facts_int(out, "ranks", P);
-	sdc_facts_str(out, "nccl", version);
-	sdc_facts_bool(out, "clean", clean);
-	if (me == 0)
-		code = sdc_cli_facts_end(&cmd->cli, out, met);
-	else
-		code = met ? 0 : SDC_CRITICAL;
+	for (int64_t bytes = o->min_bytes; bytes <= o->max_bytes; bytes *= 4)
+		if (paths_size(&b, bytes))
+			goto done;
+	code = bench_end(&b, cmd);
 done:
-	sdc_facts_free(out);
-	free(order), free(hops);
+	sdc_facts_free(b.out);
+	free(b.order), free(b.hops);
 	sdc_run_release(&run);
 	return code < 0 ? sdc_cli_unknown(&cmd->cli) : code;
 }

@@ -204,34 +204,157 @@ static int calibrate_gpus_main(struct sdc_cmd *cmd, struct sdc_run *run, const c
 	return rc;
 }
 
-static int calibrate_main(struct sdc_cmd *cmd)
+/* The arguments checked before anything is measured: where the file goes (the state directory,
+ * /var/lib/sdcscan, made when it is missing), enough trials a size, the kernel. 0, or the exit
+ * code of a bad argument (said). */
+static int check_args(struct sdc_cmd *cmd, const char *output)
 {
-	struct calibrate_opts *o = cmd->opts;
+	const struct calibrate_opts *o = cmd->opts;
 	struct sdc_cli *cli = &cmd->cli;
-	const char *output = o->output ? o->output : sdc_calibration_default_path(), *kernel = o->kernel;
-	{
-		/* where the file goes is checked before the measuring starts; the state directory
-		 * (/var/lib/sdcscan) is made when it is missing */
-		char where[4096], werr[4200];
-		if ((!o->output && sdc_make_parent_dirs(output, 0755, werr, sizeof(werr))) ||
-		    sdc_output_path(output, where, sizeof(where), werr, sizeof(werr)))
-			return sdc_cli_bad(cli, "--output: %s", werr);
-	}
-	const uint64_t trials = (uint64_t)o->trials;
-	const int nsizes = o->sizes.n;
-	int sizes[MAX_SIZES];
-	memcpy(sizes, o->sizes.v, sizeof(sizes));
-	const bool want[2] = { sdc_opt_set_has(o->precisions, 0), sdc_opt_set_has(o->precisions, 1) };
+	char where[4096], werr[4200];
+	if ((!o->output && sdc_make_parent_dirs(output, 0755, werr, sizeof(werr))) ||
+	    sdc_output_path(output, where, sizeof(where), werr, sizeof(werr)))
+		return sdc_cli_bad(cli, "--output: %s", werr);
 	if (cli->have_gpus ? o->trials / o->gpu_sizes.n < SDC_CALIBRATION_MIN_GEMMS
 			   : o->trials / o->sizes.n < SDC_CALIBRATION_MIN_GEMMS)
 		return sdc_cli_bad(cli, "--trials %" PRId64 " over %d size%s gives %" PRId64 " GEMMs a size; V-ABFT's maximum "
 				   "needs at least %d", o->trials, cli->have_gpus ? o->gpu_sizes.n : o->sizes.n,
 				   (cli->have_gpus ? o->gpu_sizes.n : o->sizes.n) == 1 ? "" : "s",
 				   o->trials / (cli->have_gpus ? o->gpu_sizes.n : o->sizes.n), SDC_CALIBRATION_MIN_GEMMS);
-	if (!sdc_fgemm_find(kernel))
-		return sdc_cli_bad(cli, "--kernel '%s': expected auto, portable%s", kernel,
+	if (!sdc_fgemm_find(o->kernel))
+		return sdc_cli_bad(cli, "--kernel '%s': expected auto, portable%s", o->kernel,
 				   sdc_fgemm_find("openblas") ? " or openblas" : "");
+	return 0;
+}
 
+/* What the CPUs' calibration of every precision shares. */
+struct cpu_calibration {
+	const struct sdc_run *run;
+	int ncpus; /* the run's first devices, its CPUs */
+	const char *kernel;
+	const struct sdc_dist_pool *pool;
+	int sizes[MAX_SIZES], nsizes;
+	uint64_t trials;
+	bool quiet;
+};
+
+/* The workers' statistics merged into *st, their GEMMs released, cb->w freed. */
+static void gather_stats(struct calib *cb, int ncpus, struct precision_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	for (int d = 0; cb->w && d < ncpus; d++) {
+		for (int s = 0; s < cb->nsizes; s++) {
+			st->max_rel[s] = SDC_MAX(st->max_rel[s], cb->w[d].st.max_rel[s]);
+			st->rows[s] += cb->w[d].st.rows[s];
+			st->gemms[s] += cb->w[d].st.gemms[s];
+			if (cb->w[d].ready[s])
+				sdc_gemm_release(&cb->w[d].g[s]);
+		}
+	}
+	free(cb->w);
+}
+
+/* One precision's maxima and its e_max (p: 0 fp32, 1 fp64) printed and stated into precisions;
+ * t0: when its trials began. */
+static void report_precision(const struct cpu_calibration *cc, int p, const struct precision_stats *st, double t0,
+			     struct sdc_facts *precisions)
+{
+	const double u = p ? 0x1p-53 : 0x1p-24;
+	const char *name = p ? "fp64" : "fp32";
+	double emax = 0;
+	uint64_t total_rows = 0;
+	for (int s = 0; s < cc->nsizes; s++) {
+		emax = SDC_MAX(emax, st->max_rel[s]);
+		total_rows += st->rows[s];
+		if (!cc->quiet)
+			printf("  %s K=%-5d %7" PRIu64 " GEMMs %9" PRIu64 " rows  max |E|/|checksum| %.3g (%.1f u)\n", name,
+			       cc->sizes[s], st->gemms[s], st->rows[s], st->max_rel[s], st->max_rel[s] / u);
+	}
+	emax *= 1.0 + MARGIN;
+	if (!cc->quiet)
+		printf("  %s e_max = %.3g (%.1f u: the maximum plus %.0f%%), %.1f s\n", name, emax, emax / u, 100 * MARGIN,
+		       sdc_now() - t0);
+	struct sdc_facts *pf = sdc_facts_key(precisions, name);
+	sdc_facts_real(pf, "emax", emax);
+	sdc_facts_int(pf, "rows", (int64_t)total_rows);
+	sdc_facts_list(pf, "sizes");
+	for (int s = 0; s < cc->nsizes; s++) {
+		struct sdc_facts *row = sdc_facts_row(pf, "sizes");
+		sdc_facts_int(row, "k", cc->sizes[s]);
+		sdc_facts_int(row, "gemms", (int64_t)st->gemms[s]);
+		sdc_facts_int(row, "rows", (int64_t)st->rows[s]);
+		sdc_facts_real(row, "max_relative_error", st->max_rel[s]);
+	}
+}
+
+/* One precision's trials on every CPU (p: 0 fp32, 1 fp64), reported. 0, or -1 (said). */
+static int calibrate_precision(const struct cpu_calibration *cc, int p, struct sdc_facts *precisions)
+{
+	struct calib cb = {
+		.cls = p ? SDC_GEMM_FP64_FAST : SDC_GEMM_FP32_FAST, .kernel = cc->kernel, .nsizes = cc->nsizes,
+		.seed = cc->run->seed, .pool = cc->pool,
+	};
+	memcpy(cb.sizes, cc->sizes, sizeof(cb.sizes));
+	cb.w = calloc((size_t)cc->ncpus, sizeof(*cb.w));
+	const double t0 = sdc_now();
+	const int prc = cb.w ? sdc_parallel_for(cc->run->devices, cc->ncpus, cc->trials, calib_trial, &cb) : -1;
+	struct precision_stats st;
+	gather_stats(&cb, cc->ncpus, &st);
+	if (prc || cb.error[0]) {
+		sdc_error("calibrate: %s", cb.error[0] ? cb.error : "interrupted");
+		return -1;
+	}
+	report_precision(cc, p, &st, t0, precisions);
+	return 0;
+}
+
+/* The CPUs' calibration file: its key, the method, the precisions measured, and the GPUs' entries
+ * the file held, kept. 0, or -1 (said). */
+static int write_cpu_calibration(const struct cpu_calibration *cc, const struct sdc_calibration_key *key,
+				 struct sdc_facts *precisions, const char *output)
+{
+	char created[32], seed[32], err[700];
+	sdc_format_utc(sdc_wall_now(), created, sizeof(created));
+	snprintf(seed, sizeof(seed), "%" PRIu64, cc->run->seed);
+	struct sdc_facts *doc = sdc_facts_new();
+	sdc_facts_str(doc, "format", SDC_CALIBRATION_FORMAT);
+	sdc_facts_int(doc, "version", SDC_CALIBRATION_VERSION);
+	sdc_facts_str(doc, "tool_version", SDC_VERSION);
+	sdc_facts_str(doc, "created", created);
+	sdc_facts_str(doc, "key.cpu_model", key->cpu_model);
+	sdc_facts_str(doc, "key.library", key->library);
+	sdc_facts_str(doc, "key.library_version", key->library_version);
+	sdc_facts_str(doc, "key.kernel", key->kernel);
+	sdc_facts_str(doc, "method.protocol", "V-ABFT 3.6: max |E|/|checksum| on |N(1,1)| rows, plus 20%");
+	sdc_facts_str(doc, "method.distribution", "|N(1,1)|");
+	sdc_facts_int(doc, "method.trials", (int64_t)cc->trials);
+	sdc_facts_list(doc, "method.sizes");
+	for (int s = 0; s < cc->nsizes; s++)
+		sdc_facts_append_int(doc, "method.sizes", cc->sizes[s]);
+	sdc_facts_real(doc, "method.margin", MARGIN);
+	sdc_facts_str(doc, "method.seed", seed);
+	sdc_facts_put(doc, "precisions", precisions);
+	/* The GPUs' entries of the file, kept. */
+	struct sdc_facts *old = existing_calibration(output, cc->quiet);
+	const struct sdc_facts *old_gpus = sdc_facts_find(old, "gpus");
+	if (old_gpus)
+		sdc_facts_put(doc, "gpus", sdc_facts_copy(old_gpus));
+	sdc_facts_free(old);
+	const int rc = sdc_calibration_write(output, doc, err, sizeof(err));
+	if (rc)
+		sdc_error("calibrate: %s", err);
+	sdc_facts_free(doc);
+	return rc ? -1 : 0;
+}
+
+static int calibrate_main(struct sdc_cmd *cmd)
+{
+	struct calibrate_opts *o = cmd->opts;
+	struct sdc_cli *cli = &cmd->cli;
+	const char *output = o->output ? o->output : sdc_calibration_default_path();
+	const int bad = check_args(cmd, output);
+	if (bad)
+		return bad;
 	struct sdc_run run;
 	if (sdc_cli_start_run(cmd, &run, cli->have_seed ? cli->seed : 1))
 		return sdc_cli_unknown(cli);
@@ -242,12 +365,14 @@ static int calibrate_main(struct sdc_cmd *cmd)
 		sdc_run_release(&run);
 		return grc ? sdc_cli_unknown(cli) : 0;
 	}
+	struct cpu_calibration cc = { .run = &run, .nsizes = o->sizes.n, .trials = (uint64_t)o->trials,
+				      .quiet = cli->quiet };
+	memcpy(cc.sizes, o->sizes.v, sizeof(cc.sizes));
 	/* The CPUs alone (they come first; GPUs are here only with --gpus). */
-	int ncpus = 0;
-	while (ncpus < run.ndevices && run.devices[ncpus].kind == SDC_DEVICE_CPU)
-		ncpus++;
-
-	const struct sdc_fgemm_impl *impl = sdc_fgemm_find(kernel);
+	while (cc.ncpus < run.ndevices && run.devices[cc.ncpus].kind == SDC_DEVICE_CPU)
+		cc.ncpus++;
+	const struct sdc_fgemm_impl *impl = sdc_fgemm_find(o->kernel);
+	cc.kernel = impl->name;
 	struct sdc_calibration_key key;
 	sdc_calibration_key_here(&key, impl->name);
 	struct sdc_dist_pool pool;
@@ -256,108 +381,27 @@ static int calibrate_main(struct sdc_cmd *cmd)
 		sdc_run_release(&run);
 		return sdc_cli_unknown(cli);
 	}
+	cc.pool = &pool;
 	struct sdc_facts *precisions = sdc_facts_new();
 	int rc = 0;
 	if (!cli->quiet)
 		printf("sdcscan calibrate: %s %s (kernel %s) on %d CPU%s of %s; |N(1,1)| data, %" PRIu64
 		       " GEMMs per precision\n",
-		       key.library, key.library_version, key.kernel, ncpus, ncpus == 1 ? "" : "s",
-		       key.cpu_model, trials);
-	for (int p = 0; p < 2 && !rc; p++) {
-		if (!want[p])
-			continue;
-		struct calib cb = {
-			.cls = p ? SDC_GEMM_FP64_FAST : SDC_GEMM_FP32_FAST, .kernel = impl->name, .nsizes = nsizes,
-			.seed = run.seed, .pool = &pool,
-		};
-		memcpy(cb.sizes, sizes, sizeof(sizes));
-		cb.w = calloc((size_t)ncpus, sizeof(*cb.w));
-		const double t0 = sdc_now();
-		const int prc = cb.w ? sdc_parallel_for(run.devices, ncpus, trials, calib_trial, &cb) : -1;
-		struct precision_stats st;
-		memset(&st, 0, sizeof(st));
-		for (int d = 0; cb.w && d < ncpus; d++) {
-			for (int s = 0; s < nsizes; s++) {
-				st.max_rel[s] = SDC_MAX(st.max_rel[s], cb.w[d].st.max_rel[s]);
-				st.rows[s] += cb.w[d].st.rows[s];
-				st.gemms[s] += cb.w[d].st.gemms[s];
-				if (cb.w[d].ready[s])
-					sdc_gemm_release(&cb.w[d].g[s]);
-			}
-		}
-		free(cb.w);
-		if (prc || cb.error[0]) {
-			sdc_error("calibrate: %s", cb.error[0] ? cb.error : "interrupted");
-			rc = -1;
-			break;
-		}
-		const double u = p ? 0x1p-53 : 0x1p-24;
-		const char *name = p ? "fp64" : "fp32";
-		double emax = 0;
-		uint64_t total_rows = 0;
-		for (int s = 0; s < nsizes; s++) {
-			emax = SDC_MAX(emax, st.max_rel[s]);
-			total_rows += st.rows[s];
-			if (!cli->quiet)
-				printf("  %s K=%-5d %7" PRIu64 " GEMMs %9" PRIu64 " rows  max |E|/|checksum| %.3g (%.1f u)\n", name,
-				       sizes[s], st.gemms[s], st.rows[s], st.max_rel[s], st.max_rel[s] / u);
-		}
-		emax *= 1.0 + MARGIN;
-		if (!cli->quiet)
-			printf("  %s e_max = %.3g (%.1f u: the maximum plus %.0f%%), %.1f s\n", name, emax, emax / u, 100 * MARGIN,
-			       sdc_now() - t0);
-		struct sdc_facts *pf = sdc_facts_key(precisions, name);
-		sdc_facts_real(pf, "emax", emax);
-		sdc_facts_int(pf, "rows", (int64_t)total_rows);
-		sdc_facts_list(pf, "sizes");
-		for (int s = 0; s < nsizes; s++) {
-			struct sdc_facts *row = sdc_facts_row(pf, "sizes");
-			sdc_facts_int(row, "k", sizes[s]);
-			sdc_facts_int(row, "gemms", (int64_t)st.gemms[s]);
-			sdc_facts_int(row, "rows", (int64_t)st.rows[s]);
-			sdc_facts_real(row, "max_relative_error", st.max_rel[s]);
-		}
-	}
+		       key.library, key.library_version, key.kernel, cc.ncpus, cc.ncpus == 1 ? "" : "s", key.cpu_model,
+		       cc.trials);
+	for (int p = 0; p < 2 && !rc; p++)
+		if (sdc_opt_set_has(o->precisions, p))
+			rc = calibrate_precision(&cc, p, precisions);
 	sdc_dist_pool_release(&pool);
 	if (rc) {
 		sdc_facts_free(precisions);
 		sdc_run_release(&run);
 		return sdc_cli_unknown(cli);
 	}
-	char created[32], seed[32], err[700];
-	sdc_format_utc(sdc_wall_now(), created, sizeof(created));
-	snprintf(seed, sizeof(seed), "%" PRIu64, run.seed);
-	struct sdc_facts *doc = sdc_facts_new();
-	sdc_facts_str(doc, "format", SDC_CALIBRATION_FORMAT);
-	sdc_facts_int(doc, "version", SDC_CALIBRATION_VERSION);
-	sdc_facts_str(doc, "tool_version", SDC_VERSION);
-	sdc_facts_str(doc, "created", created);
-	sdc_facts_str(doc, "key.cpu_model", key.cpu_model);
-	sdc_facts_str(doc, "key.library", key.library);
-	sdc_facts_str(doc, "key.library_version", key.library_version);
-	sdc_facts_str(doc, "key.kernel", key.kernel);
-	sdc_facts_str(doc, "method.protocol", "V-ABFT 3.6: max |E|/|checksum| on |N(1,1)| rows, plus 20%");
-	sdc_facts_str(doc, "method.distribution", "|N(1,1)|");
-	sdc_facts_int(doc, "method.trials", (int64_t)trials);
-	sdc_facts_list(doc, "method.sizes");
-	for (int s = 0; s < nsizes; s++)
-		sdc_facts_append_int(doc, "method.sizes", sizes[s]);
-	sdc_facts_real(doc, "method.margin", MARGIN);
-	sdc_facts_str(doc, "method.seed", seed);
-	sdc_facts_put(doc, "precisions", precisions);
-	/* The GPUs' entries of the file, kept. */
-	struct sdc_facts *old = existing_calibration(output, cli->quiet);
-	const struct sdc_facts *old_gpus = sdc_facts_find(old, "gpus");
-	if (old_gpus)
-		sdc_facts_put(doc, "gpus", sdc_facts_copy(old_gpus));
-	sdc_facts_free(old);
-	if (sdc_calibration_write(output, doc, err, sizeof(err))) {
-		sdc_error("calibrate: %s", err);
-		sdc_facts_free(doc);
+	if (write_cpu_calibration(&cc, &key, precisions, output)) {
 		sdc_run_release(&run);
 		return sdc_cli_unknown(cli);
 	}
-	sdc_facts_free(doc);
 	printf("OK: calibration written to %s\n", output);
 	sdc_run_release(&run);
 	return 0;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/util.h"
+
 const char *sdc_status_name(enum sdc_status s)
 {
 	switch (s) {
@@ -199,6 +201,19 @@ void sdc_finding_set_f32(struct sdc_finding *f, float expected, float actual)
 	sdc_finding_set_bits(f, e, a, 32);
 	snprintf(f->expected_value, sizeof(f->expected_value), "%.9g", (double)expected);
 	snprintf(f->actual_value, sizeof(f->actual_value), "%.9g", (double)actual);
+}
+
+void sdc_finding_corruption(struct sdc_finding *f, const char *kind, const char *operation, const char *target,
+			    uint64_t iter, int64_t row, int64_t col)
+{
+	memset(f, 0, sizeof(*f));
+	f->cls = SDC_FINDING_CORRUPTION;
+	sdc_strlcpy(f->kind, kind, sizeof(f->kind));
+	sdc_strlcpy(f->operation, operation, sizeof(f->operation));
+	sdc_strlcpy(f->target, target, sizeof(f->target));
+	f->iteration = iter;
+	f->row = row;
+	f->col = col;
 }
 
 bool sdc_finding_locates(const struct sdc_finding *f, const struct sdc_injection *inj)

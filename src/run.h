@@ -145,6 +145,10 @@ void sdc_run_release(struct sdc_run *run);
 
 struct sdc_result *sdc_run_add_result(struct sdc_run *run);
 /* Keeps the finding if there is room; returns whether it was kept. */
+/* f a corruption found by a probe's check: kind, in operation, at target[row][col] of iteration
+ * iter (the rest zero: the caller adds device, bits, detail). */
+void sdc_finding_corruption(struct sdc_finding *f, const char *kind, const char *operation, const char *target,
+			    uint64_t iter, int64_t row, int64_t col);
 bool sdc_run_add_finding(struct sdc_run *run, const struct sdc_finding *f);
 /* Counts a finding that was detected but not kept in detail. */
 void sdc_run_count_dropped(struct sdc_run *run);

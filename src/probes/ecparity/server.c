@@ -113,14 +113,7 @@ bool sdc_ec_differs_from_replay(const struct sdc_ec_layout *l, int server, const
 
 void sdc_ec_finding(struct sdc_finding *f, const char *operation, uint64_t round, const struct sdc_ec_event *e)
 {
-	memset(f, 0, sizeof(*f));
-	f->cls = SDC_FINDING_CORRUPTION;
-	sdc_strlcpy(f->kind, e->kind, sizeof(f->kind));
-	sdc_strlcpy(f->operation, operation, sizeof(f->operation));
-	sdc_strlcpy(f->target, e->target, sizeof(f->target));
-	f->iteration = round;
-	f->row = e->row;
-	f->col = e->col;
+	sdc_finding_corruption(f, e->kind, operation, e->target, round, e->row, e->col);
 	if (e->col >= 0)
 		sdc_finding_set_bits(f, e->expected, e->actual, 32);
 	sdc_strlcpy(f->detail, e->detail, sizeof(f->detail));

@@ -142,14 +142,7 @@ static const char *const gemm_selftest_faults[] = {
 static void finding_init(struct sdc_finding *f, const struct gemm_shared *sh, uint64_t iter, const char *kind,
 			 const char *target, int64_t row, int64_t col)
 {
-	memset(f, 0, sizeof(*f));
-	f->cls = SDC_FINDING_CORRUPTION;
-	sdc_strlcpy(f->kind, kind, sizeof(f->kind));
-	sdc_strlcpy(f->operation, sh->operation, sizeof(f->operation));
-	sdc_strlcpy(f->target, target, sizeof(f->target));
-	f->iteration = iter;
-	f->row = row;
-	f->col = col;
+	sdc_finding_corruption(f, kind, sh->operation, target, iter, row, col);
 }
 
 /* Expected (bits of the reference, rounded to the element type), actual and XOR of C[i][j]. */

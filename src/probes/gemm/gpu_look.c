@@ -26,14 +26,9 @@ static const char *lane_op(const struct gemm_lane *l)
 void sdc_gemm_lane_finding(struct sdc_finding *f, const struct gemm_lane *l, const char *kind, const char *target,
 			   int64_t row, int64_t col)
 {
-	memset(f, 0, sizeof(*f));
-	f->cls = SDC_FINDING_CORRUPTION;
-	sdc_strlcpy(f->kind, kind, sizeof(f->kind));
-	snprintf(f->operation, sizeof(f->operation), "%.78s %.15s", lane_op(l), l->w->dev->id);
-	sdc_strlcpy(f->target, target, sizeof(f->target));
-	f->iteration = l->iter;
-	f->row = row;
-	f->col = col;
+	char operation[sizeof(f->operation)];
+	snprintf(operation, sizeof(operation), "%.78s %.15s", lane_op(l), l->w->dev->id);
+	sdc_finding_corruption(f, kind, operation, target, l->iter, row, col);
 }
 
 /* ---- the SM replay ---- */

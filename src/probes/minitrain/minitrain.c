@@ -276,14 +276,7 @@ static int minitrain_setup(struct sdc_probe_ctx *ctx)
 void sdc_mt_finding_init(struct sdc_finding *f, const struct mt_worker *mw, const char *kind, const char *target,
 			 int64_t row, int64_t col)
 {
-	memset(f, 0, sizeof(*f));
-	f->cls = SDC_FINDING_CORRUPTION;
-	sdc_strlcpy(f->kind, kind, sizeof(f->kind));
-	snprintf(f->operation, sizeof(f->operation), "%s", mw->sh->operation);
-	sdc_strlcpy(f->target, target, sizeof(f->target));
-	f->iteration = mw->iter;
-	f->row = row;
-	f->col = col;
+	sdc_finding_corruption(f, kind, mw->sh->operation, target, mw->iter, row, col);
 }
 
 /* ---- fault injection ---- */

@@ -334,7 +334,7 @@ static void run_gpu(struct eb_worker *ew)
 		}
 		if (ew->lost)
 			break;
-		sdc_eb_lane_sweep(ew);
+		ew->table->sweep(ew);
 		if (ew->lost)
 			break;
 		sdc_worker_digest(w, ew->iter, sdc_xxh64(ew->hashes, (size_t)sh->batches * sizeof(uint64_t)));
@@ -399,7 +399,7 @@ static int worker_open(struct eb_worker *ew, bool on_gpu)
 /* The GPU lane: every batch of an iteration looked up and checked on the GPU (run_gpu). */
 static void embbag_gpu_lane(struct sdc_worker *w)
 {
-	struct eb_worker ew = { .w = w, .sh = w->ctx->shared };
+	struct eb_worker ew = { .w = w, .sh = w->ctx->shared, .table = &sdc_eb_table_on_gpu };
 	if (worker_open(&ew, true))
 		return;
 	run_gpu(&ew);
@@ -411,7 +411,7 @@ static void embbag_cpu_lane(struct sdc_worker *w)
 {
 	const struct embbag_shared *sh = w->ctx->shared;
 	const struct sdc_eb_cfg *cfg = &sh->cfg;
-	struct eb_worker ew = { .w = w, .sh = sh };
+	struct eb_worker ew = { .w = w, .sh = sh, .table = &sdc_eb_table_here };
 	if (worker_open(&ew, false))
 		return;
 	const int d = cfg->d;
@@ -454,7 +454,7 @@ static void embbag_cpu_lane(struct sdc_worker *w)
 			lookups += (uint64_t)ew.batch.off[ew.batch.nbags];
 			ew.hashes[bt] = sdc_xxh64(ew.out, (size_t)ew.batch.nbags * d * sizeof(float));
 		}
-		sdc_eb_lane_sweep(&ew);
+		ew.table->sweep(&ew);
 		sdc_worker_digest(w, ew.iter, sdc_xxh64(ew.hashes, (size_t)sh->batches * sizeof(uint64_t)));
 		sdc_worker_account(w, (double)lookups);
 	}

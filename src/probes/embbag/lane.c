@@ -58,11 +58,23 @@ void sdc_eb_lane_gpu_lost(struct eb_worker *ew)
 	ew->lost = true;
 }
 
-/* A row's bytes as the table holds them (on a GPU: a copy read back); NULL when the GPU failed. */
-static uint8_t *row_at(struct eb_worker *ew, uint64_t row)
+static uint8_t *row_here(struct eb_worker *ew, uint64_t row)
 {
-	if (!ew->g)
-		return sdc_eb_row(ew->t, row);
+	return sdc_eb_row(ew->t, row);
+}
+
+static void stored_here(struct eb_worker *ew, uint64_t row)
+{
+	(void)ew, (void)row; /* (the bytes were changed where they lie) */
+}
+
+static void repair_here(struct eb_worker *ew, uint64_t row)
+{
+	sdc_eb_row_repair(ew->t, row);
+}
+
+static uint8_t *row_on_gpu(struct eb_worker *ew, uint64_t row)
+{
 	if (ew->m->eb_row(ew->g, 0, row, ew->row_buf)) {
 		sdc_eb_lane_gpu_lost(ew);
 		return NULL;
@@ -70,28 +82,23 @@ static uint8_t *row_at(struct eb_worker *ew, uint64_t row)
 	return ew->row_buf;
 }
 
-/* After row_at's bytes were changed: on a GPU, written back. */
-static void row_stored(struct eb_worker *ew, uint64_t row)
+static void stored_on_gpu(struct eb_worker *ew, uint64_t row)
 {
-	if (ew->g && ew->m->eb_row(ew->g, 1, row, ew->row_buf))
+	if (ew->m->eb_row(ew->g, 1, row, ew->row_buf))
 		sdc_eb_lane_gpu_lost(ew);
 }
 
-static void row_repair(struct eb_worker *ew, uint64_t row)
+static void repair_on_gpu(struct eb_worker *ew, uint64_t row)
 {
-	if (!ew->g) {
-		sdc_eb_row_repair(ew->t, row);
-		return;
-	}
 	sdc_eb_truth_row(ew->t, row, ew->row_buf);
-	row_stored(ew, row);
+	stored_on_gpu(ew, row);
 }
 
 /* Compares a stored row with its truth; reports and repairs. Returns how many elements differed. */
 static int verify_row(struct eb_worker *ew, uint64_t row, const char *how, int *reported)
 {
 	const struct sdc_eb_layout *l = &ew->t->l;
-	const uint8_t *p = row_at(ew, row);
+	const uint8_t *p = ew->table->row_at(ew, row);
 	if (!p)
 		return 0;
 	sdc_eb_truth_row(ew->t, row, ew->truth_row);
@@ -131,7 +138,7 @@ static int verify_row(struct eb_worker *ew, uint64_t row, const char *how, int *
 		sdc_worker_report(ew->w, &f);
 		off = 1;
 	}
-	row_repair(ew, row);
+	ew->table->row_repair(ew, row);
 	return off;
 }
 
@@ -230,12 +237,12 @@ void sdc_eb_lane_table_faults(struct eb_worker *ew, const struct sdc_fault *faul
 					 ew->w->ctx->run->inject[f->spec].text, bit, bits);
 			continue;
 		}
-		uint8_t *p = row_at(ew, (uint64_t)row);
+		uint8_t *p = ew->table->row_at(ew, (uint64_t)row);
 		if (!p)
 			return;
 		const uint64_t before = (uint64_t)sdc_eb_element(l, p, (int)col, &bits), after = before ^ (1ull << bit);
 		sdc_eb_element_set(l, p, (int)col, after);
-		row_stored(ew, (uint64_t)row);
+		ew->table->row_stored(ew, (uint64_t)row);
 		char hb[24], ha[24];
 		sdc_hex_bits(hb, sizeof(hb), before, bits);
 		sdc_hex_bits(ha, sizeof(ha), after, bits);
@@ -342,12 +349,9 @@ static void sweep_gpu(struct eb_worker *ew)
 	ew->w->corruptions += nbad > 64 ? nbad - 64 : 0;
 }
 
-void sdc_eb_lane_sweep(struct eb_worker *ew)
+/* Here: each row of the slice against its CRC32C and sums; one that fails, against its truth. */
+static void sweep_here(struct eb_worker *ew)
 {
-	if (ew->g) {
-		sweep_gpu(ew);
-		return;
-	}
 	const uint64_t rows = ew->sh->cfg.rows;
 	int reported = 0;
 	for (uint64_t k = 0; k < ew->sh->sweep_rows && k < rows; k++) {
@@ -365,3 +369,9 @@ void sdc_eb_lane_sweep(struct eb_worker *ew)
 	}
 }
 
+const struct sdc_eb_table_ops sdc_eb_table_here = {
+	.row_at = row_here, .row_stored = stored_here, .row_repair = repair_here, .sweep = sweep_here,
+};
+const struct sdc_eb_table_ops sdc_eb_table_on_gpu = {
+	.row_at = row_on_gpu, .row_stored = stored_on_gpu, .row_repair = repair_on_gpu, .sweep = sweep_gpu,
+};

@@ -23,8 +23,28 @@ struct embbag_shared {
 	char operation[96];
 };
 
+struct eb_worker;
+
+/*
+ * The table where a lane keeps it: this core's memory (sdc_eb_table_here) or the GPU's
+ * (sdc_eb_table_on_gpu). The steps both lanes share (a bag's report, a fault planted in the table)
+ * reach its rows only through these, so neither lane branches on where it runs.
+ */
+struct sdc_eb_table_ops {
+	/* A row's bytes as the table holds them (on a GPU: a copy read back); NULL when the GPU failed. */
+	uint8_t *(*row_at)(struct eb_worker *ew, uint64_t row);
+	/* After row_at's bytes were changed: kept (on a GPU, written back). */
+	void (*row_stored)(struct eb_worker *ew, uint64_t row);
+	/* The row put back to its truth. */
+	void (*row_repair)(struct eb_worker *ew, uint64_t row);
+	/* This iteration's slice of the table re-verified at rest. */
+	void (*sweep)(struct eb_worker *ew);
+};
+extern const struct sdc_eb_table_ops sdc_eb_table_here, sdc_eb_table_on_gpu;
+
 struct eb_worker {
 	struct sdc_worker *w;
+	const struct sdc_eb_table_ops *table; /* where its table is: here or on its GPU */
 	const struct embbag_shared *sh;
 	struct sdc_eb_table own, *t;
 	struct sdc_eb_batch batch;
@@ -60,7 +80,5 @@ void sdc_eb_lane_report_flips(struct eb_worker *ew, const struct sdc_fault *faul
  * the truth, every difference reported, a corrupted row repaired. */
 void sdc_eb_lane_report_bag(struct eb_worker *ew, int bag, const float *out, const struct sdc_eb_verdict *v,
 			    int *bags_reported);
-/* This iteration's slice of the table re-verified at rest, here or on the GPU. */
-void sdc_eb_lane_sweep(struct eb_worker *ew);
 
 #endif

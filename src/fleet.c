@@ -144,15 +144,20 @@ static void *watchdog(void *arg)
 	return NULL;
 }
 
-/* The mpi suite's stand-in for a library that stops returning: with SDCSCAN_TEST_STALL_RANK=N,
- * rank N's first point-to-point exchange never comes back (the watchdog must end it). */
-static int stall_rank = -1;
+/* A library that stops returning, as the allreduce probe's X fault makes one (sdc_fleet_stall):
+ * this rank's point-to-point exchanges never come back (the watchdog must end it). */
+static atomic_bool stalled;
+
+void sdc_fleet_stall(void)
+{
+	atomic_store(&stalled, true);
+}
 
 /* MPI_Test under the watchdog. */
 static int watched_test(MPI_Request *req, int *flag, int dst, int src)
 {
 	const int slot = watch_enter(dst, src);
-	while (dst >= 0 && stall_rank == sdc_fleet.rank)
+	while (dst >= 0 && atomic_load(&stalled))
 		sleep(1);
 	const int rc = MPI_Test(req, flag, MPI_STATUS_IGNORE);
 	watch_leave(slot);
@@ -190,9 +195,6 @@ int sdc_fleet_init(int *argc, char ***argv)
 	if (!hosts)
 		return -1;
 	sdc_fleet.active = true;
-	const char *stall = getenv("SDCSCAN_TEST_STALL_RANK");
-	if (stall && *stall)
-		stall_rank = atoi(stall);
 	pthread_t wd;
 	if (pthread_create(&wd, NULL, watchdog, NULL) == 0)
 		pthread_detach(wd);

@@ -70,6 +70,10 @@ struct sdc_fleet_part {
 };
 int sdc_fleet_exchange(const struct sdc_fleet_part *send, int nsend, int dst, const struct sdc_fleet_part *recv,
 		       int nrecv, int src, int tag, double timeout, int *late);
+/* From now on this rank's point-to-point exchanges never come back, as from an MPI library that
+ * stopped returning (Open MPI's TCP transport spinning in MPI_Test after a peer died): a fault
+ * planted for the watchdog to end (the allreduce probe's X). */
+void sdc_fleet_stall(void);
 /* out[r * bytes ..] = rank r's in, for every rank, with a deadline; -1 on timeout. */
 int sdc_fleet_allgather(const void *in, int bytes, void *out, double timeout);
 /* Sum of v over all ranks (for agreeing on a count), with a deadline; -1 on timeout. */

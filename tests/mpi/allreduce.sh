@@ -109,15 +109,14 @@ grep -q "rank 2 (.*) did not answer\|rank 2 (.*) sent no results" "$TMP/kill.out
 [ "$(grep -vc "^2 " "$TMP/kill.codes")" -eq 3 ] ||
 	fail "kill: not every survivor reported; the job said: $(grep -v "iterations on" "$TMP/kill.out" | tail -15)"
 
-# A rank whose MPI library stops returning (SDCSCAN_TEST_STALL_RANK stands in for Open MPI's TCP
-# transport spinning inside MPI_Test after a peer died): its watchdog ends it with exit code 3
-# once one call has lasted the timeout + 5 s, and the others name it. (--enable-recovery: mpirun
-# must not kill the stalled rank when the others leave, as they do after a peer failure, without
-# MPI_Finalize.)
+# A rank whose MPI library stops returning (the X fault stands in for Open MPI's TCP transport
+# spinning inside MPI_Test after a peer died): its watchdog ends it with exit code 3 once one call
+# has lasted the timeout + 5 s, and the others name it. (--enable-recovery: mpirun must not kill
+# the stalled rank when the others leave, as they do after a peer failure, without MPI_Finalize.)
 start=$(date +%s)
 : > "$TMP/stall.codes"
-$MPIRUN --enable-recovery -x SDCSCAN_TEST_STALL_RANK=1 sh -c '"$@" 2> '"$TMP/stall.err."'$OMPI_COMM_WORLD_RANK; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$TMP/stall.codes" \
-	sh "$SDCSCAN" run $AR --set allreduce.timeout=5 --duration 20 > "$TMP/stall.out" 2>&1 || true
+$MPIRUN --enable-recovery sh -c '"$@" 2> '"$TMP/stall.err."'$OMPI_COMM_WORLD_RANK; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$TMP/stall.codes" \
+	sh "$SDCSCAN" run $AR --set allreduce.timeout=5 --duration 20 --inject allreduce:X:iter=1,row=1 > "$TMP/stall.out" 2>&1 || true
 took=$(( $(date +%s) - start ))
 [ "$took" -le 40 ] || fail "stall: the job took ${took}s"
 same_code "$TMP/stall.codes" 3 || fail "stall: exit codes $(cat "$TMP/stall.codes")"

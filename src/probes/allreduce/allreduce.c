@@ -88,6 +88,8 @@ static const char *const allreduce_targets[] = {
 	"C: the sender's arithmetic: row = the rank whose reduce-scatter sum goes wrong at its first step, bit",
 	"V: NCCL's result in GPU memory before the check (nccl variant): row = rank, col = element of the first "
 	"path's all-reduce, bit (H and C act on the ring and nccl-ring variants alike)",
+	"X: the MPI library stops returning (ring variant): row = the rank whose exchanges from that iteration "
+	"on never come back; its watchdog must end it and the others name it",
 	NULL,
 };
 

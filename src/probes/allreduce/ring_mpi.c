@@ -61,6 +61,16 @@ static void due_faults(struct sdc_worker *w, uint64_t it, struct ar_faults *af)
 	}
 }
 
+/* X: this rank's MPI library stops returning from here on (fleet.c stalls its exchanges). */
+static void stall_if_due(struct sdc_worker *w, uint64_t it)
+{
+	struct sdc_fault x;
+	if (sdc_worker_faults(w, "X", it, &x, 1) && (x.row >= 0 ? x.row : 0) == sdc_fleet.rank) {
+		sdc_worker_fault_applied(w, &x, "X", it, x.row, -1, -1, "", "");
+		sdc_fleet_stall();
+	}
+}
+
 struct ring {
 	int P, pos, *order, *where; /* order[position] = rank; where[rank] = position */
 };
@@ -256,6 +266,7 @@ void sdc_ar_ring_run(struct sdc_worker *w)
 		sdc_ar_ring_orders(P, it, g[0].order, g[1].order, g[2].order);
 		struct ar_faults faults;
 		due_faults(w, it, &faults);
+		stall_if_due(w, it);
 		sdc_worker_fatal_faults(w, it, buf);
 		sdc_ring_terms(sh->n, it, f, gt);
 		sdc_ring_values(buf, sh->n, sdc_fleet.rank, f, gt);

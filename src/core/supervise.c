@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,14 @@ int sdc_supervise_init(void)
 /* An overflowing stack faults with no room for the handler but this. */
 #define ALT_STACK (64 * 1024)
 
+/* Whether some worker of this process died of a fault (sdc_supervise_crashed). */
+static atomic_bool crashed;
+
+bool sdc_supervise_crashed(void)
+{
+	return atomic_load(&crashed);
+}
+
 int sdc_supervise_call(struct sdc_worker *w, void (*run)(struct sdc_worker *), struct sdc_crash *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -103,6 +112,8 @@ int sdc_supervise_call(struct sdc_worker *w, void (*run)(struct sdc_worker *), s
 	}
 	if (!c->hit)
 		free(ss.ss_sp);
+	else
+		atomic_store(&crashed, true);
 	/* (after a crash the heap may be what failed: the stack is left, not freed) */
 	return c->hit ? 1 : 0;
 }

@@ -41,6 +41,10 @@ int sdc_supervise_init(void);
  * it died of a fault (c says which). The thread's alternate signal stack is set up and undone here. */
 int sdc_supervise_call(struct sdc_worker *w, void (*run)(struct sdc_worker *), struct sdc_crash *c);
 
+/* Whether a worker of this process died of a fault: what it held (the dynamic loader's lock, one
+ * of malloc's) may never be released, so the process leaves without its exit handlers. */
+bool sdc_supervise_crashed(void);
+
 /* Whether a crash is the host's (the kernel raised it, or the process aborted itself), not a
  * signal another process sent: only the former is CRITICAL. */
 bool sdc_crash_is_fault(const struct sdc_crash *c);

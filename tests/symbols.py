@@ -23,6 +23,9 @@ PREFIX = "sdc_"
 EXCEPTIONS = {
     "main": "the program's entry (main.c), named by C",
 }
+# Names a compiler's instrumentation adds, not the code's: AddressSanitizer's one-definition-rule
+# indicator of each global (__odr_asan.NAME, gcc's and clang's -fsanitize=address).
+INSTRUMENTATION = ("__odr_asan.", "__odr_asan_gen_")
 
 
 def offenders(table, path):
@@ -41,7 +44,7 @@ def offenders(table, path):
         if bind not in ("GLOBAL", "WEAK") or vis != "DEFAULT" or ndx == "UND":
             continue
         name = name.split("@")[0]  # versioned names: "sym@@VERS"
-        if not name.startswith(PREFIX) and name not in EXCEPTIONS:
+        if not name.startswith(PREFIX) and name not in EXCEPTIONS and not name.startswith(INSTRUMENTATION):
             bad.append(f"{member}: {name}")
     return bad
 

@@ -72,6 +72,7 @@ static void pinned_depot(void)
 	const cudaError_t e4 = sdc_cuda_pinned_get(&h4, 1000);
 	CHECK(e4 != cudaSuccess ? !h4.p : h4.p != small_p, "a hung GPU's staging never reused");
 	sdc_cuda_pinned_put(2, &h2, NULL); /* (kept for the process: the depot owns it now) */
+	free(small_p); /* (abandoned by the depot with its hung GPU; the stand-in is the test's to free) */
 }
 
 static void copy_bounds(void)

@@ -101,6 +101,12 @@ bool sdc_parse_double(const char *s, double *out)
 	return true;
 }
 
+void sdc_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
+
 int sdc_cmp_double(const void *a, const void *b)
 {
 	const double x = *(const double *)a, y = *(const double *)b;

@@ -43,6 +43,9 @@ int sdc_parse_ranges(const char *s, int limit, uint64_t *bits, const char **bad)
 /* qsort's comparator for doubles, ascending: -1, 0 or 1 (a NaN compares equal to everything, so
  * keep NaNs out of what is sorted). */
 int sdc_cmp_double(const void *a, const void *b);
+/* qsort(3), where an empty list may have no array (qsort's first argument must not be NULL,
+ * even for no elements: UBSan's nonnull check). */
+void sdc_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 
 /* Monotonic seconds, and wall-clock seconds since the epoch. */
 double sdc_now(void);

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/util.h"
 #include "commands/commands.h"
 #include "commands/fleet_data.h"
 #include "core/report.h"
@@ -429,8 +430,8 @@ static int fleet_main(struct sdc_cmd *c)
 		sdc_fleet_store_release(&st);
 		return rc;
 	}
-	qsort(st.unreadable, st.nunreadable, sizeof(*st.unreadable), by_a);
-	qsort(st.skewed, st.nskewed, sizeof(*st.skewed), by_a);
+	sdc_sort(st.unreadable, st.nunreadable, sizeof(*st.unreadable), by_a);
+	sdc_sort(st.skewed, st.nskewed, sizeof(*st.skewed), by_a);
 	struct lists l = { json_array(), json_array(), json_array(), SDC_OK };
 	struct fleet_out out = { .html = o->html, .csv = o->csv, .max_age = o->max_age };
 	char why[700];

@@ -111,7 +111,7 @@ static int view_init(struct view *v, const struct fl_store *st, double max_age)
 		v->col_of[v->cols[c]] = c;
 	/* the minority by host */
 	memcpy(v->mins, st->minority, st->nminority * sizeof(*v->mins));
-	qsort(v->mins, st->nminority, sizeof(*v->mins), by_host_index);
+	sdc_sort(v->mins, st->nminority, sizeof(*v->mins), by_host_index);
 	size_t m = 0;
 	for (uint32_t h = 0; h <= st->nhosts; h++) {
 		while (m < st->nminority && v->mins[m].host < h)
@@ -143,7 +143,7 @@ static int view_init(struct view *v, const struct fl_store *st, double max_age)
 	}
 	for (size_t k = 0; k < v->ndist; k++) {
 		struct dist *d = &v->dist[k];
-		qsort(d->rate, d->n, sizeof(float), cmp_float);
+		sdc_sort(d->rate, d->n, sizeof(float), cmp_float);
 		d->median = d->n % 2 ? d->rate[d->n / 2] : ((double)d->rate[d->n / 2 - 1] + d->rate[d->n / 2]) / 2;
 	}
 	return 0;

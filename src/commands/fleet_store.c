@@ -9,6 +9,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "base/util.h"
 #include "base/verdict.h"
 #include "commands/fleet_data.h"
 
@@ -517,7 +518,7 @@ int sdc_fleet_vote_all(struct fl_store *st)
 		return -1;
 	for (uint32_t i = 0; i < st->nhosts; i++)
 		st->host_order[i] = i;
-	qsort(st->host_order, st->nhosts, sizeof(uint32_t), by_name);
+	sdc_sort(st->host_order, st->nhosts, sizeof(uint32_t), by_name);
 	/* each digest of each group counted, in the order digests first appear (hosts by name) */
 	struct fl_intern pairs = { 0 };
 	uint32_t *count = NULL, cap = 0;
@@ -562,7 +563,7 @@ int sdc_fleet_vote_all(struct fl_store *st)
 	sdc_fl_intern_release(&pairs);
 	for (uint32_t g = 0; g < st->ngroups; g++)
 		st->group_order[g] = g;
-	qsort(st->group_order, st->ngroups, sizeof(uint32_t), by_key);
+	sdc_sort(st->group_order, st->ngroups, sizeof(uint32_t), by_key);
 	for (uint32_t o = 0; o < st->ngroups; o++)
 		st->groups[st->group_order[o]].order = o;
 	/* the minority: every device off the majority's digest; with no majority, every device of a
@@ -590,7 +591,7 @@ int sdc_fleet_vote_all(struct fl_store *st)
 			st->minority[st->nminority++] = (struct fl_minority){ (uint32_t)o, i, sh->res[i].group, d };
 		}
 	}
-	qsort(st->minority, st->nminority, sizeof(*st->minority), by_group_then_host);
+	sdc_sort(st->minority, st->nminority, sizeof(*st->minority), by_group_then_host);
 	for (size_t m = 0; m < st->nminority; m++)
 		st->minority[m].host = st->host_order[st->minority[m].host]; /* its place -> the host's id */
 	return 0;

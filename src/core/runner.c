@@ -50,6 +50,24 @@ struct variant_run {
 	atomic_int finished;
 };
 
+/* What a hung worker may still touch, kept to the process's end: never freed, and reachable from
+ * here (so LeakSanitizer does not call it a leak). Main thread only. */
+struct abandoned {
+	struct variant_run *vr;
+	void *threads, *devs, *seen, *since;
+	struct abandoned *next;
+};
+static struct abandoned *abandoned_runs;
+
+static void abandon(struct variant_run *vr, void *threads, void *devs, void *seen, void *since)
+{
+	struct abandoned *a = malloc(sizeof(*a));
+	if (!a)
+		return; /* (then only unreachable: still never freed) */
+	*a = (struct abandoned){ vr, threads, devs, seen, since, abandoned_runs };
+	abandoned_runs = a;
+}
+
 static void dissent_finding(struct variant_run *vr, const struct sdc_vote_dissent *d, struct sdc_finding *f)
 {
 	memset(f, 0, sizeof(*f));
@@ -482,8 +500,10 @@ static int run_variant(struct sdc_run *run, const struct sdc_plan_entry *e, cons
 	collect_results(vr);
 out_output:
 	sdc_output_results(out, run, first, run->nresults);
-	if (hw.hung)
-		return 0; /* (vr, the workers and the vote stay: a hung worker may still touch them) */
+	if (hw.hung) {
+		abandon(vr, threads, devs, hw.seen, hw.since); /* (a hung worker may still touch them) */
+		return 0;
+	}
 out_free:
 	free(hw.seen), free(hw.since);
 	for (int i = 0; ctx->workers && i < nw; i++)

@@ -233,7 +233,8 @@ void sdc_crash_finding(const struct sdc_worker *w, const struct sdc_crash *c, st
 		return;
 	}
 	snprintf(f->detail, sizeof(f->detail),
-		 "the worker on %.12s died of %s (%s%s%.90s)%s%s, instruction at %.80s, in iteration %" PRIu64
+		 /* (each part bounded so that the whole fits the 320 bytes: 99 of text, 20 of a count) */
+		 "the worker on %.12s died of %.11s (%.23s%s%.60s)%s%.23s, instruction at %.70s, in iteration %" PRIu64
 		 "; the other devices went on",
 		 w->dev->id, f->signal, f->si_code, *means ? ": " : "", means, has_addr ? " at address " : "",
 		 f->fault_address, f->ip, c->iteration);

@@ -9,6 +9,9 @@ README=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 SDC=$(cd "$(dirname "$SDCSCAN")" && pwd)/$(basename "$SDCSCAN")
 mkdir -p "$TMP/work/reports"
 cd "$TMP/work" || exit 1
+# (what the commands keep goes to the scratch directory too, not to this host's /var/lib/sdcscan:
+# a calibration left there by an interrupted `sdcscan calibrate` would change later runs)
+export SDCSCAN_STATE_DIR="$TMP/work/state" SDCSCAN_CALIBRATION="$TMP/work/calibration.json"
 n=0
 sed -n '/^## Using it/,/^## /p' "$README" | sed -n '/^```sh$/,/^```$/p' | grep '^sdcscan ' | sed 's/ *#.*//' >"$TMP/lines"
 while IFS= read -r line; do

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/digest.h"
+#include "base/json_scan.h"
 #include "base/util.h"
 #include "run.h"
 
@@ -270,6 +271,12 @@ struct sdc_facts *sdc_facts_load(const char *path, size_t max, const char *what,
 	char *text = sdc_read_regular_file(path, max, &len, what, why, sizeof(why));
 	if (!text) {
 		snprintf(err, errlen, "%s %s", what, why);
+		return NULL;
+	}
+	const char *nul = sdc_json_nul(text, len);
+	if (nul) {
+		snprintf(err, errlen, "%s %s: not JSON: a NUL byte at offset %zu", what, path, (size_t)(nul - text));
+		free(text);
 		return NULL;
 	}
 	json_error_t je;

@@ -16,6 +16,11 @@ void sdc_jscan_init(struct sdc_jscan *s, const char *text, size_t len)
 	s->bad = false;
 }
 
+const char *sdc_json_nul(const char *text, size_t len)
+{
+	return len ? memchr(text, '\0', len) : NULL;
+}
+
 static bool fail(struct sdc_jscan *s)
 {
 	s->bad = true;

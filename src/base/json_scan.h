@@ -75,4 +75,12 @@ const char *sdc_jscan_here(struct sdc_jscan *s);
 /* Whether only whitespace is left (after the document's one value). */
 bool sdc_jscan_end(struct sdc_jscan *s);
 
+/*
+ * The first NUL byte of a text, NULL where it has none. JSON has no raw NUL (RFC 8259: a string
+ * spells it \u0000), and the scanner refuses one; jansson 2.14's json_loadb loses a NUL it reads
+ * ahead and pushes back (after a number or keyword: its stream buffer is NUL-terminated), and so
+ * takes {"a":true<NUL>}. Every reader of outside JSON asks this before it hands text to jansson.
+ */
+const char *sdc_json_nul(const char *text, size_t len);
+
 #endif

@@ -2,7 +2,8 @@
  * sdcscan fleet's report reader (commands/fleet_read.c over base/json_scan.c) against jansson:
  * beside what ASan/UBSan judge, the scanner must take exactly the documents jansson's json_loadb
  * (JSON_REJECT_DUPLICATES) takes, and the reader exactly the reports sdc_report_parse takes; the
- * one difference allowed is a key given twice where fleet does not read (json_scan.h). A
+ * one difference allowed is a key given twice where fleet does not read (json_scan.h). A raw NUL
+ * byte is not JSON, whatever jansson 2.14 says after a number or keyword (sdc_json_nul). A
  * disagreement aborts, and libFuzzer keeps the input.
  */
 #include <jansson.h>
@@ -20,8 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct fleet_rec rec; /* (kept: the reader reuses its buffers, as fleet's threads do) */
 	const char *text = (const char *)data;
 	json_error_t e;
-	json_t *j = json_loadb(text, size, JSON_REJECT_DUPLICATES, &e);
-	const bool dup = !j && strstr(e.text, "duplicate");
+	json_t *j = memchr(text, '\0', size) ? NULL : json_loadb(text, size, JSON_REJECT_DUPLICATES, &e);
+	const bool dup = !j && !memchr(text, '\0', size) && strstr(e.text, "duplicate");
 	struct sdc_jscan s;
 	sdc_jscan_init(&s, text, size);
 	const enum sdc_jtype t = sdc_jscan_peek(&s);

@@ -17,9 +17,12 @@
 #include "core/report_read.h"
 
 /* jansson's answer: 1 accepts, 0 refuses, -1 refuses for a duplicate key (the scanner does not
- * look for those in what it skips: json_scan.h) */
+ * look for those in what it skips: json_scan.h). A raw NUL byte is refused whatever jansson says:
+ * RFC 8259 has none, and jansson 2.14 loses one that follows a number or keyword (json_scan.h). */
 static int jansson_takes(const char *text, size_t len)
 {
+	if (memchr(text, '\0', len))
+		return 0;
 	json_error_t e;
 	json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e);
 	json_decref(j);
@@ -64,6 +67,10 @@ static void crafted(void)
 	/* a NUL byte inside the buffer */
 	same("[\"a\0b\"]", 7, "NUL in a string");
 	same("[1]\0", 4, "NUL after the value");
+	/* one that jansson 2.14 takes (found by tests/fuzz/fuzz_fleet_read in CI): every reader refuses it */
+	static const char after_keyword[] = "{\"a\":true\0,\"b\":1}", after_number[] = "[1\0]";
+	CHECK_MSG(!scan_takes(after_keyword, sizeof(after_keyword) - 1), "the scanner takes a NUL after true");
+	CHECK_MSG(!scan_takes(after_number, sizeof(after_number) - 1), "the scanner takes a NUL after a number");
 	/* jansson's depth limit: every value counts, the innermost scalar too */
 	for (int depth = SDC_JSCAN_MAX_DEPTH - 1; depth <= SDC_JSCAN_MAX_DEPTH + 1; depth++)
 		for (int scalar = 0; scalar < 2; scalar++) {
@@ -175,6 +182,18 @@ static void reports(void)
 	CHECK(!strcmp(FL_S(&rec, rec.host), "evil\nhost\x1b[2J"));
 	CHECK(!strcmp(FL_S(&rec, rec.probe[0].options), "{\"m\":\"48\",\"n\":\"40\"}"));
 	CHECK(!strcmp(FL_S(&rec, rec.blas_core), "Zen") && rec.nres == 2 && !strcmp(FL_S(&rec, rec.res[1].digest), "abd"));
+	/* a NUL byte after a number in the report (jansson 2.14 alone would take it): both refuse */
+	{
+		const char *code = strstr(REPORT, "\"code\": 0") + strlen("\"code\": 0");
+		const size_t len = strlen(REPORT), at = (size_t)(code - REPORT);
+		char *t = malloc(len + 2), why[700];
+		memcpy(t, REPORT, at), t[at] = '\0', memcpy(t + at + 1, REPORT + at, len - at + 1);
+		json_t *r = sdc_report_parse(t, len + 1, why, sizeof(why));
+		CHECK_MSG(!r && strstr(why, "NUL byte"), "sdc_report_parse: %s", r ? "takes a NUL byte" : why);
+		CHECK(sdc_fleet_rec_read(&rec, t, len + 1) != 0);
+		json_decref(r);
+		free(t);
+	}
 	static const char *const edits[][3] = {
 		{ "[1, 3]", "[2, 0]", "another major" },
 		{ "[1, 3]", "[\"1\", 3]", "a major that is a string" },

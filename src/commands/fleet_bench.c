@@ -150,9 +150,12 @@ static char *host_text(json_t *tmpl, int cpus, int gpus, char *digest, size_t dl
 			snprintf(id, sizeof(id), "cpu%d", c);
 			json_t *y = json_deep_copy(x);
 			json_object_set_new(y, "device", json_string(id));
+			/* the planted place: cpu1's first digest (a result of under 16 iterations has
+			 * "work_digest": null, as the template's gemm/int8 had in the ASan build) */
 			json_t *wd = json_object_get(y, "work_digest");
-			if (c == 1 && wd && !digest[0]) { /* the planted place: cpu1's first digest */
-				snprintf(digest, dlen, "%s", json_string_value(json_object_get(wd, "sha256")));
+			const char *sha = json_string_value(json_object_get(wd, "sha256"));
+			if (c == 1 && sha && strlen(sha) == 64 && !digest[0]) {
+				snprintf(digest, dlen, "%s", sha);
 				json_object_set_new(wd, "sha256", json_string("@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@"));
 			}
 			json_array_append_new(results, y);
@@ -240,6 +243,8 @@ static int make_fleet(const char *dir, const char *name, int cpus, int gpus, lon
 	json_decref(tmpl);
 	char *h = text ? strstr(text, "@@HOST@@@") : NULL, *d = text ? strstr(text, "@@@@@@@@@@@@@@@@") : NULL;
 	if (!h || !d || d < h || strlen(digest) != 64) {
+		fprintf(stderr, "sdcscan bench fleet: the template run (%s/template.json) has no result with a work digest "
+				"(each ran under 16 iterations?): remove it to run it again\n", dir);
 		free(text);
 		return -1;
 	}

@@ -243,8 +243,9 @@ static int make_fleet(const char *dir, const char *name, int cpus, int gpus, lon
 	json_decref(tmpl);
 	char *h = text ? strstr(text, "@@HOST@@@") : NULL, *d = text ? strstr(text, "@@@@@@@@@@@@@@@@") : NULL;
 	if (!h || !d || d < h || strlen(digest) != 64) {
-		fprintf(stderr, "sdcscan bench fleet: the template run (%s/template.json) has no result with a work digest "
-				"(each ran under 16 iterations?): remove it to run it again\n", dir);
+		if (strlen(digest) != 64)
+			fprintf(stderr, "sdcscan bench fleet: the template run (%s/template.json) has no result with a work "
+					"digest (each ran under 16 iterations?): remove it to run it again\n", dir);
 		free(text);
 		return -1;
 	}

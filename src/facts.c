@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "base/digest.h"
-#include "base/json_scan.h"
 #include "base/util.h"
+#include "json_load.h"
 #include "run.h"
 
 /* Path segments are at most this long (a longer name is one a probe would never state). */
@@ -273,14 +273,8 @@ struct sdc_facts *sdc_facts_load(const char *path, size_t max, const char *what,
 		snprintf(err, errlen, "%s %s", what, why);
 		return NULL;
 	}
-	const char *nul = sdc_json_nul(text, len);
-	if (nul) {
-		snprintf(err, errlen, "%s %s: not JSON: a NUL byte at offset %zu", what, path, (size_t)(nul - text));
-		free(text);
-		return NULL;
-	}
 	json_error_t je;
-	json_t *doc = json_loadb(text, len, 0, &je);
+	json_t *doc = sdc_json_loadb(text, len, 0, &je);
 	free(text);
 	if (!doc) {
 		/* (jansson gives no position when the file could not be opened) */

@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "base/digest.h"
-#include "base/json_scan.h"
 #include "base/util.h"
+#include "json_load.h"
 #include "facts_json.h"
 #include "fleet.h"
 #include "sdc_config.h"
@@ -254,13 +254,8 @@ int sdc_golden_parse(const char *text, size_t len, const char *origin, struct sd
 {
 	memset(g, 0, sizeof(*g));
 	sdc_strlcpy(g->origin, origin, sizeof(g->origin));
-	const char *nul = sdc_json_nul(text, len);
-	if (nul) {
-		snprintf(err, errlen, "%s: not a golden file: a NUL byte at offset %zu", origin, (size_t)(nul - text));
-		return -1;
-	}
 	json_error_t je;
-	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	json_t *root = sdc_json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {
 		snprintf(err, errlen, "%s:%d:%d: not a golden file: %s", origin, je.line, je.column, je.text);
 		return -1;
@@ -279,13 +274,7 @@ int sdc_golden_load(const char *path, struct sdc_golden *g, char *err, size_t er
 	char *text = sdc_read_regular_file(path, 64u << 20, &len, "golden file", err, errlen);
 	if (!text)
 		return -1;
-	const char *nul = sdc_json_nul(text, len);
-	if (nul) {
-		snprintf(err, errlen, "%s: not a golden file: a NUL byte at offset %zu", path, (size_t)(nul - text));
-		free(text);
-		return -1;
-	}
-	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	json_t *root = sdc_json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	free(text);
 	if (!root) {
 		snprintf(err, errlen, "%s:%d:%d: not a golden file: %s", path, je.line, je.column, je.text);

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/json_scan.h"
 #include "base/util.h"
+#include "json_load.h"
 #include "fleet.h"
 
 static json_t *rank_summary(const struct sdc_run *run, enum sdc_verdict local)
@@ -121,13 +121,8 @@ void *sdc_fleet_rank_record(const char *text, size_t len, int rank, char *why, s
 	static const char *const finding[] = { "probe", "variant", "device", "kind", "target", "expected", "actual",
 						"expected_value", "actual_value", "xor_mask", "detail", "row", "col",
 						"iteration", NULL };
-	const char *nul = sdc_json_nul(text, len);
-	if (nul) {
-		snprintf(why, whylen, "not JSON (a NUL byte at offset %zu)", (size_t)(nul - text));
-		return NULL;
-	}
 	json_error_t je;
-	json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	json_t *j = sdc_json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	if (!j) {
 		snprintf(why, whylen, "not JSON (%s)", je.text);
 		return NULL;

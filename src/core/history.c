@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/json_scan.h"
 #include "base/util.h"
+#include "json_load.h"
 #include "core/report_read.h"
 #include "core/state.h"
 
@@ -52,14 +52,8 @@ int sdc_node_read(const char *dir, struct sdc_node_state *s, char *err, size_t e
 	char *text = sdc_read_regular_file(path, 1u << 20, &len, "node state", err, errlen);
 	if (!text)
 		return -1;
-	const char *nul = sdc_json_nul(text, len);
-	if (nul) {
-		snprintf(err, errlen, "%s: not sdcscan's node state: a NUL byte at offset %zu", path, (size_t)(nul - text));
-		free(text);
-		return -1;
-	}
 	json_error_t je;
-	json_t *j = json_loadb(text, len, 0, &je);
+	json_t *j = sdc_json_loadb(text, len, 0, &je);
 	free(text);
 	json_t *last = json_object_get(j, "last_run"), *cl = json_object_get(j, "cleared");
 	const int v = verdict_of(sdc_json_str(j, "verdict")), lv = verdict_of(sdc_json_str(last, "verdict"));

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/json_scan.h"
 #include "base/util.h"
+#include "json_load.h"
 #include "core/export.h"
 #include "core/report.h"
 
@@ -52,13 +52,8 @@ static bool inconsistent(json_t *r, enum sdc_verdict v, char *why, size_t whylen
 
 void *sdc_report_parse(const char *text, size_t len, char *why, size_t whylen)
 {
-	const char *nul = sdc_json_nul(text, len);
-	if (nul) {
-		snprintf(why, whylen, "not JSON: a NUL byte at offset %zu", (size_t)(nul - text));
-		return NULL;
-	}
 	json_error_t je;
-	json_t *r = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	json_t *r = sdc_json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	if (!r) {
 		snprintf(why, whylen, "not JSON: %s (line %d)", je.text, je.line);
 		return NULL;

@@ -40,7 +40,10 @@ cat >"$S/hc.sh" <<SH
 #!/bin/sh
 # slurmd runs it with an empty environment: scontrol must be told where this cluster's config is
 export SLURM_CONF=$S/slurm.conf PATH=/usr/sbin:/usr/bin:/sbin:/bin
-SDCSCAN=$SDC SDCSCAN_STATE_DIR=$S/st NODE=$(hostname -s) exec sh $BLD/packaging/sdcscan-healthcheck.sh
+SDCSCAN=$SDC SDCSCAN_STATE_DIR=$S/st NODE=$(hostname -s) sh $BLD/packaging/sdcscan-healthcheck.sh
+rc=\$?
+echo done >>$S/hc.count
+exit \$rc
 SH
 chmod +x "$S/hc.sh"
 NODE=$(hostname -s)
@@ -89,6 +92,16 @@ wait_reason() { # wait_reason PATTERN: up to 20 s for the node's reason to match
 	done
 	return 1
 }
+# two_checks: wait (up to 20 s) until slurmd has finished two more health checks, so that at
+# least one ran whole after what came before; a slow slurmd must not pass a check never made
+two_checks() {
+	n=$(($(cat "$S/hc.count" 2>/dev/null | wc -l) + 2))
+	for _ in $(seq 40); do
+		[ "$(cat "$S/hc.count" 2>/dev/null | wc -l)" -ge $n ] && return 0
+		sleep 0.5
+	done
+	fail "slurmd ran no two health checks in 20 s"
+}
 SMALL_RUN="run --probe gemm --set gemm.dtypes=int8 --set gemm.m=48 --set gemm.n=40 --set gemm.k=64 --duration 1"
 
 # (1) HealthCheckProgram, run by slurmd itself. A real CRITICAL (not an injected one, which never
@@ -102,13 +115,13 @@ SDCSCAN_STATE_DIR=$S/st FAKE_GPU_BAD_SM=3 expect_exit 2 crit "$SDC" $SCHED
 wait_reason "^sdcscan: gpu0 gemm/.* checksum-mismatch C\[0\]\[0\]" ||
 	fail "CRITICAL: slurmd's health check did not drain with an sdcscan: reason (state: $(scontrol show node "$NODE" | grep -E 'State=|Reason='))"
 SDCSCAN_STATE_DIR=$S/st expect_exit 0 ok "$SDC" $SCHED
-sleep 5 # two health checks
+two_checks
 reason | grep -q "^sdcscan:" || fail "OK after a CRITICAL resumed the node before anyone cleared it (reason: $(reason))"
 SDCSCAN_STATE_DIR=$S/st expect_exit 0 clear "$SDC" clear --reason "replaced gpu0"
 wait_reason "" || fail "cleared: the node sdcscan drained was not resumed (reason: $(reason))"
 unset SDCSCAN_GPU_MODULE SDCSCAN_NVML_LIBRARY
 scontrol update NodeName="$NODE" State=DRAIN Reason="admin: reseat DIMM"
-sleep 5 # two health checks
+two_checks
 [ "$(reason)" = "admin: reseat DIMM" ] || fail "OK resumed or changed an admin's drain (reason: $(reason))"
 scontrol update NodeName="$NODE" State=RESUME
 

@@ -220,7 +220,10 @@ for s in r["run"]["environment"]["hardware_errors"]["sources"]:
 		cid=$(podman run -d --network none --uts host $pflags -v "$TMP/state2:/var/lib/sdcscan" \
 			-e SDCSCAN_AGENT_SPLAY=0 -e SDCSCAN_AGENT_PROM=/var/lib/sdcscan/agent.prom \
 			--entrypoint /usr/local/bin/sdcscan-agent "$image" --probe gemm --set gemm.dtypes=int8 --duration 120)
-		sleep 4
+		# stopped once the scan has begun (its start record written) and burnt a second
+		for _ in $(seq 120); do [ -e "$TMP/state2/started" ] && break; sleep 0.25; done
+		[ -e "$TMP/state2/started" ] || fail "the agent's scan did not start in 30 s"
+		sleep 1
 		podman stop -t 30 "$cid" >/dev/null
 		code=$(podman inspect --format '{{.State.ExitCode}}' "$cid")
 		podman rm "$cid" >/dev/null

@@ -267,20 +267,15 @@ int sdc_golden_load(const char *path, struct sdc_golden *g, char *err, size_t er
 {
 	memset(g, 0, sizeof(*g));
 	sdc_strlcpy(g->origin, path, sizeof(g->origin));
-	json_error_t je;
 	size_t len;
 	err[0] = '\0';
 	/* A golden file holds a few trajectories; one past 64 MiB is not one, and is not read. */
 	char *text = sdc_read_regular_file(path, 64u << 20, &len, "golden file", err, errlen);
 	if (!text)
 		return -1;
-	json_t *root = sdc_json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	const int rc = sdc_golden_parse(text, len, path, g, err, errlen);
 	free(text);
-	if (!root) {
-		snprintf(err, errlen, "%s:%d:%d: not a golden file: %s", path, je.line, je.column, je.text);
-		return -1;
-	}
-	return parse_root(root, path, g, err, errlen);
+	return rc;
 }
 
 /* ---- keys ---- */

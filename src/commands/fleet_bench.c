@@ -194,6 +194,8 @@ static char *host_text(json_t *tmpl, int cpus, int gpus, char *digest, size_t dl
 /* The template: one real quick run of this host's cpu0, kept in dir. 4 s, not 1: a result has a
  * work digest only from its 16th iteration, which at 1 s (0.09 s a variant) an ASan build on a
  * slow machine may reach in no variant at all. */
+#define TEMPLATE_SECONDS "4"
+
 static json_t *template_report(const char *dir)
 {
 	char path[4096];
@@ -201,14 +203,15 @@ static json_t *template_report(const char *dir)
 	json_t *t = json_load_file(path, 0, NULL);
 	if (t)
 		return t;
-	printf("bench fleet: making the template: sdcscan run --profile quick --duration 4 --cpus 0 --gpus none\n");
+	printf("bench fleet: making the template: sdcscan run --profile quick --duration " TEMPLATE_SECONDS
+	       " --cpus 0 --gpus none\n");
 	fflush(stdout);
 	const pid_t pid = fork();
 	if (pid == 0) {
 		const int null = open("/dev/null", O_WRONLY);
 		dup2(null, 1);
-		execl("/proc/self/exe", "sdcscan", "run", "--profile", "quick", "--duration", "4", "--cpus", "0", "--gpus",
-		      "none", "--no-state", "--json", path, (char *)NULL);
+		execl("/proc/self/exe", "sdcscan", "run", "--profile", "quick", "--duration", TEMPLATE_SECONDS, "--cpus",
+		      "0", "--gpus", "none", "--no-state", "--json", path, (char *)NULL);
 		_exit(127);
 	}
 	int status;

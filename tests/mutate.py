@@ -359,6 +359,16 @@ MUTATIONS = [
      "src/base/json_scan.c",
      [("\treturn len ? memchr(text, '\\0', len) : NULL;", "\treturn (void)text, (void)len, NULL;")],
      ["fleet_read"]),
+    ("overrun-loose", "a one-iteration result ten times later than the rule allows is not named too short",
+     "src/core/runner.c",
+     [("\treturn iterations == 1 && late > SDC_MAX(0.05, 0.25 * span) ? late : 0;",
+       "\treturn iterations == 1 && late > SDC_MAX(0.5, 2.5 * span) ? late : 0;")],
+     ["overrun"]),
+    ("overrun-off", "no result says its one iteration overran",
+     "src/core/runner.c",
+     [("\treturn iterations == 1 && late > SDC_MAX(0.05, 0.25 * span) ? late : 0;",
+       "\treturn (void)iterations, (void)span, (void)late, 0;")],
+     ["overrun", "short"]),
 ]
 
 FAST_SUITES = ["unit", "cli"]

@@ -291,9 +291,7 @@ static void collect_results(struct variant_run *vr)
 		sdc_strlcpy(r->iter_unit, ctx->iter_unit, sizeof(r->iter_unit));
 		sdc_strlcpy(r->kernel, w->kernel, sizeof(r->kernel));
 		r->ref_rate = w->ref_rate / ctx->rate_scale;
-		/* a device that finished its first iteration only after the variant's time */
-		const double late = w->t_end - ctx->deadline, span = ctx->deadline - ctx->t_start;
-		r->overrun = r->iterations == 1 && late > SDC_MAX(0.05, 0.25 * span) ? late : 0;
+		r->overrun = sdc_runner_overrun(r->iterations, ctx->deadline - ctx->t_start, w->t_end - ctx->deadline);
 		sdc_strlcpy(r->ref_name, w->ref_name, sizeof(r->ref_name));
 		r->corruptions = w->corruptions + vr->dissents[i];
 		r->interrupted = was_interrupted;
@@ -614,6 +612,11 @@ static double variant_share(const struct sdc_plan_entry *e, const struct sdc_var
 	return !own				  ? e->common.duration / runnable
 	       : v->devices == SDC_ON_GPU ? e->common.gpu_duration / gpu_only
 					  : e->common.duration / SDC_MAX(1, runnable - gpu_only);
+}
+
+double sdc_runner_overrun(uint64_t iterations, double span, double late)
+{
+	return iterations == 1 && late > SDC_MAX(0.05, 0.25 * span) ? late : 0;
 }
 
 int sdc_runner_short_shares(const struct sdc_run *run, const struct sdc_plan *plan, double below, double *least)

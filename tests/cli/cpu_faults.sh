@@ -23,14 +23,16 @@ if [ "$rc" = 3 ] && grep -q "ptrace is not allowed here" "$TMP/can.err"; then
 fi
 [ "$rc" = 0 ] || fail "can: exit $rc: $(cat "$TMP/can.err")"
 
-# check NAME KEPT-DIR: the campaign's JSON ($TMP/NAME.json), table ($TMP/NAME.out) and the runs'
-# reports agree; prints "ok" or what does not
+# check NAME KEPT-DIR [any]: the campaign's JSON ($TMP/NAME.json), table ($TMP/NAME.out) and the
+# runs' reports agree, and (unless "any": a random instant's faults may all land where none
+# crashes) one fault at least crashed or hung; prints "ok" or what does not
 check() {
-	python3 - "$TMP/$1.json" "$TMP/$1.out" "$2" <<'PY'
+	python3 - "$TMP/$1.json" "$TMP/$1.out" "$2" "${3:-}" <<'PY'
 import json, os, re, sys
 out = json.load(open(sys.argv[1]))
 table = open(sys.argv[2]).read()
 kept = sys.argv[3]
+need_crash = sys.argv[4] != "any"
 dev = out["faulted_device"]
 cols = ["masked", "found_located", "vote_golden_only", "crash", "hang", "other", "missed"]
 bad = []
@@ -90,7 +92,7 @@ for v in out["variants"]:
         total[c] += v[c]
 if out["missed"] != 0 or total["missed"] != 0:
     bad.append("%d missed" % total["missed"])
-if total["crash"] + total["hang"] < 1:
+if need_crash and total["crash"] + total["hang"] < 1:
     bad.append("no crash or hang among the faults: the check that they are named at %s saw none" % dev)
 print(" ".join(bad) or "ok")
 PY
@@ -135,7 +137,7 @@ expect_exit 0 counter "$SDCSCAN" campaign cpu-faults --variants gemm/int8 -n 40 
 
 # the default: a random instant within the iteration (PTRACE_INTERRUPT after a delay)
 expect_exit 0 random "$SDCSCAN" campaign cpu-faults --variants gemm/int8 -n 6 --seed 5 --keep "$TMP/kr" --json "$TMP/random.json"
-[ "$(check random "$TMP/kr")" = ok ] || fail "random: $(check random "$TMP/kr")"
+[ "$(check random "$TMP/kr" any)" = ok ] || fail "random: $(check random "$TMP/kr" any)"
 [ "$(json_get "$TMP/random.json" "len([f for v in r['variants'] for f in v['fault_list'] if f['delay_seconds'] > 0])")" -ge 1 ] ||
 	fail "random: no fault went in after a delay"
 

@@ -71,6 +71,7 @@ static bool peer_failed;
 #define NOTICE_LEFT (1 << 20)
 static MPI_Request notice_req = MPI_REQUEST_NULL;
 static int32_t notice_buf, *notice_vals;
+static bool *left_on_purpose; /* ranks whose NOTICE_LEFT arrived */
 /* Heartbeats (sdc_fleet_keepalive): a rank waiting in an exchange, or busy in a long computation
  * between two, says it is there, so a rank blocked behind a lost one is not taken as lost too. */
 #define BEAT_TAG 0x7e1
@@ -529,6 +530,8 @@ int sdc_fleet_alltoall(const struct sdc_fleet_part *send, struct sdc_fleet_part 
 			}
 			if (!(n & NOTICE_LEFT))
 				peer_failed = true; /* (also when this rank had counted it gone from another's view) */
+			else if (p < P && (left_on_purpose || (left_on_purpose = calloc((size_t)P, sizeof(bool)))))
+				left_on_purpose[p] = true;
 			if (p < P && live[p]) {
 				gone(r, live, p, false, false);
 				newly++;
@@ -565,6 +568,11 @@ int sdc_fleet_alltoall(const struct sdc_fleet_part *send, struct sdc_fleet_part 
 void sdc_fleet_leave(const bool *live)
 {
 	notice_send(sdc_fleet.rank | NOTICE_LEFT, live);
+}
+
+bool sdc_fleet_left(int rank)
+{
+	return left_on_purpose && rank >= 0 && rank < sdc_fleet.size && left_on_purpose[rank];
 }
 
 int sdc_fleet_test(void *req, int *flag)
@@ -688,6 +696,12 @@ int sdc_fleet_alltoall(const struct sdc_fleet_part *send, struct sdc_fleet_part 
 void sdc_fleet_leave(const bool *live)
 {
 	(void)live;
+}
+
+bool sdc_fleet_left(int rank)
+{
+	(void)rank;
+	return false;
 }
 
 void sdc_fleet_keepalive(const bool *live, double period)

@@ -97,6 +97,9 @@ void sdc_fleet_keepalive(const bool *live, double period);
 /* Tells every live rank that this one leaves the exchanges of sdc_fleet_alltoall (a member taken
  * away on purpose: the others stop waiting for it at once, and MPI stays usable for the rest). */
 void sdc_fleet_leave(const bool *live);
+/* Whether rank's sdc_fleet_leave has reached this one (in an sdc_fleet_alltoall): it stopped on
+ * purpose, and is not to be named as lost. */
+bool sdc_fleet_left(int rank);
 /* MPI_Test(req (an MPI_Request *), flag) under the watchdog that ends a process whose MPI library
  * stops returning after a peer died (fleet.c); only with MPI. */
 int sdc_fleet_test(void *req, int *flag);

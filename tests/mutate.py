@@ -3,8 +3,9 @@
 Weakened detectors must fail the tests: each mutation below disables one detection path of
 sdcscan, or makes its threshold ten times looser, or lets the selftest matcher accept a finding
 at the wrong element or bit. The script copies the tree (what git tracks, plus files it does not
-ignore), builds it once without CUDA and MPI (the paths here are host code; the allreduce hop
-checks and the ring's link attribution are unit-tested without MPI), then applies the mutations
+ignore), builds it once without CUDA (the paths here are host code; the fake GPU module stands in) and
+with MPI where it is installed (a mutation of the ranks' exchanges is judged by the mpi suite's
+test named for it; the fast suites run without mpirun), then applies the mutations
 one at a time: it rebuilds, runs the tests expected to notice first and, when none does, every
 fast suite (unit, cli). It prints each mutation as killed (by which test) or SURVIVED, and exits
 1 if any survived, did not apply (the code it mutates moved: update this table) or broke the
@@ -369,6 +370,10 @@ MUTATIONS = [
      [("\treturn iterations == 1 && late > SDC_MAX(0.05, 0.25 * span) ? late : 0;",
        "\treturn (void)iterations, (void)span, (void)late, 0;")],
      ["overrun", "short"]),
+    ("nccl-leave-off", "a rank that gave up on a lost peer leaves without telling the others",
+     "src/probes/allreduce/nccl.c",
+     [("\t\t\tsdc_fleet_leave(r->live);\n", "")],
+     ["mpi_nccl"]),
 ]
 
 FAST_SUITES = ["unit", "cli"]
@@ -439,7 +444,7 @@ def main():
                                                           "SDCSCAN_CALIBRATION")}
     t0 = time.time()
     if not os.path.exists(os.path.join(build, "build.ninja")):
-        if sh(["meson", "setup", build, tree, "-Dcuda=disabled", "-Dnccl=disabled", "-Dmpi=disabled"], ".",
+        if sh(["meson", "setup", build, tree, "-Dcuda=disabled", "-Dnccl=disabled"], ".",
               os.path.join(work, "setup.log"), env):
             print("mutate.py: meson setup failed (%s)" % os.path.join(work, "setup.log"), file=sys.stderr)
             return 2

@@ -90,6 +90,9 @@ static const char *const allreduce_targets[] = {
 	"path's all-reduce, bit (H and C act on the ring and nccl-ring variants alike)",
 	"X: the MPI library stops returning (ring variant): row = the rank whose exchanges from that iteration "
 	"on never come back; its watchdog must end it and the others name it",
+	"K: a rank dies mid-exchange (nccl variant, under mpirun): row = the rank that, after that iteration's "
+	"first collective, says its word to the ranks below it only and is killed (SIGKILL); the others name it "
+	"and no one else",
 	NULL,
 };
 
@@ -289,7 +292,8 @@ void sdc_ar_report(struct sdc_worker *w, uint64_t iter, const char *kind, const 
 
 void sdc_ar_unresponsive(struct sdc_worker *w, int peer, const char *what)
 {
-	struct sdc_finding f = { .cls = SDC_FINDING_ERROR, .row = peer, .col = -1 };
+	/* (the iteration in progress: every variant counts one when it ends) */
+	struct sdc_finding f = { .cls = SDC_FINDING_ERROR, .iteration = atomic_load(&w->iterations), .row = peer, .col = -1 };
 	sdc_strlcpy(f.kind, "rank-unresponsive", sizeof(f.kind));
 	if (peer >= 0)
 		snprintf(f.detail, sizeof(f.detail), "rank %d (%s) did not answer within %.0f s during %s: dead or stuck",

@@ -26,6 +26,7 @@
  * events around the collective alone, go into the report (run.environment.nccl).
  */
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,18 +118,31 @@ static int agree(struct nc_run *r, struct nc_word *mine, const char *what)
 		r->all[me] = mine[0];
 		memcpy(r->was, r->live, (size_t)P * sizeof(bool));
 		const int gone = sdc_fleet_alltoall(r->send, r->recv, r->live, NC_TAG, AGREE_S);
-		int rc = 0;
+		int rc = 0, left = -1;
 		for (int p = 0; p < P; p++)
 			if (r->was[p] && !r->live[p]) {
-				sdc_ar_unresponsive(r->w, p, what);
 				rc = -1;
+				if (sdc_fleet_left(p))
+					left = left < 0 ? p : left;
+				else
+					sdc_ar_unresponsive(r->w, p, what);
 			}
 		if (gone < 0) {
 			sdc_ar_unresponsive(r->w, -1, what);
 			return -1;
 		}
-		if (rc)
+		if (rc) {
+			/* A rank that gave up on a lost peer left (its word for this step may have reached
+			 * some members and not others, who then wait in the next step): it tells them, so
+			 * they stop at once and do not name it. */
+			sdc_fleet_leave(r->live);
+			if (left >= 0 && !r->w->failed) {
+				r->w->failed = true;
+				snprintf(r->w->error, sizeof(r->w->error), "rank %d (%s) stopped in %s: it lost a peer", left,
+					 sdc_fleet_host(left), what);
+			}
 			return -1;
+		}
 	} else {
 		memcpy(r->all, mine, sizeof(*mine) * (size_t)r->nmem);
 	}
@@ -179,6 +193,24 @@ static int agree(struct nc_run *r, struct nc_word *mine, const char *what)
 		return -1;
 	}
 	return 0;
+}
+
+/* K: this rank dies in the middle of an exchange, its word said to the ranks below it only (the
+ * way a process killed between two sends leaves its peers: some a step ahead of the others). */
+static void die_in_exchange_if_due(struct nc_run *r, uint64_t it, struct nc_word mine)
+{
+	struct sdc_fault k;
+	const int me = sdc_fleet.rank;
+	if (r->sh->local || !sdc_worker_faults(r->w, "K", it, &k, 1) || (k.row >= 0 ? k.row : 0) != me)
+		return;
+	sdc_worker_fault_applied(r->w, &k, "K", it, me, -1, -1, "", "");
+	for (int p = 0; p < r->P; p++) {
+		r->was[p] = p < me; /* the ranks this word reaches */
+		r->send[p] = (struct sdc_fleet_part){ &mine, sizeof(mine) };
+		r->recv[p] = (struct sdc_fleet_part){ &r->all[p], sizeof(r->all[p]) };
+	}
+	sdc_fleet_alltoall(r->send, r->recv, r->was, NC_TAG, 1);
+	raise(SIGKILL);
 }
 
 /* agree() on one status for every member of this process (and wrong counts from res). */
@@ -466,6 +498,8 @@ void sdc_ar_nccl_run(struct sdc_worker *w)
 				const int status = !rc ? 0 : res[0].timed_out ? 2 : res[0].refused && it == 0 ? 3 : 1;
 				if (status == 1)
 					sdc_worker_error(w, "%s: %s", what, err);
+				if (!status)
+					die_in_exchange_if_due(&r, it, (struct nc_word){ .wrong = res[0].wrong });
 				if (agree_status(&r, status, res, what) || other_failed(&r, rc, what))
 					goto out;
 				const int refusal = refuse_path(&r, k, what, status == 3 ? err : NULL);

@@ -22,12 +22,17 @@
  *                         spin on every member's GPU and a ping there waits behind them
  *   FAKE_GPU_NCCL_HANG=R  rank R's GPU stops (with no launcher: GPU R): its collectives never start
  *                         and its ping never ends (both wait out the deadline)
+ *   FAKE_GPU_NCCL_DIE=R   rank R dies (SIGKILL) at its first collective of iteration 1, its data
+ *                         having reached the ranks below it, which finish that collective, and
+ *                         not those above, which wait it out (as NCCL's kernels spin for a dead
+ *                         peer's data)
  *   FAKE_GPU_DP_BUG=R,N   rank R's N-th data-parallel mean (from 0) comes out with element 0's bit 20
  *                         flipped (its GPU's sum went wrong)
  *   Two ranks of one host on the same GPU are refused, as NCCL refuses them ("Using the same CUDA
  *   device multiple times as different ranks of the same NCCL communicator is not supported").
  */
 #include <math.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,7 +158,20 @@ static int fake_nccl_collective(struct sdc_gpu_comm *c, char op, uint64_t it, co
 	for (int i = 0; i < c->nmem; i++)
 		for (int64_t x = 0; x < nin; x++)
 			c->m[i].in[x] = sdc_coll_input(op, x, c->m[i].rank, P, n, salt);
-	if (c->mpi) {
+	const char *die = getenv("FAKE_GPU_NCCL_DIE");
+	if (c->mpi && die && *die && it == 1) {
+		const int victim = atoi(die), me = c->m[0].rank;
+		if (me == victim)
+			raise(SIGKILL);
+		if (me > victim) {
+			fake_wait_out(t0, timeout);
+			snprintf(err, errlen, "the collective did not finish in time (fake: a peer died before its data came)");
+			res[0].timed_out = 1;
+			return -1;
+		}
+		for (int64_t x = 0; x < nout; x++) /* the victim's data came: the right result */
+			c->m[0].out[x] = sdc_coll_expect(op, x, me, P, n, salt);
+	} else if (c->mpi) {
 #if HAVE_MPI
 		struct fmember *m = &c->m[0];
 		MPI_Request req;

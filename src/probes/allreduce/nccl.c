@@ -62,10 +62,11 @@ struct nc_word {
 
 #define NC_TAG 0x4E43
 /* A GPU that does not run a kernel of one thread in PING_S is stuck. The ranks' exchange after a
- * step waits that long and a margin for a rank still pinging (no heartbeat comes from it then); a
- * dead rank is named by it, or sooner by MPI. */
+ * step waits for a rank still inside the step's collective (up to the probe's timeout: a rank
+ * that lost a peer finishes some collectives before the others do), then pinging, and a margin:
+ * no heartbeat comes from it meanwhile. A dead rank is named by it, or sooner by MPI. */
 #define PING_S 3.0
-#define AGREE_S (PING_S + 4.0)
+#define AGREE_MARGIN_S 4.0
 
 struct nc_run {
 	struct sdc_worker *w;
@@ -117,7 +118,8 @@ static int agree(struct nc_run *r, struct nc_word *mine, const char *what)
 		}
 		r->all[me] = mine[0];
 		memcpy(r->was, r->live, (size_t)P * sizeof(bool));
-		const int gone = sdc_fleet_alltoall(r->send, r->recv, r->live, NC_TAG, AGREE_S);
+		const int gone = sdc_fleet_alltoall(r->send, r->recv, r->live, NC_TAG,
+						   r->sh->timeout + PING_S + AGREE_MARGIN_S);
 		int rc = 0, left = -1;
 		for (int p = 0; p < P; p++)
 			if (r->was[p] && !r->live[p]) {

@@ -325,8 +325,83 @@ static int wait_all(MPI_Request *reqs, int n, double timeout, int *late_idx, int
 	}
 }
 
-int sdc_fleet_exchange(const struct sdc_fleet_part *send, int nsend, int dst, const struct sdc_fleet_part *recv,
-		       int nrecv, int src, int tag, double timeout, int *late)
+static int32_t notice_poll(void);
+static void notice_send(int32_t value, const bool *live);
+
+/*
+ * wait_all for a ring's neighbours (sdc_fleet_exchange): after a rank dies, the rank behind it
+ * waits on it, and the ranks behind that one, a step ahead, wait on a live rank whose deadline
+ * began a step before theirs. So a neighbour is late only when nothing, data or heartbeat, has
+ * come from it for the timeout; this rank beats meanwhile; one that gives up tells every rank
+ * which it gave up on, and that notice ends the others' waits naming the same rank.
+ */
+static int wait_neighbours(MPI_Request *reqs, double timeout, int dst, int src, int *late)
+{
+	static bool *live; /* the ranks not known to be gone: heartbeats and notices go to them */
+	const int P = sdc_fleet.size;
+	if (!live && (live = malloc((size_t)P * sizeof(bool))))
+		for (int p = 0; p < P; p++)
+			live[p] = true;
+	if (!live) {
+		int idx = -1;
+		if (!wait_all(reqs, 4, timeout, &idx, dst, src))
+			return 0;
+		*late = idx < 2 ? src : dst;
+		return -1;
+	}
+	const double start = sdc_now();
+	long spins = 0;
+	for (;;) {
+		int done = 1, waiting_on[2] = { -1, -1 };
+		for (int i = 0; i < 4; i++) {
+			if (reqs[i] == MPI_REQUEST_NULL)
+				continue;
+			const int peer = i < 2 ? src : dst;
+			int flag = 0;
+			if (watched_test(&reqs[i], &flag, dst, src) != MPI_SUCCESS) {
+				*late = peer;
+				peer_failed = true;
+				return -1;
+			}
+			if (flag && heard)
+				heard[peer] = sdc_now();
+			if (!flag)
+				waiting_on[i < 2 ? 0 : 1] = peer;
+			done &= flag;
+		}
+		if (done)
+			return 0;
+		sdc_fleet_keepalive(live, timeout / 5);
+		for (int32_t n; (n = notice_poll()) >= 0;) {
+			const int p = n & ~NOTICE_LEFT;
+			if (p < 0 || p >= P || (n & NOTICE_LEFT))
+				continue;
+			live[p] = false;
+			*late = p == sdc_fleet.rank ? -1 : p; /* (-1: the others gave up on this rank) */
+			peer_failed = true;
+			return -1;
+		}
+		for (int k = 0; k < 2; k++) {
+			const int p = waiting_on[k];
+			if (p < 0 || sdc_now() - (heard && heard[p] > start ? heard[p] : start) <= timeout)
+				continue;
+			*late = p;
+			live[p] = false;
+			peer_failed = true;
+			notice_send(p, live);
+			return -1;
+		}
+		/* Spin first (bandwidth), then give the core away (a long wait for a slow peer). */
+		if (++spins > 10000)
+			usleep(200);
+		else
+			sched_yield();
+	}
+}
+
+/* Both sdc_fleet_sendrecv (wait_all: a plain deadline) and sdc_fleet_exchange (wait_neighbours). */
+static int exchange(const struct sdc_fleet_part *send, int nsend, int dst, const struct sdc_fleet_part *recv,
+		    int nrecv, int src, int tag, double timeout, int *late, bool neighbours)
 {
 	MPI_Request r[4] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL };
 	if (nsend > 2 || nrecv > 2)
@@ -343,6 +418,8 @@ int sdc_fleet_exchange(const struct sdc_fleet_part *send, int nsend, int dst, co
 			*late = dst;
 			return -1;
 		}
+	if (neighbours)
+		return wait_neighbours(r, timeout, dst, src, late);
 	int idx = -1;
 	if (wait_all(r, 4, timeout, &idx, dst, src)) {
 		*late = idx < 2 ? src : dst;
@@ -351,11 +428,17 @@ int sdc_fleet_exchange(const struct sdc_fleet_part *send, int nsend, int dst, co
 	return 0;
 }
 
+int sdc_fleet_exchange(const struct sdc_fleet_part *send, int nsend, int dst, const struct sdc_fleet_part *recv,
+		       int nrecv, int src, int tag, double timeout, int *late)
+{
+	return exchange(send, nsend, dst, recv, nrecv, src, tag, timeout, late, true);
+}
+
 int sdc_fleet_sendrecv(const void *sbuf, int sbytes, int dst, void *rbuf, int rbytes, int src, int tag,
 		       double timeout, int *late)
 {
 	const struct sdc_fleet_part s = { (void *)sbuf, sbytes }, r = { rbuf, rbytes };
-	return sdc_fleet_exchange(&s, 1, dst, &r, 1, src, tag, timeout, late);
+	return exchange(&s, 1, dst, &r, 1, src, tag, timeout, late, false);
 }
 
 int sdc_fleet_sum_u64(uint64_t *v, double timeout)

@@ -63,7 +63,10 @@ void sdc_fleet_answer(const bool *alive, int32_t answer, int tag);
  */
 int sdc_fleet_sendrecv(const void *sbuf, int sbytes, int dst, void *rbuf, int rbytes, int src, int tag,
 		       double timeout, int *late);
-/* The same with up to two parts each way (a header and a payload sent from where it lies). */
+/* The same with up to two parts each way (a header and a payload sent from where it lies), for a
+ * ring's neighbours: a neighbour is late when nothing, data or heartbeat, has come from it for the
+ * timeout; one that gives up tells every rank whom it gave up on, and that ends their waits with
+ * *late set to the same rank (-1: the others gave up on this one). */
 struct sdc_fleet_part {
 	void *buf;
 	int bytes;

@@ -374,6 +374,15 @@ MUTATIONS = [
      "src/probes/allreduce/nccl.c",
      [("\t\t\tsdc_fleet_leave(r->live);\n", "")],
      ["mpi_nccl"]),
+    ("nccl-agree-deadline-short", "the exchange after a collective does not wait for a rank still inside it",
+     "src/probes/allreduce/nccl.c",
+     [("r->sh->timeout + PING_S + AGREE_MARGIN_S);", "PING_S + AGREE_MARGIN_S);")],
+     ["mpi_nccl"]),
+    ("ring-neighbour-wait-off", "the ring's exchange waits on a plain deadline, without heartbeats or notices",
+     "src/fleet.c",
+     [("\treturn exchange(send, nsend, dst, recv, nrecv, src, tag, timeout, late, true);",
+       "\treturn exchange(send, nsend, dst, recv, nrecv, src, tag, timeout, late, false);")],
+     ["mpi_allreduce"]),
 ]
 
 FAST_SUITES = ["unit", "cli"]

@@ -108,6 +108,11 @@ grep -q "rank 2 (.*) did not answer\|rank 2 (.*) sent no results" "$TMP/kill.out
 	fail "kill: survivors' codes $(cat "$TMP/kill.codes")"
 [ "$(grep -vc "^2 " "$TMP/kill.codes")" -eq 3 ] ||
 	fail "kill: not every survivor reported; the job said: $(grep -v "iterations on" "$TMP/kill.out" | tail -15)"
+# Only rank 2 named: rank 0, a step ahead of rank 3 (which waits behind rank 2), once named rank 3,
+# in the job's verdict, on every kill; now a rank that gives up on a neighbour says which, and the
+# others, kept waiting by its heartbeats, name that one
+grep "did not answer" "$TMP/kill.out" | grep -v "rank 2 (" && fail "kill: a survivor named"
+grep "^UNKNOWN" "$TMP/kill.out" | grep "rank [013] (" && fail "kill: the verdict names a survivor"
 
 # A rank whose MPI library stops returning (the X fault stands in for Open MPI's TCP transport
 # spinning inside MPI_Test after a peer died): its watchdog ends it with exit code 3 once one call
@@ -123,6 +128,8 @@ same_code "$TMP/stall.codes" 3 || fail "stall: exit codes $(cat "$TMP/stall.code
 grep -q "rank 1 (.*): the MPI library has not come back from one call" "$TMP/stall.err.1" ||
 	fail "stall: rank 1's watchdog said nothing: $(tail -3 "$TMP/stall.err.1")"
 grep -q "rank 1 (.*) sent no results" "$TMP/stall.out" "$TMP/stall.err.0" || fail "stall: rank 0 did not name rank 1"
+cat "$TMP/stall.out" "$TMP/stall.err.0" "$TMP/stall.err.2" "$TMP/stall.err.3" | grep "did not answer" | grep -v "rank 1 (" &&
+	fail "stall: a rank other than rank 1 named"
 
 # An interrupt on one rank ends them all, cleanly: every rank stops within seconds, UNKNOWN, and
 # the others say which rank was interrupted.

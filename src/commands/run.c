@@ -447,6 +447,9 @@ static int run_main(struct sdc_cmd *c)
 		rc = skip_busy(cli, &run, &plan, &ro, busy, checked);
 		goto out;
 	}
+	/* (before the start record and the header: a signal after either ends the run as interrupted,
+	 * never as one that died without a verdict) */
+	sdc_stop_install_signals();
 	/* before anything burns: a run that dies anyway leaves this, and status says so */
 	if (ro.state && sdc_state_save_start(ro.state, plan.name, err, sizeof(err))) {
 		fprintf(stderr, "sdcscan run: state: %s\n", err);
@@ -455,7 +458,6 @@ static int run_main(struct sdc_cmd *c)
 	struct sdc_output out;
 	sdc_output_init(&out, cli->json && !strcmp(cli->json, "-"), cli->quiet, cli->no_color, sdc_fleet.rank == 0);
 	sdc_output_header(&out, &run, &plan);
-	sdc_stop_install_signals();
 	if (sdc_runner_execute(&run, &plan, &out))
 		goto out;
 	run.end_mono = sdc_now();

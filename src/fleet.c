@@ -328,6 +328,13 @@ static int wait_all(MPI_Request *reqs, int n, double timeout, int *late_idx, int
 static int32_t notice_poll(void);
 static void notice_send(int32_t value, const bool *live);
 
+/* Whether nothing, data or heartbeat, has come from rank p for the timeout since a wait began at
+ * start: the rule by which both exchanges take a peer as lost. */
+static bool silent_since(int p, double start, double timeout)
+{
+	return sdc_now() - (heard && heard[p] > start ? heard[p] : start) > timeout;
+}
+
 /*
  * wait_all for a ring's neighbours (sdc_fleet_exchange): after a rank dies, the rank behind it
  * waits on it, and the ranks behind that one, a step ahead, wait on a live rank whose deadline
@@ -383,7 +390,7 @@ static int wait_neighbours(MPI_Request *reqs, double timeout, int dst, int src, 
 		}
 		for (int k = 0; k < 2; k++) {
 			const int p = waiting_on[k];
-			if (p < 0 || sdc_now() - (heard && heard[p] > start ? heard[p] : start) <= timeout)
+			if (p < 0 || !silent_since(p, start, timeout))
 				continue;
 			*late = p;
 			live[p] = false;
@@ -628,8 +635,7 @@ int sdc_fleet_alltoall(const struct sdc_fleet_part *send, struct sdc_fleet_part 
 			for (int p = 0; p < P; p++) {
 				if (!live[p] || (r[2 * p] == MPI_REQUEST_NULL && r[2 * p + 1] == MPI_REQUEST_NULL))
 					continue;
-				const double last = heard && heard[p] > start ? heard[p] : start;
-				if (sdc_now() - last > timeout) {
+				if (silent_since(p, start, timeout)) {
 					gone(r, live, p, true, true);
 					newly++;
 				} else

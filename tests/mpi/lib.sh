@@ -85,3 +85,23 @@ kill_mid_run() {
 		wait_job_gone # (its ranks would go on writing this test's files)
 	done
 }
+
+# rank_dies FILES SDCSCAN-ARGS...: runs sdcscan on every rank (mpirun --enable-recovery) where a
+# planted fault kills one; every rank's exit code goes to FILES.codes, the output to FILES.out,
+# the job's seconds to $took. mpirun's own crash relaying the death (see kill_mid_run) gets the
+# job run again, twice at most.
+rank_dies() {
+	d_files=$1
+	shift
+	for d_attempt in 1 2 3; do
+		d_start=$(date +%s)
+		: > "$d_files.codes"
+		d_rc=0
+		$MPIRUN --enable-recovery sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$d_files.codes" sh "$SDCSCAN" \
+			"$@" > "$d_files.out" 2>&1 || d_rc=$?
+		took=$(( $(date +%s) - d_start ))
+		[ "$d_rc" -eq 139 ] || return 0
+		echo "$d_files: mpirun crashed (SIGSEGV) on attempt $d_attempt; running the job again"
+		wait_job_gone
+	done
+}

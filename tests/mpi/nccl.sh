@@ -113,18 +113,7 @@ grep "did not answer" "$TMP/kill.out" | grep -qv "rank 2 (" && fail "kill: a sur
 # have it and go on to the next collective, rank 3 waits for it. Rank 3 names rank 2 and leaves,
 # saying so: ranks 0 and 1 stop at once and name rank 2 too, never rank 3 (which was once named
 # after its silence outlasted their deadline: CI saw 25 s and a survivor named).
-# (mpirun's own crash relaying the death is run again, as kill_mid_run does)
-for attempt in 1 2 3; do
-	start=$(date +%s)
-	: > "$TMP/mid.codes"
-	rc=0
-	$MPIRUN --enable-recovery sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$TMP/mid.codes" sh "$SDCSCAN" \
-		run $NC --set allreduce.timeout=3 --duration 30 --inject "allreduce/nccl:K:iter=1,row=2" > "$TMP/mid.out" 2>&1 || rc=$?
-	took=$(( $(date +%s) - start ))
-	[ "$rc" -eq 139 ] || break
-	echo "mid-exchange: mpirun crashed (SIGSEGV) on attempt $attempt; running the job again"
-	wait_job_gone
-done
+rank_dies "$TMP/mid" run $NC --set allreduce.timeout=3 --duration 30 --inject "allreduce/nccl:K:iter=1,row=2"
 [ "$(grep -v "^2 " "$TMP/mid.codes" | awk '{print $2}' | sort | tr '\n' ' ')" = "3 3 3 " ] ||
 	fail "mid-exchange: survivors' codes $(cat "$TMP/mid.codes")"
 [ "$(grep -c "iteration 1: rank-unresponsive: rank 2 (.*) did not answer within 3 s during ncclAllReduce on path auto" "$TMP/mid.out")" -ge 1 ] ||
@@ -139,17 +128,9 @@ echo "mid-exchange: ${took}s"
 # Rank 2 dies inside iteration 1's first collective (the fake's FAKE_GPU_NCCL_DIE): ranks 0 and 1
 # had its data and finish, rank 3 waits out the collective's 8 s. The exchange after it waits for
 # a rank still in the collective: ranks 0 and 1 once gave up on rank 3 after 7 s and named it.
-for attempt in 1 2 3; do
-	start=$(date +%s)
-	: > "$TMP/die.codes"
-	rc=0
-	$MPIRUN --enable-recovery -x FAKE_GPU_NCCL_DIE=2 sh -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >> '"$TMP/die.codes" \
-		sh "$SDCSCAN" run $NC --set allreduce.timeout=8 --duration 40 > "$TMP/die.out" 2>&1 || rc=$?
-	took=$(( $(date +%s) - start ))
-	[ "$rc" -eq 139 ] || break
-	echo "in-collective death: mpirun crashed (SIGSEGV) on attempt $attempt; running the job again"
-	wait_job_gone
-done
+MPIRUN="$MPIRUN_SAVED -x FAKE_GPU_NCCL_DIE=2"
+rank_dies "$TMP/die" run $NC --set allreduce.timeout=8 --duration 40
+MPIRUN=$MPIRUN_SAVED
 echo "in-collective death: ${took}s"
 [ "$(grep -v "^2 " "$TMP/die.codes" | awk '{print $2}' | sort | tr '\n' ' ')" = "3 3 3 " ] ||
 	fail "in-collective death: survivors' codes $(cat "$TMP/die.codes")"

@@ -87,6 +87,15 @@ struct nc_run {
 	char refusal[200];            /* the first path NCCL refused, and why */
 };
 
+/* The parts of an all-to-all of words: this rank's word to each rank, each rank's into all[]. */
+static void word_parts(struct nc_run *r, struct nc_word *word)
+{
+	for (int p = 0; p < r->P; p++) {
+		r->send[p] = (struct sdc_fleet_part){ word, sizeof(*word) };
+		r->recv[p] = (struct sdc_fleet_part){ &r->all[p], sizeof(r->all[p]) };
+	}
+}
+
 /*
  * Every member's word of a step into all[] (under mpirun every rank says its own to the others,
  * with a deadline: a rank that says nothing is named). Members past the deadline ping their GPU
@@ -112,10 +121,7 @@ static int agree(struct nc_run *r, struct nc_word *mine, const char *what)
 			mine[i].gpu_ok = r->m->ping(r->ordinal[i], PING_S, err, sizeof(err)) == 0;
 	if (!r->sh->local) {
 		const int P = r->P, me = sdc_fleet.rank;
-		for (int p = 0; p < P; p++) {
-			r->send[p] = (struct sdc_fleet_part){ &mine[0], sizeof(mine[0]) };
-			r->recv[p] = (struct sdc_fleet_part){ &r->all[p], sizeof(r->all[p]) };
-		}
+		word_parts(r, &mine[0]);
 		r->all[me] = mine[0];
 		memcpy(r->was, r->live, (size_t)P * sizeof(bool));
 		const int gone = sdc_fleet_alltoall(r->send, r->recv, r->live, NC_TAG,
@@ -206,11 +212,9 @@ static void die_in_exchange_if_due(struct nc_run *r, uint64_t it, struct nc_word
 	if (r->sh->local || !sdc_worker_faults(r->w, "K", it, &k, 1) || (k.row >= 0 ? k.row : 0) != me)
 		return;
 	sdc_worker_fault_applied(r->w, &k, "K", it, me, -1, -1, "", "");
-	for (int p = 0; p < r->P; p++) {
+	for (int p = 0; p < r->P; p++)
 		r->was[p] = p < me; /* the ranks this word reaches */
-		r->send[p] = (struct sdc_fleet_part){ &mine, sizeof(mine) };
-		r->recv[p] = (struct sdc_fleet_part){ &r->all[p], sizeof(r->all[p]) };
-	}
+	word_parts(r, &mine);
 	sdc_fleet_alltoall(r->send, r->recv, r->was, NC_TAG, 1);
 	raise(SIGKILL);
 }

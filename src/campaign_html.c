@@ -521,13 +521,14 @@ static void embbag(FILE *f, const json_t *j, bool *oom)
 
 /* ---- campaign cpu-faults (campaign_cpu.c's outcome classes) ---- */
 
-#define CF_N 7
+#define CF_N 8
 static const struct sdc_html_series cf_series[CF_N] = {
 	{ "masked", "masked", SDC_HTML_GREY },
 	{ "found_located", "found+located", SDC_HTML_GREEN },
 	{ "vote_golden_only", "vote/golden only", "#00838f" },
 	{ "crash", "crash", "#6a1b9a" },
 	{ "hang", "hang", "#795548" },
+	{ "no_verdict", "NO VERDICT", "#880e4f" }, /* (must be 0, as missed: sdcscan itself failed) */
 	{ "other", "other", SDC_HTML_AMBER },
 	{ "missed", "MISSED", SDC_HTML_RED },
 };
@@ -623,7 +624,7 @@ static void cf_registers(FILE *f, const json_t *variants, bool *oom)
 				continue;
 			json_t *counts = json_object_get(seen, reg);
 			if (!counts) {
-				counts = json_pack("[iiiiiii]", 0, 0, 0, 0, 0, 0, 0);
+				counts = json_pack("[iiiiiiii]", 0, 0, 0, 0, 0, 0, 0, 0);
 				json_object_set_new(seen, reg, counts);
 			}
 			json_array_set_new(counts, (size_t)o, json_integer(json_integer_value(json_array_get(counts, (size_t)o)) + 1));
@@ -658,16 +659,26 @@ static void cpu_faults(FILE *f, const json_t *j, bool *oom)
 	static const char *const head[] = { "not injected", "unfaulted run (s)" };
 	const json_t *variants = json_object_get(j, "variants");
 	char line[300];
-	snprintf(line, sizeof(line), "Register faults on %s (seed %.0f, %.0f a variant, %s registers, at %s)",
-		 str(j, "faulted_device"), num(j, "seed"), num(j, "faults_per_variant"), str(j, "registers"),
-		 str(j, "instant"));
+	snprintf(line, sizeof(line), "Register faults on %s (seed %.0f, %.0f a probe, %s registers, at %s instants, %s "
+		 "breakpoints)", str(j, "faulted_device"), num(j, "seed"), num(j, "faults_per_probe"), str(j, "registers"),
+		 str(j, "instant"), str(j, "breakpoints"));
 	sdc_html_heading(f, 2, line);
 	struct chart b;
+	size_t v;
+	const json_t *var;
+	if (json_array_size(json_object_get(j, "probes"))) {
+		chart_init(&b, oom, "cpu-probes", "Faults by probe: what became of each", "probe", "faults", cf_series,
+			   CF_N, CF_N - 1);
+		json_array_foreach(json_object_get(j, "probes"), v, var) {
+			const int i = cat_add(&b, NULL, "%s", str(var, "probe"));
+			for (int o = 0; o < CF_N; o++)
+				set(&b, i, o, num(var, cf_series[o].key));
+		}
+		chart_draw(f, &b, NULL);
+	}
 	chart_init(&b, oom, "cpu-targets", "Faults by probe/variant: what became of each", "probe/variant", "faults",
 		   cf_series, CF_N, CF_N - 1);
 	chart_extras(&b, 2, head);
-	size_t v;
-	const json_t *var;
 	json_array_foreach(variants, v, var) {
 		const int i = cat_add(&b, NULL, "%s/%s", str(var, "probe"), str(var, "variant"));
 		for (int o = 0; o < CF_N; o++)
@@ -678,7 +689,8 @@ static void cpu_faults(FILE *f, const json_t *j, bool *oom)
 	chart_draw(f, &b,
 		   "masked: nothing reported, the unfaulted work digest; found+located: the probe's own checks at the "
 		   "faulted CPU; vote/golden only: found by the vote or a golden alone; crash, hang: named at that CPU; "
-		   "other: anything else; MISSED: the work changed and nothing reported it.");
+		   "NO VERDICT: the run died, was killed or wrote no verdict (sdcscan itself failed); other: anything "
+		   "else; MISSED: the work changed and nothing reported it.");
 	sdc_html_heading(f, 2, "By bit position and register (counted from the fault list)");
 	cf_bits(f, variants, "gpr", oom);
 	cf_bits(f, variants, "vector", oom);

@@ -314,31 +314,34 @@ int sdc_facts_write(const char *path, const struct sdc_facts *f, char *err, size
 	return rc;
 }
 
-enum how { MERGE, KEEP, REPLACE };
-
-static void run_facts(struct sdc_run *run, const char *name, struct sdc_facts *f, enum how how)
+void sdc_run_facts_apply(struct sdc_run *run, const char *name, enum sdc_facts_how how, struct sdc_facts *f)
 {
-	pthread_mutex_lock(&run->lock);
+	if (run->sink) {
+		run->sink->facts(run->sink->arg, name, (int)how, f);
+		sdc_facts_free(f);
+		return;
+	}
+	pthread_mutex_lock(&run->lock); /* wait-ok: held only to merge facts */
 	struct sdc_facts *at = sdc_facts_group(sdc_facts_of(run->environment), name);
-	if (at && how == REPLACE)
+	if (at && how == SDC_FACTS_REPLACE)
 		json_object_update(sdc_facts_json(at), sdc_facts_json(f));
 	else if (at)
-		merge(sdc_facts_json(at), sdc_facts_json(f), how == KEEP);
+		merge(sdc_facts_json(at), sdc_facts_json(f), how == SDC_FACTS_KEEP);
 	pthread_mutex_unlock(&run->lock);
 	sdc_facts_free(f);
 }
 
 void sdc_run_facts(struct sdc_run *run, const char *name, struct sdc_facts *f)
 {
-	run_facts(run, name, f, MERGE);
+	sdc_run_facts_apply(run, name, SDC_FACTS_MERGE, f);
 }
 
 void sdc_run_facts_keep(struct sdc_run *run, const char *name, struct sdc_facts *f)
 {
-	run_facts(run, name, f, KEEP);
+	sdc_run_facts_apply(run, name, SDC_FACTS_KEEP, f);
 }
 
 void sdc_run_facts_replace(struct sdc_run *run, const char *name, struct sdc_facts *f)
 {
-	run_facts(run, name, f, REPLACE);
+	sdc_run_facts_apply(run, name, SDC_FACTS_REPLACE, f);
 }

@@ -94,6 +94,14 @@ int sdc_facts_sha256(const struct sdc_facts *f, char hex[65]);
 int sdc_facts_write(const char *path, const struct sdc_facts *f, char *err, size_t errlen);
 
 /* ---- a run's report ---- */
+enum sdc_facts_how {
+	SDC_FACTS_MERGE,   /* group into group, the new value of a fact replacing the old */
+	SDC_FACTS_KEEP,    /* the same, where the facts already there win */
+	SDC_FACTS_REPLACE, /* each fact of f replaces what is there whole, a group included */
+};
+/* f (taken) into the report's run.environment at name, as how says, under the run's lock; in a
+ * burn's process, to the run's parent (run.h's sink). */
+void sdc_run_facts_apply(struct sdc_run *run, const char *name, enum sdc_facts_how how, struct sdc_facts *f);
 /* f (taken) merged into the report's run.environment at name ("ecparity": run.environment.
  * ecparity) under the run's lock: callable from any worker. */
 void sdc_run_facts(struct sdc_run *run, const char *name, struct sdc_facts *f);

@@ -28,14 +28,21 @@ const char *const sdc_fatal_targets[] = {
 	NULL,
 };
 
-bool sdc_fatal_target(const char *target)
+void (*sdc_fatal_after_result)(void);
+
+static bool listed(const char *const *targets, const char *target)
 {
-	for (int i = 0; sdc_fatal_targets[i]; i++) {
-		const size_t n = strcspn(sdc_fatal_targets[i], ":");
-		if (strlen(target) == n && !strncmp(target, sdc_fatal_targets[i], n))
+	for (int i = 0; targets && targets[i]; i++) {
+		const size_t n = strcspn(targets[i], ":");
+		if (strlen(target) == n && !strncmp(target, targets[i], n))
 			return true;
 	}
 	return false;
+}
+
+bool sdc_fatal_target(const char *target)
+{
+	return listed(sdc_fatal_targets, target) || (&sdc_fatal_hostile && listed(sdc_fatal_hostile.targets, target));
 }
 
 static volatile uint64_t sink;
@@ -147,7 +154,7 @@ static void fault_slow(struct sdc_worker *w)
 {
 	const double until = sdc_now() + SLOW_SECONDS;
 	const struct timespec step = { 0, 100 * 1000 * 1000 };
-	while (sdc_now() < until && !atomic_load(&w->ctx->hard_stop) && !sdc_stop_interrupted()) {
+	while (sdc_now() < until && !sdc_stop_is_hard() && !sdc_stop_interrupted()) {
 		sdc_worker_heartbeat(w);
 		nanosleep(&step, NULL);
 	}
@@ -157,6 +164,16 @@ void sdc_worker_fatal_faults(struct sdc_worker *w, uint64_t iter, const void *da
 {
 	if (!w->ctx->fatal_planned)
 		return;
+	for (int t = 0; &sdc_fatal_hostile && sdc_fatal_hostile.targets[t]; t++) {
+		char name[12];
+		const char *target = sdc_fatal_hostile.targets[t];
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(target, ":"), target);
+		struct sdc_fault f;
+		if (sdc_worker_faults(w, name, iter, &f, 1) < 1)
+			continue;
+		sdc_worker_fault_applied(w, &f, name, iter, -1, -1, 0, "", "");
+		sdc_fatal_hostile.meet(w, name, iter);
+	}
 	for (int t = 0; sdc_fatal_targets[t]; t++) {
 		char name[8];
 		snprintf(name, sizeof(name), "%.*s", (int)strcspn(sdc_fatal_targets[t], ":"), sdc_fatal_targets[t]);

@@ -15,6 +15,7 @@
 
 #include "sdc_config.h"
 #include "base/util.h"
+#include "fleet_remote.h"
 
 #if HAVE_MPI
 #include <mpi.h>
@@ -95,20 +96,26 @@ static _Atomic int64_t watch_limit[WATCH_SLOTS]; /* how long that call may take,
 static _Atomic int watch_peers[WATCH_SLOTS][2];
 static _Atomic int watch_code = SDC_UNKNOWN;
 
-static int watch_enter(int dst, int src)
+/* A slot for a call of at most `limit` seconds in the library (-1: none free). */
+static int watch_enter_for(int dst, int src, double limit)
 {
 	const int64_t now = (int64_t)(sdc_now() * 1e6) + 1;
 	for (int i = 0; i < WATCH_SLOTS; i++) {
 		int64_t free_slot = 0;
 		if (atomic_compare_exchange_strong(&watch_since[i], &free_slot, now)) {
 			/* read here, by the thread that set it, not by the watchdog */
-			atomic_store(&watch_limit[i], (int64_t)((sdc_fleet.timeout + SDC_FLEET_WATCH_GRACE) * 1e6));
+			atomic_store(&watch_limit[i], (int64_t)(limit * 1e6));
 			atomic_store(&watch_peers[i][0], dst);
 			atomic_store(&watch_peers[i][1], src);
 			return i;
 		}
 	}
 	return -1; /* more threads in MPI than slots: that call goes unwatched */
+}
+
+static int watch_enter(int dst, int src)
+{
+	return watch_enter_for(dst, src, sdc_fleet.timeout + SDC_FLEET_WATCH_GRACE);
 }
 
 static void watch_leave(int slot)
@@ -151,6 +158,10 @@ static atomic_bool stalled;
 
 void sdc_fleet_stall(void)
 {
+	if (sdc_fleet_remote_on()) {
+		sdc_fleet_remote_stall();
+		return;
+	}
 	atomic_store(&stalled, true);
 }
 
@@ -183,9 +194,17 @@ int sdc_fleet_init(int *argc, char ***argv)
 	 * could name the dead; ignored, the write fails with EPIPE and the transport reports it. */
 	signal(SIGPIPE, SIG_IGN);
 	int provided;
-	if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+	/* the watchdog first: the launcher's wire-up and the first collective wait for every rank */
+	pthread_t wd;
+	if (pthread_create(&wd, NULL, watchdog, NULL) == 0)
+		pthread_detach(wd);
+	const int slot = watch_enter_for(-1, -1, SDC_FLEET_INIT_SECONDS);
+	if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) { /* wait-ok: the watchdog */
+		watch_leave(slot);
 		return -1;
-	MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+	}
+	MPI_Comm_dup(MPI_COMM_WORLD, &comm); /* wait-ok: under the watchdog */
+	watch_leave(slot);
 	/* Errors come back as codes, so a dead peer is a finding, not an abort of the job. */
 	MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* request errors are raised here */
@@ -196,9 +215,6 @@ int sdc_fleet_init(int *argc, char ***argv)
 	if (!hosts)
 		return -1;
 	sdc_fleet.active = true;
-	pthread_t wd;
-	if (pthread_create(&wd, NULL, watchdog, NULL) == 0)
-		pthread_detach(wd);
 	if (sdc_fleet_allgather(sdc_fleet.host, 64, hosts, sdc_fleet.timeout)) {
 		sdc_error("the ranks did not all exchange host names within %.0f s: some rank is dead or stuck",
 			  sdc_fleet.timeout);
@@ -214,7 +230,9 @@ int sdc_fleet_init(int *argc, char ***argv)
 		}
 	thread_multiple = provided >= MPI_THREAD_MULTIPLE;
 	if (thread_multiple) {
-		MPI_Comm_dup(comm, &ctl);
+		const int dup = watch_enter(-1, -1);
+		MPI_Comm_dup(comm, &ctl); /* wait-ok: under the watchdog */
+		watch_leave(dup);
 		MPI_Comm_set_errhandler(ctl, MPI_ERRORS_RETURN);
 		MPI_Irecv(&intr_buf, 1, MPI_INT32_T, MPI_ANY_SOURCE, 1, ctl, &intr_req);
 	}
@@ -226,6 +244,8 @@ int sdc_fleet_init(int *argc, char ***argv)
 
 const char *sdc_fleet_host(int rank)
 {
+	if (sdc_fleet_remote_on())
+		return sdc_fleet_remote_host(rank);
 	static char buf[32];
 	if (hosts && rank >= 0 && rank < sdc_fleet.size)
 		return hosts[rank];
@@ -272,20 +292,20 @@ void sdc_fleet_end(int code)
 	watch_enter(-1, -1);
 	if (intr_req != MPI_REQUEST_NULL) {
 		MPI_Cancel(&intr_req);
-		MPI_Wait(&intr_req, MPI_STATUS_IGNORE);
+		MPI_Wait(&intr_req, MPI_STATUS_IGNORE); /* wait-ok: under the watchdog (watch_enter above) */
 	}
 	if (notice_req != MPI_REQUEST_NULL) {
 		MPI_Cancel(&notice_req);
-		MPI_Wait(&notice_req, MPI_STATUS_IGNORE);
+		MPI_Wait(&notice_req, MPI_STATUS_IGNORE); /* wait-ok: under the watchdog */
 	}
 	if (beat_req != MPI_REQUEST_NULL) {
 		MPI_Cancel(&beat_req);
-		MPI_Wait(&beat_req, MPI_STATUS_IGNORE);
+		MPI_Wait(&beat_req, MPI_STATUS_IGNORE); /* wait-ok: under the watchdog */
 	}
 	if (ctl != MPI_COMM_NULL)
 		MPI_Comm_free(&ctl);
 	MPI_Comm_free(&comm);
-	MPI_Finalize();
+	MPI_Finalize(); /* wait-ok: under the watchdog */
 }
 
 /* Waits for reqs until the deadline; on timeout cancels what is left. Returns -1 and the index late. */
@@ -438,6 +458,8 @@ static int exchange(const struct sdc_fleet_part *send, int nsend, int dst, const
 int sdc_fleet_exchange(const struct sdc_fleet_part *send, int nsend, int dst, const struct sdc_fleet_part *recv,
 		       int nrecv, int src, int tag, double timeout, int *late)
 {
+	if (sdc_fleet_remote_on())
+		return sdc_fleet_remote_exchange(send, nsend, dst, recv, nrecv, src, tag, timeout, late, true);
 	return exchange(send, nsend, dst, recv, nrecv, src, tag, timeout, late, true);
 }
 
@@ -445,11 +467,15 @@ int sdc_fleet_sendrecv(const void *sbuf, int sbytes, int dst, void *rbuf, int rb
 		       double timeout, int *late)
 {
 	const struct sdc_fleet_part s = { (void *)sbuf, sbytes }, r = { rbuf, rbytes };
+	if (sdc_fleet_remote_on())
+		return sdc_fleet_remote_exchange(&s, 1, dst, &r, 1, src, tag, timeout, late, false);
 	return exchange(&s, 1, dst, &r, 1, src, tag, timeout, late, false);
 }
 
 int sdc_fleet_sum_u64(uint64_t *v, double timeout)
 {
+	if (sdc_fleet_remote_on())
+		return sdc_fleet_remote_sum_u64(v, timeout);
 	uint64_t out = 0;
 	MPI_Request r;
 	/* A collective cannot finish once a member is gone: fail now rather than wait the deadline out. */
@@ -466,6 +492,8 @@ int sdc_fleet_sum_u64(uint64_t *v, double timeout)
 
 int sdc_fleet_allgather(const void *in, int bytes, void *out, double timeout)
 {
+	if (sdc_fleet_remote_on())
+		return sdc_fleet_remote_allgather(in, bytes, out, timeout);
 	MPI_Request r;
 	if (peer_failed)
 		return -1;
@@ -527,6 +555,10 @@ static void beat_poll(void)
 
 void sdc_fleet_keepalive(const bool *live, double period)
 {
+	if (sdc_fleet_remote_on()) {
+		sdc_fleet_remote_keepalive(live, period, false);
+		return;
+	}
 	const double now = sdc_now();
 	if (now - last_beat >= period) {
 		last_beat = now;
@@ -568,6 +600,8 @@ static void gone(MPI_Request *reqs, bool *live, int p, bool failed, bool tell)
 int sdc_fleet_alltoall(const struct sdc_fleet_part *send, struct sdc_fleet_part *recv, bool *live, int tag,
 		       double timeout)
 {
+	if (sdc_fleet_remote_on())
+		return sdc_fleet_remote_alltoall(send, recv, live, tag, timeout);
 	const int P = sdc_fleet.size, me = sdc_fleet.rank;
 	MPI_Request *r = malloc(2 * (size_t)P * sizeof(*r));
 	if (!r)
@@ -656,12 +690,29 @@ int sdc_fleet_alltoall(const struct sdc_fleet_part *send, struct sdc_fleet_part 
 
 void sdc_fleet_leave(const bool *live)
 {
+	if (sdc_fleet_remote_on()) {
+		sdc_fleet_remote_keepalive(live, 0, true);
+		return;
+	}
 	notice_send(sdc_fleet.rank | NOTICE_LEFT, live);
 }
 
 bool sdc_fleet_left(int rank)
 {
+	if (sdc_fleet_remote_on())
+		return sdc_fleet_remote_left(rank);
 	return left_on_purpose && rank >= 0 && rank < sdc_fleet.size && left_on_purpose[rank];
+}
+
+int sdc_fleet_allreduce_f32(const float *in, float *out, int64_t n, double timeout)
+{
+	if (sdc_fleet_remote_on())
+		return sdc_fleet_remote_allreduce_f32(in, out, n, timeout);
+	MPI_Request r;
+	if (peer_failed || n > INT32_MAX || MPI_Iallreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, comm, &r) != MPI_SUCCESS)
+		return -1;
+	int idx;
+	return wait_all(&r, 1, timeout, &idx, -1, -1);
 }
 
 int sdc_fleet_test(void *req, int *flag)

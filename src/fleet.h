@@ -12,6 +12,7 @@
 #define SDC_FLEET_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "run.h"
@@ -30,6 +31,9 @@ extern struct sdc_fleet sdc_fleet;
 /* The MPI watchdog (fleet.c) ends a rank whose one MPI call has lasted the timeout plus this many
  * seconds (the man page says how long; tests/unit/test_defaults.c holds the two together). */
 #define SDC_FLEET_WATCH_GRACE 5.0
+/* The same watchdog bounds MPI's start (the launcher's wire-up of every rank, the first collective):
+ * a rank still in it after this many seconds ends (UNKNOWN). */
+#define SDC_FLEET_INIT_SECONDS 300.0
 
 /* MPI_Init_thread when launched by an MPI launcher (OMPI_/PMI_/PMIX_ environment). */
 int sdc_fleet_init(int *argc, char ***argv);
@@ -108,5 +112,36 @@ bool sdc_fleet_left(int rank);
 int sdc_fleet_test(void *req, int *flag);
 /* The host name of a rank, when the gather has happened or for this rank; "rank N" otherwise. */
 const char *sdc_fleet_host(int rank);
+/* The element-wise sum of every rank's n floats into out (MPI_Allreduce, the vendor collective the
+ * allreduce probe checks), with a deadline. 0, or -1 when it did not finish in time. */
+int sdc_fleet_allreduce_f32(const float *in, float *out, int64_t n, double timeout);
+
+/*
+ * A burn's process (core/burn.h) never joins MPI: its calls above go to the run's parent, which
+ * makes them with its own deadlines and watchdog (fleet_remote.c). fn sends a call's bytes and
+ * takes the reply; the payloads lie in window, mapped by both. The hosts of the ranks come with
+ * the burn's order (sdc_fleet_host works without a call).
+ */
+#define SDC_FLEET_REMOTE_MAX_RANKS 4096
+typedef int (*sdc_fleet_remote_fn)(void *arg, const void *req, size_t reqlen, void *reply, size_t replymax,
+				   size_t *replylen, double timeout);
+void sdc_fleet_set_remote(sdc_fleet_remote_fn fn, void *arg, void *window, size_t bytes);
+void sdc_fleet_set_hosts(const char (*hosts)[64], int n);
+/* The parent's side: makes the call req asks for, its payloads in the window; the reply in reply
+ * (at most max bytes, *rlen used). A call whose bytes do not check out (a part outside the window,
+ * a rank that is none, a tag the fleet keeps for itself, a stall no --inject asked for) is answered
+ * as failed, and a deadline past max_timeout is cut to it. Returns 0, or -1 when the call was
+ * refused or failed (a request given up on may still write the window later). */
+struct sdc_fleet_serving {
+	void *window;
+	size_t bytes;
+	double max_timeout;
+	bool may_stall;
+};
+int sdc_fleet_serve(const void *req, size_t len, const struct sdc_fleet_serving *sv, void *reply, size_t max,
+		    size_t *rlen);
+/* Whether a probe may use tag: the fleet's own (its notices, heartbeats, the reports' gather) are
+ * kept apart. */
+bool sdc_fleet_probe_tag(int tag);
 
 #endif

@@ -326,6 +326,14 @@ void sdc_golden_use(const struct sdc_golden *g)
 	override = g;
 }
 
+char *sdc_golden_in_use(char *origin, size_t len)
+{
+	if (!override || !override->root)
+		return NULL;
+	sdc_strlcpy(origin, override->origin, len);
+	return json_dumps(override->root, JSON_COMPACT);
+}
+
 /* Parses the compiled-in goldens once (setup runs on the main thread). A bad one is a build bug. */
 static void load_builtin(void)
 {

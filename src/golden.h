@@ -78,6 +78,9 @@ const struct sdc_golden_entry *sdc_golden_find_for(const struct sdc_probe *p, co
 						   const char *device_model, const char **origin);
 /* Makes g the file sdc_golden_find looks in first (NULL: none). */
 void sdc_golden_use(const struct sdc_golden *g);
+/* The golden sdc_golden_use put in place, as the text it parses from (malloc'd; NULL: none), and
+ * its origin: what a burn's process is handed (core/burn.h), since it parses it again. */
+char *sdc_golden_in_use(char *origin, size_t len);
 /* Records a probe's trajectory here (under mpirun: every rank takes part) into *out, as a golden
  * file would hold it (selftest uses it for options no shipped golden covers). */
 struct sdc_run;

@@ -29,7 +29,7 @@ static void *loop(void *p)
 		sdc_warning("%s: %s (the work runs unbound)", t->dev->id, err);
 	for (;;) {
 		const uint64_t job = atomic_fetch_add(&t->pool->next, 1);
-		if (job >= t->pool->njobs || atomic_load(&sdc_stop_requested))
+		if (job >= t->pool->njobs || sdc_stop_is_requested())
 			break;
 		t->pool->fn(t->pool->arg, t->worker, job);
 	}
@@ -51,5 +51,5 @@ int sdc_parallel_for(const struct sdc_device *devs, int ndev, uint64_t njobs, sd
 	for (int i = 0; i < started; i++)
 		pthread_join(t[i].tid, NULL);
 	free(t);
-	return started == ndev && atomic_load(&pool.next) >= njobs && !atomic_load(&sdc_stop_requested) ? 0 : -1;
+	return started == ndev && atomic_load(&pool.next) >= njobs && !sdc_stop_is_requested() ? 0 : -1;
 }

@@ -3,21 +3,25 @@
  * one descriptor; core/registry.c lists them all. The folder also holds what belongs to the probe
  * alone (its checking engine, benchmarks, campaign, calibration, golden recorder), reached through
  * the descriptor's hooks, so no file outside the folder includes its private headers. The
- * framework owns threads, time, devices, options, fault injection and the comparison of results
+ * framework owns processes, time, devices, options, fault injection and the comparison of results
  * across devices; a probe owns its data, kernels and checks. What a probe says about itself
  * beyond its findings (the report's run.environment.NAME, its benchmarks' and campaign's JSON,
  * its calibration files) it states as typed facts (facts.h) and the framework writes as JSON: no
  * probe file includes jansson (tests/layers.py).
  *
  * Lifecycle, per variant the options select (e.g. gemm's int8 and fp32):
- *   setup(ctx)     once, on the main thread: shared, read-only state
- *   run(worker)    on one thread per device (bound to it: a pinned CPU, a current GPU), until
- *                  sdc_worker_continue() says stop
- *   teardown(ctx)  once, after every worker returned
+ *   setup(ctx)     once, in the variant's own process (never the run's, which burns nothing):
+ *                  shared state, read-only to the workers, or made with sdc_shared_alloc where
+ *                  they write it
+ *   run(worker)    in one child process per device, forked from the one that ran setup (bound to
+ *                  its device: a pinned CPU, a current GPU), until sdc_worker_continue() says stop;
+ *                  what it reports reaches the run's parent through its channel (core/burn.h)
+ *   teardown(ctx)  in a tool that calls setup itself; a burn's processes end without it
  */
 #ifndef SDC_PROBE_H
 #define SDC_PROBE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -30,7 +34,6 @@
 #include "stop.h"
 #include "base/util.h"
 
-struct sdc_vote;
 struct sdc_command;
 
 enum sdc_need {
@@ -49,6 +52,8 @@ struct sdc_variant {
 	unsigned devices;         /* where it runs: SDC_ON_CPU, SDC_ON_GPU (device.h) */
 	bool per_rank;            /* one worker per MPI rank, which talks to the other ranks */
 	bool world_dependent;     /* its results depend on how many ranks share the work */
+	bool cross_report;        /* its workers share state and report on each other's devices (ecparity's
+				   * servers): without it a worker's record about another device is refused */
 	uint64_t seed;            /* non-zero: the probe fixes its own data seed (else the run's) */
 	int param[3];             /* the probe's own coordinates of it (gemm: class; embbag: format, class, width) */
 };
@@ -57,6 +62,17 @@ struct sdc_variant {
 
 struct sdc_probe_ctx;
 struct sdc_worker;
+struct sdc_shared_map;
+
+/* argv[1] of a variant's own process, which runs setup and forks the workers: `sdcscan __burn FD`
+ * (main.c, core/burn.h), never typed by a person; the register-fault injector knows it by this. */
+#define SDC_BURN_ARGV1 "__burn"
+
+/* A worker's progress, where the supervisor reads it: iterations finished, heartbeats within one. */
+struct sdc_worker_progress {
+	_Atomic uint64_t iterations;
+	_Atomic uint64_t heartbeat;
+};
 
 struct sdc_probe {
 	const char *name;
@@ -139,13 +155,11 @@ struct sdc_probe_ctx {
 
 	/* framework */
 	double deadline;        /* when the variant's time is up (sdc_now()) */
-	atomic_bool hard_stop;  /* even a device without a finished iteration stops */
-	struct sdc_vote *vote;
 	struct sdc_worker *workers;
 	int nworkers;
 	struct sdc_fault_plan *faults;
 	bool fatal_planned; /* a fault of fatal.h's targets is asked for this probe */
-	_Atomic int lost_workers; /* workers that crashed or hung: a probe whose workers wait for each other stops */
+	struct sdc_shared_map *shared_maps; /* what sdc_shared_alloc mapped (core/burn.h) */
 	char error[256];
 };
 
@@ -156,8 +170,9 @@ struct sdc_worker {
 	const struct sdc_device *dev; /* a CPU or a GPU, as the variant's devices allow */
 	void *state; /* the probe's own */
 
-	/* kept by the probe through the helpers below */
-	_Atomic uint64_t iterations;
+	/* kept by the probe through the helpers below; progress is where the run's parent reads it
+	 * (the burn's slot, core/burn.h): finished iterations, and heartbeats within long ones */
+	struct sdc_worker_progress *progress;
 	double ops;
 	uint64_t corruptions;
 	char kernel[64];
@@ -169,10 +184,6 @@ struct sdc_worker {
 	bool failed;
 	bool device_lost; /* sdc_worker_device_lost */
 	char error[256];
-	/* supervision (core/supervise.h): progress besides iterations, and how the worker ended */
-	_Atomic uint64_t heartbeat;
-	bool crashed;
-	_Atomic int ended; /* 0 running; 1 returned; 2 named hung by the runner: left behind, never joined */
 
 	/* framework */
 	double t_start, t_end;
@@ -181,9 +192,6 @@ struct sdc_worker {
 	int findings_this_iteration;
 	uint64_t digest_next; /* the iteration the next digest is for (they come in order) */
 	bool digest_jumped;   /* one came out of order: a corrupted counter, said once */
-	struct sdc_sha256 work; /* over the first per-iteration digests */
-	uint8_t work_digest[32];
-	bool work_done;
 };
 
 /* ---- for probes ---- */
@@ -195,25 +203,30 @@ struct sdc_worker {
  */
 static inline bool sdc_worker_continue(const struct sdc_worker *w)
 {
-	if (atomic_load_explicit(&sdc_stop_requested, memory_order_relaxed))
-		return atomic_load_explicit(&w->iterations, memory_order_relaxed) == 0 && !w->failed &&
-		       !atomic_load_explicit(&w->ctx->hard_stop, memory_order_relaxed) && !sdc_stop_interrupted();
-	return !w->ctx->max_iterations ||
-	       atomic_load_explicit(&w->iterations, memory_order_relaxed) < w->ctx->max_iterations;
+	const uint64_t done = atomic_load_explicit(&w->progress->iterations, memory_order_relaxed);
+	if (sdc_stop_is_requested())
+		return done == 0 && !w->failed && !sdc_stop_is_hard() && !sdc_stop_interrupted();
+	return !w->ctx->max_iterations || done < w->ctx->max_iterations;
+}
+
+/* Iterations this worker finished. */
+static inline uint64_t sdc_worker_iterations(const struct sdc_worker *w)
+{
+	return atomic_load_explicit(&w->progress->iterations, memory_order_relaxed);
 }
 
 /* Progress within an iteration that takes long (a table build, a replay): without iterations or
  * heartbeats for the probe's hang_timeout a worker is named hung. One relaxed add. */
 static inline void sdc_worker_heartbeat(struct sdc_worker *w)
 {
-	atomic_fetch_add_explicit(&w->heartbeat, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&w->progress->heartbeat, 1, memory_order_relaxed);
 }
 
 /* Counts one finished iteration and its work (operations, for the throughput). */
 static inline void sdc_worker_account(struct sdc_worker *w, double ops)
 {
 	w->ops += ops;
-	atomic_fetch_add_explicit(&w->iterations, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&w->progress->iterations, 1, memory_order_relaxed);
 }
 
 /*
@@ -233,6 +246,22 @@ static inline void sdc_worker_stop_clock(struct sdc_worker *w)
 {
 	w->t_end = sdc_now();
 }
+
+/*
+ * Memory every worker of the variant reads and writes (a shard all servers update, a barrier): a
+ * shared mapping made in setup, before the workers' processes are forked, so a write by one is
+ * seen by all; ordinary memory from setup is each worker's own copy once it writes it. Zeroed.
+ * NULL when out of memory. A mutex in it is made with sdc_shared_mutex_init: shared across
+ * processes, and one whose holder died is handed on (EOWNERDEAD) instead of blocking the others
+ * for good. No condition variable is offered: glibc's (2.36) process-shared one hangs the next
+ * broadcast for good once a waiter is killed (seen: __condvar_quiesce_and_switch_g1), and killed
+ * workers are routine; wait on an atomic in the mapping with a bounded sleep (a futex) instead.
+ */
+void *sdc_shared_alloc(struct sdc_probe_ctx *ctx, size_t bytes);
+int sdc_shared_mutex_init(pthread_mutex_t *m);
+/* pthread_mutex_lock on such a mutex: 0, or -1 when its holder died (the state it guarded may be
+ * half-changed; the mutex is usable again). */
+int sdc_shared_mutex_lock(pthread_mutex_t *m);
 
 /* Setup failed: the variant cannot run here. Returns -1 for `return sdc_ctx_error(...)`. */
 int sdc_ctx_error(struct sdc_probe_ctx *ctx, const char *fmt, ...) SDC_PRINTF(2, 3);

@@ -114,7 +114,7 @@ static int grow(void **arr, int *cap, int n, size_t sz)
 struct sdc_result *sdc_run_add_result(struct sdc_run *run)
 {
 	struct sdc_result *r = NULL;
-	pthread_mutex_lock(&run->lock);
+	pthread_mutex_lock(&run->lock); /* wait-ok: held only to append to the run's arrays */
 	if (!grow((void **)&run->results, &run->results_cap, run->nresults, sizeof(*r))) {
 		r = &run->results[run->nresults++];
 		memset(r, 0, sizeof(*r));
@@ -125,8 +125,12 @@ struct sdc_result *sdc_run_add_result(struct sdc_run *run)
 
 bool sdc_run_add_finding(struct sdc_run *run, const struct sdc_finding *f)
 {
+	if (run->sink) {
+		run->sink->finding(run->sink->arg, f);
+		return true;
+	}
 	bool kept = false;
-	pthread_mutex_lock(&run->lock);
+	pthread_mutex_lock(&run->lock); /* wait-ok: held only to append to the run's arrays */
 	if (run->nfindings < SDC_FINDINGS_MAX &&
 	    !grow((void **)&run->findings, &run->findings_cap, run->nfindings, sizeof(*f))) {
 		run->findings[run->nfindings++] = *f;
@@ -140,14 +144,27 @@ bool sdc_run_add_finding(struct sdc_run *run, const struct sdc_finding *f)
 
 void sdc_run_count_dropped(struct sdc_run *run)
 {
-	pthread_mutex_lock(&run->lock);
-	run->findings_dropped++;
+	if (run->sink) {
+		run->sink->dropped(run->sink->arg);
+		return;
+	}
+	sdc_run_count_dropped_n(run, 1);
+}
+
+void sdc_run_count_dropped_n(struct sdc_run *run, uint64_t n)
+{
+	pthread_mutex_lock(&run->lock); /* wait-ok: held only to append to the run's arrays */
+	run->findings_dropped += n;
 	pthread_mutex_unlock(&run->lock);
 }
 
 void sdc_run_add_injection(struct sdc_run *run, const struct sdc_injection *inj)
 {
-	pthread_mutex_lock(&run->lock);
+	if (run->sink) {
+		run->sink->injection(run->sink->arg, inj);
+		return;
+	}
+	pthread_mutex_lock(&run->lock); /* wait-ok: held only to append to the run's arrays */
 	if (!grow((void **)&run->injections, &run->injections_cap, run->ninjections, sizeof(*inj)))
 		run->injections[run->ninjections++] = *inj;
 	pthread_mutex_unlock(&run->lock);
@@ -155,7 +172,7 @@ void sdc_run_add_injection(struct sdc_run *run, const struct sdc_injection *inj)
 
 void sdc_run_add_total(struct sdc_run *run, const struct sdc_total *t)
 {
-	pthread_mutex_lock(&run->lock);
+	pthread_mutex_lock(&run->lock); /* wait-ok: held only to append to the run's arrays */
 	if (!grow((void **)&run->totals, &run->totals_cap, run->ntotals, sizeof(*t)))
 		run->totals[run->ntotals++] = *t;
 	pthread_mutex_unlock(&run->lock);

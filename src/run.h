@@ -37,7 +37,7 @@ enum sdc_finding_class {
 	SDC_FINDING_DEGRADED,   /* too slow: WARNING */
 	SDC_FINDING_ERROR,      /* could not test: UNKNOWN */
 	SDC_FINDING_CRASH,      /* a burn worker died of a fault the CPU or GPU raised: CRITICAL */
-	SDC_FINDING_HANG,       /* a burn worker stopped making progress: UNKNOWN (core/supervise.h) */
+	SDC_FINDING_HANG,       /* a burn worker stopped making progress: UNKNOWN (core/burn.h) */
 };
 
 /* "corruption", "degraded", "error", "crash", "hang": the report's class names. */
@@ -76,6 +76,8 @@ struct sdc_result {
 	char kernel[64];
 	double ref_rate;   /* the probe's reference throughput on this device, in rate units (0: none) */
 	double overrun;    /* seconds its one iteration ran past the variant's time (0: within it) */
+	double start_seconds; /* its worker's process start, from the variant's spawn to its lane, less the
+			       * probe's setup (-1: it never began) */
 	char ref_name[48];
 	char error[256];
 	bool interrupted;
@@ -103,6 +105,22 @@ struct sdc_injection {
 	int bit;
 	char before[24], after[24];
 	int spec; /* index of the --inject spec that asked for it */
+};
+
+struct sdc_facts;
+
+/*
+ * In a burn's process (core/burn.h) the run is a copy whose findings, injections and facts go to
+ * the run's parent as they come, through its channel, instead of into the copy's arrays (a crash
+ * a moment later must not lose them).
+ */
+struct sdc_run_sink {
+	void (*finding)(void *arg, const struct sdc_finding *f);
+	void (*dropped)(void *arg);
+	void (*injection)(void *arg, const struct sdc_injection *inj);
+	/* how: enum sdc_facts_how (facts.h) */
+	void (*facts)(void *arg, const char *name, int how, const struct sdc_facts *f);
+	void *arg;
 };
 
 struct sdc_run {
@@ -135,6 +153,7 @@ struct sdc_run {
 	struct sdc_total *totals;
 	int ntotals, totals_cap;
 	void *environment; /* json_t object: libraries and kernels, for the report */
+	const struct sdc_run_sink *sink; /* non-NULL in a burn's process: where what happens goes */
 	void *fleet;       /* json_t object on rank 0 of an MPI run: every rank's results and the vote */
 };
 
@@ -152,6 +171,8 @@ void sdc_finding_corruption(struct sdc_finding *f, const char *kind, const char 
 bool sdc_run_add_finding(struct sdc_run *run, const struct sdc_finding *f);
 /* Counts a finding that was detected but not kept in detail. */
 void sdc_run_count_dropped(struct sdc_run *run);
+/* n of them at once (what a burn's process counted). */
+void sdc_run_count_dropped_n(struct sdc_run *run, uint64_t n);
 void sdc_run_add_injection(struct sdc_run *run, const struct sdc_injection *inj);
 void sdc_run_add_total(struct sdc_run *run, const struct sdc_total *t);
 

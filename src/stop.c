@@ -3,21 +3,28 @@
 #include <signal.h>
 #include <string.h>
 
-atomic_bool sdc_stop_requested;
-static atomic_bool interrupted;
+static struct sdc_stop_flags own;
+struct sdc_stop_flags *sdc_stop = &own;
+static volatile sig_atomic_t stop_signal;
 
 static void on_signal(int sig)
 {
-	atomic_store(&interrupted, true);
-	atomic_store(&sdc_stop_requested, true);
+	stop_signal = sig;
+	atomic_store(&sdc_stop->interrupted, true);
+	atomic_store(&sdc_stop->requested, true);
 	/* A second signal ends the process the default way. */
 	signal(sig, SIG_DFL);
 }
 
-static void on_pipe(int sig)
+/* Signals a person or a tool sends to end or poke a process (SIGUSR1 from a log rotator that has
+ * the wrong pid, an alarm(1) left behind): their default is a death without a word, which would
+ * leave no verdict; they interrupt the run instead, once, and the ones after are ignored. */
+static void on_quiet(int sig)
 {
-	atomic_store(&interrupted, true);
-	atomic_store(&sdc_stop_requested, true);
+	if (!stop_signal)
+		stop_signal = sig;
+	atomic_store(&sdc_stop->interrupted, true);
+	atomic_store(&sdc_stop->requested, true);
 	signal(sig, SIG_IGN);
 }
 
@@ -34,18 +41,26 @@ void sdc_stop_install_signals(void)
 	/* So does a reader that went away (`sdcscan run | head -1`): the run ends UNKNOWN, its report,
 	 * state and metrics written (later writes to the pipe fail with EPIPE, unseen). Only the first
 	 * SIGPIPE interrupts; the ones after are ignored, never the default death. */
-	struct sigaction pipe = sa;
-	pipe.sa_handler = on_pipe;
-	sigaction(SIGPIPE, &pipe, NULL);
+	struct sigaction quiet = sa;
+	quiet.sa_handler = on_quiet;
+	static const int quiet_signals[] = { SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGIO,
+					     SIGPWR,  SIGSTKFLT, SIGXCPU, SIGXFSZ };
+	for (size_t i = 0; i < sizeof(quiet_signals) / sizeof(quiet_signals[0]); i++)
+		sigaction(quiet_signals[i], &quiet, NULL);
 }
 
 bool sdc_stop_interrupted(void)
 {
-	return atomic_load(&interrupted);
+	return atomic_load(&sdc_stop->interrupted);
 }
 
 void sdc_stop_interrupt(void)
 {
-	atomic_store(&interrupted, true);
-	atomic_store(&sdc_stop_requested, true);
+	atomic_store(&sdc_stop->interrupted, true);
+	atomic_store(&sdc_stop->requested, true);
+}
+
+int sdc_stop_signal(void)
+{
+	return stop_signal;
 }

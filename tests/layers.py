@@ -13,8 +13,8 @@ Layers, top to bottom (a file may include its own layer or any layer below it):
   5 probes/NAME/         the probe: descriptor, engine, tools (benchmarks, campaign, calibration,
                          golden recorder); only its own folder among the probes
   4 the probe interface  probe.h and the framework written in its terms: command (a probe's
-                         tools are commands), golden (a probe's results), fatal and regfault (the
-                         faults a probe's workers meet)
+                         tools are commands), golden (a probe's results), fatal and regfault (and
+                         its tracer, regfault_trace: the faults a probe's workers meet)
   3 framework services   every other src/*.c, src/*.h: options, stop, devices, the run and its
                          findings, facts, fleet transport, hardware errors, injection, benchmark
                          harness; they serve any run and know nothing of what a probe is
@@ -52,7 +52,7 @@ CUDA = ('.cu', '.cuh')
 NAMES = {0: 'base', 1: 'kernels', 2: 'probe arithmetic', 3: 'framework services',
          4: 'probe interface', 5: 'probes', 6: 'core', 7: 'commands'}
 # The framework's files (by name, without .c or .h) that speak of probes; all others are services.
-PROBE_INTERFACE = {'probe', 'command', 'golden', 'fatal', 'regfault'}
+PROBE_INTERFACE = {'probe', 'command', 'golden', 'fatal', 'regfault', 'regfault_trace'}
 CORE_SOURCES = re.compile(r'core_sources\s*=\s*files\((.*?)\)', re.S)
 MESON_PROBE_SOURCE = re.compile(r"'(probes/[^']+\.(?:c|cu))'")
 

@@ -14,7 +14,6 @@
 #include "command.h"
 #include "commands/commands.h"
 #include "core/registry.h"
-#include "core/supervise.h"
 #include "cpu.h"
 #include "fleet.h"
 #include "sdc_config.h"
@@ -448,13 +447,5 @@ out:
 	free(c.opts);
 	if (cmd->flags & SDC_CMD_JOINS_MPI)
 		sdc_fleet_end(rc);
-	/* A worker died of a fault and the outputs are written: what it held may be a lock the exit
-	 * handlers take (a rip flipped into ld.so's code died holding the loader's lock, and _dl_fini
-	 * then waited for it forever), so the process leaves without them. */
-	if (sdc_supervise_crashed()) {
-		fflush(stdout);
-		fflush(stderr);
-		_exit(rc);
-	}
 	return rc;
 }

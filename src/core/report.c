@@ -174,6 +174,8 @@ static json_t *results_json(const struct sdc_run *run)
 			json_object_set_new(o, "kernel", json_string(r->kernel));
 		if (r->overrun > 0)
 			json_object_set_new(o, "overrun_seconds", json_real(r->overrun));
+		if (r->start_seconds >= 0 && r->iterations)
+			json_object_set_new(o, "start_seconds", json_real(r->start_seconds));
 		if (r->ref_rate > 0)
 			json_object_set_new(o, "reference", json_pack("{s:s, s:f, s:f}", "name", r->ref_name, "rate",
 								      r->ref_rate, "share", r->rate / r->ref_rate));

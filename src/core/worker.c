@@ -1,17 +1,21 @@
 /*
- * What the runner offers a probe's workers (probe.h): the faults due to them, their errors, the
- * findings they report (filed within per-worker caps) and the digests they hand to the vote. The
- * threads, the time and the results are runner.c's.
+ * What the runner offers a probe's workers (probe.h), in the burn's processes (core/burn.h): the
+ * faults due to them, their errors, the findings they report (filed within per-worker caps), the
+ * digests they hand to the vote, and the memory they share. What they report goes to the run's
+ * parent as it happens; the processes, the time and the results are the parent's.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "base/digest.h"
 #include "base/util.h"
+#include "core/burn_records.h"
 #include "core/runner.h"
-#include "core/vote.h"
 #include "fleet.h"
 #include "inject.h"
 #include "probe.h"
@@ -68,6 +72,17 @@ int sdc_ctx_error(struct sdc_probe_ctx *ctx, const char *fmt, ...)
 	return -1;
 }
 
+/* The error, to the parent at once: a crash a moment later must not take it along. */
+static void send_error(struct sdc_worker *w, bool lost)
+{
+	struct sdc_burn_sink *s = sdc_burn_sink_of(w->ctx->run);
+	if (!s)
+		return;
+	struct sdc_burn_error e = { .lost = lost };
+	sdc_strlcpy(e.text, w->error, sizeof(e.text));
+	sdc_burn_send(s, SDC_REC_ERROR, w->index, &e, sizeof(e));
+}
+
 void sdc_worker_error(struct sdc_worker *w, const char *fmt, ...)
 {
 	va_list ap;
@@ -75,6 +90,7 @@ void sdc_worker_error(struct sdc_worker *w, const char *fmt, ...)
 	vsnprintf(w->error, sizeof(w->error), fmt, ap);
 	va_end(ap);
 	w->failed = true;
+	send_error(w, false);
 }
 
 void sdc_worker_device_lost(struct sdc_worker *w, const char *fmt, ...)
@@ -85,7 +101,7 @@ void sdc_worker_device_lost(struct sdc_worker *w, const char *fmt, ...)
 	va_end(ap);
 	w->failed = true;
 	w->device_lost = true;
-	atomic_fetch_add(&w->ctx->lost_workers, 1);
+	send_error(w, true);
 }
 
 void sdc_worker_file_finding(struct sdc_worker *w, struct sdc_finding *f)
@@ -136,15 +152,61 @@ void sdc_worker_digest(struct sdc_worker *w, uint64_t iter, uint64_t digest)
 		return;
 	}
 	w->digest_next = iter + 1;
-	sdc_vote_record(w->ctx->vote, w->index, iter, digest);
-	if (iter < SDC_WORK_DIGEST_ITERATIONS && w->work.ctx) {
-		uint8_t le[8];
-		for (int i = 0; i < 8; i++)
-			le[i] = (uint8_t)(digest >> (8 * i));
-		sdc_sha256_update(&w->work, le, sizeof(le));
-		if (iter + 1 == SDC_WORK_DIGEST_ITERATIONS) {
-			sdc_sha256_final(&w->work, w->work_digest);
-			w->work_done = true;
-		}
+	struct sdc_burn_sink *s = sdc_burn_sink_of(w->ctx->run);
+	if (s)
+		sdc_burn_push_digest(s, iter, digest);
+}
+
+/* ---- memory the workers share ---- */
+
+struct sdc_shared_map {
+	void *p;
+	size_t bytes;
+	struct sdc_shared_map *next;
+};
+
+void *sdc_shared_alloc(struct sdc_probe_ctx *ctx, size_t bytes)
+{
+	struct sdc_shared_map *m = malloc(sizeof(*m));
+	if (!m || !bytes)
+		return free(m), NULL;
+	/* (anonymous and shared: the workers forked after it see one copy; zeroed by the kernel) */
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return free(m), NULL;
+	*m = (struct sdc_shared_map){ p, bytes, ctx->shared_maps };
+	ctx->shared_maps = m;
+	return p;
+}
+
+int sdc_shared_mutex_init(pthread_mutex_t *m)
+{
+	pthread_mutexattr_t a;
+	if (pthread_mutexattr_init(&a))
+		return -1;
+	const int rc = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED) ||
+			 pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST) || pthread_mutex_init(m, &a);
+	pthread_mutexattr_destroy(&a);
+	return rc ? -1 : 0;
+}
+
+int sdc_shared_mutex_lock(pthread_mutex_t *m)
+{
+	const int rc = pthread_mutex_lock(m); /* (in a burn's process: the run kills it past its deadline) */
+	if (rc == EOWNERDEAD) {
+		/* its holder died (a worker crashed holding it): usable again, what it guarded suspect */
+		pthread_mutex_consistent(m);
+		return -1;
 	}
+	return 0;
+}
+
+void sdc_shared_release(struct sdc_probe_ctx *ctx)
+{
+	for (struct sdc_shared_map *m = ctx->shared_maps, *next; m; m = next) {
+		next = m->next;
+		munmap(m->p, m->bytes);
+		free(m);
+	}
+	ctx->shared_maps = NULL;
 }

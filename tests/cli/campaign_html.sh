@@ -130,13 +130,14 @@ want("embbag", "output bit flips", total(p, "embbag-bits-", "detected", True) + 
      sum(x["trials"] for c in cells.values() for x in c.get("output_bits", [])))
 want("embbag", "missed bars", [b for b in p.bars if b[2] == "missed"], [])
 
-# cpu-faults: the outcome of every fault, by variant, bit and register
+# cpu-faults: the outcome of every fault, by probe, variant, bit and register
 if os.path.exists(tmp + "/cpu.json"):
     p, r, text = load("cpu")
     verdict("cpu", text, True)
     faults = [f for v in r["variants"] for f in v["fault_list"]]
-    for o in ("masked", "found_located", "vote_golden_only", "crash", "hang", "other", "missed"):
+    for o in ("masked", "found_located", "vote_golden_only", "crash", "hang", "no_verdict", "other", "missed"):
         want("cpu", o, total(p, "cpu-targets", o), sum(v[o] for v in r["variants"]))
+        want("cpu", o + " by probe", total(p, "cpu-probes", o), sum(x[o] for x in r["probes"]))
         want("cpu", o + " by register", total(p, "cpu-registers", o), len([f for f in faults if f["outcome"] == o]))
         want("cpu", o + " by bit", total(p, "cpu-bits-", o, True), len([f for f in faults if f["outcome"] == o]))
 print("; ".join(bad) or "ok")
@@ -148,7 +149,8 @@ PY
 # and misses 3 B flips; an fp32-fast exponent-bit flip is missed twice; an embbag cell's name
 # holds quotes and misses 1 table flip; a cpu-faults variant named as a script misses 2 faults in
 # rbx bit 7, a register named as an <img> and one whose name would close its data-cat attribute
-# mask one each. One page holds them all: the renderer draws what the object holds.
+# mask one each, and one run ended in no verdict (its probe's bar says so). One page holds them
+# all: the renderer draws what the object holds.
 python3 - "$TMP" <<'PY'
 import json, sys
 tmp = sys.argv[1]
@@ -169,13 +171,15 @@ script = '<script>document.body.setAttribute("data-pwned", "script")</script>'
 img = '<img src="x" onerror="document.body.setAttribute(\'data-pwned\', \'img\')">'
 flt = lambda reg, bit, o: {"class": "gpr", "register": reg, "bit": bit, "iteration": 3, "outcome": o}
 attr = 'r9" data-pwned="attribute'
-variant = {"probe": "gemm", "variant": script, "faults": 4, "masked": 2, "found_located": 0, "vote_golden_only": 0,
-           "crash": 0, "hang": 0, "other": 0, "missed": 2, "not_injected": 0, "reference_seconds": 0.2,
-           "fault_list": [flt("rbx", 7, "missed"), flt("rbx", 7, "missed"), flt(img, 3, "masked"), flt(attr, 5, "masked")]}
-out = {"status": "CRITICAL", "missed": 2, "table2": t2, "bits": bits, "distributions": g["distributions"],
+counts = {"faults": 5, "masked": 2, "found_located": 0, "vote_golden_only": 0, "crash": 0, "hang": 0, "no_verdict": 1,
+          "other": 0, "missed": 2, "not_injected": 0}
+variant = dict(counts, probe="gemm", variant=script, reference_seconds=0.2,
+               fault_list=[flt("rbx", 7, "missed"), flt("rbx", 7, "missed"), flt(img, 3, "masked"), flt(attr, 5, "masked"),
+                           flt("rsp", 9, "no_verdict")])
+out = {"status": "CRITICAL", "missed": 2, "no_verdict": 1, "table2": t2, "bits": bits, "distributions": g["distributions"],
        "targets": [{"table": "table2", "class": name, "target": "B flips", "count": 1, "of": 4, "met": False}],
-       "variants": [variant], "faulted_device": "cpu1", "seed": 1, "faults_per_variant": 4,
-       "registers": "gpr", "instant": "start"}
+       "variants": [variant], "probes": [dict(counts, probe="gemm")], "faulted_device": "cpu1", "seed": 1,
+       "faults_per_probe": 5, "registers": "gpr", "instant": "start", "breakpoints": "software"}
 out.update(eb)
 json.dump(out, open(tmp + "/planted.json", "w"))
 PY
@@ -195,6 +199,8 @@ python3 "$CHECK_HTML" "$TMP/planted.html" --size 1400x1000 \
 	--in '#embbag-table td.missed' '1' \
 	--in 'rect[data-chart="cpu-targets"][data-series="missed"]' "gemm/$(printf '%s' '<script>document.body')" \
 	--in '#cpu-targets-table td.missed' '2' \
+	--in 'rect[data-chart="cpu-probes"][data-series="no_verdict"]' 'gemm: NO VERDICT 1 of 5' \
+	--in 'rect[data-chart="cpu-probes"][data-series="missed"]' 'gemm: MISSED 2 of 5' \
 	--in 'rect[data-chart="cpu-bits-gpr"][data-series="missed"]' '7 (bits 31-0): MISSED 2 of 2' \
 	--in '#cpu-registers-table' '<img src="x" onerror=' --in '#cpu-registers-table' 'r9" data-pwned="attribute' \
 	--absent '#pwned-class' --absent '[data-pwned]' --absent '[onerror]' --absent 'img' --absent 'figure script' \

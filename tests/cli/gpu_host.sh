@@ -117,7 +117,7 @@ FAKE_GPU_COUNT=2 expect_exit 3 rowout "$SDCSCAN" run --probe allreduce --set all
 expect_grep rowout out "row=2 names member 2, but the GPUs' ring has 2 (0-1)"
 
 # A crash in a GPU lane's host thread (a corrupted pointer read in its iteration loop) is named at
-# that GPU, CRITICAL, and the CPU lane goes on (core/supervise.h).
+# that GPU, CRITICAL, and the CPU lane goes on (core/burn.h).
 expect_exit 2 gpucrash "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=int8 --json "$TMP/gpucrash.json" \
 	--inject gemm/gpu-int8:SEGV:iter=2,device=gpu0
 [ "$(json_get "$TMP/gpucrash.json" "[(f['device'], f['class'], f['signal'], f['iteration']) for f in r['findings']], sorted((x['variant'], x['device'], x['status']) for x in r['results'])")" = \

@@ -94,7 +94,7 @@ has corrupt "sdcscan_probe_failed{probe=\"gemm\",device=\"cpu1\",status=\"corrup
 	'sdcscan_last_run_info{profile="quick",injected="true"} 1'
 [ "$(nfind corrupt gemm cpu1)" -ge 1 ] || fail "corrupt: no finding at cpu1"
 
-# crashed and hung: a worker's fault and a livelock at cpu1 (core/supervise.h)
+# crashed and hung: a worker's fault and a livelock at cpu1 (core/burn.h)
 expect_exit 2 crashed "$SDCSCAN" $G $TWO --no-state --prom "$OUT/crashed.prom" --inject "gemm:SEGV:iter=1,device=1"
 has crashed "sdcscan_probe_failed{probe=\"gemm\",device=\"cpu1\",status=\"crashed\",profile=\"quick\",injected=\"true\"} 1" \
 	"sdcscan_probe_findings{probe=\"gemm\",device=\"cpu1\",profile=\"quick\",injected=\"true\"} 1"

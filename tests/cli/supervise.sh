@@ -1,6 +1,6 @@
 #!/bin/sh
 # A worker that crashes or hangs is a finding at its device, never the end of the run
-# (core/supervise.h). Each fault of fatal.h, met in each CPU probe's loop on cpu1 (real faults:
+# (core/burn.h: each worker a process of its own). Each fault of fatal.h, met in each CPU probe's loop on cpu1 (real faults:
 # a corrupted pointer read, a read past a file's end, a call into undefined instructions or
 # breakpoint padding, a division by a zeroed counter, a failed check, a livelock): CRITICAL with
 # a crash finding naming the signal, si_code, address and instruction at cpu1 and its iteration,
@@ -67,17 +67,17 @@ expect_exit 2 mce "$SDCSCAN" run $GEMM --cpus 0-1 --duration 2 --no-state --json
 expect_grep mce out "uncorrected memory error (machine check)"
 
 # A GPU lane's host thread is covered as a core's is (gpu_host.sh); a signal another process sends
-# a worker thread is named, UNKNOWN: not a fault of the core.
+# a worker is named, UNKNOWN: not a fault of the core.
 "$SDCSCAN" run $GEMM --cpus 0-1 --duration 20 --no-state --json "$TMP/sent.json" > "$TMP/sent.out" 2>&1 &
 pid=$!
 tid=""
 for _ in $(seq 50); do
-	tid=$(grep -l "^sdc cpu1$" /proc/$pid/task/*/comm 2>/dev/null | head -1 | cut -d/ -f5) # the worker on cpu1
+	tid=$(pgrep -P "$pid" -x "sdc cpu1" | head -1) # the worker's process on cpu1, the run's child
 	[ -n "$tid" ] && break
 	sleep 0.1
 done
 sleep 0.5
-python3 -c "import ctypes, sys; ctypes.CDLL(None, use_errno=True).syscall(234, int(sys.argv[1]), int(sys.argv[2]), 7)" "$pid" "$tid"
+python3 -c "import ctypes, sys; ctypes.CDLL(None, use_errno=True).syscall(234, int(sys.argv[1]), int(sys.argv[2]), 7)" "$tid" "$tid"
 wait "$pid"
 rc=$?
 [ "$rc" = 3 ] || fail "sent: exit $rc, expected 3"
@@ -100,5 +100,14 @@ expect_exit 0 slow "$SDCSCAN" run $GEMM --cpus 0-1 --duration 1 --set gemm.hang_
 	--inject "gemm:SLOW:iter=0,device=1"
 [ "$(json_get "$TMP/slow.json" "[(x['device'], x['status'], x['iterations'] >= 1, x.get('overrun_seconds', 0) >= 13) for x in r['results']]")" = \
 	"[('cpu0', 'ok', True, False), ('cpu1', 'ok', True, True)]" ] || fail "slow: $(tail -3 "$TMP/slow.out")"
+
+# Started through a dynamic loader run by hand (as the GPU bundle starts it: /proc/self/exe is then
+# the loader), the variants' processes are started the same way, and burn.
+loader=$(ldd "$SDCSCAN" | awk '/ld-linux/ { print $1; exit }')
+if [ -x "$loader" ]; then
+	expect_exit 0 loader "$loader" "$SDCSCAN" run $GEMM --cpus 0-1 --duration 1 --no-state --json "$TMP/loader.json"
+	[ "$(json_get "$TMP/loader.json" "sorted(x['status'] for x in r['results'])")" = "['ok', 'ok']" ] ||
+		fail "loader: $(tail -3 "$TMP/loader.out")"
+fi
 
 finish

@@ -1,14 +1,16 @@
 /*
  * The fake GPU module's allreduce family (probes/allreduce/gpu_ops.h; the core: fake_core.c): the
  * hop checks (crc32c, ring_check) are the device code's host twins, the same ring_hd.h functions
- * over every index as the kernels' threads; NCCL's collectives are MPI's on host memory under
- * mpirun (one rank a GPU), and in memory between the members with no launcher.
+ * over every index as the kernels' threads; NCCL's collectives are done on host memory, in memory
+ * between the members with no launcher, through the communicator's shared-memory segment
+ * (fake_nccl.c) between the processes of its ranks under mpirun (one rank a GPU).
  *
  * Environment, to exercise the failure paths:
  *   FAKE_GPU_CRC_BUG=1    the GPU's CRC32C joins its pieces wrong (the pieces' lengths swapped)
  *   FAKE_GPU_HOP_BUG=1    the hop check misses the last wrong element it meets
  *
- *   NCCL, as MPI's collectives on host memory (the module is built with MPI where sdcscan is):
+ *   NCCL, as collectives on host memory (a rank R below: the communicator's rank, which under
+ *   mpirun, one rank a GPU, is the MPI rank):
  *   FAKE_GPU_NCCL=0       no NCCL library on this host
  *   FAKE_GPU_NCCL_BUG=R,OP,ALGO,PROTO   on rank R the collective OP ('A', 'R' or 'G') of the path
  *                         ALGO/PROTO gives output element 1 with bit 21 flipped (one of NCCL's
@@ -22,10 +24,11 @@
  *                         spin on every member's GPU and a ping there waits behind them
  *   FAKE_GPU_NCCL_HANG=R  rank R's GPU stops (with no launcher: GPU R): its collectives never start
  *                         and its ping never ends (both wait out the deadline)
- *   FAKE_GPU_NCCL_DIE=R   rank R dies (SIGKILL) at its first collective of iteration 1, its data
- *                         having reached the ranks below it, which finish that collective, and
- *                         not those above, which wait it out (as NCCL's kernels spin for a dead
- *                         peer's data)
+ *   FAKE_GPU_NCCL_DIE=R   rank R dies (SIGKILL: the burn's worker and the rank's process, its
+ *                         parent) at its first collective of iteration 1, its data having reached
+ *                         the ranks below it, which finish that collective, and not those above,
+ *                         which wait it out (as NCCL's kernels spin for a dead peer's data); ranks
+ *                         in several processes only
  *   FAKE_GPU_DP_BUG=R,N   rank R's N-th data-parallel mean (from 0) comes out with element 0's bit 20
  *                         flipped (its GPU's sum went wrong)
  *   Two ranks of one host on the same GPU are refused, as NCCL refuses them ("Using the same CUDA
@@ -42,7 +45,6 @@
 
 #include "probes/allreduce/ring_hd.h"
 #include "kernels/xops.h"
-#include "sdc_config.h"
 #include "fake_nccl.h"
 #include "probes/allreduce/gpu_ops.h"
 
@@ -114,6 +116,33 @@ static void nccl_bug(const struct sdc_gpu_comm *c, const struct fmember *m, char
 	}
 }
 
+/* FAKE_GPU_NCCL_DIE: the rank dies, not only the GPU's process. A burn's worker (it runs the GPU
+ * lanes; its launcher's variables are not passed to it) takes the rank's process, its parent,
+ * with it; a process that is the rank (under mpirun, its variables set) dies alone. */
+static void die_as_rank(void)
+{
+	const pid_t parent = getppid();
+	if (!getenv("OMPI_COMM_WORLD_RANK") && !getenv("PMIX_RANK") && !getenv("PMI_RANK") && parent > 1)
+		kill(parent, SIGKILL);
+	raise(SIGKILL);
+}
+
+/* Rank q's input to a collective: its slot in the segment, or its member's buffer here. */
+static const float *input_of(struct sdc_gpu_comm *c, int q)
+{
+	return c->shm ? fake_xchg_slot(c, q, NULL) : c->m[q - c->m[0].rank].in;
+}
+
+/* A member of another process did not come within the deadline: every member here timed out. */
+static int peer_late(struct sdc_gpu_comm *c, struct sdc_gpu_coll_result *res, const char *what, char *err,
+		     size_t errlen)
+{
+	snprintf(err, errlen, "%s did not finish in time (a peer that never came, fake)", what);
+	for (int i = 0; res && i < c->nmem; i++)
+		res[i].timed_out = 1;
+	return -1;
+}
+
 static int fake_nccl_collective(struct sdc_gpu_comm *c, char op, uint64_t it, const struct sdc_gpu_flip *flip,
 				struct sdc_gpu_coll_result *res, double timeout, char *err, size_t errlen)
 {
@@ -137,7 +166,7 @@ static int fake_nccl_collective(struct sdc_gpu_comm *c, char op, uint64_t it, co
 		return -1;
 	}
 	for (int i = 0; i < c->nmem; i++)
-		if (fake_named_by("FAKE_GPU_NCCL_STUCK", c->mpi ? c->m[i].rank : c->m[i].ordinal)) {
+		if (fake_named_by("FAKE_GPU_NCCL_STUCK", c->shm ? c->m[i].rank : c->m[i].ordinal)) {
 			/* the path never completes (a peer's data never comes), every GPU fine */
 			fake_wait_out(t0, timeout);
 			snprintf(err, errlen, "the collective did not finish in time (fake: the path is stuck)");
@@ -159,52 +188,46 @@ static int fake_nccl_collective(struct sdc_gpu_comm *c, char op, uint64_t it, co
 		for (int64_t x = 0; x < nin; x++)
 			c->m[i].in[x] = sdc_coll_input(op, x, c->m[i].rank, P, n, salt);
 	const char *die = getenv("FAKE_GPU_NCCL_DIE");
-	if (c->mpi && die && *die && it == 1) {
-		const int victim = atoi(die), me = c->m[0].rank;
-		if (me == victim)
-			raise(SIGKILL);
-		if (me > victim) {
+	if (c->shm && die && *die && it == 1) {
+		const int victim = atoi(die);
+		bool above = false;
+		for (int i = 0; i < c->nmem; i++) {
+			if (c->m[i].rank == victim)
+				die_as_rank();
+			res[i].timed_out = c->m[i].rank > victim;
+			above |= res[i].timed_out;
+		}
+		if (above) {
 			fake_wait_out(t0, timeout);
 			snprintf(err, errlen, "the collective did not finish in time (fake: a peer died before its data came)");
-			res[0].timed_out = 1;
 			return -1;
 		}
-		for (int64_t x = 0; x < nout; x++) /* the victim's data came: the right result */
-			c->m[0].out[x] = sdc_coll_expect(op, x, me, P, n, salt);
-	} else if (c->mpi) {
-#if HAVE_MPI
-		struct fmember *m = &c->m[0];
-		MPI_Request req;
-		if (op == 'A')
-			MPI_Iallreduce(m->in, m->out, (int)n, MPI_FLOAT, MPI_SUM, c->comm, &req);
-		else if (op == 'R')
-			MPI_Ireduce_scatter_block(m->in, m->out, (int)nout, MPI_FLOAT, MPI_SUM, c->comm, &req);
-		else
-			MPI_Iallgather(m->in, (int)nin, MPI_FLOAT, m->out, (int)nin, MPI_FLOAT, c->comm, &req);
-		int done = 0;
-		while (!done && fake_now() - t0 < timeout) {
-			MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-			if (!done)
-				usleep(200);
-		}
-		if (!done) {
-			snprintf(err, errlen, "the collective did not finish in time (a peer that never came, fake)");
-			res[0].timed_out = 1;
-			return -1;
-		}
-#endif
+		for (int i = 0; i < c->nmem; i++) /* the victim's data came: the right result */
+			for (int64_t x = 0; x < nout; x++)
+				c->m[i].out[x] = sdc_coll_expect(op, x, c->m[i].rank, P, n, salt);
 	} else {
-		/* every member's output from every member's input, in member order */
-		for (int i = 0; i < c->nmem; i++)
+		/* every member's input where every member reads it: the segment's slots, or its own */
+		if (c->shm && !fake_xchg_begin(c, t0, timeout))
+			return peer_late(c, res, "the collective", err, errlen);
+		for (int i = 0; c->shm && i < c->nmem; i++)
+			memcpy(fake_xchg_slot(c, c->m[i].rank, NULL), c->m[i].in, (size_t)nin * 4);
+		if (c->shm && !fake_xchg_post(c, t0, timeout))
+			return peer_late(c, res, "the collective", err, errlen);
+		/* every member's output from every rank's input, summed in rank order */
+		for (int i = 0; i < c->nmem; i++) {
+			struct fmember *m = &c->m[i];
 			for (int64_t x = 0; x < nout; x++) {
 				float sum = 0;
 				if (op == 'G')
-					sum = c->m[x / cn].in[x % cn];
+					sum = input_of(c, (int)(x / cn))[x % cn];
 				else
-					for (int q = 0; q < c->nmem; q++)
-						sum += c->m[q].in[op == 'R' ? x + (int64_t)i * cn : x];
-				c->m[i].out[x] = sum;
+					for (int q = 0; q < P; q++)
+						sum += input_of(c, q)[op == 'R' ? x + (int64_t)m->rank * cn : x];
+				m->out[x] = sum;
 			}
+		}
+		if (c->shm)
+			fake_xchg_end(c);
 	}
 	for (int i = 0; i < c->nmem; i++) {
 		struct fmember *m = &c->m[i];
@@ -295,8 +318,9 @@ static void ring_check(struct fmember *m, int mi, const int *order, int P, int64
 }
 
 /* The checked ring's twin (kernels/cuda/nccl.cu's m_nccl_ring): the same schedule and per-element
- * checks (ring_hd.h), the CRC32C one byte at a time, each step's chunk and header by MPI or, with
- * every member here, copied from the previous member. */
+ * checks (ring_hd.h), the CRC32C one byte at a time, each step's chunk and header through the
+ * communicator's segment (members in several processes) or, with every member here, copied from
+ * the previous member. */
 static int fake_nccl_ring(struct sdc_gpu_comm *c, const int *order, uint64_t it, const struct sdc_gpu_ring_fault *faults,
 			  int nfaults, struct sdc_gpu_hop *hops, double *seconds, int *timed_out, double timeout, char *err,
 			  size_t errlen)
@@ -321,23 +345,31 @@ static int fake_nccl_ring(struct sdc_gpu_comm *c, const int *order, uint64_t it,
 			const int h = phase * (P - 1) + s;
 			for (int i = 0; i < c->nmem; i++)
 				ring_send(&c->m[i], i, P, cn, phase, s, ring_position(order, P, c->m[i].rank), faults, nfaults);
-			if (c->mpi) {
-#if HAVE_MPI
-				struct fmember *m = &c->m[0];
-				const int p = ring_position(order, P, m->rank);
-				const int next = order[(p + 1) % P], prev = order[(p - 1 + P) % P];
-				float *into = phase == 0 ? m->recv : m->out + (int64_t)sdc_ring_step_at(phase, s, p, P).recv_c * cn;
-				MPI_Request q[4];
-				MPI_Isend(m->hdr, 12, MPI_BYTE, next, 2 * h, c->comm, &q[0]);
-				MPI_Isend(m->payload, (int)(cn * 4), MPI_BYTE, next, 2 * h + 1, c->comm, &q[1]);
-				MPI_Irecv(m->rhdr, 12, MPI_BYTE, prev, 2 * h, c->comm, &q[2]);
-				MPI_Irecv(into, (int)(cn * 4), MPI_BYTE, prev, 2 * h + 1, c->comm, &q[3]);
-				if (!fake_wait(q, 4, t0, timeout)) {
-					snprintf(err, errlen, "the ring's send/receive did not finish in time (a peer that never came, fake)");
+			if (c->shm) {
+				/* each member's header and chunk into its slot, then each takes the previous
+				 * rank's (in the ring's order) */
+				uint32_t *hdr;
+				if (!fake_xchg_begin(c, t0, timeout)) {
 					*timed_out = 1;
-					return -1;
+					return peer_late(c, NULL, "the ring's send/receive", err, errlen);
 				}
-#endif
+				for (int i = 0; i < c->nmem; i++) {
+					struct fmember *m = &c->m[i];
+					memcpy(fake_xchg_slot(c, m->rank, &hdr), m->payload, (size_t)cn * 4);
+					memcpy(hdr, m->hdr, 12);
+				}
+				if (!fake_xchg_post(c, t0, timeout)) {
+					*timed_out = 1;
+					return peer_late(c, NULL, "the ring's send/receive", err, errlen);
+				}
+				for (int i = 0; i < c->nmem; i++) {
+					struct fmember *m = &c->m[i];
+					const int p = ring_position(order, P, m->rank);
+					float *into = phase == 0 ? m->recv : m->out + (int64_t)sdc_ring_step_at(phase, s, p, P).recv_c * cn;
+					memcpy(into, fake_xchg_slot(c, order[(p - 1 + P) % P], &hdr), (size_t)cn * 4);
+					memcpy(m->rhdr, hdr, 12);
+				}
+				fake_xchg_end(c);
 			} else {
 				for (int i = 0; i < c->nmem; i++) {
 					struct fmember *m = &c->m[i];

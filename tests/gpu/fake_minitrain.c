@@ -149,30 +149,41 @@ static const char *fake_mt_error(struct sdc_gpu_mt *g)
 	return g->err;
 }
 
-/* The data-parallel mean's twin (nccl.cu's m_nccl_rank_mean): MPI's all-gather, then
- * sdc_xrank_mean for every element, as the GPU's kernel computes it. */
+/* The data-parallel mean's twin (nccl.cu's m_nccl_rank_mean): an all-gather of every rank's
+ * gradients through the communicator's segment (in pieces of a slot's size), then sdc_xrank_mean
+ * for every element, as the GPU's kernel computes it. */
 static int fake_nccl_rank_mean(struct sdc_gpu_comm *c, const float *local, int64_t total, float *out, int *timed_out,
 			       double timeout, char *err, size_t errlen)
 {
 	*timed_out = 0;
-	if (!c->mpi) {
+	if (!c->shm || c->nmem != 1) {
 		snprintf(err, errlen, "the data-parallel mean takes one GPU a rank");
 		return -1;
 	}
-#if HAVE_MPI
-	const int P = c->P;
+	const int P = c->P, me = c->m[0].rank;
 	float *all = malloc((size_t)total * 4 * (size_t)P);
 	if (!all) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
 	const double t0 = fake_now();
-	MPI_Request req;
-	MPI_Iallgather(local, (int)total, MPI_FLOAT, all, (int)total, MPI_FLOAT, c->comm, &req);
-	if (!fake_wait(&req, 1, t0, timeout)) {
-		snprintf(err, errlen, "the gradients' all-gather did not finish in time (fake)");
-		*timed_out = 1;
-		return -1; /* (all stays: the request may still write it) */
+	const int64_t cap = fake_xchg_cap(c);
+	for (int64_t off = 0; off < total; off += cap) {
+		const int64_t len = total - off < cap ? total - off : cap;
+		bool in_time = fake_xchg_begin(c, t0, timeout);
+		if (in_time) {
+			memcpy(fake_xchg_slot(c, me, NULL), local + off, (size_t)len * 4);
+			in_time = fake_xchg_post(c, t0, timeout);
+		}
+		if (!in_time) {
+			free(all);
+			snprintf(err, errlen, "the gradients' all-gather did not finish in time (fake)");
+			*timed_out = 1;
+			return -1;
+		}
+		for (int q = 0; q < P; q++)
+			memcpy(all + (int64_t)q * total + off, fake_xchg_slot(c, q, NULL), (size_t)len * 4);
+		fake_xchg_end(c);
 	}
 	for (int64_t e = 0; e < total; e++)
 		out[e] = sdc_xrank_mean(all, (long)total, P, (long)e, 1.0f / (float)P);
@@ -180,14 +191,10 @@ static int fake_nccl_rank_mean(struct sdc_gpu_comm *c, const float *local, int64
 	static int calls;
 	const char *bug = getenv("FAKE_GPU_DP_BUG");
 	int brank = -1, bcall = -1;
-	if (bug && sscanf(bug, "%d,%d", &brank, &bcall) == 2 && brank == c->m[0].rank && bcall == calls && total > 0)
+	if (bug && sscanf(bug, "%d,%d", &brank, &bcall) == 2 && brank == me && bcall == calls && total > 0)
 		fake_flip_word(&out[0], 20);
 	calls++;
 	return 0;
-#else
-	(void)local, (void)total, (void)out, (void)timeout;
-	return -1;
-#endif
 }
 
 /* The minitrain family's table (fake_core.c asks for it). */

@@ -221,7 +221,7 @@ if step 8; then
 			$NCCL_RUN --duration $(sz 5 3) --inject "allreduce/nccl:V:iter=1,row=1,col=12345,bit=7" >"$TMP/ncclv.out" 2>&1
 			grep -q "collective-wrong at V\[1\]\[12345\]: .* xor 0x00000080; ncclAllReduce on path auto gave rank 1" \
 				"$TMP/ncclv.out" || fail "nccl: the V fault on rank 1 was not named"
-			not_judged "8: NCCL's paths and busbw: the fake's NCCL is MPI's collectives on host memory"
+			not_judged "8: NCCL's paths and busbw: the fake's NCCL is collectives through shared memory on the host"
 		fi
 	fi
 fi

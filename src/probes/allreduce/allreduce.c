@@ -37,11 +37,6 @@
 #include "fatal.h"
 #include "sdc_config.h"
 
-#if HAVE_MPI
-#include <mpi.h>
-void *sdc_fleet_comm(void);
-#endif
-
 int sdc_bench_allreduce(int argc, char **argv);
 
 static const char *const variant_names[] = { "ring", "mpi", "nccl", "nccl-ring", NULL };
@@ -293,7 +288,7 @@ void sdc_ar_report(struct sdc_worker *w, uint64_t iter, const char *kind, const 
 void sdc_ar_unresponsive(struct sdc_worker *w, int peer, const char *what)
 {
 	/* (the iteration in progress: every variant counts one when it ends) */
-	struct sdc_finding f = { .cls = SDC_FINDING_ERROR, .iteration = atomic_load(&w->iterations), .row = peer, .col = -1 };
+	struct sdc_finding f = { .cls = SDC_FINDING_ERROR, .iteration = sdc_worker_iterations(w), .row = peer, .col = -1 };
 	sdc_strlcpy(f.kind, "rank-unresponsive", sizeof(f.kind));
 	if (peer >= 0)
 		snprintf(f.detail, sizeof(f.detail), "rank %d (%s) did not answer within %.0f s during %s: dead or stuck",
@@ -376,7 +371,6 @@ static void mpi_run(struct sdc_worker *w)
 {
 	const struct ar_shared *sh = w->ctx->shared;
 	const int P = sdc_fleet.size;
-	MPI_Comm comm = *(MPI_Comm *)sdc_fleet_comm();
 	float *in = malloc((size_t)sh->n * 4), *out = malloc((size_t)sh->n * 4);
 	int8_t *f = malloc((size_t)sh->n), *gt = malloc((size_t)sh->n);
 	if (!in || !out || !f || !gt) {
@@ -389,16 +383,8 @@ static void mpi_run(struct sdc_worker *w)
 		sdc_ring_terms(sh->n, it, f, gt);
 		sdc_ring_values(in, sh->n, sdc_fleet.rank, f, gt);
 		sdc_worker_fatal_faults(w, it, in);
-		MPI_Request req;
-		const double t0 = sdc_now();
-		if (MPI_Iallreduce(in, out, (int)sh->n, MPI_FLOAT, MPI_SUM, comm, &req) != MPI_SUCCESS) {
-			sdc_ar_unresponsive(w, -1, "MPI_Allreduce");
-			break;
-		}
-		int flag = 0;
-		while (!flag && sdc_now() - t0 < sh->timeout)
-			sdc_fleet_test(&req, &flag);
-		if (!flag) {
+		/* (the parent makes the call for this burn's process: fleet.h) */
+		if (sdc_fleet_allreduce_f32(in, out, sh->n, sh->timeout)) {
 			sdc_ar_unresponsive(w, -1, "MPI_Allreduce");
 			break;
 		}

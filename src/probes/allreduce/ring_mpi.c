@@ -302,7 +302,8 @@ static int bench_main(struct sdc_cmd *cmd)
 	struct ar_shared sh = { .timeout = 120 };
 	const struct sdc_variant ring_variant = { .name = "ring", .devices = SDC_ON_CPU, .per_rank = true };
 	struct sdc_probe_ctx ctx = { .shared = &sh, .run = &run, .variant = &ring_variant };
-	struct sdc_worker w = { .ctx = &ctx };
+	struct sdc_worker_progress progress = { 0 };
+	struct sdc_worker w = { .ctx = &ctx, .progress = &progress };
 	struct ring g = { .P = P, .order = malloc(sizeof(int) * P), .where = malloc(sizeof(int) * P) };
 	float *buf = malloc((size_t)max_bytes), *out = malloc((size_t)max_bytes);
 	int8_t *f = malloc((size_t)max_bytes / 4), *gt = malloc((size_t)max_bytes / 4);

@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/digest.h"
 #include "fleet.h"
 #include "probe.h"
 #include "probes/ecparity/ecparity.h"
@@ -99,103 +98,75 @@ static int ec_variants(const void *opts, struct sdc_variant *out, int max)
 	/* under mpirun the servers are the ranks (one worker each); on one host, its CPUs */
 	out->per_rank = sdc_fleet.active && sdc_fleet.size > 1;
 	out->world_dependent = out->per_rank;
+	out->cross_report = !out->per_rank; /* (a server's finding is filed at its owner's device) */
 	snprintf(out->name, sizeof(out->name), "adagrad-d%d%s", (int)o->dim, out->per_rank ? "-ranks" : "");
 	return 1;
 }
 /* ---- setup and teardown (one host; the ranks' form keeps its state on its worker: ranks.c) ---- */
 
-/*
- * Every shard and parity at the run's end, as a SHA-256 in the report
- * (run.environment.ecparity.state_sha256): the same seed, servers and rounds give the same state.
- * The probe has no per-device result digest (its servers hold different shards), and `sdcscan
- * campaign cpu-faults` needs one to tell a fault that changed nothing from one that changed the
- * state unseen. With it, what the end's replay check covered.
- */
-static void record_state(struct sdc_probe_ctx *ctx, const struct sdc_ec_host *sh)
-{
-	const struct sdc_ec_layout *l = &sh->st.l;
-	const size_t w = (size_t)l->words * 4;
-	struct sdc_sha256 h;
-	uint8_t sha[SDC_SHA256_LEN];
-	char hex[SDC_SHA256_HEX_LEN];
-	if (!sh->st.data || sdc_sha256_init(&h))
-		return;
-	sdc_sha256_update(&h, sh->st.data, (size_t)l->servers * (size_t)l->rows * w);
-	sdc_sha256_update(&h, sh->st.stripe, (size_t)l->rows * (size_t)sdc_ec_chunks(l) * w);
-	sdc_sha256_update(&h, sh->st.column, (size_t)l->servers * w);
-	sdc_sha256_final(&h, sha);
-	sdc_sha256_release(&h);
-	sdc_hex(sha, sizeof(sha), hex);
-	struct sdc_facts *f = sdc_facts_new();
-	sdc_facts_str(f, "state_sha256", hex);
-	sdc_facts_int(f, "replay_check.servers", sh->end.servers);
-	sdc_facts_int(f, "replay_check.unfinished", sh->end.unfinished);
-	sdc_facts_int(f, "replay_check.rounds", (int64_t)sh->end.rounds);
-	sdc_facts_real(f, "replay_check.seconds", sh->end.seconds);
-	sdc_run_facts_replace(ctx->run, "ecparity", f);
-}
-
+/* Everything ecparity's one-host workers share is in the mappings sdc_shared_alloc made, which the
+ * framework unmaps (ctx->shared_maps): what is left is a helper thread of this process, if one
+ * runs. (A burn's processes end without teardown; the run's end states the state's digest:
+ * host_check.c, sdc_ec_host_end_done.) */
 static void ec_teardown(struct sdc_probe_ctx *ctx)
 {
 	struct sdc_ec_host *sh = ctx->shared;
 	if (!sh || ctx->variant->per_rank)
 		return;
-	record_state(ctx, sh);
-	for (int s = 0; s < sh->st.l.servers; s++) {
-		if (sh->msg.outbox)
-			free(sh->msg.outbox[s]);
-		if (sh->msg.recv)
-			free(sh->msg.recv[s]);
-	}
 	sdc_ec_host_rebuild_join(sh);
 	sdc_ec_host_replay_join(sh);
-	free(sh->rb.out), free(sh->rb.redo), free(sh->rp.out), free(sh->train_s), free(sh->touched);
-	free(sh->msg.outbox), free(sh->msg.recv), free(sh->msg.published), free(sh->msg.applied), free(sh->msg.transit);
-	sdc_ec_state_free(&sh->st);
-	pthread_mutex_destroy(&sh->bar.lock);
-	pthread_cond_destroy(&sh->bar.cond);
-	pthread_mutex_destroy(&sh->found.lock);
-	pthread_mutex_destroy(&sh->end.lock);
-	free(sh);
 	ctx->shared = NULL;
 }
 
 /* The messages' buffers: per server its outbox (a step's message each) and where its messages
  * arrive; what is published and applied. 0, or -1 out of memory. */
-static int alloc_messages(struct sdc_ec_host *sh)
+static int alloc_messages(struct sdc_probe_ctx *ctx, struct sdc_ec_host *sh)
 {
 	struct sdc_ec_host_messages *m = &sh->msg;
 	const size_t S = (size_t)sh->st.l.servers;
 	m->bundle_words = sdc_ec_bundle_words((int)sh->wk.batch, sh->st.l.words);
-	m->outbox = calloc(S, sizeof(*m->outbox));
-	m->recv = calloc(S, sizeof(*m->recv));
-	m->published = calloc(S, sizeof(*m->published));
-	m->applied = calloc(S * S, sizeof(*m->applied));
-	m->transit = calloc(S, sizeof(*m->transit));
+	m->outbox = sdc_shared_alloc(ctx, S * (size_t)sh->wk.steps * m->bundle_words * 4);
+	m->recv = sdc_shared_alloc(ctx, S * m->bundle_words * 4);
+	m->published = sdc_shared_alloc(ctx, S * sizeof(*m->published));
+	m->applied = sdc_shared_alloc(ctx, S * S * sizeof(*m->applied));
+	m->transit = sdc_shared_alloc(ctx, S * sizeof(*m->transit));
 	if (!m->outbox || !m->recv || !m->published || !m->applied || !m->transit)
 		return -1;
 	/* (published and applied start at round 0 with nothing out: no round is 2^32 - 1) */
-	for (size_t s = 0; s < S; s++) {
+	for (size_t s = 0; s < S; s++)
 		atomic_init(&m->published[s], UINT64_MAX << 32);
-		if (!(m->outbox[s] = malloc((size_t)sh->wk.steps * m->bundle_words * 4)) ||
-		    !(m->recv[s] = malloc(m->bundle_words * 4)))
-			return -1;
-	}
+	return 0;
+}
+
+/* What the servers write, shared by the workers' processes: the shards and parities, the rows'
+ * flags, the rebuild's and the replay's buffers, the training times. 0, or -1 out of memory. */
+static int alloc_state(struct sdc_probe_ctx *ctx, struct sdc_ec_host *sh, const struct sdc_ec_layout *l)
+{
+	const size_t shard = (size_t)l->rows * (size_t)l->words * 4;
+	void *st = sdc_shared_alloc(ctx, sdc_ec_state_bytes(l));
+	if (st)
+		sdc_ec_state_place(&sh->st, l, st);
+	sh->touched = sdc_shared_alloc(ctx, (size_t)l->servers * (size_t)l->rows * sizeof(*sh->touched));
+	sh->rb.out = sdc_shared_alloc(ctx, shard);
+	sh->rb.redo = sdc_shared_alloc(ctx, (size_t)l->rows);
+	sh->rp.out = sdc_shared_alloc(ctx, shard);
+	sh->train_s = sdc_shared_alloc(ctx, (size_t)sh->T * sizeof(double));
+	if (!st || !sh->touched || !sh->rb.out || !sh->rb.redo || !sh->rp.out || !sh->train_s)
+		return -1;
+	memset(sh->rb.out, 0, shard); /* (its pages in now: a rebuild is not timed faulting them in) */
 	return 0;
 }
 
 static int setup_shared(struct sdc_probe_ctx *ctx)
 {
 	const struct sdc_ec_opts *o = ctx->opts;
-	struct sdc_ec_host *sh = calloc(1, sizeof(*sh));
+	struct sdc_ec_host *sh = sdc_shared_alloc(ctx, sizeof(*sh));
 	if (!sh)
 		return sdc_ctx_error(ctx, "out of memory");
 	ctx->shared = sh;
-	pthread_mutex_init(&sh->bar.lock, NULL);
-	pthread_cond_init(&sh->bar.cond, NULL);
-	pthread_mutex_init(&sh->found.lock, NULL);
-	pthread_mutex_init(&sh->end.lock, NULL);
-	/* one server a CPU; on one CPU, two servers on its one thread (parity must be elsewhere) */
+	if (sdc_shared_mutex_init(&sh->found.lock) || sdc_shared_mutex_init(&sh->end.lock))
+		return sdc_ctx_error(ctx, "cannot make the workers' shared locks");
+	/* one server a CPU; on one CPU, two servers on its one worker (parity must be elsewhere) */
 	sh->T = ctx->nworkers;
 	const int S = o->servers ? (int)o->servers : SDC_MAX(2, ctx->nworkers);
 	if (S < 2 || S < sh->T)
@@ -206,21 +177,11 @@ static int setup_shared(struct sdc_probe_ctx *ctx)
 	char why[256];
 	if (sdc_ec_layout_check(&l, why, sizeof(why)))
 		return sdc_ctx_error(ctx, "%s", why);
-	if (sdc_ec_state_alloc(&sh->st, &l))
-		return sdc_ctx_error(ctx, "out of memory for %d shards of %d entries", S, l.rows);
 	sh->wk = (struct sdc_ec_work){ .seed = sdc_variant_seed(ctx->variant, ctx->seed), .rows = l.rows, .d = (int)o->dim,
 				       .steps = o->steps, .batch = o->batch };
-	const size_t shard = (size_t)l.rows * (size_t)l.words * 4;
-	sh->touched = calloc((size_t)S * (size_t)l.rows, sizeof(*sh->touched));
-	sh->rb.out = calloc(shard, 1);
-	sh->rb.redo = calloc((size_t)l.rows, 1);
-	sh->rp.out = malloc(shard);
-	sh->train_s = calloc((size_t)sh->T, sizeof(double));
-	if (sh->rb.out) /* touched now: a rebuild is not timed faulting pages in */
-		memset(sh->rb.out, 0, shard);
-	if (!sh->touched || !sh->rb.out || !sh->rb.redo || !sh->rp.out || !sh->train_s)
+	if (alloc_state(ctx, sh, &l))
 		return sdc_ctx_error(ctx, "out of memory for %d shards of %d entries", S, l.rows);
-	if (alloc_messages(sh))
+	if (alloc_messages(ctx, sh))
 		return sdc_ctx_error(ctx, "out of memory for the messages");
 	for (int s = 0; s < S; s++)
 		sdc_ec_initial(&sh->wk, s, sdc_ec_entry(&sh->st, s, 0));

@@ -7,7 +7,13 @@
  *   host_rebuild.c  a lost server dropped and rebuilt while the others train
  *   host_check.c    the replays: of a rebuilt server, and of every server at the run's end
  *   host_round.c    a round as a sequence of steps between barriers, and the run's end
- * Each worker thread runs servers index, index + T, ... (one each with two CPUs or more).
+ * Each worker runs servers index, index + T, ... (one each with two CPUs or more).
+ *
+ * The workers are processes of their own, forked after setup (probe.h), so all of this state that
+ * a worker writes lives in mappings setup made with sdc_shared_alloc, its pointers the same in
+ * every worker; no process-shared condition variable (a waiter that dies in one leaves glibc's
+ * broadcasts waiting for it for good, glibc 2.36 at least): the waits sleep on futexes, 50 ms at
+ * most, and locks are robust (a holder that died aborts the rounds).
  */
 #ifndef SDC_PROBES_ECPARITY_HOST_H
 #define SDC_PROBES_ECPARITY_HOST_H
@@ -16,6 +22,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "inject.h"
 #include "probes/ecparity/parity.h"
@@ -24,14 +31,19 @@
 
 #define SDC_EC_HOST_MAX_BREAKS 64
 
-/* The barrier that keeps rounds in step (host_barrier.c). */
+/* The barrier that keeps rounds in step (host_barrier.c); generation and gone are futex words. */
 struct sdc_ec_host_barrier {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int arrived;
-	int gone; /* workers out of the rounds */
-	uint64_t generation;
-	bool go_on, abort;
+	_Atomic uint32_t generation; /* one more each time the last server arrives */
+	_Atomic uint32_t gone;       /* workers out of the rounds */
+	atomic_int arrived;
+	atomic_bool go_on, abort;
+};
+
+/* A helper thread of one worker: a pthread_t means something only in the process that made it,
+ * so only that process joins it. */
+struct sdc_ec_host_thread {
+	pthread_t thread;
+	pid_t owner; /* the process it runs in; 0: none running */
 };
 
 /* A difference's word changed on its way (the M fault): what the stripe holder of the first
@@ -45,15 +57,16 @@ struct sdc_ec_transit_fault {
 
 /* The messages (host_train.c). */
 struct sdc_ec_host_messages {
-	/* per server: this round's messages, one a step (kept as sent, for a resend), and how many
-	 * are out (round << 32 | steps, stored with release: the messages are whole before) */
-	uint32_t **outbox;
+	/* per server: this round's messages, one a step (kept as sent, for a resend: steps x
+	 * bundle_words words a server), and how many are out (round << 32 | steps, stored with
+	 * release: the messages are whole before) */
+	uint32_t *outbox;
 	size_t bundle_words;
 	_Atomic uint64_t *published;
 	/* per holder: what it has applied of each sender's (round << 32 | messages), and where a
-	 * message arrives (its own copy: a change on the way is in this copy only) */
+	 * message arrives (bundle_words a holder, its own copy: a change on the way is in it only) */
 	uint64_t *applied;
-	uint32_t **recv;
+	uint32_t *recv;
 	struct sdc_ec_transit_fault *transit; /* per sender */
 };
 
@@ -84,8 +97,7 @@ struct sdc_ec_host_rebuild {
 	int server;              /* the server being rebuilt, or -1 */
 	uint64_t round;          /* the round it was lost in */
 	int catch_up;            /* a server just rebuilt, to train the round it missed, or -1 */
-	pthread_t thread;
-	bool running;
+	struct sdc_ec_host_thread helper;
 	uint32_t *out;           /* the rebuilt shard; kept as it went in until its check */
 	uint8_t *redo;           /* rows read while one of their members moved */
 	double pass_s;           /* the helper's pass */
@@ -102,8 +114,7 @@ struct sdc_ec_host_rebuild {
 /* The replay of the lost server's training, on a thread of its own from the loss on, so the
  * check at the round's end waits for it only if it is not done by then (host_check.c). */
 struct sdc_ec_host_replay {
-	pthread_t thread;
-	bool running;
+	struct sdc_ec_host_thread helper;
 	atomic_bool done;
 	int server;              /* what it replays: the server, and its rounds (set before it starts) */
 	uint64_t rounds;
@@ -112,9 +123,10 @@ struct sdc_ec_host_replay {
 };
 
 /* The end's check of every server against a replay of its training (host_check.c), summed over
- * the workers for the report. */
+ * the workers for the report by the last to finish. */
 struct sdc_ec_host_end {
 	pthread_mutex_t lock;
+	int finished; /* workers at the end of the run */
 	int servers, unfinished;
 	uint64_t rounds;
 	double seconds;
@@ -123,7 +135,7 @@ struct sdc_ec_host_end {
 struct sdc_ec_host {
 	struct sdc_ec_state st;  /* every shard and parity; st.l the layout */
 	struct sdc_ec_work wk;   /* the workload, for training and for the replays */
-	int T;                   /* worker threads */
+	int T;                   /* workers */
 	char operation[96];
 	_Atomic uint8_t *touched; /* per server and row: updated this round (the rebuild's helper reads them) */
 	double *train_s;         /* per worker: its seconds in training, about what the end's replay takes */
@@ -144,7 +156,12 @@ static inline bool sdc_ec_host_next_of(const struct sdc_ec_host *sh, const struc
 /* host_barrier.c */
 bool sdc_ec_host_barrier(struct sdc_ec_host *sh, struct sdc_worker *w, bool decide);
 void sdc_ec_host_abort(struct sdc_ec_host *sh);
-void sdc_ec_host_wait_a_while(struct sdc_ec_host *sh);
+bool sdc_ec_host_aborted(struct sdc_ec_host *sh);
+void sdc_ec_host_wait(struct sdc_worker *w, _Atomic uint32_t *word, uint32_t seen);
+void sdc_ec_host_wake(_Atomic uint32_t *word);
+int sdc_ec_host_lock(struct sdc_ec_host *sh, pthread_mutex_t *m);
+int sdc_ec_host_thread_start(struct sdc_ec_host_thread *t, void *(*fn)(void *), void *arg);
+void sdc_ec_host_thread_join(struct sdc_ec_host_thread *t);
 
 /* host_train.c */
 void sdc_ec_host_train(struct sdc_worker *w, struct sdc_ec_host *sh, int s, uint64_t round);
@@ -166,6 +183,7 @@ void *sdc_ec_host_replay_pass(void *arg);
 void sdc_ec_host_check_rebuild(struct sdc_worker *w, struct sdc_ec_host *sh, bool wait);
 void sdc_ec_host_replay_join(struct sdc_ec_host *sh);
 void sdc_ec_host_end_check(struct sdc_worker *w, struct sdc_ec_host *sh, uint64_t rounds, int skip);
+void sdc_ec_host_end_done(struct sdc_worker *w, struct sdc_ec_host *sh);
 
 /* host_round.c */
 void sdc_ec_host_run(struct sdc_worker *w);

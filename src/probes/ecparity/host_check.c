@@ -8,7 +8,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
+#include "base/digest.h"
 #include "facts.h"
 #include "probes/ecparity/host.h"
 #include "stop.h"
@@ -27,9 +29,7 @@ void *sdc_ec_host_replay_pass(void *arg)
 
 void sdc_ec_host_replay_join(struct sdc_ec_host *sh)
 {
-	if (sh->rp.running)
-		pthread_join(sh->rp.thread, NULL);
-	sh->rp.running = false;
+	sdc_ec_host_thread_join(&sh->rp.helper);
 }
 
 /* The rebuild's figures in the report: what it read (k entries a row), how fast, how long the
@@ -67,13 +67,18 @@ void sdc_ec_host_check_rebuild(struct sdc_worker *w, struct sdc_ec_host *sh, boo
 	struct sdc_ec_host_rebuild *rb = &sh->rb;
 	struct sdc_ec_host_replay *rp = &sh->rp;
 	if (!rb->check_pending ||
-	    (!wait && rp->running && !atomic_load_explicit(&rp->done, memory_order_acquire)))
+	    (!wait && rp->helper.owner && !atomic_load_explicit(&rp->done, memory_order_acquire)))
 		return;
-	if (rp->running)
-		pthread_join(rp->thread, NULL);
-	else if (!atomic_load_explicit(&rp->done, memory_order_acquire))
+	/* (this worker started the replay's thread: the next server's after the lost one, as it is
+	 * the installed one's) */
+	const struct timespec ms = { 0, 1000 * 1000 };
+	while (rp->helper.owner && !atomic_load_explicit(&rp->done, memory_order_acquire) && !sdc_stop_is_hard()) {
+		sdc_worker_heartbeat(w); /* (a long replay is not this worker hung) */
+		nanosleep(&ms, NULL);
+	}
+	sdc_ec_host_replay_join(sh);
+	if (!atomic_load_explicit(&rp->done, memory_order_acquire))
 		sdc_ec_host_replay_pass(sh); /* (no thread: here and now) */
-	rp->running = false;
 	rb->check_pending = false;
 	struct sdc_ec_event e;
 	const bool same = !sdc_ec_differs_from_replay(&sh->st.l, rb->installed, rp->out, rb->out, &e);
@@ -94,7 +99,7 @@ static bool replay_tick(void *arg)
 {
 	struct sdc_worker *w = arg;
 	sdc_worker_heartbeat(w);
-	return !atomic_load(&w->ctx->hard_stop) && !sdc_stop_interrupted();
+	return !sdc_stop_is_hard() && !sdc_stop_interrupted();
 }
 
 /* Server s's shard against a replay of its rounds (into want): a difference is named. Returns
@@ -151,10 +156,58 @@ void sdc_ec_host_end_check(struct sdc_worker *w, struct sdc_ec_host *sh, uint64_
 		sdc_worker_error(w, "the end's replay check of %d of this worker's servers was cut short by the hard stop: "
 				 "their training is not verified", unfinished);
 	struct sdc_ec_host_end *end = &sh->end;
-	pthread_mutex_lock(&end->lock);
+	if (sdc_ec_host_lock(sh, &end->lock))
+		return;
 	end->servers += checked;
 	end->unfinished += unfinished;
 	end->rounds = rounds;
 	end->seconds = SDC_MAX(end->seconds, sdc_now() - t0);
 	pthread_mutex_unlock(&end->lock);
+}
+
+/*
+ * Every shard and parity at the run's end, as a SHA-256 in the report
+ * (run.environment.ecparity.state_sha256): the same seed, servers and rounds give the same state.
+ * The probe has no per-device result digest (its servers hold different shards), and `sdcscan
+ * campaign cpu-faults` needs one to tell a fault that changed nothing from one that changed the
+ * state unseen. With it, what the end's replay check covered.
+ */
+static void record_state(struct sdc_worker *w, const struct sdc_ec_host *sh)
+{
+	const struct sdc_ec_layout *l = &sh->st.l;
+	const size_t words = (size_t)l->words * 4;
+	struct sdc_sha256 h;
+	uint8_t sha[SDC_SHA256_LEN];
+	char hex[SDC_SHA256_HEX_LEN];
+	if (sdc_sha256_init(&h))
+		return;
+	sdc_sha256_update(&h, sh->st.data, (size_t)l->servers * (size_t)l->rows * words);
+	sdc_sha256_update(&h, sh->st.stripe, (size_t)l->rows * (size_t)sdc_ec_chunks(l) * words);
+	sdc_sha256_update(&h, sh->st.column, (size_t)l->servers * words);
+	sdc_sha256_final(&h, sha);
+	sdc_sha256_release(&h);
+	sdc_hex(sha, sizeof(sha), hex);
+	struct sdc_facts *f = sdc_facts_new();
+	sdc_facts_str(f, "state_sha256", hex);
+	sdc_facts_int(f, "replay_check.servers", sh->end.servers);
+	sdc_facts_int(f, "replay_check.unfinished", sh->end.unfinished);
+	sdc_facts_int(f, "replay_check.rounds", (int64_t)sh->end.rounds);
+	sdc_facts_real(f, "replay_check.seconds", sh->end.seconds);
+	sdc_run_facts_replace(w->ctx->run, "ecparity", f);
+}
+
+/*
+ * This worker is done with the run (its end check too, and its share of a rebuild and its
+ * threads); the last to be done states the state's digest, once, when no shard moves any more. A
+ * run a worker of which was lost (crashed, hung) has no final state: it states none.
+ */
+void sdc_ec_host_end_done(struct sdc_worker *w, struct sdc_ec_host *sh)
+{
+	struct sdc_ec_host_end *end = &sh->end;
+	if (sdc_ec_host_lock(sh, &end->lock))
+		return;
+	const bool last = ++end->finished == sh->T;
+	pthread_mutex_unlock(&end->lock);
+	if (last)
+		record_state(w, sh);
 }

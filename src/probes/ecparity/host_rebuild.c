@@ -88,28 +88,27 @@ static void *rebuild_pass(void *arg)
 }
 
 /* At the end of the round of the loss (round), on the next server's worker: the helper's pass
- * and the replay of the lost server's training started beside the next round's training. */
+ * and the replay of the lost server's training started beside the next round's training, as
+ * threads of this worker's process. The same worker (the next server's) finishes the rebuild and
+ * checks it against the replay, so it joins both. */
 int sdc_ec_host_rebuild_start(struct sdc_worker *w, struct sdc_ec_host *sh, uint64_t round)
 {
 	struct sdc_ec_host_rebuild *rb = &sh->rb;
 	struct sdc_ec_host_replay *rp = &sh->rp;
 	rp->server = rb->server, rp->rounds = round + 1;
 	atomic_store(&rp->done, false);
-	rb->running = !pthread_create(&rb->thread, NULL, rebuild_pass, sh);
-	/* (no thread for the replay: the check replays when it comes) */
-	rp->running = rb->running && !pthread_create(&rp->thread, NULL, sdc_ec_host_replay_pass, sh);
-	if (!rb->running) {
+	if (sdc_ec_host_thread_start(&rb->helper, rebuild_pass, sh)) {
 		sdc_worker_error(w, "cannot start the rebuild of server %d", rb->server);
 		return -1;
 	}
+	/* (no thread for the replay: the check replays when it comes) */
+	sdc_ec_host_thread_start(&rp->helper, sdc_ec_host_replay_pass, sh);
 	return 0;
 }
 
 void sdc_ec_host_rebuild_join(struct sdc_ec_host *sh)
 {
-	if (sh->rb.running)
-		pthread_join(sh->rb.thread, NULL);
-	sh->rb.running = false;
+	sdc_ec_host_thread_join(&sh->rb.helper);
 }
 
 /* At the end of the round after the loss, nothing moving: the rows set aside rebuilt, the shard

@@ -143,16 +143,15 @@ static void end_of_run(struct sdc_worker *w, struct sdc_ec_host *sh, uint64_t ro
 	struct sdc_ec_host_rebuild *rb = &sh->rb;
 	const int owner = rb->server >= 0 ? rb->server : rb->check_pending ? rb->installed : -1;
 	const bool finisher = owner >= 0 && sdc_ec_host_next_of(sh, w, owner);
-	pthread_mutex_lock(&sh->bar.lock);
 	if (finisher) {
-		while (sh->bar.gone < sh->T - 1 && !sh->bar.abort)
-			sdc_ec_host_wait_a_while(sh);
+		uint32_t gone;
+		while ((gone = atomic_load(&sh->bar.gone)) < (uint32_t)sh->T - 1 && !sdc_ec_host_aborted(sh))
+			sdc_ec_host_wait(w, &sh->bar.gone, gone);
 	} else {
-		sh->bar.gone++;
-		pthread_cond_broadcast(&sh->bar.cond);
+		atomic_fetch_add(&sh->bar.gone, 1);
+		sdc_ec_host_wake(&sh->bar.gone);
 	}
-	const bool finish = finisher && !sh->bar.abort;
-	pthread_mutex_unlock(&sh->bar.lock);
+	const bool finish = finisher && !atomic_load(&sh->bar.abort);
 	if (finish) {
 		if (rb->server >= 0)
 			sdc_ec_host_rebuild_finish(w, sh, rounds, false);
@@ -171,6 +170,7 @@ static void end_of_run(struct sdc_worker *w, struct sdc_ec_host *sh, uint64_t ro
 		sdc_ec_host_replay_join(sh);
 	if (!sh->bar.abort && rounds > 0)
 		sdc_ec_host_end_check(w, sh, rounds, owner);
+	sdc_ec_host_end_done(w, sh);
 }
 
 void sdc_ec_host_run(struct sdc_worker *w)

@@ -13,7 +13,8 @@
 void sdc_ec_host_add_event(struct sdc_ec_host *sh, const struct sdc_ec_event *e)
 {
 	struct sdc_ec_host_found *fd = &sh->found;
-	pthread_mutex_lock(&fd->lock);
+	if (sdc_ec_host_lock(sh, &fd->lock))
+		return;
 	if (fd->nev < SDC_EC_HOST_MAX_BREAKS)
 		fd->ev[fd->nev++] = *e;
 	pthread_mutex_unlock(&fd->lock);
@@ -21,7 +22,8 @@ void sdc_ec_host_add_event(struct sdc_ec_host *sh, const struct sdc_ec_event *e)
 
 static struct sdc_ec_bundle *bundle_at(const struct sdc_ec_host *sh, int s, int64_t step)
 {
-	return (struct sdc_ec_bundle *)(sh->msg.outbox[s] + (size_t)step * sh->msg.bundle_words);
+	const size_t at = (size_t)s * (size_t)sh->wk.steps + (size_t)step;
+	return (struct sdc_ec_bundle *)(sh->msg.outbox + at * sh->msg.bundle_words);
 }
 
 /* A message that failed its CRC32C: the sender's copy (as a resend would bring it) names the
@@ -58,7 +60,7 @@ static void receive(struct sdc_ec_host *sh, int s, int t, uint64_t round, int64_
 {
 	const int words = sh->st.l.words;
 	const struct sdc_ec_bundle *sent = bundle_at(sh, t, k);
-	struct sdc_ec_bundle *got = (struct sdc_ec_bundle *)sh->msg.recv[s];
+	struct sdc_ec_bundle *got = (struct sdc_ec_bundle *)(sh->msg.recv + (size_t)s * sh->msg.bundle_words);
 	memcpy(got, sent, 4 * sdc_ec_bundle_words((int)sent->n, words));
 	const struct sdc_ec_transit_fault *tf = &sh->msg.transit[t];
 	if (tf->on && tf->round == round && k == 0 && tf->to == s && sent->n)

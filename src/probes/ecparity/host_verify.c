@@ -18,7 +18,8 @@ void sdc_ec_host_verify(struct sdc_ec_host *sh, int p)
 	const int64_t nc = sdc_ec_verify_held_column(&sh->st, p, sh->rb.server, cb, MAX_BREAKS);
 	if (!ns && !nc)
 		return;
-	pthread_mutex_lock(&fd->lock);
+	if (sdc_ec_host_lock(sh, &fd->lock))
+		return;
 	for (int64_t i = 0; i < ns && i < MAX_BREAKS && fd->nsb < MAX_BREAKS; i++)
 		fd->sb[fd->nsb++] = sb[i];
 	for (int64_t i = 0; i < nc && i < MAX_BREAKS && fd->ncb < MAX_BREAKS; i++)

@@ -28,23 +28,49 @@ int sdc_ec_layout_check(const struct sdc_ec_layout *l, char *why, size_t len)
 	return -1;
 }
 
+/* The bytes of the state's three arrays (data, stripe, column), each rounded up to a cache line
+ * so that none shares one with the next. */
+static void part_bytes(const struct sdc_ec_layout *l, size_t bytes[3])
+{
+	const size_t w = (size_t)l->words;
+	const size_t words[3] = { (size_t)l->servers * (size_t)l->rows * w, (size_t)l->rows * (size_t)sdc_ec_chunks(l) * w,
+				  (size_t)l->servers * w };
+	for (int i = 0; i < 3; i++)
+		bytes[i] = (words[i] * 4 + 63) & ~(size_t)63;
+}
+
+size_t sdc_ec_state_bytes(const struct sdc_ec_layout *l)
+{
+	size_t b[3];
+	part_bytes(l, b);
+	return b[0] + b[1] + b[2];
+}
+
+void sdc_ec_state_place(struct sdc_ec_state *st, const struct sdc_ec_layout *l, void *mem)
+{
+	size_t b[3];
+	part_bytes(l, b);
+	unsigned char *p = mem;
+	st->l = *l;
+	st->data = (uint32_t *)(void *)p;
+	st->stripe = (uint32_t *)(void *)(p + b[0]);
+	st->column = (uint32_t *)(void *)(p + b[0] + b[1]);
+}
+
 int sdc_ec_state_alloc(struct sdc_ec_state *st, const struct sdc_ec_layout *l)
 {
 	memset(st, 0, sizeof(*st));
-	st->l = *l;
-	const size_t w = (size_t)l->words;
-	st->data = calloc((size_t)l->servers * (size_t)l->rows * w, 4);
-	st->stripe = calloc((size_t)l->rows * (size_t)sdc_ec_chunks(l) * w, 4);
-	st->column = calloc((size_t)l->servers * w, 4);
-	if (st->data && st->stripe && st->column)
-		return 0;
-	sdc_ec_state_free(st);
-	return -1;
+	void *mem = calloc(1, sdc_ec_state_bytes(l));
+	if (!mem)
+		return -1;
+	sdc_ec_state_place(st, l, mem);
+	return 0;
 }
 
+/* (the block sdc_ec_state_alloc took starts at data) */
 void sdc_ec_state_free(struct sdc_ec_state *st)
 {
-	free(st->data), free(st->stripe), free(st->column);
+	free(st->data);
 	st->data = st->stripe = st->column = NULL;
 }
 

@@ -77,6 +77,10 @@ struct sdc_ec_state {
 };
 int sdc_ec_state_alloc(struct sdc_ec_state *st, const struct sdc_ec_layout *l);
 void sdc_ec_state_free(struct sdc_ec_state *st);
+/* The same state in memory the caller provides and frees (one host's workers, processes of their
+ * own, share it in a mapping): sdc_ec_state_bytes of it, zeroed. */
+size_t sdc_ec_state_bytes(const struct sdc_ec_layout *l);
+void sdc_ec_state_place(struct sdc_ec_state *st, const struct sdc_ec_layout *l, void *mem);
 void sdc_ec_encode(struct sdc_ec_state *st);
 static inline uint32_t *sdc_ec_entry(const struct sdc_ec_state *st, int s, int r)
 {

@@ -171,7 +171,7 @@ static bool wants_more(const struct sdc_ec_rk *k)
 {
 	const struct sdc_worker *w = k->w;
 	return sdc_worker_continue(w) &&
-	       !(w->ctx->max_iterations && atomic_load(&w->iterations) + 1 >= w->ctx->max_iterations) &&
+	       !(w->ctx->max_iterations && sdc_worker_iterations(w) + 1 >= w->ctx->max_iterations) &&
 	       (w->ctx->max_iterations || sdc_now() + k->train_s < w->ctx->deadline);
 }
 

@@ -86,7 +86,7 @@ static struct worker_state *state(struct campaign *c, int worker)
 	    !(w->out = malloc((size_t)c->cfg.batch * c->cfg.d * sizeof(float))) ||
 	    !(w->expect = malloc((size_t)c->cfg.batch * sizeof(*w->expect)))) {
 		snprintf(c->error, sizeof(c->error), "%s", w->t.data ? "out of memory" : err);
-		atomic_store(&sdc_stop_requested, true);
+		sdc_stop_request();
 		return NULL;
 	}
 	sdc_eb_table_fill(&w->t, 0, c->cfg.rows);

@@ -58,7 +58,7 @@ struct calib {
 static void fail(struct calib *c, const char *msg)
 {
 	snprintf(c->error, sizeof(c->error), "%s", msg);
-	atomic_store(&sdc_stop_requested, true);
+	sdc_stop_request();
 }
 
 /* One trial: a GEMM at one of the sizes, every row's relative verification error. */

@@ -45,7 +45,7 @@ static int calibrate_one(const struct sdc_gpu_gemm_ops *m, enum sdc_gpu_type typ
 	if (!sums || !chk.bad)
 		snprintf(err, errlen, "out of memory");
 	for (uint64_t t = 0; g && t < trials; t++) {
-		if (atomic_load(&sdc_stop_requested)) {
+		if (sdc_stop_is_requested()) {
 			snprintf(err, errlen, "interrupted");
 			goto out;
 		}

@@ -41,7 +41,7 @@ static int tight_size(const struct sdc_gpu_gemm_ops *m, enum sdc_gpu_type type, 
 		snprintf(err, errlen, "out of memory");
 	st->min_ratio = INFINITY;
 	for (uint64_t r = 0; g && r < reps; r++) {
-		if (atomic_load(&sdc_stop_requested)) {
+		if (sdc_stop_is_requested()) {
 			snprintf(err, errlen, "interrupted");
 			goto out;
 		}

@@ -32,7 +32,7 @@ static struct worker_state *state(struct campaign *c, int worker)
 	char err[256];
 	if (sdc_gemm_init(&w->g, &c->cfg, err, sizeof(err))) {
 		snprintf(c->error, sizeof(c->error), "%s", err);
-		atomic_store(&sdc_stop_requested, true);
+		sdc_stop_request();
 		return NULL;
 	}
 	w->clean_c = malloc(w->g.c_bytes);
@@ -41,7 +41,7 @@ static struct worker_state *state(struct campaign *c, int worker)
 		free(w->clean_c);
 		free(w->clean_e);
 		snprintf(c->error, sizeof(c->error), "out of memory");
-		atomic_store(&sdc_stop_requested, true);
+		sdc_stop_request();
 		sdc_gemm_release(&w->g);
 		return NULL;
 	}

@@ -307,8 +307,8 @@ static bool may_submit(const struct gemm_lane *l, uint64_t iter)
 	const struct sdc_worker *w = l->w;
 	if (w->failed || (w->ctx->max_iterations && iter >= w->ctx->max_iterations))
 		return false;
-	if (atomic_load_explicit(&sdc_stop_requested, memory_order_relaxed))
-		return iter == 0 && !atomic_load(&w->ctx->hard_stop) && !sdc_stop_interrupted();
+	if (sdc_stop_is_requested())
+		return iter == 0 && !sdc_stop_is_hard() && !sdc_stop_interrupted();
 	return true;
 }
 

@@ -73,7 +73,7 @@ const void *sdc_gpu_family(const char *name, int want)
 		return t;
 	if (!module || i == NFAMILIES)
 		return NULL;
-	pthread_mutex_lock(&family_lock);
+	pthread_mutex_lock(&family_lock); /* wait-ok: held only to write a note */
 	if (!family_noted[i]) {
 		if (!t)
 			snprintf(family_notes[i], sizeof(family_notes[i]), "the GPU module %s was built without %s's GPU "
@@ -318,6 +318,7 @@ struct sdc_gpu_comm *sdc_gpu_nccl_init(const uint8_t *id, int nranks, int first_
 		return NULL;
 	}
 	const bool forced = (algo && *algo) || (proto && *proto);
+	/* wait-ok: held across NCCL's init, only in a burn's process (its lanes), which the run kills */
 	pthread_mutex_lock(&path_lock);
 	if (forced && (sdc_env_put("NCCL_ALGO", algo && *algo ? algo : sdc_env_initial("NCCL_ALGO")) ||
 		       sdc_env_put("NCCL_PROTO", proto && *proto ? proto : sdc_env_initial("NCCL_PROTO")))) {

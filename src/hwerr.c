@@ -42,6 +42,7 @@ struct sdc_hwerr {
 	struct sdc_nvml_events *nv;
 	pthread_t poller;
 	bool polling, poll_failed;
+	bool poller_stuck; /* it did not stop when told: still inside NVML, it keeps h (never freed) */
 	atomic_bool stop;
 	pthread_mutex_t lock; /* the Xid events, added by the poller */
 	struct sdc_hwerr_event xid[SDC_HWERR_EVENTS_MAX];
@@ -94,7 +95,7 @@ int sdc_hwerr_merge(struct sdc_hwerr_event *ev, int n)
 static void take_xids(struct sdc_hwerr *h, const struct sdc_nvml_xid *x, int n)
 {
 	const double when = sdc_now() - h->start;
-	pthread_mutex_lock(&h->lock);
+	pthread_mutex_lock(&h->lock); /* wait-ok: held only to append events */
 	for (int i = 0; i < n; i++) {
 		const char *name, *why;
 		const enum sdc_finding_class cls = sdc_xid_class(x[i].xid, &name, &why);
@@ -129,7 +130,7 @@ static bool poll_once(struct sdc_hwerr *h)
 	while ((n = sdc_nvml_events_poll(h->nv, x, (int)SDC_ARRAY_SIZE(x), why, sizeof(why))) > 0)
 		take_xids(h, x, n);
 	if (n < 0) {
-		pthread_mutex_lock(&h->lock);
+		pthread_mutex_lock(&h->lock); /* wait-ok: held only to write a note */
 		snprintf(h->poll_note, sizeof(h->poll_note), "polling stopped %.1f s into the run: %.140s",
 			 sdc_now() - h->start, why);
 		h->poll_failed = true;
@@ -219,13 +220,30 @@ struct sdc_hwerr *sdc_hwerr_begin(struct sdc_run *run)
 	return h;
 }
 
+/* Seconds the poller has to stop once told: a poll and a tick take well under one. */
+#define POLLER_STOP_SECONDS 5
+
 static void stop_poller(struct sdc_hwerr *h)
 {
 	if (h->polling) {
 		atomic_store(&h->stop, true);
-		pthread_join(h->poller, NULL);
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += POLLER_STOP_SECONDS;
+		if (pthread_timedjoin_np(h->poller, NULL, &until)) {
+			/* a call into NVML that does not return (a hung driver): the run ends all the same */
+			pthread_detach(h->poller);
+			h->poller_stuck = h->poll_failed = true;
+			pthread_mutex_lock(&h->lock); /* wait-ok: the poller takes it only to append events */
+			snprintf(h->poll_note, sizeof(h->poll_note), "the poller did not stop within %d s of the run's end "
+				 "(a call into NVML that does not return: the driver may be hung); the last events not read",
+				 POLLER_STOP_SECONDS);
+			pthread_mutex_unlock(&h->lock);
+		}
 		h->polling = false;
 	}
+	if (h->poller_stuck)
+		return;
 	/* the events of the run's last moments */
 	if (h->xid_polled && !h->poll_failed)
 		poll_once(h);
@@ -325,7 +343,7 @@ void sdc_hwerr_end(struct sdc_hwerr *h, struct sdc_run *run)
 		n = sdc_hwerr_merge(ev, n);
 	}
 	if (ev) {
-		pthread_mutex_lock(&h->lock);
+		pthread_mutex_lock(&h->lock); /* wait-ok: the poller holds it only to append events */
 		const int nx = sdc_hwerr_merge(h->xid, h->nxid);
 		for (int i = 0; i < nx && n < SDC_HWERR_EVENTS_MAX; i++)
 			ev[n++] = h->xid[i];
@@ -335,6 +353,8 @@ void sdc_hwerr_end(struct sdc_hwerr *h, struct sdc_run *run)
 		report_sources(run, h, n);
 	}
 	free(ev);
+	if (h->poller_stuck)
+		return; /* (what it uses stays: it may still come back) */
 	sdc_kmsg_close(&h->kmsg);
 	sdc_edac_release(&h->edac0);
 	sdc_nvml_events_close(h->nv);

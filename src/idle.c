@@ -31,10 +31,11 @@ static int slurm_busy(char *why, size_t len)
 		snprintf(why, len, "no node name to ask Slurm about");
 		return -1;
 	}
-	snprintf(cmd, sizeof(cmd), "timeout 10 scontrol show node -o %s 2>/dev/null", host);
-	FILE *p = popen(cmd, "r");
+	/* (timeout -k: a scontrol that ignores SIGTERM is killed 2 s later, so the read and pclose end) */
+	snprintf(cmd, sizeof(cmd), "timeout -k 2 10 scontrol show node -o %s 2>/dev/null", host);
+	FILE *p = popen(cmd, "r"); /* wait-ok: timeout -k bounds the command */
 	const char *got = p ? fgets(line, sizeof(line), p) : NULL;
-	const int rc = p ? pclose(p) : -1;
+	const int rc = p ? pclose(p) : -1; /* wait-ok: timeout -k bounds the command */
 	const char *st = got && rc == 0 ? strstr(line, "State=") : NULL;
 	if (!st) {
 		snprintf(why, len, "Slurm does not know node %s here (no scontrol, or not a Slurm node)", host);

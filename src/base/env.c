@@ -82,7 +82,7 @@ int sdc_env_put(const char *name, const char *value)
 {
 	if (value && strlen(value) > SDC_ENV_VALUE_MAX)
 		return -1;
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&lock); /* wait-ok: held only to copy a value */
 	struct reserved *r = find(name);
 	if (!r) {
 		pthread_mutex_unlock(&lock);

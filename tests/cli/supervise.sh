@@ -60,6 +60,18 @@ for probe in GEMM EMBBAG MINITRAIN ECPARITY; do
 			fail "$t: cpu0 did not go on"
 	done
 done
+# A crash finding's replay line runs the same burn alone, in a process of its own again: the same
+# signal at the same device, iteration and instruction (sdcscan's own code: the same offset).
+replay=$(json_get "$TMP/gemm-SEGV.json" "[f['replay'] for f in r['findings'] if f['class'] == 'crash'][0]")
+case "$replay" in
+"sdcscan run "*) ;;
+*) fail "gemm-SEGV: the crash's replay line is '$replay'" ;;
+esac
+# (the line as printed, run by this build; no state: a replay is not the node's scheduled scan)
+expect_exit 2 replay "$SDCSCAN" ${replay#sdcscan } --no-state --json "$TMP/replay.json"
+[ "$(json_get "$TMP/replay.json" "[(f['device'], f['signal'], f['iteration'], f['ip']) for f in r['findings']]")" = \
+	"$(json_get "$TMP/gemm-SEGV.json" "[(f['device'], f['signal'], f['iteration'], f['ip']) for f in r['findings'] if f['class'] == 'crash']")" ] ||
+	fail "replay: $(tail -3 "$TMP/replay.out")"
 # an uncorrected memory error the thread touches (MADV_HWPOISON, or the kernel's notice where the
 # kernel does not offer it)
 expect_exit 2 mce "$SDCSCAN" run $GEMM --cpus 0-1 --duration 2 --no-state --json "$TMP/mce.json" --inject "gemm:MCE:iter=1,device=1"

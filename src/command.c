@@ -22,7 +22,8 @@ int sdc_cli_bad(const struct sdc_cli *cli, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "sdcscan %s: %s (see 'sdcscan %s --help')\n", cli->command, msg, cli->command);
+	/* the message quotes what was typed: a control character in it is shown escaped, never sent raw */
+	sdc_print_line(stderr, "sdcscan %s: %s (see 'sdcscan %s --help')", cli->command, msg, cli->command);
 	return sdc_exit_code(SDC_UNKNOWN, cli->exit_style);
 }
 

@@ -184,7 +184,9 @@ int sdc_opt_parse(const struct sdc_option *o, void *opts, const char *value, cha
 		return 0;
 	}
 bad_value:
-	snprintf(err, errlen, "'%s' is not valid (expected %s)", value, expected);
+	/* 0x40 read as 64 (and 010 as 8) once: every number is decimal now, and the error says so */
+	snprintf(err, errlen, "'%s' is not valid (expected %s%s)", value, expected,
+		 (o->type == SDC_OPT_INT || o->type == SDC_OPT_DOUBLE) && sdc_non_decimal(value) ? ", in decimal" : "");
 	return -1;
 }
 

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <linux/magic.h>
 #include <limits.h>
 #include <math.h>
 #include <pwd.h>
@@ -16,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,9 +31,11 @@ void sdc_set_quiet(bool q)
 static void vmsg(const char *level, const char *fmt, va_list ap)
 {
 	/* One fprintf per line so lines from threads do not interleave. */
-	char line[2048];
+	char line[2048], shown[4 * sizeof(line)];
 	vsnprintf(line, sizeof(line), fmt, ap);
-	fprintf(stderr, "sdcscan: %s%s\n", level, line);
+	/* what the line quotes (a --set value, a path, a peer's words) never reaches the terminal raw */
+	sdc_escape(shown, sizeof(shown), line);
+	fprintf(stderr, "sdcscan: %s%s\n", level, shown);
 }
 
 void sdc_error(const char *fmt, ...)
@@ -62,13 +66,28 @@ void sdc_note(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Whether s is written in decimal: an optional sign (a minus only where minus is true), then digits
+ * and, for a floating-point number, a point and an exponent. No space, no 0x (strtol and strtod
+ * would read 0x40 as 64, and strtol base 0 would read 010 as 8), no inf or nan. */
+static bool decimal_syntax(const char *s, bool minus, bool fraction)
+{
+	if (*s == '+' || (minus && *s == '-'))
+		s++;
+	if (!isdigit((unsigned char)*s) && !(fraction && *s == '.' && isdigit((unsigned char)s[1])))
+		return false;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s) && !(fraction && strchr(".eE+-", *s)))
+			return false;
+	return true;
+}
+
 bool sdc_parse_i64(const char *s, int64_t *out)
 {
-	if (!s || !*s)
+	if (!s || !decimal_syntax(s, true, false))
 		return false;
 	char *end;
 	errno = 0;
-	long long v = strtoll(s, &end, 0);
+	long long v = strtoll(s, &end, 10);
 	if (errno || *end)
 		return false;
 	*out = v;
@@ -77,11 +96,11 @@ bool sdc_parse_i64(const char *s, int64_t *out)
 
 bool sdc_parse_u64(const char *s, uint64_t *out)
 {
-	if (!s || !*s || *s == '-')
+	if (!s || !decimal_syntax(s, false, false))
 		return false;
 	char *end;
 	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
+	unsigned long long v = strtoull(s, &end, 10);
 	if (errno || *end)
 		return false;
 	*out = v;
@@ -90,7 +109,7 @@ bool sdc_parse_u64(const char *s, uint64_t *out)
 
 bool sdc_parse_double(const char *s, double *out)
 {
-	if (!s || !*s)
+	if (!s || !decimal_syntax(s, true, true))
 		return false;
 	char *end;
 	errno = 0;
@@ -99,6 +118,13 @@ bool sdc_parse_double(const char *s, double *out)
 		return false;
 	*out = v;
 	return true;
+}
+
+bool sdc_non_decimal(const char *s)
+{
+	if (*s == '+' || *s == '-')
+		s++;
+	return s[0] == '0' && s[1] && strchr("xXbBoO", s[1]);
 }
 
 void sdc_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
@@ -455,13 +481,56 @@ out_close:
 	return -1;
 }
 
+/* Whether fd is on the kernel's procfs or sysfs: its files say size 0 in stat whatever they hold
+ * (/proc/sys/kernel/random/boot_id), and its folders take no new file, even from root. */
+static bool kernel_fs(int fd)
+{
+	struct statfs fs;
+	return !fstatfs(fd, &fs) && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC);
+}
+
+/*
+ * A new temporary file beside name in dirfd's folder, named name.tmp.XXXXXXXX in tmp (NAME_MAX + 32
+ * bytes): a new name (O_EXCL), never a link (O_NOFOLLOW). The fd, or -1 with err naming path.
+ */
+static int create_temp(int dirfd, const char *name, const char *path, char *tmp, char *err, size_t errlen)
+{
+	int fd = -1, e = EEXIST;
+	for (uint32_t tries = 0; fd < 0 && e == EEXIST && tries < 100; tries++) {
+		uint32_t r;
+		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+			r = (uint32_t)getpid() * 2654435761u ^ (uint32_t)(sdc_now() * 1e9) ^ tries;
+		if (snprintf(tmp, NAME_MAX + 32, "%s.tmp.%08x", name, (unsigned)r) >= NAME_MAX + 32 || strlen(tmp) > NAME_MAX) {
+			snprintf(err, errlen, "%s: a name too long for its temporary file", path);
+			return -1;
+		}
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		e = fd < 0 ? errno : 0;
+	}
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot create a temporary file next to %s%s: %s", path,
+			 kernel_fs(dirfd) ? " (a folder of the kernel's procfs or sysfs, which takes no file)" : "", strerror(e));
+	}
+	return fd;
+}
+
 int sdc_output_path(const char *path, char *out, size_t outlen, char *err, size_t errlen)
 {
 	char name[NAME_MAX + 1], shown[4096 + NAME_MAX + 2];
 	int dirfd;
 	if (output_target(path, &dirfd, name, sizeof(name), shown, sizeof(shown), err, errlen))
 		return -1;
+	/* The folder's mode and access(2) do not say all: root passes them in /proc, which takes no
+	 * file, and on a read-only mount. A file made and removed there shows it before a run burns. */
+	char tmp[NAME_MAX + 32];
+	const int fd = create_temp(dirfd, name, shown, tmp, err, errlen);
+	if (fd >= 0) {
+		close(fd);
+		unlinkat(dirfd, tmp, 0);
+	}
 	close(dirfd);
+	if (fd < 0)
+		return -1;
 	if (strlen(shown) >= outlen) {
 		snprintf(err, errlen, "%s: path too long", path);
 		return -1;
@@ -494,30 +563,44 @@ char *sdc_read_regular_file(const char *path, size_t max, size_t *len, const cha
 		close(fd);
 		return NULL;
 	}
-	char *buf = malloc((size_t)st.st_size + 1);
-	size_t n = 0;
-	while (buf) {
-		const ssize_t r = read(fd, buf + n, (size_t)st.st_size + 1 - n);
+	/* what may be read: the size stat gave (one byte more: it changed while read); a procfs or
+	 * sysfs file that says size 0, its whole text up to max. A regular file on a real filesystem
+	 * keeps its size as the bound, an empty one included. */
+	const bool pseudo = st.st_size == 0 && kernel_fs(fd);
+	const size_t bound = pseudo ? max : (size_t)st.st_size;
+	size_t cap = (pseudo ? SDC_MIN(bound, (size_t)4095) : bound) + 1, n = 0;
+	char *buf = malloc(cap);
+	int read_errno = 0;
+	/* to the end, or to one byte past the bound */
+	while (buf && n <= bound) {
+		if (n == cap) {
+			char *grown = realloc(buf, cap = SDC_MIN(cap * 2, bound + 1));
+			if (!grown) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = grown;
+		}
+		const ssize_t r = read(fd, buf + n, cap - n);
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0) {
-			snprintf(err, errlen, "%s: %s", path, strerror(errno));
-			free(buf);
-			buf = NULL;
+		if (r <= 0) {
+			read_errno = r < 0 ? errno : 0;
 			break;
 		}
 		n += (size_t)r;
-		if (r == 0 || n > (size_t)st.st_size)
-			break;
 	}
 	close(fd);
-	if (!buf) {
-		if (!err[0])
+	if (!buf || read_errno || n > bound) {
+		if (!buf)
 			snprintf(err, errlen, "%s: out of memory", path);
-		return NULL;
-	}
-	if (n > (size_t)st.st_size) { /* it grew while read */
-		snprintf(err, errlen, "%s: changed while it was read", path);
+		else if (read_errno)
+			snprintf(err, errlen, "%s: %s", path, strerror(read_errno));
+		else if (pseudo)
+			snprintf(err, errlen, "%s: more than a %s may have (%zu bytes)", path, what, max);
+		else /* it grew while read */
+			snprintf(err, errlen, "%s: changed while it was read", path);
 		free(buf);
 		return NULL;
 	}
@@ -557,25 +640,8 @@ int sdc_write_atomic(const char *given, const char *data, size_t len, char *err,
 	int dirfd, fd = -1;
 	if (output_target(given, &dirfd, name, sizeof(name), path, sizeof(path), err, errlen))
 		return -1;
-	/* a new name (O_EXCL), never a link (O_NOFOLLOW), in the folder the walk checked */
-	for (uint32_t tries = 0; fd < 0 && tries < 100; tries++) {
-		uint32_t r;
-		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
-			r = (uint32_t)getpid() * 2654435761u ^ (uint32_t)(sdc_now() * 1e9) ^ tries;
-		if (snprintf(tmp, sizeof(tmp), "%s.tmp.%08x", name, (unsigned)r) >= (int)sizeof(tmp) || strlen(tmp) > NAME_MAX) {
-			snprintf(err, errlen, "%s: a name too long for its temporary file", path);
-			goto out_close;
-		}
-		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-		if (fd < 0 && errno != EEXIST) {
-			snprintf(err, errlen, "cannot create a temporary file next to %s: %s", path, strerror(errno));
-			goto out_close;
-		}
-	}
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot create a temporary file next to %s: %s", path, strerror(EEXIST));
+	if ((fd = create_temp(dirfd, name, path, tmp, err, errlen)) < 0)
 		goto out_close;
-	}
 	const char *suffix = tmp + strlen(name); /* messages name the temporary file as path + suffix */
 	size_t done = 0;
 	while (done < len) {

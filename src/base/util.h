@@ -27,11 +27,15 @@ void sdc_note(const char *fmt, ...) SDC_PRINTF(1, 2);
 /* Quiet mode silences notes and warnings, never errors. */
 void sdc_set_quiet(bool quiet);
 
-/* Strict number parsing: the whole string must be consumed. Accepts 0x prefixes. */
+/* Strict number parsing: the whole string must be consumed, and it must be decimal, as every number
+ * sdcscan reads is (010 is ten; 0x40, a leading space, inf and nan are refused). */
 bool sdc_parse_i64(const char *s, int64_t *out);
 bool sdc_parse_u64(const char *s, uint64_t *out);
 bool sdc_parse_double(const char *s, double *out);
 bool sdc_parse_bool(const char *s, bool *out);
+/* Whether s is a number written in another base (0x40, 0b101, 0o17), for an error that says why it was
+ * refused. */
+bool sdc_non_decimal(const char *s);
 
 /*
  * Ranges of non-negative numbers below limit, "0-3,8,10-11", into bits (limit bits, cleared first).
@@ -76,16 +80,17 @@ int sdc_write_atomic(const char *path, const char *data, size_t len, char *err, 
  * burns: the path walked a component at a time, a symbolic link among its folders followed only
  * where the link and the folder holding it are root's or this user's and not writable by group or
  * others; a link as the file itself refused, whoever owns it; what is not a regular file (a device
- * such as /dev/full, a directory, a FIFO) refused, as is a folder sdcscan cannot create a file in,
- * and "-". 0 with out set (the folder as walked, its links replaced by their targets, and the
+ * such as /dev/full, a directory, a FIFO) refused, as is a folder sdcscan cannot create a file in
+ * (tried: a temporary file made there and removed, as root passes access(2) in /proc), and "-". 0 with out set (the folder as walked, its links replaced by their targets, and the
  * name), or -1 with err naming the path and, for a link, the owner and mode refused.
  */
 int sdc_output_path(const char *path, char *out, size_t outlen, char *err, size_t errlen);
 
 /*
  * Reads a whole regular file of at most max bytes (NUL-terminated; *len without the NUL).
- * Refuses, without blocking, a directory, FIFO, device or socket, and a file over max before
- * reading it. NULL with err naming the file and what it is.
+ * Refuses, without blocking, a directory, FIFO, device or socket, a file over max before reading
+ * it, and one that grew past its size while read. A procfs or sysfs file, whose size says 0, is
+ * read to its end (at most max). NULL with err naming the file and what it is.
  */
 char *sdc_read_regular_file(const char *path, size_t max, size_t *len, const char *what, char *err, size_t errlen);
 

@@ -177,7 +177,8 @@ static int parse_common(struct sdc_cli *cli, const char *name, const char *arg)
 		cli->have_gpus = true;
 	} else if (!strcmp(name, "seed")) {
 		if (!sdc_parse_u64(arg, &cli->seed))
-			return sdc_cli_bad(cli, "--seed '%s': expected a non-negative integer", arg), -1;
+			return sdc_cli_bad(cli, "--seed '%s': expected a non-negative integer%s", arg,
+					   sdc_non_decimal(arg) ? ", in decimal" : ""), -1;
 		cli->have_seed = true;
 	} else if (!strcmp(name, "json")) {
 		cli->json = arg;
@@ -208,7 +209,9 @@ static int bad_value(const struct sdc_cli *cli, const struct sdc_option *o, cons
 	size_t n = strlen(expected);
 	if (n && expected[n - 1] == ')' && o->type == SDC_OPT_CUSTOM)
 		expected[n - 1] = '\0';
-	return sdc_cli_bad(cli, "--%s '%s': expected %s", o->name, arg, expected);
+	const bool number = o->type == SDC_OPT_INT || o->type == SDC_OPT_DOUBLE || o->type == SDC_OPT_CUSTOM;
+	return sdc_cli_bad(cli, "--%s '%s': expected %s%s", o->name, arg, expected,
+			   number && sdc_non_decimal(arg) ? ", in decimal" : "");
 }
 
 /*
@@ -372,7 +375,7 @@ int sdc_main(int argc, char **argv)
 			all[n] = commands[n]->name;
 		char names[256];
 		join_names(all, n, " or ", names, sizeof(names));
-		fprintf(stderr, "sdcscan: unknown command '%s' (expected %s; see 'sdcscan --help')\n", argv[1], names);
+		sdc_print_line(stderr, "sdcscan: unknown command '%s' (expected %s; see 'sdcscan --help')", argv[1], names);
 		return sdc_exit_code(SDC_UNKNOWN, style);
 	}
 	/* The sub-verb is the argument right after the command: never searched for further along. */

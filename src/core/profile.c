@@ -284,8 +284,23 @@ static int load_seed(struct parse *ps, struct sdc_plan *plan, const struct node 
 		plan->seed = s;
 	} else {
 		return fail(ps, v->line, v->col,
-			    "seed: '%s' is not valid (expected a non-negative integer, daily or random)", v->value);
+			    "seed: '%s' is not valid (expected a non-negative decimal integer, daily or random)", v->value);
 	}
+	return 0;
+}
+
+/* A count from 0 to max, in decimal as every number sdcscan reads (YAML's 0x40 and 0o17 refused, not
+ * read in their base; 010 is ten, as YAML 1.2 reads it). */
+static int load_count(struct parse *ps, const char *key, const struct node *v, int max, const char *expected,
+		      int *out)
+{
+	int64_t n;
+	if (v->type != NODE_SCALAR)
+		return fail(ps, v->line, v->col, "%s: expected %s, found %s", key, expected, kind_name(v));
+	if (!sdc_parse_i64(v->value, &n) || n < 0 || n > max)
+		return fail(ps, v->line, v->col, "%s: '%s' is not valid (expected %s%s)", key, v->value, expected,
+			    sdc_non_decimal(v->value) ? ", in decimal" : "");
+	*out = (int)n;
 	return 0;
 }
 
@@ -328,20 +343,11 @@ int sdc_profile_parse(const char *file, const char *text, size_t len, struct sdc
 			if (load_seed(&ps, plan, v))
 				goto out;
 		} else if (!strcmp(k->value, "expect_gpus")) {
-			int64_t g;
-			if (v->type != NODE_SCALAR || !sdc_parse_i64(v->value, &g) || g < 0 || g > 64) {
-				fail(&ps, v->line, v->col, "expect_gpus: expected a number of GPUs from 0 to 64");
+			if (load_count(&ps, k->value, v, 64, "a number of GPUs from 0 to 64", &plan->expect_gpus))
 				goto out;
-			}
-			plan->expect_gpus = (int)g;
 		} else if (!strcmp(k->value, "clear_after_clean_runs")) {
-			int64_t n;
-			if (v->type != NODE_SCALAR || !sdc_parse_i64(v->value, &n) || n < 0 || n > 1000) {
-				fail(&ps, v->line, v->col,
-				     "clear_after_clean_runs: expected a number of runs from 0 (never) to 1000");
+			if (load_count(&ps, k->value, v, 1000, "a number of runs from 0 (never) to 1000", &plan->clear_after))
 				goto out;
-			}
-			plan->clear_after = (int)n;
 		} else if (!strcmp(k->value, "probes")) {
 			probes = v;
 			if (v->type != NODE_MAP || !v->n) {

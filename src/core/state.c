@@ -41,8 +41,13 @@ int sdc_state_prepare(const char *dir, char *err, size_t errlen)
 		return -1;
 	}
 	struct stat st;
-	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "state directory %s: %s", dir, errno ? strerror(errno) : "not a directory");
+	if (stat(dir, &st)) {
+		snprintf(err, errlen, "state directory %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	/* (errno is not asked here: mkdir left EEXIST in it for a file at dir) */
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "state directory %s: not a directory (give --state-dir DIR or --no-state)", dir);
 		return -1;
 	}
 	if (access(dir, W_OK)) {

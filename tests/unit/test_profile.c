@@ -3,6 +3,8 @@
  * what was wrong and the valid choices; the built-in profiles load; --set follows the same rules.
  */
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -49,7 +51,15 @@ static void options(void)
 	sdc_opt_defaults(tab, &o);
 	CHECK(o.i == 5 && o.d == 0.5 && o.b && o.e == 1 && o.set == 5);
 	CHECK(sdc_opt_parse(&tab[0], &o, "10", err, sizeof(err)) == 0 && o.i == 10);
-	CHECK(sdc_opt_parse(&tab[0], &o, "0x3", err, sizeof(err)) == 0 && o.i == 3);
+	/* decimal only, as every number sdcscan reads: 010 is ten (it was octal 8), 0x3 is refused, the
+	 * error naming the value and saying why */
+	CHECK(sdc_opt_parse(&tab[0], &o, "010", err, sizeof(err)) == 0 && o.i == 10);
+	CHECK(sdc_opt_parse(&tab[0], &o, "0x3", err, sizeof(err)) == -1 && strstr(err, "'0x3' is not valid") &&
+	      strstr(err, "from 1 to 10, in decimal"));
+	CHECK(sdc_opt_parse(&tab[0], &o, " 3", err, sizeof(err)) == -1 && !strstr(err, "in decimal"));
+	CHECK(sdc_opt_parse(&tab[1], &o, "0x0.8", err, sizeof(err)) == -1 && strstr(err, "'0x0.8' is not valid") &&
+	      strstr(err, "in decimal"));
+	CHECK(sdc_opt_parse(&tab[1], &o, "0.75", err, sizeof(err)) == 0 && o.d == 0.75);
 	CHECK(sdc_opt_parse(&tab[0], &o, "11", err, sizeof(err)) == -1 && strstr(err, "out of range") &&
 	      strstr(err, "from 1 to 10"));
 	CHECK(sdc_opt_parse(&tab[0], &o, "7x", err, sizeof(err)) == -1 && strstr(err, "an integer"));
@@ -66,6 +76,50 @@ static void options(void)
 	char buf[64];
 	sdc_opt_format(&tab[4], &o, buf, sizeof(buf));
 	CHECK(!strcmp(buf, "green,blue"));
+}
+
+/* gemm's m as a profile with "m: <value>" sets it, or -1 when the profile is refused (err set). */
+static int64_t gemm_m(const char *value, char *err, size_t errlen)
+{
+	char yaml[128];
+	snprintf(yaml, sizeof(yaml), "probes:\n  gemm:\n    m: %s\n", value);
+	struct sdc_plan plan = { 0 };
+	int64_t m = -1;
+	if (sdc_profile_parse("d.yaml", yaml, strlen(yaml), &plan, err, errlen) == 0) {
+		const struct sdc_option *o = sdc_opt_find(plan.entries[0].probe->options, "m");
+		char buf[32];
+		sdc_opt_format(o, plan.entries[0].opts, buf, sizeof(buf));
+		m = strtoll(buf, NULL, 10);
+	}
+	sdc_plan_release(&plan);
+	return m;
+}
+
+/* A profile's numbers and --set's are decimal: YAML 1.2 reads 010 as ten, as sdcscan does; its 0x40
+ * and 0o17 (hexadecimal, octal) are refused with the key, the value and why, never read in their base. */
+static void decimal(void)
+{
+	char err[1024] = "";
+	CHECK_MSG(gemm_m("010", err, sizeof(err)) == 10, "m: 010: %s", err);
+	CHECK(gemm_m("0x40", err, sizeof(err)) == -1 && strstr(err, "d.yaml:3:8: gemm.m: '0x40' is not valid") &&
+	      strstr(err, "in decimal"));
+	CHECK(gemm_m("0o17", err, sizeof(err)) == -1 && strstr(err, "'0o17' is not valid"));
+	expect_error("seed: 0x10\nprobes:\n  gemm: {}\n", "t.yaml:1:7:", "seed: '0x10' is not valid", "decimal");
+	expect_error("expect_gpus: 0x2\nprobes:\n  gemm: {}\n", "t.yaml:1:14:", "expect_gpus: '0x2' is not valid",
+		     "from 0 to 64, in decimal");
+	expect_error("clear_after_clean_runs: 0b1\nprobes:\n  gemm: {}\n", "t.yaml:1:25:",
+		     "clear_after_clean_runs: '0b1' is not valid", "in decimal");
+	expect_error("expect_gpus: [1]\nprobes:\n  gemm: {}\n", "t.yaml:1:14:", "expect_gpus: expected a number of GPUs",
+		     "found a list");
+	const char *tens = "seed: 010\nexpect_gpus: 010\nclear_after_clean_runs: 010\nprobes:\n  gemm: {}\n";
+	struct sdc_plan plan = { 0 };
+	CHECK(sdc_profile_parse("t.yaml", tens, strlen(tens), &plan, err, sizeof(err)) == 0);
+	CHECK_MSG(plan.seed == 10 && plan.expect_gpus == 10 && plan.clear_after == 10, "010: seed %llu, gpus %d, clear %d",
+		  (unsigned long long)plan.seed, plan.expect_gpus, plan.clear_after);
+	/* --set's values go through the same rules */
+	CHECK(sdc_plan_set(&plan, "gemm.m=0x40") == -1);
+	CHECK(sdc_plan_set(&plan, "gemm.m=010") == 0);
+	sdc_plan_release(&plan);
 }
 
 int main(void)
@@ -95,6 +149,8 @@ int main(void)
 	CHECK(sdc_plan_set(&plan, "nosuch.m=1") == -1);
 	CHECK(sdc_plan_set(&plan, "gemm") == -1);
 	sdc_plan_release(&plan);
+
+	decimal();
 
 	/* Not YAML. */
 	expect_error("probes: [gemm\n", "t.yaml:2:1:", "not valid YAML", NULL);

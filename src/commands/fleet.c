@@ -4,7 +4,9 @@
  * kernel and library) must give the same work digest on every device: the digests of each group
  * are majority-voted and the minority named (host, device). Hosts whose last report found
  * something, is stale, missing (--hosts) or unreadable are named too. Text, --json, --html,
- * --csv, exit code.
+ * --csv, exit code. A host is its hostname and its machine's identity (fleet_data.h): machines
+ * that share a hostname are each named; a CRITICAL is never hidden by a clock ahead; links out of
+ * the folder are not followed; a refused file's bytes are never printed.
  *
  * Reports are read one at a time by a thread a core, each into a few fields (fleet_read.c, no
  * JSON tree), and only what stands for each host is kept, compactly (fleet_store.c): memory grows
@@ -28,6 +30,7 @@
 #include "commands/fleet_data.h"
 #include "core/report.h"
 #include "core/report_read.h"
+#include "json_load.h"
 
 struct fleet_opts {
 	double max_age;
@@ -72,8 +75,40 @@ static int path_add(struct paths *p, const char *path)
 	return 0;
 }
 
-/* A directory: every *.json under it, three levels down at most (DIR/host/last.json and the like). */
-static void take_dir(struct fl_store *st, struct paths *p, const char *dir, int depth)
+/*
+ * A link under the folder given: followed only to a file that lies inside that folder (its real
+ * path); a link to a folder is never followed (inside, its reports are read where they lie, and a
+ * link such as "loop -> .." would read them again and again; outside, it is not the fleet's), nor
+ * one that leads out of the folder (x.json -> /etc/shadow): those are listed (store.links) and
+ * said once. true: path is a file to read.
+ */
+static bool take_link(struct fl_store *st, const char *root, const char *path, bool json)
+{
+	char *real = realpath(path, NULL);
+	const bool resolved = real != NULL;
+	struct stat sb;
+	const size_t n = strlen(root);
+	const bool inside = real && !strncmp(real, root, n) && (real[n] == '/' || !strcmp(root, "/"));
+	const bool got = real && !stat(real, &sb), file = got && S_ISREG(sb.st_mode), dir = got && S_ISDIR(sb.st_mode);
+	free(real);
+	if (json && inside && file)
+		return true;
+	if (!json && !dir)
+		return false; /* (a file that is not a report: not read, as any such file) */
+	const char *why = !resolved ? "leads nowhere" : !inside ? "leads out of the folder" : dir ? "a folder" : "not a file";
+	if (st->nlinks == st->clinks) { /* (read before the threads start) */
+		struct fl_named *v = realloc(st->links, (2 * st->clinks + 8) * sizeof(*v));
+		if (!v)
+			return false;
+		st->links = v, st->clinks = 2 * st->clinks + 8;
+	}
+	st->links[st->nlinks++] = (struct fl_named){ strdup(path), strdup(why), 0 };
+	return false;
+}
+
+/* A directory: every *.json under it, three levels down at most (DIR/host/last.json and the
+ * like); root: the real path of the folder given. */
+static void take_dir(struct fl_store *st, struct paths *p, const char *root, const char *dir, int depth)
 {
 	DIR *d = opendir(dir);
 	if (!d) {
@@ -96,10 +131,15 @@ static void take_dir(struct fl_store *st, struct paths *p, const char *dir, int 
 			continue;
 		}
 		struct stat sb;
-		if (stat(path, &sb))
+		if (lstat(path, &sb))
 			continue;
+		if (S_ISLNK(sb.st_mode)) {
+			if (take_link(st, root, path, json))
+				path_add(p, path);
+			continue;
+		}
 		if (S_ISDIR(sb.st_mode) && depth < 3)
-			take_dir(st, p, path, depth + 1);
+			take_dir(st, p, root, path, depth + 1);
 		else if (S_ISREG(sb.st_mode) && json)
 			path_add(p, path);
 	}
@@ -161,6 +201,26 @@ static int read_file(const char *path, char **buf, size_t *cap, size_t *len, cha
 	return 0;
 }
 
+/*
+ * Why a report was refused, as sdc_report_parse says it, but where the text is not JSON, what was
+ * expected and at which byte: never jansson's "near '...'", which quotes the file's own bytes
+ * (a link to /etc/shadow would print its first token).
+ */
+static json_t *report_parse(const char *text, size_t len, char *why, size_t whylen)
+{
+	json_error_t je;
+	json_t *j = sdc_json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (!j) {
+		char *near = strstr(je.text, " near ");
+		if (near)
+			*near = '\0';
+		snprintf(why, whylen, "not JSON: %s, at line %d, column %d (byte %d)", je.text, je.line, je.column, je.position);
+		return NULL;
+	}
+	json_decref(j);
+	return sdc_report_parse(text, len, why, whylen);
+}
+
 /* One report: read, checked, kept if it is what stands for its host. */
 static void take_report(struct fl_store *st, struct fleet_rec *rec, struct fl_scratch *sc, char **buf, size_t *cap,
 			const char *path)
@@ -175,7 +235,7 @@ static void take_report(struct fl_store *st, struct fleet_rec *rec, struct fl_sc
 	if (rc) {
 		/* refused: jansson says why; where jansson takes what the scanner did not, its own
 		 * compact text of the report is read instead */
-		json_t *r = sdc_report_parse(*buf, len, why, sizeof(why));
+		json_t *r = report_parse(*buf, len, why, sizeof(why));
 		char *again = r ? json_dumps(r, JSON_COMPACT) : NULL;
 		json_decref(r);
 		if (!r) {
@@ -236,6 +296,104 @@ static void read_all(struct fl_store *st, struct paths *p, int nthreads)
 		pthread_join(t[i], NULL);
 }
 
+/* ---- a group named by what sets it apart ---- */
+
+static void add(char *buf, size_t len, size_t *n, const char *fmt, const char *a)
+{
+	if (*n < len)
+		*n += (size_t)snprintf(buf + *n, len - *n, fmt, a);
+}
+
+/* A value of an options object as text ("" when unset). */
+static char *opt_text(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v)
+		return strdup("");
+	if (json_is_string(v))
+		return strdup(json_string_value(v));
+	return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+}
+
+/* ", options k=v ...": the options whose values differ among the groups of g's probe/variant. */
+static void options_diff(const struct fl_store *st, const struct fl_group *g, char *buf, size_t len, size_t *n)
+{
+	json_t *mine = json_loads(fl_str(&st->strs, g->options), 0, NULL), *keys = json_object();
+	bool first = true;
+	if (!json_is_object(mine)) {
+		add(buf, len, n, ", options %s", fl_str(&st->strs, g->options));
+		goto out;
+	}
+	for (uint32_t k = 0; k < st->ngroups; k++) {
+		const struct fl_group *o = &st->groups[k];
+		if (o->pv != g->pv || o->options == g->options)
+			continue;
+		json_t *theirs = json_loads(fl_str(&st->strs, o->options), 0, NULL);
+		const char *key;
+		json_t *v;
+		/* a key of either whose value is not the same in both */
+		json_object_foreach(mine, key, v)
+			if (!json_equal(v, json_object_get(theirs, key)))
+				json_object_set_new(keys, key, json_true());
+		json_object_foreach(theirs, key, v)
+			if (!json_object_get(mine, key))
+				json_object_set_new(keys, key, json_true());
+		json_decref(theirs);
+	}
+	const char **sorted = malloc((json_object_size(keys) + 1) * sizeof(*sorted));
+	size_t m = 0;
+	const char *key;
+	json_t *v;
+	json_object_foreach(keys, key, v)
+		if (sorted)
+			sorted[m++] = key;
+	for (size_t i = 1; i < m; i++) /* (a few keys) */
+		for (size_t j = i; j > 0 && strcmp(sorted[j - 1], sorted[j]) > 0; j--) {
+			const char *t = sorted[j];
+			sorted[j] = sorted[j - 1], sorted[j - 1] = t;
+		}
+	for (size_t i = 0; i < m; i++) {
+		char *t = opt_text(mine, sorted[i]);
+		add(buf, len, n, first ? ", options %s=" : " %s=", sorted[i]);
+		add(buf, len, n, "%s", t && *t ? t : "(unset)");
+		free(t);
+		first = false;
+	}
+	free(sorted);
+out:
+	json_decref(mine);
+	json_decref(keys);
+}
+
+void sdc_fleet_group_short(const struct fl_store *st, const struct fl_group *g, char *buf, size_t len)
+{
+	bool seed = false, model = false, kernel = false, blas = false, iter = false, opts = false;
+	for (uint32_t k = 0; k < st->ngroups; k++) {
+		const struct fl_group *o = &st->groups[k];
+		if (o->pv != g->pv)
+			continue;
+		seed |= o->seed != g->seed, model |= o->model != g->model, kernel |= o->kernel != g->kernel;
+		blas |= o->blas != g->blas, iter |= o->iterations != g->iterations, opts |= o->options != g->options;
+	}
+	size_t n = 0;
+	add(buf, len, &n, "%s", fl_str(&st->strs, g->pv));
+	if (seed)
+		add(buf, len, &n, " seed %s", fl_str(&st->strs, g->seed));
+	if (model)
+		add(buf, len, &n, " on %s", fl_str(&st->strs, g->model));
+	if (kernel)
+		add(buf, len, &n, ", kernel %s", fl_str(&st->strs, g->kernel));
+	if (blas)
+		add(buf, len, &n, ", %s", fl_str(&st->strs, g->blas));
+	if (iter) {
+		char it[32];
+		snprintf(it, sizeof(it), "%lld", g->iterations);
+		add(buf, len, &n, ", %s iterations", it);
+	}
+	if (opts)
+		options_diff(st, g, buf, len, &n);
+}
+
 /* ---- the verdict and what is printed ---- */
 
 static int by_a(const void *x, const void *y)
@@ -250,17 +408,40 @@ struct lists {
 	enum sdc_verdict worst;
 };
 
+/* The names a host answers to in --hosts: its hostname, and the folder its report lies in
+ * (reports/node-a/last.json: node-a), for fleets collected a folder a machine. */
+static int known_names(const struct fl_store *st, struct fl_intern *names)
+{
+	for (size_t i = 0; i < st->nhosts; i++) {
+		const struct fl_host *h = &st->hosts[i];
+		if (!h->present)
+			continue;
+		const char *name = fl_str(&st->hostnames, h->name), *end = strrchr(h->path, '/'), *start = end;
+		while (start && start > h->path && start[-1] != '/')
+			start--;
+		if (sdc_fl_intern(names, name, strlen(name)) == FL_NONE ||
+		    (end && end > start && sdc_fl_intern(names, start, (size_t)(end - start)) == FL_NONE))
+			return -1;
+	}
+	return 0;
+}
+
 static int read_hosts_file(const char *file, const struct fl_store *st, struct lists *l, struct fleet_out *out,
 			   char *why, size_t whylen)
 {
 	size_t len;
 	char *text = sdc_read_regular_file(file, 16u << 20, &len, "hosts file", why, whylen);
+	struct fl_intern names = { 0 };
 	if (!text)
 		return -1;
+	if (known_names(st, &names)) {
+		snprintf(why, whylen, "%s: out of memory", file);
+		free(text), sdc_fl_intern_release(&names);
+		return -1;
+	}
 	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		line[strcspn(line, " \t\r#")] = '\0';
-		const uint32_t id = *line ? sdc_fl_intern_find(&st->hostnames, line, strlen(line)) : FL_NONE;
-		if (*line && (id == FL_NONE || !st->hosts[id].present)) {
+		if (*line && sdc_fl_intern_find(&names, line, strlen(line)) == FL_NONE) {
 			json_array_append_new(l->missing, json_string(line));
 			l->worst = sdc_verdict_worst(l->worst, SDC_WARNING);
 			char **v = realloc(out->missing, (out->nmissing + 1) * sizeof(*v));
@@ -269,6 +450,7 @@ static int read_hosts_file(const char *file, const struct fl_store *st, struct l
 		}
 	}
 	free(text);
+	sdc_fl_intern_release(&names);
 	return 0;
 }
 
@@ -279,15 +461,27 @@ static void host_lists(const struct fl_store *st, double max_age, struct lists *
 		const struct fl_host *h = &st->hosts[st->host_order[o]];
 		if (!h->present)
 			continue;
-		const char *host = fl_str(&st->hostnames, h->name);
+		const char *host = sdc_fl_host_name(st, h);
 		const double age = now - h->end;
 		if (age > max_age) {
 			json_array_append_new(l->stale, json_pack("{s:s, s:f, s:s}", "host", host, "age_seconds", age, "path", h->path));
 			l->worst = sdc_verdict_worst(l->worst, SDC_WARNING);
 		}
 		if (h->verdict != SDC_OK) {
-			json_array_append_new(l->findings, json_pack("{s:s, s:s, s:s}", "host", host, "verdict",
-								     sdc_verdict_name((enum sdc_verdict)h->verdict), "summary", h->summary));
+			/* a report dated ahead says so beside its verdict: its verdict stands, its date does not */
+			char skew[128] = "";
+			if (h->future)
+				snprintf(skew, sizeof(skew), " (the report is dated %.0f s in the future: its clock is wrong)",
+					 h->end - st->now);
+			char *summary = malloc(strlen(h->summary) + strlen(skew) + 1);
+			if (summary)
+				strcat(strcpy(summary, h->summary), skew);
+			json_array_append_new(l->findings, json_pack("{s:s, s:s, s:s, s:s, s:s, s:b}", "host", host, "verdict",
+								     sdc_verdict_name((enum sdc_verdict)h->verdict), "summary",
+								     summary ? summary : h->summary, "machine",
+								     fl_host_identity(&st->hostnames, h->name), "path", h->path,
+								     "clock_ahead", h->future));
+			free(summary);
 			/* a host that could not test is a warning of the fleet, not its corruption */
 			l->worst = sdc_verdict_worst(l->worst, h->verdict == SDC_UNKNOWN ? SDC_WARNING : (enum sdc_verdict)h->verdict);
 		}
@@ -320,7 +514,7 @@ static void print_text(const struct fl_store *st, struct lists *l, char **shortn
 		sdc_print_line(stdout,
 			       "disagrees: %s %s: %s: digest %.16s..., the majority (%" PRIu32 " of %" PRIu32
 			       " devices) %.16s%s",
-			       fl_str(&st->hostnames, h->name), fl_str(&st->strs, st->shapes[h->shape].res[x->index].dev),
+			       sdc_fl_host_name(st, h), fl_str(&st->strs, st->shapes[h->shape].res[x->index].dev),
 			       shortname[x->group], fl_str(&st->strs, x->digest), g->agreeing, g->devices,
 			       *best ? best : "none (no majority)", *best ? "..." : "");
 	}
@@ -329,6 +523,8 @@ static void print_text(const struct fl_store *st, struct lists *l, char **shortn
 	json_array_foreach(l->findings, i, e)
 		sdc_print_line(stdout, "%s: %s: %s", sdc_json_str(e, "verdict"), sdc_json_str(e, "host"),
 			       sdc_json_str(e, "summary"));
+	for (size_t k = 0; k < st->nsamename; k++)
+		sdc_print_line(stdout, "same-hostname: %s", st->samename[k].b);
 	json_array_foreach(l->stale, i, e)
 		sdc_print_line(stdout, "stale: %s: last report %.1f days old (%s)", sdc_json_str(e, "host"),
 			       json_real_value(json_object_get(e, "age_seconds")) / 86400, sdc_json_str(e, "path"));
@@ -339,11 +535,26 @@ static void print_text(const struct fl_store *st, struct lists *l, char **shortn
 	for (size_t k = 0; k < st->nskewed; k++)
 		sdc_print_line(stdout, "clock-skew: %s: a report dated %.0f s in the future (%s): its clock is wrong",
 			       st->skewed[k].a, st->skewed[k].x, st->skewed[k].b);
-	printf("%s: %zu minority device%s, %zu host%s with findings, %zu stale, %zu missing, %zu unreadable\n",
+	if (st->nlinks) { /* said once, every link named */
+		char *line = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&line, &len);
+		for (size_t k = 0; f && k < st->nlinks; k++)
+			fprintf(f, "%s%s (%s)", k ? ", " : "", st->links[k].a, st->links[k].b);
+		if (f && !fclose(f))
+			sdc_print_line(stdout, "links not followed: %zu link%s that lead%s out of the folder or to a folder: %s",
+				       st->nlinks, st->nlinks == 1 ? "" : "s", st->nlinks == 1 ? "s" : "", line);
+		free(line);
+	}
+	printf("%s: %zu minority device%s, %zu host%s with findings, %zu stale, %zu missing, %zu unreadable, %zu "
+	       "clock-skewed, %zu hostname%s shared\n",
 	       sdc_verdict_name(l->worst), st->nminority, st->nminority == 1 ? "" : "s", json_array_size(l->findings),
 	       json_array_size(l->findings) == 1 ? "" : "s", json_array_size(l->stale), json_array_size(l->missing),
-	       st->nunreadable);
+	       st->nunreadable, st->nskewed, st->nsamename, st->nsamename == 1 ? "" : "s");
 }
+
+static json_t *json_out_pack(const struct fl_store *st, struct lists *l, json_t *groups, json_t *minority, json_t *unreadable,
+			     json_t *skew);
 
 static json_t *json_out(const struct fl_store *st, struct lists *l)
 {
@@ -358,7 +569,7 @@ static json_t *json_out(const struct fl_store *st, struct lists *l)
 		const struct fl_minority *x = &st->minority[m];
 		const struct fl_host *h = &st->hosts[x->host];
 		const struct fl_group *g = &st->groups[x->group];
-		const char *host = fl_str(&st->hostnames, h->name), *dev = fl_str(&st->strs, st->shapes[h->shape].res[x->index].dev);
+		const char *host = sdc_fl_host_name(st, h), *dev = fl_str(&st->strs, st->shapes[h->shape].res[x->index].dev);
 		sdc_fleet_group_key(st, g, key, sizeof(key));
 		json_array_append_new(gmin[x->group], json_pack("{s:s, s:s, s:s}", "host", host, "device", dev, "digest",
 								fl_str(&st->strs, x->digest)));
@@ -381,6 +592,28 @@ static json_t *json_out(const struct fl_store *st, struct lists *l)
 	for (size_t k = 0; k < st->nskewed; k++)
 		json_array_append_new(skew, json_pack("{s:s, s:s, s:f}", "host", st->skewed[k].a, "path", st->skewed[k].b,
 						      "ahead_seconds", st->skewed[k].x));
+	json_t *same = json_array(), *links = json_array();
+	for (size_t k = 0; k < st->nsamename; k++) {
+		json_t *machines = json_array();
+		for (size_t o = 0; o < st->nhosts; o++) {
+			const struct fl_host *h = &st->hosts[st->host_order[o]];
+			if (h->present && !strcmp(fl_str(&st->hostnames, h->name), st->samename[k].a))
+				json_array_append_new(machines, json_pack("{s:s, s:s, s:s}", "host", sdc_fl_host_name(st, h), "machine",
+									  fl_host_identity(&st->hostnames, h->name), "path", h->path));
+		}
+		json_array_append_new(same, json_pack("{s:s, s:o}", "hostname", st->samename[k].a, "machines", machines));
+	}
+	for (size_t k = 0; k < st->nlinks; k++)
+		json_array_append_new(links, json_pack("{s:s, s:s}", "path", st->links[k].a, "why", st->links[k].b));
+	json_t *j = json_out_pack(st, l, groups, minority, unreadable, skew);
+	json_object_set_new(j, "same_hostname", same);
+	json_object_set_new(j, "links_not_followed", links);
+	return j;
+}
+
+static json_t *json_out_pack(const struct fl_store *st, struct lists *l, json_t *groups, json_t *minority, json_t *unreadable,
+			     json_t *skew)
+{
 	return json_pack("{s:[i,i], s:I, s:I, s:o, s:o, s:O, s:O, s:O, s:o, s:o, s:{s:s, s:i}}", "schema_version",
 			 SDC_SCHEMA_MAJOR, SDC_SCHEMA_MINOR, "report_files", (json_int_t)st->files, "hosts",
 			 (json_int_t)present_hosts(st), "groups", groups, "minority", minority, "hosts_with_findings",
@@ -408,8 +641,11 @@ static int fleet_main(struct sdc_cmd *c)
 		struct stat sb;
 		if (stat(c->args[a], &sb))
 			rc = sdc_cli_bad(cli, "%s: %s", c->args[a], strerror(errno));
-		else if (S_ISDIR(sb.st_mode))
-			take_dir(&st, &p, c->args[a], 0);
+		else if (S_ISDIR(sb.st_mode)) {
+			char *root = realpath(c->args[a], NULL);
+			take_dir(&st, &p, root ? root : c->args[a], c->args[a], 0);
+			free(root);
+		}
 		else
 			path_add(&p, c->args[a]);
 	}
@@ -432,6 +668,7 @@ static int fleet_main(struct sdc_cmd *c)
 	}
 	sdc_sort(st.unreadable, st.nunreadable, sizeof(*st.unreadable), by_a);
 	sdc_sort(st.skewed, st.nskewed, sizeof(*st.skewed), by_a);
+	sdc_sort(st.links, st.nlinks, sizeof(*st.links), by_a);
 	struct lists l = { json_array(), json_array(), json_array(), SDC_OK };
 	struct fleet_out out = { .html = o->html, .csv = o->csv, .max_age = o->max_age };
 	char why[700];
@@ -440,7 +677,8 @@ static int fleet_main(struct sdc_cmd *c)
 		rc = sdc_cli_bad(cli, "--hosts %s", why);
 		goto out;
 	}
-	if (st.nunreadable || st.nskewed)
+	/* WARNING: a report not read, a clock ahead, two machines under one name, a link not followed */
+	if (st.nunreadable || st.nskewed || st.nsamename || st.nlinks)
 		l.worst = sdc_verdict_worst(l.worst, SDC_WARNING);
 	if (st.nminority)
 		l.worst = sdc_verdict_worst(l.worst, SDC_CRITICAL);

@@ -6,7 +6,9 @@
  * reader that reads and json_loadb's every file in the same threads, and `sdcscan fleet`, each in
  * a child process whose peak memory getrusage gives (ru_maxrss). Targets: the large hosts'
  * fleet in at most 512 MB and at a rate no lower than the plain reader's; the 2-CPU fleet in
- * under 5 s; the planted device named, and nothing else.
+ * under 5 s; the planted device named, and nothing else; and the three hosts planted afresh in
+ * each fleet (PLANT_*: two machines of one hostname, a report dated a day ahead, a CRITICAL one)
+ * each named.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -20,6 +22,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/util.h"
@@ -28,7 +31,7 @@
 #include "core/report_read.h"
 
 /* Bumped when the generated reports change: a cache made by another version is made again. */
-#define GEN_VERSION 1
+#define GEN_VERSION 2
 
 struct bench_opts {
 	int64_t reports, threads, turns;
@@ -41,7 +44,7 @@ static const char *const kinds[] = { "both", "large", "small", NULL };
 
 #define OPT(f) offsetof(struct bench_opts, f)
 static const struct sdc_option bench_options[] = {
-	{ .name = "reports", .metavar = "N", .type = SDC_OPT_INT, .offset = OPT(reports), .def = "10000", .imin = 4,
+	{ .name = "reports", .metavar = "N", .type = SDC_OPT_INT, .offset = OPT(reports), .def = "10000", .imin = 8,
 	  .imax = 1000000, .help = "hosts' reports in each fleet" },
 	{ .name = "kind", .metavar = "KIND", .type = SDC_OPT_ENUM, .offset = OPT(kind), .def = "both", .choices = kinds,
 	  .help = "large (128 CPUs and 8 GPUs a host), small (2 CPUs) or both" },
@@ -179,6 +182,8 @@ static char *host_text(json_t *tmpl, int cpus, int gpus, char *digest, size_t dl
 	json_object_set_new(r, "results", results);
 	json_t *host = json_object_get(r, "host");
 	json_object_set_new(host, "hostname", json_string("@@HOST@@@"));
+	json_object_set_new(host, "machine_id", json_string("################################"));
+	json_object_del(host, "product_uuid"), json_object_del(host, "product_serial"), json_object_del(host, "boot_id");
 	json_object_set_new(host, "online_cpus", json_integer(cpus));
 	json_object_del(host, "gpu_note");
 	char sum[96];
@@ -247,7 +252,8 @@ static int make_fleet(const char *dir, const char *name, int cpus, int gpus, lon
 	char *text = host_text(tmpl, cpus, gpus, digest, sizeof(digest));
 	json_decref(tmpl);
 	char *h = text ? strstr(text, "@@HOST@@@") : NULL, *d = text ? strstr(text, "@@@@@@@@@@@@@@@@") : NULL;
-	if (!h || !d || d < h || strlen(digest) != 64) {
+	char *mid = text ? strstr(text, "################################") : NULL;
+	if (!h || !d || !mid || d < h || strlen(digest) != 64) {
 		if (strlen(digest) != 64)
 			fprintf(stderr, "sdcscan bench fleet: the template run (%s/template.json) has no result with a work "
 					"digest (each ran under 16 iterations?): remove it to run it again\n", dir);
@@ -267,6 +273,9 @@ static int make_fleet(const char *dir, const char *name, int cpus, int gpus, lon
 		snprintf(file, sizeof(file), "%s.json", host);
 		join(path, sizeof(path), folder, file);
 		memcpy(h, host, 9);
+		char id[40];
+		snprintf(id, sizeof(id), "%032lx", 0x5dc0000000L + i); /* the machine's own machine-id */
+		memcpy(mid, id, 32);
 		memcpy(dg, !strcmp(host, planted) ? "0000000000000000000000000000000000000000000000000000000000000000" : digest, 64);
 		memcpy(d, dg, 64);
 		rc = write_all(path, text, strlen(text), "", 0, "", 0);
@@ -276,6 +285,72 @@ static int make_fleet(const char *dir, const char *name, int cpus, int gpus, lon
 	if (!f || fputs(want, f) < 0 || fclose(f))
 		return -1;
 	return 0;
+}
+
+/*
+ * The hosts planted afresh before each fleet's race (their files rewritten, the rest kept): the
+ * report of PLANT_TWIN gives the hostname of PLANT_TWIN + 1 (another machine-id: two machines of
+ * one name), PLANT_AHEAD's is dated a day ahead of now, PLANT_CRITICAL's is CRITICAL.
+ */
+#define PLANT_TWIN 0
+#define PLANT_AHEAD 2
+#define PLANT_CRITICAL 3
+
+static int plant_hosts(const char *folder)
+{
+	for (int k = PLANT_TWIN; k <= PLANT_CRITICAL; k++) {
+		if (k == PLANT_TWIN + 1)
+			continue;
+		char path[4200], file[48];
+		snprintf(file, sizeof(file), "node%05d.json", k);
+		join(path, sizeof(path), folder, file);
+		json_t *r = json_load_file(path, 0, NULL);
+		if (!r)
+			return -1;
+		if (k == PLANT_TWIN) {
+			char name[32];
+			snprintf(name, sizeof(name), "node%05d", PLANT_TWIN + 1);
+			json_object_set_new(json_object_get(r, "host"), "hostname", json_string(name));
+		} else if (k == PLANT_AHEAD) {
+			char when[40];
+			const time_t t = (time_t)sdc_wall_now() + 86400;
+			struct tm tm;
+			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+			json_object_set_new(json_object_get(r, "run"), "start", json_string(when));
+		} else {
+			json_object_set_new(r, "verdict", json_pack("{s:s, s:i, s:s}", "status", "CRITICAL", "code", 2, "summary",
+								    "CRITICAL: planted by sdcscan bench fleet"));
+		}
+		const int rc = json_dump_file(r, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		json_decref(r);
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+/* Whether the fleet's --json names each planted host: the two machines of one hostname, the
+ * report a day ahead, the CRITICAL host; each said, yes or MISSED. */
+static bool named_planted_hosts(const char *json)
+{
+	json_t *r = json_load_file(json, 0, NULL), *x;
+	char twin[32], ahead[32], crit[32];
+	snprintf(twin, sizeof(twin), "node%05d", PLANT_TWIN + 1);
+	snprintf(ahead, sizeof(ahead), "node%05d", PLANT_AHEAD);
+	snprintf(crit, sizeof(crit), "node%05d", PLANT_CRITICAL);
+	bool t = false, a = false, c = false;
+	size_t i;
+	json_array_foreach(json_object_get(r, "same_hostname"), i, x)
+		t |= !strcmp(sdc_json_str(x, "hostname"), twin) && json_array_size(json_object_get(x, "machines")) == 2;
+	json_array_foreach(json_object_get(r, "clock_skew"), i, x)
+		a |= !strcmp(sdc_json_str(x, "host"), ahead);
+	json_array_foreach(json_object_get(r, "hosts_with_findings"), i, x)
+		c |= !strcmp(sdc_json_str(x, "host"), crit) && !strcmp(sdc_json_str(x, "verdict"), "CRITICAL");
+	json_decref(r);
+	printf("  two machines of hostname %s both named: %s\n", twin, t ? "yes" : "NO  MISSED");
+	printf("  the report a day ahead (%s) named: %s\n", ahead, a ? "yes" : "NO  MISSED");
+	printf("  the CRITICAL host (%s) named: %s\n", crit, c ? "yes" : "NO  MISSED");
+	return t && a && c;
 }
 
 /* ---- the plain reader: read and json_loadb every file, in threads ---- */
@@ -430,6 +505,10 @@ static bool race(const struct bench_opts *o, const char *dir, const struct kind 
 	char name[128];
 	snprintf(name, sizeof(name), "%s-fleet.json", k->name);
 	join(folder, sizeof(folder), dir, k->name);
+	if (plant_hosts(folder)) {
+		fprintf(stderr, "sdcscan bench fleet: could not plant the hosts in %s\n", folder);
+		return false;
+	}
 	join(json, sizeof(json), dir, name);
 	snprintf(nthreads, sizeof(nthreads), "%d", threads);
 	char *argv[] = { "sdcscan", "fleet", "--threads", nthreads, "--max-age", "315360000", "--json", json, folder, NULL };
@@ -471,6 +550,7 @@ static bool race(const struct bench_opts *o, const char *dir, const struct kind 
 	else
 		printf("  fleet's time: %.2f s  (target < %g s)%s\n", f.seconds, o->max_seconds, time_ok ? "" : "  MISSED");
 	printf("  the planted device (%s cpu1) named, and nothing else: %s\n", planted, named ? "yes" : "NO  MISSED");
+	const bool hosts_named = named_planted_hosts(json);
 	printf("  with --html and --csv: %.2f s, %.0f MB peak; the page %.2f MB, the rows %.2f MB (%s)\n", pages.seconds,
 	       pages.peak_mb, hbytes / 1e6, cbytes / 1e6, html);
 	json_array_append_new(out, json_pack("{s:s, s:s, s:I, s:f, s:i, s:{s:f, s:f, s:i}, s:{s:f, s:f, s:i}, s:f, s:b, s:f, s:f, s:f, s:b}",
@@ -479,8 +559,9 @@ static bool race(const struct bench_opts *o, const char *dir, const struct kind 
 					     "exit", p.status, "sdcscan_fleet", "seconds", f.seconds, "peak_mb", f.peak_mb,
 					     "exit", f.status, "rate_ratio", ratio, "planted_named", named, "html_bytes", hbytes, "csv_bytes", cbytes,
 					     "pages_seconds", pages.seconds,
-					     "targets_met", mem_ok && rate_ok && time_ok && named && read_ok));
-	return mem_ok && rate_ok && time_ok && named && read_ok;
+					     "targets_met", mem_ok && rate_ok && time_ok && named && read_ok && hosts_named));
+	json_object_set_new(json_array_get(out, json_array_size(out) - 1), "planted_hosts_named", json_boolean(hosts_named));
+	return mem_ok && rate_ok && time_ok && named && read_ok && hosts_named;
 }
 
 static int bench_main(struct sdc_cmd *c)

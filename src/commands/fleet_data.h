@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <xxhash.h>
 
 #define FL_NONE UINT32_MAX
@@ -43,6 +44,7 @@ struct fleet_rec {
 	char *arena;
 	size_t alen, acap;
 	uint32_t host, kind, seed, start, status, summary, node, blas_lib, blas_ver, blas_core;
+	uint32_t machine_id, product_uuid, product_serial, boot_id; /* host's identity, 0 when none */
 	long long major, code, sequence;
 	bool major_int, code_int, duration_num, run_obj, results_arr, devices_arr, findings_arr, dup;
 	double duration;
@@ -113,7 +115,8 @@ struct fl_exc {
 
 #define FL_FINDINGS_KEPT 8
 struct fl_host {
-	uint32_t name; /* id in store.hostnames */
+	uint32_t name; /* id in store.hostnames: "hostname\0identity" (fl_host_identity) */
+	char *label;   /* where machines share a hostname: "hostname (machine-id 1234abcd5678)"; else NULL */
 	char *path;
 	double end;
 	bool scheduled, future, present;
@@ -151,8 +154,8 @@ struct fl_store {
 	uint32_t nshapes, cshapes;
 	struct fl_group *groups;
 	uint32_t ngroups, cgroups;
-	struct fl_named *unreadable, *skewed;
-	size_t nunreadable, cunreadable, nskewed, cskewed;
+	struct fl_named *unreadable, *skewed, *links, *samename;
+	size_t nunreadable, cunreadable, nskewed, cskewed, nlinks, clinks, nsamename, csamename;
 	double now;
 	long files;
 	/* after sdc_fleet_vote_all */
@@ -161,6 +164,20 @@ struct fl_store {
 	uint32_t *host_order; /* hosts sorted by name */
 	uint32_t *group_order;
 };
+
+/*
+ * A host is its hostname and its machine's identity: the report's host.machine_id, else
+ * host.product_uuid, else host.product_serial; a report without any (older than schema 1.2) is
+ * known by the folder it lies in. Machines that share a hostname are each a host, named apart by
+ * fl_host_name and listed in store.samename.
+ */
+static inline const char *fl_host_identity(const struct fl_intern *hostnames, uint32_t name)
+{
+	const char *s = hostnames->bytes + hostnames->off[name];
+	return s + strlen(s) + 1;
+}
+/* The host as the outputs name it: its hostname, with its identity where another machine shares it. */
+const char *sdc_fl_host_name(const struct fl_store *st, const struct fl_host *h);
 
 int sdc_fleet_store_init(struct fl_store *st, double now);
 void sdc_fleet_store_release(struct fl_store *st);
@@ -190,6 +207,10 @@ void sdc_fleet_group_short(const struct fl_store *st, const struct fl_group *g, 
 uint32_t sdc_fl_host_digest(const struct fl_store *st, const struct fl_host *h, uint32_t i);
 /* Its status id (FL_NONE: ok). */
 uint32_t sdc_fl_host_status(const struct fl_store *st, const struct fl_host *h, uint32_t i);
+
+/* The host's level in the fleet (an enum sdc_verdict) and why (fleet_store.c says the rule). */
+int sdc_fl_host_level(const struct fl_store *st, const struct fl_host *h, bool minority, double max_age, char *why,
+		      size_t len);
 
 /* Reader threads: asked (> 0), else one an online CPU (fleet.c). */
 int sdc_fleet_threads(int64_t asked);

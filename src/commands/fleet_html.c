@@ -3,9 +3,12 @@
  *
  * Each host's cell for a probe/variant is the worst of its devices' results there: CRITICAL for
  * a device in the vote's minority or a corrupt or crashed result, UNKNOWN for one that could not
- * test, WARNING for a degraded result or a device slower than SLOW_FRACTION of the median rate of
- * its model's devices for that probe/variant across the fleet (at least SLOW_MIN of them), OK,
- * or skipped. The page (fleet_page.html, compiled in) draws the data this file writes into it.
+ * test, WARNING for a degraded result, SLOW for a device slower than SLOW_FRACTION of the median
+ * rate of its model's devices for that probe/variant across the fleet (at least SLOW_MIN of them:
+ * shown, never a WARNING: a rate against the fleet is no verdict, the profile's floor is), OK, or
+ * skipped. A host's level is the one rule of the text and the exit code (sdc_fl_host_level), and
+ * the page says which reasons set it. The page (fleet_page.html, compiled in) draws the data this
+ * file writes into it.
  */
 #include <jansson.h>
 #include <math.h>
@@ -167,7 +170,7 @@ static double ratio(const struct view *v, const struct fl_host *x, uint32_t i)
 	return d && d->n >= SLOW_MIN && d->median > 0 ? x->rate[i] / d->median : -1;
 }
 
-enum { K_OK = 1, K_SKIP = 2, K_WARN = 4, K_UNK = 8, K_CRIT = 16 };
+enum { K_OK = 1, K_SKIP = 2, K_WARN = 4, K_UNK = 8, K_CRIT = 16, K_SLOW = 32 };
 
 static int status_kind(const char *s)
 {
@@ -182,7 +185,7 @@ static int status_kind(const char *s)
 
 static char cell_char(int k)
 {
-	return k & K_CRIT ? 'c' : k & K_UNK ? 'u' : k & K_WARN ? 'w' : k & K_OK ? 'o' : k & K_SKIP ? 's' : '.';
+	return k & K_CRIT ? 'c' : k & K_UNK ? 'u' : k & K_WARN ? 'w' : k & K_SLOW ? 'l' : k & K_OK ? 'o' : k & K_SKIP ? 's' : '.';
 }
 
 static const char *cell_name(char c)
@@ -191,6 +194,7 @@ static const char *cell_name(char c)
 	case 'c': return "CRITICAL";
 	case 'u': return "UNKNOWN";
 	case 'w': return "WARNING";
+	case 'l': return "SLOW";
 	case 'o': return "OK";
 	case 's': return "SKIPPED";
 	default: return "";
@@ -244,7 +248,7 @@ static void host_cells(struct view *v, uint32_t h, struct hostcols *hc, json_t *
 			if (hc->minr[c] < 0 || r < hc->minr[c])
 				hc->minr[c] = r;
 			if (r < SLOW_FRACTION) {
-				k |= K_WARN;
+				k |= K_SLOW;
 				if (slow)
 					json_array_append_new(slow, json_pack("[i, s, i]", c, dev, (int)floor(r * 100)));
 			}
@@ -315,7 +319,7 @@ int sdc_fleet_write_csv(const struct fl_store *st, const struct fleet_out *o)
 				snprintf(num, sizeof(num), "%.3f", hc.minr[c]);
 			snprintf(nd, sizeof(nd), "%d", hc.ndev[c]);
 			const char cell[2] = { cell_char(hc.kind[c]), 0 };
-			csv_field(f, fl_str(&st->hostnames, x->name), false);
+			csv_field(f, sdc_fl_host_name(st, x), false);
 			csv_field(f, *host_state(&v, x) ? host_state(&v, x) : "ok", false);
 			csv_field(f, sdc_verdict_name((enum sdc_verdict)x->verdict), false);
 			csv_field(f, probe, false);
@@ -394,6 +398,18 @@ static json_t *dist_json(const struct view *v, const struct dist *d, json_t *slo
 			 hist, "slow", slow, "nslow", (json_int_t)d->nslow);
 }
 
+/* A host's row of the page: name, state, its report's verdict, cells, ratios, its details' index,
+ * and its level in the fleet with the reasons (the one rule, sdc_fl_host_level). */
+static json_t *host_row(const struct view *v, uint32_t h, const char *state, const char *cells, const char *ratios, long di)
+{
+	const struct fl_host *x = &v->st->hosts[h];
+	char why[600];
+	const int level = sdc_fl_host_level(v->st, x, v->mfirst[h + 1] > v->mfirst[h], v->max_age, why, sizeof(why));
+	return json_pack("[s, s, s, s, s, I, s, s]", sdc_fl_host_name(v->st, x), state,
+			 sdc_verdict_name((enum sdc_verdict)x->verdict), cells, ratios, (json_int_t)di,
+			 sdc_verdict_name((enum sdc_verdict)level), why);
+}
+
 /* The page's data (the JSON fleet_page.html reads). */
 static json_t *page_data(struct view *v, const struct fleet_out *o, int verdict, struct hostcols *hc)
 {
@@ -429,7 +445,7 @@ static json_t *page_data(struct view *v, const struct fleet_out *o, int verdict,
 		}
 		cells[v->ncols] = '\0';
 		ratios[2 * v->ncols] = '\0';
-		const char *name = fl_str(&st->hostnames, x->name), *state = host_state(v, x);
+		const char *name = sdc_fl_host_name(st, x), *state = host_state(v, x);
 		/* each slow device in its distribution's list */
 		const struct fl_shape *sh = &st->shapes[x->shape];
 		for (uint32_t r = 0; r < sh->nres; r++) {
@@ -468,8 +484,7 @@ static json_t *page_data(struct view *v, const struct fleet_out *o, int verdict,
 			problems_add(problems, pos[h], "%s: %s: last report %.1f days old (%s)", state, name,
 				     (v->now - x->end) / 86400, x->path);
 		}
-		json_array_append_new(hosts, json_pack("[s, s, s, s, s, I]", name, state,
-						       sdc_verdict_name((enum sdc_verdict)x->verdict), cells, ratios, (json_int_t)di));
+		json_array_append_new(hosts, host_row(v, h, state, cells, ratios, di));
 	}
 	/* the minority first among the problems: what a person looks at first */
 	json_t *first = json_array();
@@ -478,7 +493,7 @@ static json_t *page_data(struct view *v, const struct fleet_out *o, int verdict,
 		const struct fl_host *h = &st->hosts[x->host];
 		const struct fl_group *g = &st->groups[x->group];
 		problems_add(first, pos[x->host], "disagrees: %s %s: %s: digest %.16s..., the majority (%u of %u devices) %.16s",
-			     fl_str(&st->hostnames, h->name), fl_str(&st->strs, st->shapes[h->shape].res[x->index].dev),
+			     sdc_fl_host_name(st, h), fl_str(&st->strs, st->shapes[h->shape].res[x->index].dev),
 			     fl_str(&st->strs, g->pv), fl_str(&st->strs, x->digest), g->agreeing, g->devices,
 			     g->best == FL_NONE ? "none (no majority)" : fl_str(&st->strs, g->best));
 	}
@@ -490,7 +505,8 @@ static json_t *page_data(struct view *v, const struct fleet_out *o, int verdict,
 		memset(dots, '.', (size_t)v->ncols < sizeof(dots) - 1 ? (size_t)v->ncols : sizeof(dots) - 1);
 		dots[(size_t)v->ncols < sizeof(dots) - 1 ? (size_t)v->ncols : sizeof(dots) - 1] = '\0';
 		problems_add(problems, (long)n, "missing: %s: no report", o->missing[i]);
-		json_array_append_new(hosts, json_pack("[s, s, s, s, s, i]", o->missing[i], "missing", "", dots, "", -1));
+		json_array_append_new(hosts, json_pack("[s, s, s, s, s, i, s, s]", o->missing[i], "missing", "", dots, "", -1,
+						       "WARNING", "missing: it is in --hosts and left no report"));
 		n++;
 	}
 	for (size_t i = 0; i < st->nskewed; i++)
@@ -505,7 +521,7 @@ static json_t *page_data(struct view *v, const struct fleet_out *o, int verdict,
 			json_decref(dslow[k]);
 	char counts[400];
 	snprintf(counts, sizeof(counts), "%zu host%s, %u group%s of the same work: %zu minority device%s, %zu host%s with "
-		 "findings, %zu slow device%s, %zu stale, %zu missing, %zu unreadable", n - o->nmissing,
+		 "findings, %zu slow device%s (shown, not a warning), %zu stale, %zu missing, %zu unreadable", n - o->nmissing,
 		 n - o->nmissing == 1 ? "" : "s", st->ngroups, st->ngroups == 1 ? "" : "s", st->nminority,
 		 st->nminority == 1 ? "" : "s", nfind, nfind == 1 ? "" : "s", nslow, nslow == 1 ? "" : "s", nstale, o->nmissing,
 		 st->nunreadable);

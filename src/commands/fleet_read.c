@@ -304,6 +304,15 @@ static bool m_host(struct sdc_jscan *s, struct fleet_rec *r, const char *key, un
 	(void)arg;
 	if (!strcmp(key, "hostname"))
 		return !twice(r, seen, 1) && str(s, r, &r->host);
+	/* the machine's identity (reports before schema 1.2 have none: fleet tells those apart by folder) */
+	if (!strcmp(key, "machine_id"))
+		return !twice(r, seen, 2) && str(s, r, &r->machine_id);
+	if (!strcmp(key, "product_uuid"))
+		return !twice(r, seen, 4) && str(s, r, &r->product_uuid);
+	if (!strcmp(key, "product_serial"))
+		return !twice(r, seen, 8) && str(s, r, &r->product_serial);
+	if (!strcmp(key, "boot_id"))
+		return !twice(r, seen, 16) && str(s, r, &r->boot_id);
 	return sdc_jscan_skip(s);
 }
 

@@ -4,6 +4,7 @@
  */
 #include <jansson.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,7 +115,7 @@ int sdc_fleet_store_init(struct fl_store *st, double now)
 
 static void host_release(struct fl_host *h)
 {
-	free(h->path), free(h->summary), free(h->rate), free(h->exc);
+	free(h->path), free(h->summary), free(h->rate), free(h->exc), free(h->label);
 	for (uint32_t i = 0; i < h->nkept; i++)
 		free(h->find[i]);
 	const uint32_t name = h->name;
@@ -132,7 +133,12 @@ void sdc_fleet_store_release(struct fl_store *st)
 		free(st->unreadable[i].a), free(st->unreadable[i].b);
 	for (size_t i = 0; i < st->nskewed; i++)
 		free(st->skewed[i].a), free(st->skewed[i].b);
-	free(st->hosts), free(st->shapes), free(st->groups), free(st->unreadable), free(st->skewed);
+	for (size_t i = 0; i < st->nlinks; i++)
+		free(st->links[i].a), free(st->links[i].b);
+	for (size_t i = 0; i < st->nsamename; i++)
+		free(st->samename[i].a), free(st->samename[i].b);
+	free(st->hosts), free(st->shapes), free(st->groups), free(st->unreadable), free(st->skewed), free(st->links);
+	free(st->samename);
 	free(st->minority), free(st->host_order), free(st->group_order);
 	sdc_fl_intern_release(&st->strs), sdc_fl_intern_release(&st->hostnames), sdc_fl_intern_release(&st->shape_ix);
 	sdc_fl_intern_release(&st->group_ix);
@@ -333,15 +339,22 @@ static uint32_t shape_of(struct fl_store *st, struct fl_scratch *sc, const struc
 }
 
 /*
- * Whether cand stands for its host rather than have: a full scheduled run over any other kind
- * (an injected or partial run says less of the host); then the later sequence number of the
- * host's own state where both carry one (a clock cannot skew it); then the later end. A report
- * dated in the future stands only where nothing else does: its clock, not its age, put it first.
+ * Whether cand stands for its host rather than have: the later sequence number of the host's own
+ * state where both carry one and are of one kind (a clock cannot skew it); a report dated in the
+ * future stands only where nothing else does, or where it is CRITICAL and the other is not (its
+ * clock, not its age, put it first; its CRITICAL is never hidden by that clock: the skew is said
+ * beside it); a full scheduled run over any other kind (an injected or partial run says less of
+ * the host); then the later end.
  */
 static bool newer(const struct fl_host *cand, const struct fl_host *have)
 {
-	if (cand->future != have->future)
-		return have->future;
+	if (cand->scheduled == have->scheduled && cand->sequence && have->sequence && cand->sequence != have->sequence)
+		return cand->sequence > have->sequence;
+	if (cand->future != have->future) {
+		const struct fl_host *f = cand->future ? cand : have, *o = cand->future ? have : cand;
+		const bool f_stands = f->verdict == SDC_CRITICAL && o->verdict != SDC_CRITICAL;
+		return cand->future ? f_stands : !f_stands;
+	}
 	if (cand->scheduled != have->scheduled)
 		return cand->scheduled;
 	if (cand->sequence && have->sequence && cand->sequence != have->sequence)
@@ -359,6 +372,26 @@ static char *finding_line(const struct fleet_rec *r, const struct fleet_find *f)
 		 FL_S(r, f->probe), *FL_S(r, f->variant) ? "/" : "", FL_S(r, f->variant), FL_S(r, f->kind),
 		 FL_S(r, f->detail));
 	return strdup(buf);
+}
+
+/* The host's key in store.hostnames, "hostname\0identity" (fleet_data.h; under the lock). */
+static uint32_t host_key(struct fl_store *st, struct fl_scratch *sc, const struct fleet_rec *r, const char *path)
+{
+	static const char *const kinds[] = { "machine-id", "product-uuid", "product-serial" };
+	const uint32_t ids[] = { r->machine_id, r->product_uuid, r->product_serial };
+	int k = 0;
+	while (k < 3 && !*FL_S(r, ids[k]))
+		k++;
+	const char *slash = strrchr(path, '/');
+	char folder[4096];
+	snprintf(folder, sizeof(folder), "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+	sc->tlen = 0;
+	if (text_put(sc, FL_S(r, r->host)) || text_put(sc, k < 3 ? kinds[k] : "folder"))
+		return FL_NONE;
+	sc->text[sc->tlen - 1] = ' '; /* "machine-id ID" */
+	if (text_put(sc, k < 3 ? FL_S(r, ids[k]) : folder))
+		return FL_NONE;
+	return sdc_fl_intern(&st->hostnames, sc->text, sc->tlen - 1);
 }
 
 void sdc_fleet_store_add(struct fl_store *st, struct fl_scratch *sc, const struct fleet_rec *r, const char *path)
@@ -429,7 +462,7 @@ void sdc_fleet_store_add(struct fl_store *st, struct fl_scratch *sc, const struc
 		c.exc[c.nexc++] = e;
 	}
 	const char *name = FL_S(r, r->host);
-	c.name = sdc_fl_intern(&st->hostnames, name, strlen(name));
+	c.name = host_key(st, sc, r, path);
 	if (c.name == st->nhosts) {
 		if (st->nhosts == st->chosts) {
 			const size_t n = st->chosts ? 2 * st->chosts : 1024;
@@ -480,7 +513,120 @@ static const struct fl_store *sort_st;
 
 static int by_name(const void *a, const void *b)
 {
-	return strcmp(fl_str(&sort_st->hostnames, *(const uint32_t *)a), fl_str(&sort_st->hostnames, *(const uint32_t *)b));
+	const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	const int c = strcmp(fl_str(&sort_st->hostnames, x), fl_str(&sort_st->hostnames, y));
+	return c ? c : strcmp(fl_host_identity(&sort_st->hostnames, x), fl_host_identity(&sort_st->hostnames, y));
+}
+
+const char *sdc_fl_host_name(const struct fl_store *st, const struct fl_host *h)
+{
+	return h->label ? h->label : fl_str(&st->hostnames, h->name);
+}
+
+/* Whether host h's report lies in folder f (the identity of a report that has none). */
+static bool lies_in(const struct fl_host *h, const char *f)
+{
+	const size_t n = strlen(f);
+	return !strncmp(h->path, f, n) && h->path[n] == '/' && !strchr(h->path + n + 1, '/');
+}
+
+/*
+ * The hosts of one hostname, order[0..n) (sorted by identity): a report without an identity
+ * (older than schema 1.2) that lies in the folder of one with an identity is the same machine
+ * (the newer stands); machines still sharing the name are each labelled with their identity and
+ * named in store.samename.
+ */
+static void one_name(struct fl_store *st, const uint32_t *order, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct fl_host *old = &st->hosts[order[i]];
+		const char *id = fl_host_identity(&st->hostnames, order[i]);
+		if (!old->present || strncmp(id, "folder ", 7))
+			continue;
+		for (size_t k = 0; k < n; k++) {
+			struct fl_host *h = &st->hosts[order[k]];
+			if (k == i || !h->present || !strncmp(fl_host_identity(&st->hostnames, order[k]), "folder ", 7) ||
+			    !lies_in(h, id + 7))
+				continue;
+			struct fl_host *lose = newer(old, h) ? h : old;
+			if (lose->future)
+				named_add(&st->skewed, &st->nskewed, &st->cskewed, fl_str(&st->hostnames, lose->name), lose->path,
+					  lose->end - st->now);
+			if (lose == h) { /* the older report's entry stands, under the identified host's key */
+				struct fl_host keep = *old;
+				keep.name = h->name;
+				host_release(h);
+				*h = keep;
+				memset(old, 0, sizeof(*old)), old->name = order[i];
+			} else
+				host_release(old);
+			break;
+		}
+	}
+	size_t left = 0;
+	for (size_t i = 0; i < n; i++)
+		left += st->hosts[order[i]].present;
+	if (left < 2)
+		return;
+	/* the identities shown as far as they differ (12 characters at least, as a short commit id) */
+	int show = 12;
+	for (size_t i = 0; i < n && n <= 64; i++)
+		for (size_t j = i + 1; j < n; j++) {
+			const char *x = fl_host_identity(&st->hostnames, order[i]), *y = fl_host_identity(&st->hostnames, order[j]);
+			const char *sx = strchr(x, ' ');
+			int c = 0;
+			while (x[c] && x[c] == y[c])
+				c++;
+			if (sx && c - (int)(sx - x) >= show)
+				show = c - (int)(sx - x);
+		}
+	if (n > 64)
+		show = 255;
+	char line[4096];
+	size_t len = 0, k = 0;
+	const char *name = fl_str(&st->hostnames, order[0]);
+	static const char *const count[] = { "", "", "two", "three", "four" };
+	if (left <= 4)
+		len += (size_t)snprintf(line, sizeof(line), "%s machines report hostname %s:", count[left], name);
+	else
+		len += (size_t)snprintf(line, sizeof(line), "%zu machines report hostname %s:", left, name);
+	for (size_t i = 0; i < n; i++) {
+		struct fl_host *h = &st->hosts[order[i]];
+		if (!h->present)
+			continue;
+		const char *id = fl_host_identity(&st->hostnames, order[i]), *sp = strchr(id, ' ');
+		if (len < sizeof(line))
+			len += (size_t)snprintf(line + len, sizeof(line) - len, "%s %s (%s)", k == 0 ? "" : k + 1 == left ? " and" : ",",
+						id, h->path);
+		k++;
+		char label[600];
+		snprintf(label, sizeof(label), "%.255s (%.*s %.*s)", name, sp ? (int)(sp - id) : 0, id, show, sp ? sp + 1 : id);
+		if (!strncmp(id, "folder ", 7)) { /* the folder's last part says it */
+			const char *f = strrchr(id, '/');
+			snprintf(label, sizeof(label), "%.255s (folder %.200s)", name, f ? f + 1 : id + 7);
+		}
+		free(h->label);
+		h->label = strdup(label);
+	}
+	named_add(&st->samename, &st->nsamename, &st->csamename, name, line, (double)left);
+}
+
+/* What holds across hosts once every report is in: machines of one hostname, standing reports
+ * dated in the future (the skew said beside what they say). host_order sorted by name. */
+static void hosts_finish(struct fl_store *st)
+{
+	for (size_t o = 0, end; o < st->nhosts; o = end) {
+		const char *name = fl_str(&st->hostnames, st->host_order[o]);
+		for (end = o + 1; end < st->nhosts && !strcmp(fl_str(&st->hostnames, st->host_order[end]), name); end++)
+			;
+		if (end - o > 1)
+			one_name(st, &st->host_order[o], end - o);
+	}
+	for (size_t o = 0; o < st->nhosts; o++) {
+		const struct fl_host *h = &st->hosts[st->host_order[o]];
+		if (h->present && h->future)
+			named_add(&st->skewed, &st->nskewed, &st->cskewed, sdc_fl_host_name(st, h), h->path, h->end - st->now);
+	}
 }
 
 void sdc_fleet_group_key(const struct fl_store *st, const struct fl_group *g, char *buf, size_t len)
@@ -519,6 +665,7 @@ int sdc_fleet_vote_all(struct fl_store *st)
 	for (uint32_t i = 0; i < st->nhosts; i++)
 		st->host_order[i] = i;
 	sdc_sort(st->host_order, st->nhosts, sizeof(uint32_t), by_name);
+	hosts_finish(st);
 	/* each digest of each group counted, in the order digests first appear (hosts by name) */
 	struct fl_intern pairs = { 0 };
 	uint32_t *count = NULL, cap = 0;
@@ -597,101 +744,49 @@ int sdc_fleet_vote_all(struct fl_store *st)
 	return 0;
 }
 
-/* ---- a group named by what sets it apart ---- */
-
-
-static void add(char *buf, size_t len, size_t *n, const char *fmt, const char *a)
+/*
+ * The one rule for a host's level in the fleet, in the text, the exit code and the page alike:
+ * CRITICAL where its report (the node's state where it has one) is CRITICAL or a device of it is
+ * in a vote's minority; UNKNOWN where its report is (the fleet's verdict takes that as a
+ * WARNING: a host that could not test is not corrupt); WARNING where its report is, where it is
+ * stale (older than max_age), dated in the future, or shares its hostname with another machine;
+ * else OK. A device slower than the fleet's median is shown, never a level: a rate is no
+ * verdict (the profile's floor is, in the report's own "degraded" result). why: the reasons.
+ */
+static void why_add(char *why, size_t len, size_t *n, const char *fmt, ...) SDC_PRINTF(4, 5);
+static void why_add(char *why, size_t len, size_t *n, const char *fmt, ...)
 {
+	va_list ap;
+	if (*n && *n < len)
+		*n += (size_t)snprintf(why + *n, len - *n, "; ");
+	va_start(ap, fmt);
 	if (*n < len)
-		*n += (size_t)snprintf(buf + *n, len - *n, fmt, a);
+		*n += (size_t)vsnprintf(why + *n, len - *n, fmt, ap);
+	va_end(ap);
 }
 
-/* A value of an options object as text ("" when unset). */
-static char *opt_text(json_t *o, const char *key)
+int sdc_fl_host_level(const struct fl_store *st, const struct fl_host *h, bool minority, double max_age, char *why,
+		      size_t len)
 {
-	json_t *v = json_object_get(o, key);
-	if (!v)
-		return strdup("");
-	if (json_is_string(v))
-		return strdup(json_string_value(v));
-	return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-}
-
-/* ", options k=v ...": the options whose values differ among the groups of g's probe/variant. */
-static void options_diff(const struct fl_store *st, const struct fl_group *g, char *buf, size_t len, size_t *n)
-{
-	json_t *mine = json_loads(fl_str(&st->strs, g->options), 0, NULL), *keys = json_object();
-	bool first = true;
-	if (!json_is_object(mine)) {
-		add(buf, len, n, ", options %s", fl_str(&st->strs, g->options));
-		goto out;
-	}
-	for (uint32_t k = 0; k < st->ngroups; k++) {
-		const struct fl_group *o = &st->groups[k];
-		if (o->pv != g->pv || o->options == g->options)
-			continue;
-		json_t *theirs = json_loads(fl_str(&st->strs, o->options), 0, NULL);
-		const char *key;
-		json_t *v;
-		/* a key of either whose value is not the same in both */
-		json_object_foreach(mine, key, v)
-			if (!json_equal(v, json_object_get(theirs, key)))
-				json_object_set_new(keys, key, json_true());
-		json_object_foreach(theirs, key, v)
-			if (!json_object_get(mine, key))
-				json_object_set_new(keys, key, json_true());
-		json_decref(theirs);
-	}
-	const char **sorted = malloc((json_object_size(keys) + 1) * sizeof(*sorted));
-	size_t m = 0;
-	const char *key;
-	json_t *v;
-	json_object_foreach(keys, key, v)
-		if (sorted)
-			sorted[m++] = key;
-	for (size_t i = 1; i < m; i++) /* (a few keys) */
-		for (size_t j = i; j > 0 && strcmp(sorted[j - 1], sorted[j]) > 0; j--) {
-			const char *t = sorted[j];
-			sorted[j] = sorted[j - 1], sorted[j - 1] = t;
-		}
-	for (size_t i = 0; i < m; i++) {
-		char *t = opt_text(mine, sorted[i]);
-		add(buf, len, n, first ? ", options %s=" : " %s=", sorted[i]);
-		add(buf, len, n, "%s", t && *t ? t : "(unset)");
-		free(t);
-		first = false;
-	}
-	free(sorted);
-out:
-	json_decref(mine);
-	json_decref(keys);
-}
-
-void sdc_fleet_group_short(const struct fl_store *st, const struct fl_group *g, char *buf, size_t len)
-{
-	bool seed = false, model = false, kernel = false, blas = false, iter = false, opts = false;
-	for (uint32_t k = 0; k < st->ngroups; k++) {
-		const struct fl_group *o = &st->groups[k];
-		if (o->pv != g->pv)
-			continue;
-		seed |= o->seed != g->seed, model |= o->model != g->model, kernel |= o->kernel != g->kernel;
-		blas |= o->blas != g->blas, iter |= o->iterations != g->iterations, opts |= o->options != g->options;
-	}
 	size_t n = 0;
-	add(buf, len, &n, "%s", fl_str(&st->strs, g->pv));
-	if (seed)
-		add(buf, len, &n, " seed %s", fl_str(&st->strs, g->seed));
-	if (model)
-		add(buf, len, &n, " on %s", fl_str(&st->strs, g->model));
-	if (kernel)
-		add(buf, len, &n, ", kernel %s", fl_str(&st->strs, g->kernel));
-	if (blas)
-		add(buf, len, &n, ", %s", fl_str(&st->strs, g->blas));
-	if (iter) {
-		char it[32];
-		snprintf(it, sizeof(it), "%lld", g->iterations);
-		add(buf, len, &n, ", %s iterations", it);
+	enum sdc_verdict level = SDC_OK;
+	why[0] = '\0';
+	if (h->verdict != SDC_OK) {
+		level = sdc_verdict_worst(level, (enum sdc_verdict)h->verdict);
+		why_add(why, len, &n, "its report says %s", sdc_verdict_name((enum sdc_verdict)h->verdict));
 	}
-	if (opts)
-		options_diff(st, g, buf, len, &n);
+	if (minority) {
+		level = SDC_CRITICAL;
+		why_add(why, len, &n, "a device of it is in a vote's minority");
+	}
+	const bool stale = st->now - h->end > max_age;
+	if (stale)
+		why_add(why, len, &n, "stale: its last report is %.1f days old", (st->now - h->end) / 86400);
+	if (h->future)
+		why_add(why, len, &n, "clock skew: its report is dated %.0f s in the future", h->end - st->now);
+	if (h->label)
+		why_add(why, len, &n, "another machine reports its hostname");
+	if (stale || h->future || h->label)
+		level = sdc_verdict_worst(level, SDC_WARNING);
+	return (int)level;
 }

@@ -45,6 +45,56 @@ static void read_os_name(char *buf, size_t len)
 	fclose(f);
 }
 
+/* The first line of a small system file, trimmed (procfs and sysfs files say size 0 or 4096:
+ * read, not sized); "" when it cannot be read (DMI serial and UUID are often root's only). */
+static void read_id(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	buf[0] = '\0';
+	if (!f)
+		return;
+	if (!fgets(buf, (int)len, f))
+		buf[0] = '\0';
+	fclose(f);
+	size_t n = strcspn(buf, "\n");
+	while (n && (buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+		n--;
+	buf[n] = '\0';
+	for (char *p = buf; *p; p++) /* an identity is printable: anything else is not one */
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) {
+			buf[0] = '\0';
+			return;
+		}
+}
+
+/*
+ * The machine's identity, which a hostname is not (two machines may both be "localhost"): the
+ * systemd machine-id, the DMI product UUID and serial where readable, and the boot's id beside
+ * them. sdcscan fleet tells hosts apart by them (the first present, in that order).
+ */
+static void host_identity(json_t *h)
+{
+	static const struct {
+		const char *key, *path;
+	} ids[] = { { "machine_id", "/etc/machine-id" },
+		    { "product_uuid", "/sys/class/dmi/id/product_uuid" },
+		    { "product_serial", "/sys/class/dmi/id/product_serial" },
+		    { "boot_id", "/proc/sys/kernel/random/boot_id" } };
+	/* what firmware writes where it was given no serial or UUID: shared by many machines, no identity */
+	static const char *const placeholders[] = { "Not Specified", "To be filled by O.E.M.", "To Be Filled By O.E.M.",
+						    "Default string", "System Serial Number", "None", "Not Applicable",
+						    "03000200-0400-0500-0006-000700080009" };
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		char v[128];
+		read_id(ids[i].path, v, sizeof(v));
+		bool blank = strspn(v, "0-") == strlen(v);
+		for (size_t k = 0; k < sizeof(placeholders) / sizeof(placeholders[0]); k++)
+			blank |= !strcmp(v, placeholders[k]);
+		if (!blank)
+			json_object_set_new(h, ids[i].key, json_string(v));
+	}
+}
+
 static json_t *host_json(const struct sdc_run *run)
 {
 	char hostname[256] = "unknown", os[128];
@@ -56,6 +106,7 @@ static json_t *host_json(const struct sdc_run *run)
 	json_t *h = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I}", "hostname", hostname, "os", os, "kernel",
 			      u.release, "architecture", u.machine, "cpu_model", sdc_run_cpu_model(run), "online_cpus",
 			      (int)sysconf(_SC_NPROCESSORS_ONLN), "memory_bytes", (json_int_t)pages * psize);
+	host_identity(h);
 	/* Why no GPU was tested, when none was: no module, no driver, --gpus none. */
 	if (run->gpu_note[0])
 		json_object_set_new(h, "gpu_note", json_string(run->gpu_note));

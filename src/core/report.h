@@ -13,7 +13,7 @@
 #include "run.h"
 
 #define SDC_SCHEMA_MAJOR 1
-#define SDC_SCHEMA_MINOR 1
+#define SDC_SCHEMA_MINOR 2
 
 /* summary: the verdict's one-line explanation; NULL derives it from the results. */
 json_t *sdc_report_build(const struct sdc_run *run, const struct sdc_plan *plan, enum sdc_verdict v,

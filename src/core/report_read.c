@@ -55,7 +55,10 @@ void *sdc_report_parse(const char *text, size_t len, char *why, size_t whylen)
 	json_error_t je;
 	json_t *r = sdc_json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	if (!r) {
-		snprintf(why, whylen, "not JSON: %s (line %d)", je.text, je.line);
+		char *near = strstr(je.text, " near "); /* (jansson quotes the file's bytes there: never echoed) */
+		if (near)
+			*near = '\0';
+		snprintf(why, whylen, "not JSON: %s (line %d, column %d)", je.text, je.line, je.column);
 		return NULL;
 	}
 	json_t *sv = json_object_get(r, "schema_version"), *verdict = json_object_get(r, "verdict");

@@ -8,6 +8,8 @@ usage: check_html.py PAGE.html [options]
   --in SELECTOR STRING       the first element SELECTOR matches holds STRING in its text (repeatable)
   --absent SELECTOR          no element matches SELECTOR (repeatable): text that must not have
                              become markup, a script's mark that must not have been set
+  --no-overlap SELECTOR      the bounding boxes of every element SELECTOR matches (at least two)
+                             overlap nowhere (repeatable): labels that do not run into each other
   --pixel SELECTOR #RRGGBB   the pixel at the centre of the first element SELECTOR matches has
                              this colour, within --tolerance per channel (repeatable)
   --tolerance N              per channel, 0-255 (default 12: anti-aliasing, colour management)
@@ -80,10 +82,18 @@ def self_contained(text):
     return bad
 
 
-def probe_script(selectors):
+def probe_script(selectors, every=()):
     return """<script>
 (function () {
-  var sels = %s, out = {};
+  var sels = %s, every = %s, out = {};
+  for (var i = 0; i < every.length; i++) {
+    var all = document.querySelectorAll(every[i]), boxes = [];
+    for (var k = 0; k < all.length; k++) {
+      var b = all[k].getBoundingClientRect();
+      boxes.push([b.left, b.top, b.width, b.height, (all[k].textContent || "").slice(0, 200)]);
+    }
+    out["every:" + every[i]] = boxes;
+  }
   for (var i = 0; i < sels.length; i++) {
     var e = document.querySelector(sels[i]);
     if (!e) { out[sels[i]] = null; continue; }
@@ -96,7 +106,7 @@ def probe_script(selectors):
   p.textContent = JSON.stringify(out);
   document.body.appendChild(p);
 })();
-</script>""" % (json.dumps(selectors), PROBE_ID)
+</script>""" % (json.dumps(selectors), json.dumps(list(every)), PROBE_ID)
 
 
 def run_chromium(chromium, args, timeout=120):
@@ -160,6 +170,7 @@ def main():
     ap.add_argument("--text", action="append", default=[])
     ap.add_argument("--in", dest="inside", nargs=2, action="append", default=[], metavar=("SELECTOR", "STRING"))
     ap.add_argument("--absent", action="append", default=[], metavar="SELECTOR")
+    ap.add_argument("--no-overlap", action="append", default=[], metavar="SELECTOR")
     ap.add_argument("--pixel", nargs=2, action="append", default=[], metavar=("SELECTOR", "#RRGGBB"))
     ap.add_argument("--tolerance", type=int, default=12)
     ap.add_argument("--max-bytes", type=int)
@@ -189,7 +200,8 @@ def main():
     try:
         copy = os.path.join(tmp, "page.html")
         end = text.lower().rfind("</body>")
-        probed = (text[:end] + probe_script(selectors) + text[end:]) if end >= 0 else text + probe_script(selectors)
+        probed = (text[:end] + probe_script(selectors, a.no_overlap) + text[end:]) if end >= 0 \
+            else text + probe_script(selectors, a.no_overlap)
         open(copy, "w", encoding="utf-8").write(probed)
         url = "file://" + copy + ("#" + a.fragment if a.fragment else "")
         r = run_chromium(chromium, ["--window-size=%d,%d" % (w, h), "--dump-dom", url])
@@ -210,6 +222,17 @@ def main():
         for sel in a.absent:
             if m and boxes.get(sel) is not None:
                 failures.append("an element matches %s: %r" % (sel, boxes[sel][4][:200]))
+        for sel in a.no_overlap:
+            got = boxes.get("every:" + sel) or []
+            if len(got) < 2:
+                failures.append("--no-overlap %s: %d element(s) match, not two or more" % (sel, len(got)))
+            over = [(x, y) for i, x in enumerate(got) for y in got[i + 1:]
+                    if x[0] < y[0] + y[2] and y[0] < x[0] + x[2] and x[1] < y[1] + y[3] and y[1] < x[1] + x[3]]
+            for x, y in over[:10]:
+                failures.append("%s: %r at (%.0f, %.0f) %.0fx%.0f overlaps %r at (%.0f, %.0f) %.0fx%.0f" %
+                                (sel, x[4], x[0], x[1], x[2], x[3], y[4], y[0], y[1], y[2], y[3]))
+            if len(got) >= 2 and not over:
+                print("%s: %d boxes, none overlapping another" % (sel, len(got)))
         for sel, want in inside:
             box = boxes.get(sel)
             if box is None:

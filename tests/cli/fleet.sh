@@ -10,6 +10,13 @@
 expect_exit 0 base "$SDCSCAN" run --probe gemm --set gemm.dtypes=int8 --set gemm.m=48 --set gemm.n=40 --set gemm.k=64 \
 	--duration 1 --cpus 0-1 --seed 7 --json "$TMP/base.json" --no-state
 mkdir -p "$TMP/fleet/rack1" "$TMP/fleet/rack2"
+# the report names its machine (/etc/machine-id, read here by the test itself) and its boot
+if [ -r /etc/machine-id ] && [ -s /etc/machine-id ]; then
+	[ "$(json_get "$TMP/base.json" 'r["host"].get("machine_id")')" = "$(cat /etc/machine-id)" ] ||
+		fail "the report's host.machine_id is not /etc/machine-id: $(json_get "$TMP/base.json" 'r["host"]')"
+fi
+[ "$(json_get "$TMP/base.json" 'r["host"].get("boot_id")')" = "$(cat /proc/sys/kernel/random/boot_id)" ] ||
+	fail "the report's host.boot_id is not this boot's: $(json_get "$TMP/base.json" 'r["host"]')"
 python3 - "$TMP/base.json" "$TMP/fleet" <<'PY'
 import copy, json, sys, datetime
 base = json.load(open(sys.argv[1]))
@@ -91,6 +98,96 @@ expect_grep clean out "^OK: 0 minority devices"
 expect_exit 3 nothing "$SDCSCAN" fleet "$TMP/nosuch"
 expect_exit 3 empty_fleet "$SDCSCAN" fleet "$TMP/fleet/rack2"
 
+# Issue 37 row 4: two machines that both say "localhost", collected a folder a machine; one is
+# CRITICAL. Each is a host (its machine-id tells them apart), both are named as sharing the name,
+# the CRITICAL is kept; --hosts may name them by their folders. Then the same reports as older
+# sdcscan wrote them (no identity): told apart by their folders.
+mkdir -p "$TMP/same/node-a" "$TMP/same/node-b" "$TMP/same_old/node-a" "$TMP/same_old/node-b"
+python3 - "$TMP/base.json" "$TMP" <<'PY'
+import copy, json, sys
+base = json.load(open(sys.argv[1]))
+for folder, ident in (("same", True), ("same_old", False)):
+    for node, mid, crit in (("node-a", "aaaa1111aaaa1111aaaa1111aaaa1111", False), ("node-b", "bbbb2222bbbb2222bbbb2222bbbb2222", True)):
+        r = copy.deepcopy(base)
+        r["host"]["hostname"] = "localhost"
+        for k in ("machine_id", "product_uuid", "product_serial", "boot_id"):
+            r["host"].pop(k, None)
+        if ident:
+            r["host"]["machine_id"] = mid
+        if crit:
+            r["verdict"] = {"status": "CRITICAL", "code": 2, "summary": "CRITICAL: cpu1 gemm int8: 1 corrupt result"}
+        json.dump(r, open("%s/%s/%s/last.json" % (sys.argv[2], folder, node), "w"))
+PY
+expect_exit 2 same "$SDCSCAN" fleet --json "$TMP/same.json" "$TMP/same"
+expect_grep same out "^sdcscan fleet: 2 report files, 2 hosts,"
+expect_grep same out "^CRITICAL: localhost (machine-id bbbb2222bbbb): CRITICAL: cpu1 gemm int8"
+expect_grep same out "^same-hostname: two machines report hostname localhost: machine-id aaaa1111aaaa1111aaaa1111aaaa1111 (.*/node-a/last.json) and machine-id bbbb2222bbbb2222bbbb2222bbbb2222 (.*/node-b/last.json)$"
+[ "$(json_get "$TMP/same.json" '[m["machine"] for m in r["same_hostname"][0]["machines"]]')" = \
+	"['machine-id aaaa1111aaaa1111aaaa1111aaaa1111', 'machine-id bbbb2222bbbb2222bbbb2222bbbb2222']" ] ||
+	fail "fleet --json same_hostname: $(cat "$TMP/same.json")"
+printf 'node-a\nnode-b\n' >"$TMP/same_hosts"
+expect_exit 2 same_hosts "$SDCSCAN" fleet --hosts "$TMP/same_hosts" "$TMP/same"
+expect_grep same_hosts out "0 missing"
+expect_exit 2 same_old "$SDCSCAN" fleet "$TMP/same_old"
+expect_grep same_old out "^CRITICAL: localhost (folder node-b): CRITICAL: cpu1 gemm int8"
+expect_grep same_old out "^same-hostname: two machines report hostname localhost: folder .*/node-a (.*/node-a/last.json) and folder .*/node-b (.*/node-b/last.json)$"
+# an older report (no identity) beside a newer one of the same machine (with one) is one host
+cp "$TMP/same_old/node-a/last.json" "$TMP/same/node-a/2020.json"
+python3 - "$TMP/same/node-a/2020.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); r["run"]["start"] = "2020-01-01T00:00:00Z"; json.dump(r, open(sys.argv[1], "w"))
+PY
+expect_exit 2 same_mixed "$SDCSCAN" fleet "$TMP/same"
+expect_grep same_mixed out "^sdcscan fleet: 3 report files, 2 hosts,"
+# and where the report without an identity is the newer, it stands for that machine (CRITICAL kept)
+mkdir -p "$TMP/mixed/node-b"
+cp "$TMP/same/node-a/last.json" "$TMP/mixed/node-b/2020-with-id.json"
+cp "$TMP/same_old/node-b/last.json" "$TMP/mixed/node-b/last.json"
+python3 - "$TMP/mixed/node-b/2020-with-id.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); r["run"]["start"] = "2020-01-01T00:00:00Z"; json.dump(r, open(sys.argv[1], "w"))
+PY
+expect_exit 2 mixed "$SDCSCAN" fleet --max-age 315360000 "$TMP/mixed"
+expect_grep mixed out "^sdcscan fleet: 2 report files, 1 host,"
+expect_grep mixed out "^CRITICAL: localhost: CRITICAL: cpu1 gemm int8"
+
+# Row 5: one host's folder holds an older OK report and a CRITICAL one made with its clock a day
+# ahead: CRITICAL, and the skew said beside it.
+mkdir -p "$TMP/skew/n1"
+python3 - "$TMP/base.json" "$TMP/skew/n1" <<'PY'
+import copy, datetime, json, sys
+base = json.load(open(sys.argv[1]))
+ok = copy.deepcopy(base); ok["host"]["hostname"] = "n1"
+ok["run"]["start"] = (datetime.datetime.utcnow() - datetime.timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+json.dump(ok, open(sys.argv[2] + "/ok.json", "w"))
+crit = copy.deepcopy(ok)
+crit["run"]["start"] = (datetime.datetime.utcnow() + datetime.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+crit["verdict"] = {"status": "CRITICAL", "code": 2, "summary": "CRITICAL: cpu0 gemm int8: 1 corrupt result"}
+json.dump(crit, open(sys.argv[2] + "/crit.json", "w"))
+PY
+expect_exit 2 skew "$SDCSCAN" fleet "$TMP/skew"
+expect_grep skew out "^CRITICAL: n1: CRITICAL: cpu0 gemm int8: 1 corrupt result (the report is dated 8[0-9]\{4\} s in the future: its clock is wrong)$"
+expect_grep skew out "^clock-skew: n1: a report dated 8[0-9]\{4\} s in the future (.*crit.json)"
+expect_grep skew out "^CRITICAL: 0 minority devices, 1 host with findings"
+
+# Row 12: links in the reports' folder: one to its parent (a loop) and one out of it to a file
+# that is not a report. Neither is followed, both are named in one line, and no byte of the file
+# behind a link (nor of a broken report) is printed: the error says what was expected, and where.
+mkdir -p "$TMP/links/h1"
+cp "$TMP/fleet/rack1/n1.json" "$TMP/links/h1/"
+printf 'Shadowtoken:x:0:0:Secrettoken\n' >"$TMP/outside.json"
+printf 'Zebrabytes {' >"$TMP/links/h1/bad.json"
+ln -s .. "$TMP/links/loop"
+ln -s "$TMP/outside.json" "$TMP/links/x.json"
+expect_exit 1 links "$SDCSCAN" fleet --html "$TMP/links.html" --json "$TMP/links.json" "$TMP/links"
+expect_grep links out "^sdcscan fleet: 2 report files, 1 host,"
+expect_grep links out "^links not followed: 2 links that lead out of the folder or to a folder: .*/links/loop (leads out of the folder), .*/links/x.json (leads out of the folder)$"
+expect_grep links out "^unreadable: .*/h1/bad.json: not JSON: .*(byte [0-9]*)$"
+[ "$(grep -c '^links not followed' "$TMP/links.out")" = 1 ] || fail "links: said more than once"
+if grep -q -e Shadow -e Secret -e Zebra "$TMP/links.out" "$TMP/links.err" "$TMP/links.html" "$TMP/links.json"; then
+	fail "links: a file's bytes were printed: $(grep -h -e Shadow -e Secret -e Zebra "$TMP/links.out" "$TMP/links.err")"
+fi
+
 # 10,000 hosts' reports, timed.
 python3 - "$TMP/base.json" "$TMP/big" <<'PY'
 import json, os, sys
@@ -120,6 +217,10 @@ cmp -s "$TMP/big1.out" "$TMP/big3.out" && cmp -s "$TMP/big1.out" "$TMP/big.out" 
 expect_exit 0 bench "$SDCSCAN" bench fleet --reports 40 --dir "$TMP/bench" --json "$TMP/bench.json"
 expect_grep bench out "^hosts of 128 CPUs and 8 GPUs: 40 reports"
 expect_grep bench out "^  the planted device (node00020 cpu1) named, and nothing else: yes"
+# (issue 37, requirement 3: two machines of one hostname, a report a day ahead, a CRITICAL host)
+expect_grep bench out "^  two machines of hostname node00001 both named: yes"
+expect_grep bench out "^  the report a day ahead (node00002) named: yes"
+expect_grep bench out "^  the CRITICAL host (node00003) named: yes"
 expect_grep bench out "^hosts of 2 CPUs: 40 reports"
 [ "$(json_get "$TMP/bench.json" 'len([f for f in r["fleets"] if f["planted_named"] and f["sdcscan_fleet"]["exit"] == 2])')" = 2 ] ||
 	fail "bench fleet --json: $(cat "$TMP/bench.json")"

@@ -1,8 +1,9 @@
 #!/bin/sh
 # sdcscan fleet --html and --csv, the page checked in a real browser (tests/browser/check_html.py:
 # headless chromium). A fleet is planted from one real report: n5's cpu1 in the vote's minority,
-# n6 corrupt with a finding, n7's cpu0 at 30% of its model's median rate (slow: WARNING), n8
-# stale, n9 missing, a broken file. The CSV's rows say each; the page, loaded by chromium, holds
+# n6 corrupt with a finding, n7's cpu0 at 30% of its model's median rate (slow: shown, not a
+# WARNING: one rule for a host's level in the text, the exit code and the page), n8 stale, n9
+# missing, a broken file. The side pane shows the worst host without a click, and why its level. The CSV's rows say each; the page, loaded by chromium, holds
 # the minority line and n6's finding in its DOM, and its screenshot shows the planted cells in
 # their colours (fleet_page.html's --crit, --warn and --ok) where the DOM puts them. Then 10,000
 # hosts: the page stays small, and shows its rows a few hundred at a time.
@@ -62,7 +63,7 @@ def want(host, **kv):
 want("n1", state="ok", host_verdict="OK", probe="gemm", variant="int8", cell="OK", devices="2", minority_devices="")
 want("n5", cell="CRITICAL", minority_devices="cpu1", host_verdict="OK")
 want("n6", cell="CRITICAL", not_ok="cpu0:corrupt", host_verdict="CRITICAL")
-want("n7", cell="WARNING", slow_devices="cpu0:0.30", slowest_vs_median="0.300")
+want("n7", cell="SLOW", slow_devices="cpu0:0.30", slowest_vs_median="0.300", host_verdict="OK")
 want("n8", state="stale", cell="OK")
 want("n9", state="missing", cell="")
 if not [r for r in rows if r["state"] == "unreadable" and r["report"].endswith("broken.json")]: bad.append("no unreadable row")
@@ -84,7 +85,9 @@ python3 "$CHECK_HTML" "$TMP/f.html" --size 1600x1200 \
 	--in '#verdict' CRITICAL --in '[data-host="n6"] .state' CRITICAL \
 	--pixel '[data-host="n5"] [data-col="gemm/int8"] span' '#d93025' \
 	--pixel '[data-host="n6"] [data-col="gemm/int8"] span' '#d93025' \
-	--pixel '[data-host="n7"] [data-col="gemm/int8"] span' '#f2b01e' \
+	--pixel '[data-host="n7"] [data-col="gemm/int8"] span' '#8ab4f8' \
+	--in '#detail h3' n5 --in '#detail .why' 'CRITICAL in the fleet: a device of it is in a vote' \
+	--pixel '#detail .why .verdict' '#d93025' \
 	--pixel '[data-host="n1"] [data-col="gemm/int8"] span' '#2e9e5b' \
 	--pixel '[data-host="n8"] [data-col="gemm/int8"] span' '#2e9e5b' \
 	--screenshot "$TMP/f.png" >"$TMP/browser.out" 2>&1
@@ -95,15 +98,34 @@ browser=$rc
 # the minority is marked: n5's cell carries the class that outlines it, n1's does not
 if [ $browser = 0 ]; then
 	python3 "$CHECK_HTML" "$TMP/f.html" --in '[data-host="n5"] [data-col="gemm/int8"]' '' \
-		--text 'data-host="n5"><td class="host" title="n5">n5</td><td class="state"></td><td data-col="gemm/int8"><span class="cell k-c minority"' \
-		--text 'data-host="n1"><td class="host" title="n1">n1</td><td class="state"></td><td data-col="gemm/int8"><span class="cell k-o"' \
+		--text 'data-host="n5" data-level="CRITICAL"><td class="host" title="n5">n5</td><td class="state"></td><td data-col="gemm/int8"><span class="cell k-c minority"' \
+		--text 'data-host="n1" data-level="OK"><td class="host" title="n1">n1</td><td class="state"></td><td data-col="gemm/int8"><span class="cell k-o"' \
 		>"$TMP/mark.out" 2>&1 || fail "the minority's mark in the DOM: $(cat "$TMP/mark.out")"
 	# the second view: the model's rates, n7's cpu0 slow, in the WARNING colour left of the threshold
 	python3 "$CHECK_HTML" "$TMP/f.html" --fragment rates --in '#rates .card' 'gemm/int8 on ' \
-		--in '#rates li.slow' 'n7 cpu0: 30%' --pixel '#rates rect[fill="var(--warn)"]' '#f2b01e' \
+		--in '#rates li.slow' 'n7 cpu0: 30%' --pixel '#rates rect[fill="var(--slow)"]' '#8ab4f8' \
 		--pixel '#rates rect[fill="var(--ok)"]' '#2e9e5b' --screenshot "$TMP/rates.png" >"$TMP/rates.out" 2>&1 ||
 		fail "the rates view in chromium: $(cat "$TMP/rates.out")"
 	cat "$TMP/rates.out"
+fi
+
+# Issue 37, also seen: slow devices alone make no host WARNING, in the page as in the text and
+# the exit code; a stale host does, in all three, and the page says so beside it, unclicked.
+mkdir -p "$TMP/slowonly"
+cp "$TMP/fl/n1.json" "$TMP/fl/n2.json" "$TMP/fl/n3.json" "$TMP/fl/n4.json" "$TMP/fl/n7.json" "$TMP/slowonly/"
+expect_exit 0 slowonly "$SDCSCAN" fleet --html "$TMP/slowonly.html" "$TMP/slowonly"
+expect_grep slowonly out "^OK: "
+cp "$TMP/fl/n8.json" "$TMP/slowonly/"
+expect_exit 1 slowstale "$SDCSCAN" fleet --html "$TMP/slowstale.html" "$TMP/slowonly"
+expect_grep slowstale out "^stale: n8: last report 5.0 days old"
+if [ $browser = 0 ]; then
+	python3 "$CHECK_HTML" "$TMP/slowonly.html" --in '#verdict' OK --absent 'tr[data-level="WARNING"]' --in 'tr.group th' 'OK (5 hosts)' \
+		--in '#detail .why' 'OK in the fleet' >"$TMP/slowonly_b.out" 2>&1 ||
+		fail "slow devices alone in chromium: $(cat "$TMP/slowonly_b.out")"
+	python3 "$CHECK_HTML" "$TMP/slowstale.html" --in '#verdict' WARNING --in 'tr[data-level="WARNING"]' n8 \
+		--absent 'tr[data-level="WARNING"][data-host="n7"]' --in '#detail h3' n8 \
+		--in '#detail .why' 'WARNING in the fleet: stale: its last report is 5.0 days old' >"$TMP/slowstale_b.out" 2>&1 ||
+		fail "a stale host beside a slow one in chromium: $(cat "$TMP/slowstale_b.out")"
 fi
 
 # 10,000 hosts: the page's size, and only a few hundred rows drawn at first

@@ -202,6 +202,8 @@ struct run_outputs {
 	enum sdc_run_kind kind; /* what the run is, for the node's state (core/history.h) */
 	int clear_after;        /* the profile's clear_after_clean_runs */
 	char warning[600];      /* the --prom folder is missing: no metrics, the scan goes on (run.warnings) */
+	struct sdc_node_state node; /* the node's state after the run, where node_saved */
+	bool node_saved;
 };
 
 /* A --prom FILE whose folder does not exist (node_exporter's textfile folder where only Debian's
@@ -221,41 +223,43 @@ static int prom_folder_missing(const char *prom, char *why, size_t len)
 }
 
 /* Writes the report's forms; false when one could not be written (said on stderr). */
-static bool write_outputs(json_t *report, const struct sdc_cli *cli, const struct run_outputs *ro, enum sdc_verdict v)
+static bool write_outputs(json_t *report, const struct sdc_cli *cli, struct run_outputs *ro, enum sdc_verdict v)
 {
 	bool ok = true;
 	char err[1024], path[4096];
 	const double end = sdc_report_end_time(report);
 	/* into history and the node's state first: every form of the report then says what the run
 	 * was (run.kind, run.sequence) and what the node's state became (node) */
-	struct sdc_node_state st;
+	struct sdc_node_state *st = &ro->node;
 	if (ro->warning[0])
 		json_object_set_new(json_object_get(report, "run"), "warnings", json_pack("[s]", ro->warning));
-	if (ro->state) {
-		if (sdc_node_record(ro->state, report, ro->kind, v, sdc_json_str(json_object_get(report, "verdict"), "summary"),
-				    end, ro->clear_after, &st, err, sizeof(err))) {
-			sdc_error("state: %s", err);
-			ok = false;
-		} else {
-			json_object_set_new(report, "node", sdc_node_json(&st));
-		}
+	if (ro->state && sdc_node_record(ro->state, report, ro->kind, v,
+					 sdc_json_str(json_object_get(report, "verdict"), "summary"), end, ro->clear_after,
+					 st, err, sizeof(err))) {
+		sdc_error("state: %s", err);
+		ok = false;
 	}
+	ro->node_saved = ro->state && json_object_get(report, "node");
 	if (cli->json)
 		ok &= !sdc_report_write(report, cli->json);
-	double last_success = v == SDC_OK ? end : 0;
+	/* freshness and the last OK are full scheduled runs' alone (a replay or a partial run says
+	 * nothing of the node as a whole) */
+	const bool full = ro->kind == SDC_RUN_SCHEDULED;
+	double last_success = full && v == SDC_OK ? end : 0, last_full = full && v != SDC_UNKNOWN ? end : 0;
 	if (ro->state) {
 		const bool saved = !sdc_state_path(ro->state, "last.json", path, sizeof(path)) && !sdc_report_write(report, path);
 		if (saved)
 			sdc_state_clear_start(ro->state);
 		ok &= saved;
-		if (v != SDC_OK)
+		last_full = ro->node_saved ? st->last_scheduled_end : last_full;
+		if (!last_success)
 			last_success = sdc_state_last_success(ro->state);
 		else if (sdc_state_save_success(ro->state, last_success, err, sizeof(err))) {
 			sdc_error("state: %s", err);
 			ok = false;
 		}
 	}
-	if (ro->prom && sdc_export_prom(report, last_success, ro->prom, err, sizeof(err))) {
+	if (ro->prom && sdc_export_prom(report, last_success, last_full, ro->prom, err, sizeof(err))) {
 		sdc_error("--prom: %s", err);
 		ok = false;
 	}
@@ -266,10 +270,28 @@ static bool write_outputs(json_t *report, const struct sdc_cli *cli, const struc
 	return ok;
 }
 
+/* A run on a node whose CRITICAL stands says so after its own verdict: it does not make the
+ * node OK (its exit code is its own verdict, as every run's). The first says where the state is. */
+static void node_stays(struct sdc_output *out, const struct run_outputs *ro, enum sdc_verdict v)
+{
+	const struct sdc_node_state *n = &ro->node;
+	if (ro->node_saved && n->sequence == 1) /* the first run on a node says where its verdict lives */
+		sdc_print_line(out->fp, "node: its state is kept in %s (`sdcscan status` reads it there)", ro->state);
+	if (!ro->node_saved || n->verdict != SDC_CRITICAL || (v == SDC_CRITICAL && n->set_by == n->sequence))
+		return;
+	char since[40], how[96] = "";
+	sdc_format_utc(n->since, since, sizeof(since));
+	if (ro->clear_after > 0)
+		snprintf(how, sizeof(how), ", or %d clean full scheduled runs in a row (%d so far)", ro->clear_after,
+			 n->clean_runs);
+	sdc_print_line(out->fp, "node: stays CRITICAL since %s (run %llu: %.200s): until `sdcscan clear --reason ...`%s",
+		       since, (unsigned long long)n->set_by, n->summary, how);
+}
+
 /* The report if asked, the verdict line, the exit code. Under MPI rank 0 gathers and votes, every
  * rank takes the worst verdict of all, and rank 0 writes one report for the job. */
 static int finish(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_plan *plan, struct sdc_output *out,
-		  const struct run_outputs *ro)
+		  struct run_outputs *ro)
 {
 	const int before = run->nfindings;
 	const enum sdc_verdict local = sdc_run_verdict(run);
@@ -293,8 +315,11 @@ static int finish(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_pla
 	/* What the probes found, whatever became of the report; a report not written said apart. */
 	sdc_output_verdict(out, run, v, written && cli->json && strcmp(cli->json, "-") ? cli->json : NULL);
 	if (!written)
-		fprintf(out->fp, "UNKNOWN: the report or its state, metrics or JUnit were not all written (see the "
-				 "error above)\n");
+		fprintf(out->fp, "%s: the report or its state, metrics or JUnit were not all written (see the error "
+				 "above)%s%s\n",
+			sdc_verdict_name(final), ro->node_saved ? "; the node's state was saved: " : "",
+			ro->node_saved ? sdc_verdict_name(ro->node.verdict) : "");
+	node_stays(out, ro, v);
 	return code;
 }
 
@@ -322,7 +347,7 @@ static int plan_from_options(struct sdc_cli *cli, const struct run_opts *o, stru
 {
 	char err[1024];
 	if (sdc_profile_load(o->profile, plan, err, sizeof(err))) {
-		fprintf(stderr, "sdcscan run: %s\n", err);
+		sdc_print_line(stderr, "sdcscan run: %s", err);
 		return -1;
 	}
 	struct sdc_arglist only = { 0 };
@@ -367,7 +392,7 @@ static int prepare_outputs(struct sdc_cli *cli, const struct run_opts *o, struct
 	if (!o->no_state && sdc_fleet.rank == 0) {
 		ro->state = sdc_state_dir(o->state_dir);
 		if (sdc_state_prepare(ro->state, err, sizeof(err))) {
-			fprintf(stderr, "sdcscan run: %s\n", err);
+			sdc_print_line(stderr, "sdcscan run: %s", err);
 			return -1;
 		}
 		/* the state files the run writes after the burn, checked before it (a link refused) */
@@ -376,17 +401,24 @@ static int prepare_outputs(struct sdc_cli *cli, const struct run_opts *o, struct
 			char path[4096], real[4096];
 			if (sdc_state_path(ro->state, saved[k], path, sizeof(path)) ||
 			    sdc_output_path(path, real, sizeof(real), err, sizeof(err))) {
-				fprintf(stderr, "sdcscan run: state: %s\n", err);
+				sdc_print_line(stderr, "sdcscan run: state: %s", err);
 				return -1;
 			}
 		}
 		if (!sdc_fleet.active && sdc_state_lock(ro->state, o->wait, "sdcscan run", lock, err, sizeof(err))) {
-			fprintf(stderr, "sdcscan run: %s\n", err);
+			sdc_print_line(stderr, "sdcscan run: %s", err);
+			return -1;
+		}
+		/* a node state nothing can read or rebuild is refused before anything burns: never a
+		 * silent start anew over a CRITICAL */
+		struct sdc_node_state ns;
+		if (sdc_node_read(ro->state, &ns, err, sizeof(err)) < 0) {
+			sdc_print_line(stderr, "sdcscan run: state: %s", err);
 			return -1;
 		}
 	}
 	if (o->prom && sdc_fleet.rank == 0 && prom_folder_missing(o->prom, ro->warning, sizeof(ro->warning))) {
-		fprintf(stderr, "sdcscan run: warning: %s\n", ro->warning);
+		sdc_print_line(stderr, "sdcscan run: warning: %s", ro->warning);
 		ro->prom = NULL;
 	}
 	for (int k = 0; k < 2; k++) {
@@ -452,7 +484,7 @@ static int run_main(struct sdc_cmd *c)
 	sdc_stop_install_signals();
 	/* before anything burns: a run that dies anyway leaves this, and status says so */
 	if (ro.state && sdc_state_save_start(ro.state, plan.name, err, sizeof(err))) {
-		fprintf(stderr, "sdcscan run: state: %s\n", err);
+		sdc_print_line(stderr, "sdcscan run: state: %s", err);
 		goto out;
 	}
 	struct sdc_output out;
@@ -465,8 +497,8 @@ static int run_main(struct sdc_cmd *c)
 	ro.kind = run.ninject ? SDC_RUN_INJECTED
 		  : run.interrupted ? SDC_RUN_INTERRUPTED
 		  : o->variant	    ? SDC_RUN_VARIANT
-		  : o->probes.n	    ? SDC_RUN_PARTIAL
-				    : SDC_RUN_SCHEDULED;
+		  : o->probes.n || o->sets.n || o->duration > 0 || cli->have_cpus || cli->have_gpus ? SDC_RUN_PARTIAL
+												    : SDC_RUN_SCHEDULED;
 	rc = finish(cli, &run, &plan, &out, &ro);
 out:
 	sdc_state_unlock(&lock);

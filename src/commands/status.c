@@ -14,12 +14,53 @@
 #include "core/history.h"
 #include "core/report_read.h"
 #include "core/state.h"
+#include "json_load.h"
 #include "sdc_config.h"
 
 struct status_opts {
-	const char *state_dir, *prom;
+	const char *state_dir, *prom, *is;
 	double max_age;
 };
+
+/* What status found, as the three questions node-problem-detector asks (--is). */
+struct answer {
+	bool corruption; /* the node's state is CRITICAL */
+	bool degraded;   /* stale, a clock skew, or a probe degraded (WARNING) */
+	bool untested;   /* no usable result, the last run died or could not test (UNKNOWN) */
+};
+
+/* --is QUESTION: 1 when the node has that problem, else 0 (node-problem-detector's True and False;
+ * its rule's condition says which: packaging/npd). */
+static int answer_code(const char *is, const struct answer *a)
+{
+	return !strcmp(is, "corruption") ? a->corruption : !strcmp(is, "degraded") ? a->degraded : a->untested;
+}
+
+static int parse_question(const char *value, void *field, char *err, size_t errlen)
+{
+	if (strcmp(value, "corruption") && strcmp(value, "degraded") && strcmp(value, "untested")) {
+		snprintf(err, errlen, "corruption, degraded or untested");
+		return -1;
+	}
+	memcpy(field, &value, sizeof(value));
+	return 0;
+}
+
+/* NPD's line, at most 80 characters: head, then body cut so that tail still shows. */
+static void npd_print(const char *head, const char *body, const char *tail)
+{
+	char line[512], shown[81];
+	const int room = 80 - (int)strlen(head) - (int)strlen(tail);
+	snprintf(line, sizeof(line), "%s%.*s%s", head, room > 0 ? room : 0, body, tail);
+	sdc_escape(shown, sizeof(shown), line); /* escaped, then cut at 80 between characters */
+	printf("%s\n", shown);
+}
+
+/* A verdict line's summary without its own "CRITICAL: " (the line says it already). */
+static const char *bare(const char *summary)
+{
+	return strncmp(summary, "CRITICAL: ", 10) ? summary : summary + 10;
+}
 
 #define OPT(f) offsetof(struct status_opts, f)
 static const struct sdc_option status_options[] = {
@@ -27,6 +68,10 @@ static const struct sdc_option status_options[] = {
 	  .help = "where sdcscan run saved its report (default: $SDCSCAN_STATE_DIR, else " SDC_STATE_DIR_DEFAULT ")" },
 	{ .name = "max-age", .metavar = "SECONDS", .type = SDC_OPT_CUSTOM, .offset = OPT(max_age), .parse = sdc_cli_opt_age,
 	  .def = "172800", .help = "a last run older than this is stale: WARNING (default two days)" },
+	{ .name = "is", .metavar = "QUESTION", .type = SDC_OPT_CUSTOM, .offset = OPT(is), .parse = parse_question,
+	  .help = "answer one question, as node-problem-detector's rules ask: corruption (the node is CRITICAL), "
+		  "degraded (stale, a clock skew, a probe degraded) or untested (no result, died, could not test): "
+		  "exit 1 when so, 0 when not, with the same line" },
 	{ .name = "prom", .metavar = "FILE", .type = SDC_OPT_ARG, .offset = OPT(prom),
 	  .help = "where the last run died without a verdict, write its metrics (UNKNOWN) there: the textfile the "
 		  "run would have written (sdcscan run --prom)" },
@@ -52,7 +97,7 @@ static void age_text(double s, char *buf, size_t len)
  * -1 (said).
  */
 static int status_prom(const char *dir, const char *prom, enum sdc_verdict v, const char *summary,
-		       const struct sdc_state_start *st, enum sdc_exit_style style)
+		       const struct sdc_state_start *st, enum sdc_exit_style style, double last_full)
 {
 	char path[4096], err[1024], when[40];
 	json_t *prev = NULL;
@@ -75,11 +120,12 @@ static int status_prom(const char *dir, const char *prom, enum sdc_verdict v, co
 		fprintf(stderr, "sdcscan status: --prom: out of memory\n");
 		return -1;
 	}
+	/* the node's verdict (a CRITICAL stands); the died run's own is UNKNOWN: it could not test */
 	json_object_set_new(r, "node", json_pack("{s:s}", "verdict", sdc_verdict_name(v)));
-	json_object_set_new(r, "verdict", json_pack("{s:s, s:i, s:s}", "status", sdc_verdict_name(v), "code",
-						    sdc_exit_code(v, style == SDC_EXIT_NPD ? SDC_EXIT_NAGIOS : style),
+	json_object_set_new(r, "verdict", json_pack("{s:s, s:i, s:s}", "status", sdc_verdict_name(SDC_UNKNOWN), "code",
+						    sdc_exit_code(SDC_UNKNOWN, style == SDC_EXIT_NPD ? SDC_EXIT_NAGIOS : style),
 						    "summary", summary));
-	const int rc = sdc_export_prom(r, sdc_state_last_success(dir), prom, err, sizeof(err));
+	const int rc = sdc_export_prom(r, sdc_state_last_success(dir), last_full, prom, err, sizeof(err));
 	if (rc)
 		fprintf(stderr, "sdcscan status: --prom: %s\n", err);
 	json_decref(r);
@@ -101,25 +147,34 @@ static int died(struct sdc_cmd *c, const struct sdc_report_summary *prev, const 
 	const bool node = sdc_node_read(sdc_state_dir(o->state_dir), &ns, why, sizeof(why)) == 0;
 	const enum sdc_verdict before = node ? ns.verdict : prev ? prev->verdict : SDC_UNKNOWN;
 	const enum sdc_verdict v = before == SDC_CRITICAL ? SDC_CRITICAL : SDC_UNKNOWN;
-	char when[40], ago[32], line[1024];
+	char when[40], ago[32], line[1024], crit[700] = "";
 	sdc_format_utc(st->start, when, sizeof(when));
 	age_text(sdc_wall_now() - st->start, ago, sizeof(ago));
 	snprintf(line, sizeof(line), "the last run, started %s (%s ago, pid %d, profile %s), died without a verdict", when,
 		 ago, st->pid, st->profile);
+	/* a CRITICAL that stands is named first: where, what and since when; the died run after it */
+	const char *what = node ? ns.summary : prev ? prev->summary : "";
+	if (v == SDC_CRITICAL) {
+		char since[40];
+		sdc_format_utc(node ? ns.since : prev->end, since, sizeof(since));
+		snprintf(crit, sizeof(crit), "%.400s (since %s); ", bare(what), since);
+	}
 	if (npd) {
-		char short_line[96];
-		snprintf(short_line, sizeof(short_line), "SDC: %s last run died without a verdict", sdc_verdict_name(v));
-		short_line[80] = '\0';
-		printf("%s\n", short_line);
-		sdc_print_line(stderr, "sdcscan status: %s%s%s", line, prev ? "; the run before it: " : "",
+		if (v == SDC_CRITICAL)
+			npd_print("SDC: CRITICAL ", bare(what), "; last run died");
+		else
+			npd_print("SDC: UNKNOWN last run died without a verdict", "", "");
+		sdc_print_line(stderr, "sdcscan status: %s%s%s%s", crit, line, prev ? "; the run before it: " : "",
 			       prev ? prev->summary : "");
 	} else {
-		sdc_print_line(stdout, "%s: %s%s%s", sdc_verdict_name(v), line, prev ? "; the run before it: " : "",
+		sdc_print_line(stdout, "%s: %s%s%s%s", sdc_verdict_name(v), crit, line, prev ? "; the run before it: " : "",
 			       prev ? prev->summary : "");
 	}
-	if (o->prom && status_prom(sdc_state_dir(o->state_dir), o->prom, v, line, st, c->cli.exit_style))
-		return sdc_exit_code(SDC_UNKNOWN, c->cli.exit_style);
-	return sdc_exit_code(v, c->cli.exit_style);
+	if (o->prom && status_prom(sdc_state_dir(o->state_dir), o->prom, v, line, st, c->cli.exit_style,
+				   node ? ns.last_scheduled_end : 0))
+		return o->is ? 2 : sdc_exit_code(SDC_UNKNOWN, c->cli.exit_style);
+	const struct answer a = { .corruption = v == SDC_CRITICAL, .untested = true };
+	return o->is ? answer_code(o->is, &a) : sdc_exit_code(v, c->cli.exit_style);
 }
 
 /* Seconds a report may be dated ahead of this clock before it is a clock skew (NTP keeps hosts
@@ -156,6 +211,62 @@ static void node_line(const struct sdc_node_state *ns, const struct sdc_report_s
 			 s->summary);
 }
 
+/* A report's own node section (status REPORT): its verdict (-1: none), since and summary. */
+static int report_node(const char *text, size_t len, char *summary, size_t slen, char *since, size_t sincelen)
+{
+	json_error_t je;
+	json_t *r = sdc_json_loadb(text, len, 0, &je), *node = json_object_get(r, "node");
+	int v = -1;
+	for (int k = SDC_OK; k <= SDC_UNKNOWN && node; k++)
+		if (!strcmp(sdc_json_str(node, "verdict"), sdc_verdict_name((enum sdc_verdict)k)))
+			v = k;
+	snprintf(summary, slen, "%s", sdc_json_str(node, "summary"));
+	snprintf(since, sincelen, "%s", sdc_json_str(node, "since"));
+	json_decref(r);
+	return v;
+}
+
+/* No result to go by: UNKNOWN, and why (never run here, unreadable, not a report). */
+static int no_result(const struct sdc_cmd *c, const char *path, const char *why, bool read)
+{
+	const struct status_opts *o = c->opts;
+	if (read)
+		sdc_print_line(stderr, "sdcscan status: %s: %s", path, why);
+	else
+		sdc_print_line(stderr, "sdcscan status: %s", why);
+	printf(c->cli.exit_style == SDC_EXIT_NPD ? "SDC: no sdcscan result (see stderr)\n"
+						 : "UNKNOWN: no usable sdcscan result at %s\n",
+	       path);
+	const struct answer a = { .untested = true };
+	return o->is ? answer_code(o->is, &a) : sdc_exit_code(SDC_UNKNOWN, c->cli.exit_style);
+}
+
+/* node-problem-detector keeps 80 characters of stdout: the problem, short (a CRITICAL first,
+ * whatever else is wrong). */
+static void npd_line(enum sdc_verdict base, const char *crit_what, bool skew, bool stale, bool never,
+		     const struct sdc_report_summary *s, const char *ago, const char *limit, const char *future)
+{
+	char head[160];
+	const char *body = "", *tail = "";
+	if (base == SDC_CRITICAL) {
+		snprintf(head, sizeof(head), "SDC: CRITICAL ");
+		body = bare(crit_what);
+		tail = skew ? "; clock skew" : "";
+	} else if (skew) {
+		snprintf(head, sizeof(head), "SDC: clock skew on %.40s: last run dated %s ahead", s->host, future);
+	} else if (base == SDC_OK && !stale) {
+		snprintf(head, sizeof(head), "SDC: OK %s ago", ago);
+	} else if (base == SDC_OK && never) {
+		snprintf(head, sizeof(head), "SDC: stale: no full scheduled run has tested this node");
+	} else if (base == SDC_OK) {
+		snprintf(head, sizeof(head), "SDC: last scheduled run %s ago, stale (max %s)", ago, limit);
+	} else {
+		snprintf(head, sizeof(head), "SDC: %s ", sdc_verdict_name(base));
+		body = s->first[0] ? s->first : s->summary;
+	}
+	npd_print(head, body, tail);
+}
+
 static int status_main(struct sdc_cmd *c)
 {
 	const struct status_opts *o = c->opts;
@@ -178,81 +289,94 @@ static int status_main(struct sdc_cmd *c)
 	struct sdc_node_state ns;
 	char nwhy[512];
 	const int nrc = c->nargs ? 1 : sdc_node_read(dir, &ns, nwhy, sizeof(nwhy));
+	if (nrc == 0 && ns.rebuilt[0])
+		sdc_print_line(stderr, "sdcscan status: warning: node state: %s", ns.rebuilt);
 	if (started == 1 && !st.alive && (!have || st.start >= s.end - 1) && (nrc != 0 || st.start > ns.cleared)) {
 		free(text);
 		return died(c, have ? &s : NULL, &st);
 	}
 	if (!have) {
-		/* no result to go by: UNKNOWN, and why (never run here, unreadable, not a report) */
-		if (text)
-			sdc_print_line(stderr, "sdcscan status: %s: %s", path, why);
-		else
-			sdc_print_line(stderr, "sdcscan status: %s", why);
-		printf(npd ? "SDC: no sdcscan result (see stderr)\n" : "UNKNOWN: no usable sdcscan result at %s\n", path);
+		const int rc = no_result(c, path, why, text != NULL);
 		free(text);
-		return sdc_exit_code(SDC_UNKNOWN, cli->exit_style);
+		return rc;
 	}
+	/* status REPORT: the node's state as that report saw it (a CRITICAL that stood through it) */
+	char rnode_summary[512] = "", rnode_since[40] = "";
+	const int rnode = c->nargs ? report_node(text, len, rnode_summary, sizeof(rnode_summary), rnode_since,
+						 sizeof(rnode_since))
+				   : -1;
 	free(text);
 	/* the node's state (core/history.h), where the runs keep one: what it is, and which run set it */
 	if (nrc < 0)
 		sdc_print_line(stderr, "sdcscan status: %s: the last report is read instead", nwhy);
 	const bool node = nrc == 0;
 	const double now = sdc_wall_now();
-	/* how old the node's verdict is: from its last full scheduled run (a manual or injected run
-	 * does not make it fresh) */
-	const double ref = node && ns.last_scheduled_end > 0 ? ns.last_scheduled_end : s.end;
-	const double age = now - ref;
-	const bool stale = age > o->max_age;
+	/* how old the node's verdict is: from its last full scheduled run that tested (a manual,
+	 * partial or injected run does not make it fresh) */
+	const bool never = node && !(ns.last_scheduled_end > 0); /* only partial, replayed, injected runs */
+	const double ref = node ? ns.last_scheduled_end : s.end;
+	const double age = now - (never ? s.end : ref);
+	const bool stale = never || age > o->max_age;
 	/* a report from the future says nothing about now: the clock was wrong, then or now */
 	const double ahead = (s.end > ref ? s.end : ref) - now;
 	const bool skew = ahead > CLOCK_SLACK;
-	const enum sdc_verdict base = node ? ns.verdict : s.verdict;
+	enum sdc_verdict base = node ? ns.verdict : s.verdict;
+	if (rnode >= 0 && rnode == SDC_CRITICAL)
+		base = SDC_CRITICAL;
 	enum sdc_verdict v = base;
 	if (stale || skew)
 		v = sdc_verdict_worst(v, SDC_WARNING);
-	char ago[32], limit[32], note[700] = "", future[48];
+	char ago[32], limit[32], note[900] = "", future[48];
 	age_text(age, ago, sizeof(ago));
 	age_text(o->max_age, limit, sizeof(limit));
 	age_text(ahead, future, sizeof(future));
 	if (skew)
-		snprintf(note, sizeof(note), "clock skew: the last run on %s is dated %s in the future; ", s.host, future);
+		snprintf(note, sizeof(note), "clock skew: the last run on %s is dated %s in the future", s.host, future);
 	/* the last run did not set the node's state (a CRITICAL that stands, a run of another kind),
-	 * or a person cleared it since */
-	if (node && (ns.set_by != ns.sequence || ns.cleared > ns.last_end))
-		node_line(&ns, &s, note + strlen(note), sizeof(note) - strlen(note), base == SDC_CRITICAL);
-	if (npd) {
-		/* node-problem-detector keeps 80 characters of stdout: the problem, short; the rest on stderr */
-		char line[512];
-		if (skew)
-			snprintf(line, sizeof(line), "SDC: clock skew on %s: last run dated %s ahead", s.host, future);
-		else if (base == SDC_OK && !stale)
-			snprintf(line, sizeof(line), "SDC: OK %s ago", ago);
-		else if (base == SDC_OK)
-			snprintf(line, sizeof(line), "SDC: last scheduled run %s ago, stale (max %s)", ago, limit);
-		else if (node && base == SDC_CRITICAL && ns.set_by != ns.sequence)
-			snprintf(line, sizeof(line), "SDC: CRITICAL %.200s",
-				 ns.summary + (strncmp(ns.summary, "CRITICAL: ", 10) ? 0 : 10));
+	 * or a person cleared it since; or the report's own node section said CRITICAL */
+	const bool node_note = node && (ns.set_by != ns.sequence || ns.cleared > ns.last_end);
+	if (node_note || (rnode == SDC_CRITICAL && s.verdict != SDC_CRITICAL)) {
+		const size_t n = strlen(note);
+		snprintf(note + n, sizeof(note) - n, "%s", n ? "; " : "");
+		if (node_note)
+			node_line(&ns, &s, note + strlen(note), sizeof(note) - strlen(note), base == SDC_CRITICAL);
 		else
-			snprintf(line, sizeof(line), "SDC: %s %s", sdc_verdict_name(base), s.first[0] ? s.first : s.summary);
-		char shown[81]; /* escaped, then cut at 80 between characters */
-		sdc_escape(shown, sizeof(shown), line);
-		printf("%s\n", shown);
-		sdc_print_line(stderr, "sdcscan status: %s%s, %s ago (%s), profile %s: %s%s%s", note, sdc_verdict_name(base),
-			       ago, path, s.profile, s.summary, s.first_detail[0] ? ": " : "", s.first_detail);
+			snprintf(note + strlen(note), sizeof(note) - strlen(note), "the node stays CRITICAL since %s: %.300s",
+				 rnode_since, rnode_summary);
+	}
+	const char *crit_what = node && ns.set_by != ns.sequence ? ns.summary
+				: rnode == SDC_CRITICAL && s.verdict != SDC_CRITICAL ? rnode_summary
+				: s.first[0] ? s.first : s.summary;
+	if (npd) {
+		/* the problem, short, on stdout; the rest on stderr */
+		npd_line(base, crit_what, skew, stale, never, &s, ago, limit, future);
+		sdc_print_line(stderr, "sdcscan status: %s%s%s, %s ago (%s), profile %s: %s%s%s", note, note[0] ? "; " : "",
+			       sdc_verdict_name(base), ago, path, s.profile, s.summary, s.first_detail[0] ? ": " : "",
+			       s.first_detail);
 	} else if (note[0] && !skew) {
-		sdc_print_line(stdout, "%s: %s", sdc_verdict_name(v), note);
+		sdc_print_line(stdout, "%s: %s%s", sdc_verdict_name(v), note,
+			       never ? "; stale: no full scheduled run has tested this node yet"
+			       : stale ? "; stale: the last full scheduled run is older than --max-age"
+				       : "");
 	} else {
 		char going[96] = "";
 		if (started == 1 && st.alive)
 			snprintf(going, sizeof(going), " (a run is in progress: pid %d, profile %.40s)", st.pid, st.profile);
-		sdc_print_line(stdout, "%s: %slast run %s ago%s%s, profile %s, %.1f s: %s%s%s", sdc_verdict_name(v), note, ago,
-			       stale ? " (stale: older than --max-age)" : "", going, s.profile, s.duration,
-			       s.first[0] && s.verdict != SDC_OK ? s.first : s.summary, s.first_detail[0] ? ": " : "",
-			       s.first_detail);
+		sdc_print_line(stdout, "%s: %s%slast run %s ago%s%s, profile %s, %.1f s: %s%s%s", sdc_verdict_name(v), note,
+			       note[0] ? "; " : "", ago,
+			       never ? " (stale: no full scheduled run has tested this node yet)"
+			       : stale ? " (stale: older than --max-age)"
+				       : "",
+			       going, s.profile,
+			       s.duration, s.first[0] && s.verdict != SDC_OK ? s.first : s.summary,
+			       s.first_detail[0] ? ": " : "", s.first_detail);
 	}
 	if (s.warning[0]) /* (a metrics folder that was missing: the scan ran, its metrics were not written) */
 		sdc_print_line(npd ? stderr : stdout, "warning: the last run: %s", s.warning);
-	return sdc_exit_code(v, cli->exit_style);
+	const struct answer a = { .corruption = base == SDC_CRITICAL,
+				  .degraded = stale || skew || base == SDC_WARNING,
+				  .untested = base == SDC_UNKNOWN };
+	return o->is ? answer_code(o->is, &a) : sdc_exit_code(v, cli->exit_style);
 }
 
 static void status_help(FILE *out)

@@ -265,6 +265,14 @@ static int collect_pairs(json_t *report, struct pairs *ps)
 		q->findings++;
 	}
 	enum status_label none = L_SKIPPED;
+	/* a run that tested nothing could not test: error on every pair, its skips too */
+	json_array_foreach(json_object_get(report, "findings"), i, x)
+		if (!strcmp(sdc_json_str(x, "kind"), "tested-nothing")) {
+			for (size_t j = 0; j < ps->n; j++)
+				if (ps->p[j].label <= L_SKIPPED)
+					ps->p[j].label = L_ERROR;
+			none = L_ERROR;
+		}
 	if (!json_array_size(results) && !run_skipped(report)) {
 		const json_int_t code = json_integer_value(json_object_get(json_object_get(report, "verdict"), "code"));
 		if (json_is_true(json_object_get(run, "interrupted")))
@@ -317,7 +325,7 @@ static void put_pair_labels(struct text *t, const struct pair *q, const char *st
 	put_label(t, &first, "injected", injected ? "true" : "false");
 }
 
-int sdc_export_prom(void *report, double last_success, const char *path, char *err, size_t errlen)
+int sdc_export_prom(void *report, double last_success, double last_full, const char *path, char *err, size_t errlen)
 {
 	struct text t = { 0 };
 	json_t *tool = json_object_get(report, "tool"), *build = json_object_get(tool, "build");
@@ -345,8 +353,13 @@ int sdc_export_prom(void *report, double last_success, const char *path, char *e
 	put(&t, "# HELP sdcscan_last_run_timestamp_seconds When the last sdcscan run ended.\n"
 		"# TYPE sdcscan_last_run_timestamp_seconds gauge\nsdcscan_last_run_timestamp_seconds %.3f\n",
 	    end > 0 ? end : 0);
-	put(&t, "# HELP sdcscan_last_success_timestamp_seconds When the last sdcscan run that ended OK ended (0: none "
-		"known).\n# TYPE sdcscan_last_success_timestamp_seconds gauge\nsdcscan_last_success_timestamp_seconds %.3f\n",
+	put(&t, "# HELP sdcscan_last_full_run_timestamp_seconds When the last full scheduled run that tested the node "
+		"(OK, WARNING or CRITICAL) ended: the node's verdict is as fresh as this (0: none known).\n"
+		"# TYPE sdcscan_last_full_run_timestamp_seconds gauge\nsdcscan_last_full_run_timestamp_seconds %.3f\n",
+	    last_full);
+	put(&t, "# HELP sdcscan_last_success_timestamp_seconds When the last full scheduled run that ended OK ended (0: "
+		"none known).\n# TYPE sdcscan_last_success_timestamp_seconds gauge\nsdcscan_last_success_timestamp_seconds "
+		"%.3f\n",
 	    last_success);
 	put(&t, "# HELP sdcscan_last_run_duration_seconds How long the last sdcscan run took.\n"
 		"# TYPE sdcscan_last_run_duration_seconds gauge\nsdcscan_last_run_duration_seconds %.3f\n",
@@ -391,20 +404,30 @@ int sdc_export_junit(void *report, const char *path, char *err, size_t errlen)
 	json_t *run = json_object_get(report, "run");
 	size_t i, k, f;
 	json_t *p, *d, *fd;
-	int tests = 0, failures = 0, skipped = 0;
+	int tests = 0, failures = 0, skipped = 0, errors = 0;
+	/* a busy node's skip says why; a run that tested nothing is an error on every case, not a skip */
+	const char *busy = NULL, *nothing = NULL;
+	if (run_skipped(report))
+		busy = sdc_json_str(json_object_get(json_object_get(run, "environment"), "idle"), "busy");
+	json_array_foreach(json_object_get(report, "findings"), f, fd)
+		if (!strcmp(sdc_json_str(fd, "kind"), "tested-nothing"))
+			nothing = sdc_json_str(fd, "detail");
 	/* counted first: the suite's attributes come before its cases */
 	json_array_foreach(json_object_get(run, "probes"), i, p)
 		json_array_foreach(json_object_get(report, "devices"), k, d) {
 			tests++;
 			failures += failed_on(report, sdc_json_str(p, "name"), sdc_json_str(d, "id"));
-			skipped += !ran_on(report, sdc_json_str(p, "name"), sdc_json_str(d, "id"));
+			const bool ran = ran_on(report, sdc_json_str(p, "name"), sdc_json_str(d, "id"));
+			skipped += !ran && !nothing;
+			errors += !ran && nothing;
 		}
 	put(&t, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"sdcscan\" tests=\"%d\" failures=\"%d\" "
-		"skipped=\"%d\" time=\"%.3f\">\n",
-	    tests, failures, skipped, json_number_value(json_object_get(run, "duration_seconds")));
+		"errors=\"%d\" skipped=\"%d\" time=\"%.3f\">\n",
+	    tests, failures, errors, skipped, json_number_value(json_object_get(run, "duration_seconds")));
 	put(&t, "  <testsuite name=\"sdcscan ");
 	put_escaped(&t, sdc_json_str(run, "profile"), true);
-	put(&t, "\" tests=\"%d\" failures=\"%d\" skipped=\"%d\" errors=\"0\" timestamp=\"", tests, failures, skipped);
+	put(&t, "\" tests=\"%d\" failures=\"%d\" skipped=\"%d\" errors=\"%d\" timestamp=\"", tests, failures, skipped,
+	    errors);
 	put_escaped(&t, sdc_json_str(run, "start"), true);
 	put(&t, "\" time=\"%.3f\">\n", json_number_value(json_object_get(run, "duration_seconds")));
 	json_array_foreach(json_object_get(run, "probes"), i, p) {
@@ -424,8 +447,15 @@ int sdc_export_junit(void *report, const char *path, char *err, size_t errlen)
 			put(&t, " on ");
 			put_escaped(&t, id, true);
 			put(&t, "\" time=\"%.3f\">", secs);
-			if (!ran_on(report, probe, id)) {
-				put(&t, "<skipped message=\"not run on this device\"/>");
+			if (!ran_on(report, probe, id) && nothing) {
+				put(&t, "<error message=\"");
+				put_escaped(&t, nothing, true);
+				put(&t, "\" type=\"sdcscan\"/>");
+			} else if (!ran_on(report, probe, id)) {
+				put(&t, "<skipped message=\"");
+				put_escaped(&t, busy ? "skipped: node busy: " : "not run on this device", true);
+				put_escaped(&t, busy ? busy : "", true);
+				put(&t, "\"/>");
 			} else if (failed_on(report, probe, id)) {
 				/* GitLab shows the element text, not the message attribute: the findings go there */
 				put(&t, "\n      <failure message=\"");

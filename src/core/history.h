@@ -2,14 +2,20 @@
  * The node's verdict over time, in the state directory: every saved run in history/ (bounded,
  * oldest removed) and the node's state (DIR/state.json) that `status`, Prometheus and the Slurm,
  * NHC and node-problem-detector scripts read. The rules (man sdcscan(1), "The verdict's life"):
- *   - a full scheduled run (the profile as it is: no --inject, --variant, --probe, not
- *     interrupted) sets the state to its verdict, except that a CRITICAL stays until a person
- *     clears it (sdcscan clear) or the profile's clear_after_clean_runs scheduled runs in a row
- *     are OK (default 0: never);
+ *   - a full scheduled run is the profile as it is (no --inject, --variant, --probe, --set,
+ *     --duration, --cpus, --gpus), not interrupted; it sets the state to its verdict, except that
+ *     a CRITICAL stays until a person clears it (sdcscan clear) or the profile's
+ *     clear_after_clean_runs full scheduled runs in a row are OK, each of them having tested every
+ *     place (probe/variant@device) the CRITICAL was found at (default 0: never);
+ *   - one that tested (OK, WARNING or CRITICAL, not UNKNOWN) makes the node's verdict fresh: the
+ *     only freshness, for status, the metrics and the alert rules;
  *   - any other run is kept in history as what it is and never lowers the state; one that found
  *     corruption (and injected nothing) raises it to CRITICAL: corruption seen is corruption;
  *     until the first full scheduled run, a run that is neither injected nor interrupted sets it;
  *   - an injected or skipped run never changes the state.
+ * state.json is written before history/ and last.json (a disk that fills keeps the small state
+ * first), and every report in history/ holds the state after it (node): an unreadable or lost
+ * state.json is rebuilt from the newest, never silently started anew.
  */
 #ifndef SDC_HISTORY_H
 #define SDC_HISTORY_H
@@ -44,16 +50,26 @@ struct sdc_node_state {
 	enum sdc_run_kind last_kind;
 	enum sdc_verdict last_verdict;
 	double last_end;          /* when the last saved run ended */
-	double last_scheduled_end; /* ... and the last full scheduled one (0: none) */
+	double last_scheduled_end; /* the last full scheduled run that tested: freshness (0: none) */
+	uint64_t scheduled_runs;  /* full scheduled runs saved */
 	char last_summary[512];
+	/* where the standing CRITICAL was found (probe/variant@device): a clean run counts toward
+	 * clear_after_clean_runs only where it tested every one */
+#define SDC_NODE_PLACES 16
+	char critical_at[SDC_NODE_PLACES][96];
+	int ncritical_at;
+	char rebuilt[300]; /* not empty: state.json was unreadable or lost and was rebuilt from this */
 };
 
-/* The state (0), none saved yet (1, s zeroed), or unreadable (-1, why in err). */
+/* The state (0), none saved yet (1, s zeroed), or unreadable (-1, why in err). A state.json that
+ * is unreadable or missing where history/ holds runs is rebuilt from the newest (0, s->rebuilt
+ * says from what); -1 only where nothing can rebuild it. */
 int sdc_node_read(const char *dir, struct sdc_node_state *s, char *err, size_t errlen);
 
-/* A finished run into history and the state by the rules above: report (json_t *) gets
- * run.kind and run.sequence; its end is end (epoch), its verdict v and summary. clear_after: the
- * profile's clear_after_clean_runs. s: the state after. 0, or -1 with err. */
+/* A finished run into the state, then history, by the rules above: report (json_t *) gets
+ * run.kind, run.sequence and node (the state after, also in s); its end is end (epoch), its
+ * verdict v and summary. clear_after: the profile's clear_after_clean_runs. 0, or -1 with err
+ * (s and report's node hold the state after all the same where state.json was written). */
 int sdc_node_record(const char *dir, void *report, enum sdc_run_kind kind, enum sdc_verdict v, const char *summary,
 		    double end, int clear_after, struct sdc_node_state *s, char *err, size_t errlen);
 

@@ -160,6 +160,33 @@ int sdc_runner_short_shares(const struct sdc_run *run, const struct sdc_plan *pl
 	return n;
 }
 
+/* A run in which no probe ran on any device tested nothing: UNKNOWN saying why, never "OK: 0
+ * results clean" (a profile of only allreduce without mpirun, every probe's hardware missing). */
+static void check_tested_something(struct sdc_run *run, const struct sdc_plan *plan)
+{
+	for (int i = 0; i < run->nresults; i++)
+		if (run->results[i].status != SDC_STATUS_SKIPPED && run->results[i].status != SDC_STATUS_NOT_RUN)
+			return;
+	struct sdc_finding f = { .cls = SDC_FINDING_ERROR, .device = -1, .row = -1, .col = -1 };
+	sdc_strlcpy(f.kind, "tested-nothing", sizeof(f.kind));
+	int n = snprintf(f.detail, sizeof(f.detail), "nothing was tested: no probe ran on any device");
+	const char *sep = " (";
+	for (int i = 0; i < plan->n && n > 0 && (size_t)n < sizeof(f.detail); i++) {
+		const struct sdc_plan_entry *e = &plan->entries[i];
+		const char *why = "no device it runs on was selected";
+		if ((e->probe->needs & SDC_NEED_MPI) && !sdc_fleet.active)
+			why = "it needs 2 or more MPI ranks: mpirun -np N or srun --mpi=pmix";
+		for (int r = 0; r < run->nresults; r++)
+			if (!strcmp(run->results[r].probe, e->probe->name) && run->results[r].error[0])
+				why = run->results[r].error;
+		n += snprintf(f.detail + n, sizeof(f.detail) - (size_t)n, "%s%s: %s", sep, e->probe->name, why);
+		sep = "; ";
+	}
+	if (n > 0 && (size_t)n < sizeof(f.detail) - 1 && plan->n)
+		sdc_strlcpy(f.detail + n, ")", sizeof(f.detail) - (size_t)n);
+	sdc_run_add_finding(run, &f);
+}
+
 int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct sdc_output *out)
 {
 	gpu_health(run, 0);
@@ -205,8 +232,10 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 	}
 	poll_fleet_interrupt();
 	run->interrupted = sdc_stop_interrupted();
-	if (!run->interrupted)
+	if (!run->interrupted) {
 		sdc_runner_check_injected(run);
+		check_tested_something(run, plan);
+	}
 	gpu_health(run, 1);
 	health_compare(run);
 	sdc_hwerr_end(hwerr, run);

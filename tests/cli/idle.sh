@@ -21,8 +21,9 @@ PATH="$TMP/bin:$PATH" expect_exit 3 slurm "$SDCSCAN" $G --cpus 1 --gpus none --i
 expect_grep slurm out "^UNKNOWN: host: skipped, the node is busy: Slurm: node .* is MIXED (a job runs on it)"
 [ "$(json_get "$TMP/slurm.json" "r['run']['kind'], len(r['results']), r['node']['verdict']")" = "skipped 0 OK" ] ||
 	fail "slurm: report $(json_get "$TMP/slurm.json" "r['run'].get('kind'), r.get('node')")"
-expect_exit 0 status "$SDCSCAN" status --state-dir "$D"
-expect_grep status out "the last run was skipped"
+# (WARNING: stale, as only partial runs, --set, have tested this node)
+expect_exit 1 status "$SDCSCAN" status --state-dir "$D"
+expect_grep status out "the last run was skipped.*; stale: no full scheduled run has tested this node yet"
 
 stand_in IDLE
 PATH="$TMP/bin:$PATH" SDCSCAN_GPU_MODULE=$FAKE_GPU SDCSCAN_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_PROCS=2 \

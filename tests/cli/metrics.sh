@@ -6,8 +6,10 @@
 # and 0; a run that died reads error (sdcscan status --prom), without the run before's findings.
 # sdcscan_probe_findings counts the report's findings of each. profile and injected labels on
 # every per-run series; no empty label anywhere (a CPU has no gpu or UUID label; a GPU has
-# dcgm-exporter's). sdcscan_last_success_timestamp_seconds: a clean run's own end (with
-# --no-state too), kept from the state after a run that was not OK, 0 with neither.
+# dcgm-exporter's). sdcscan_last_success_timestamp_seconds and
+# sdcscan_last_full_run_timestamp_seconds (the node's freshness): a clean full scheduled run's own
+# end (with --no-state too), kept from the state after any other run, 0 with neither; a partial
+# run (--set, --cpus) never moves them.
 # Each textfile passes `promtool check metrics`. The expectations come from what each run was
 # made to be (an injected fault, a fake GPU's failure, a signal), never from the exporter.
 # usage: metrics.sh SDCSCAN FAKE_GPU_MODULE FAKE_NVML [OUT_DIR]
@@ -54,8 +56,16 @@ has ok "sdcscan_probe_failed{probe=\"gemm\",device=\"cpu0\",status=\"ok\",profil
 	"sdcscan_probe_findings{probe=\"gemm\",$GPU0,profile=\"quick\",injected=\"false\"} 0" \
 	'sdcscan_last_run_info{profile="quick",injected="false"} 1' 'sdcscan_verdict 0' 'sdcscan_last_run_verdict 0'
 ok_end=$(end ok)
-[ "$(value ok sdcscan_last_success_timestamp_seconds)" = "$ok_end" ] && [ "$(value ok sdcscan_last_run_timestamp_seconds)" = "$ok_end" ] ||
-	fail "ok: last success $(value ok sdcscan_last_success_timestamp_seconds), last run $(value ok sdcscan_last_run_timestamp_seconds), the report says it ended $ok_end"
+[ "$(value ok sdcscan_last_success_timestamp_seconds)" = 0.000 ] && [ "$(value ok sdcscan_last_full_run_timestamp_seconds)" = 0.000 ] &&
+	[ "$(value ok sdcscan_last_run_timestamp_seconds)" = "$ok_end" ] ||
+	fail "ok (partial): last success $(value ok sdcscan_last_success_timestamp_seconds), full run $(value ok sdcscan_last_full_run_timestamp_seconds), last run $(value ok sdcscan_last_run_timestamp_seconds), the report says it ended $ok_end"
+
+# full: the profile as it is (a full scheduled run): its own end is the last success and the freshness
+printf 'probes:\n  gemm:\n    dtypes: [int8]\n    m: 48\n    n: 40\n    k: 64\n    gpu_dtypes: [int8]\n    gpu_m: 48\n    gpu_n: 40\n    gpu_k: 64\n    duration: 1\n' >"$TMP/full.yaml"
+expect_exit 0 full "$SDCSCAN" run --profile "$TMP/full.yaml" --state-dir "$S" --json "$TMP/full.json" --prom "$OUT/full.prom"
+full_end=$(end full)
+[ "$(value full sdcscan_last_success_timestamp_seconds)" = "$full_end" ] && [ "$(value full sdcscan_last_full_run_timestamp_seconds)" = "$full_end" ] ||
+	fail "full: last success $(value full sdcscan_last_success_timestamp_seconds), full run $(value full sdcscan_last_full_run_timestamp_seconds), the report says it ended $full_end"
 
 # degraded: a core below the throughput floor (WARNING); the last success stays the clean run's
 expect_exit 1 degraded "$SDCSCAN" $G $ONE --gpus none --set gemm.int8_floor=1000000 --state-dir "$S" \
@@ -64,11 +74,11 @@ n=$(nfind degraded gemm cpu0)
 [ "$n" -ge 1 ] || fail "degraded: no finding at cpu0"
 has degraded "sdcscan_probe_failed{probe=\"gemm\",device=\"cpu0\",status=\"degraded\",profile=\"quick\",injected=\"false\"} 1" \
 	"sdcscan_probe_findings{probe=\"gemm\",device=\"cpu0\",profile=\"quick\",injected=\"false\"} $n"
-[ "$(value degraded sdcscan_last_success_timestamp_seconds)" = "$ok_end" ] ||
-	fail "degraded: last success $(value degraded sdcscan_last_success_timestamp_seconds), not the clean run's $ok_end"
+[ "$(value degraded sdcscan_last_success_timestamp_seconds)" = "$full_end" ] && [ "$(value degraded sdcscan_last_full_run_timestamp_seconds)" = "$full_end" ] ||
+	fail "degraded: last success $(value degraded sdcscan_last_success_timestamp_seconds), not the full run's $full_end"
 
 # a clean run without state: its own end; one that is not clean, without state: none known
-expect_exit 0 nostate "$SDCSCAN" $G $ONE --gpus none --no-state --json "$TMP/nostate.json" --prom "$OUT/nostate.prom"
+expect_exit 0 nostate "$SDCSCAN" run --profile "$TMP/full.yaml" --no-state --json "$TMP/nostate.json" --prom "$OUT/nostate.prom"
 [ "$(value nostate sdcscan_last_success_timestamp_seconds)" = "$(end nostate)" ] ||
 	fail "nostate: last success $(value nostate sdcscan_last_success_timestamp_seconds), the clean run ended $(end nostate)"
 
@@ -127,7 +137,7 @@ PATH="$TMP/bin:$PATH" expect_exit 3 skipped "$SDCSCAN" $G $TWO --if-idle --state
 has skipped "sdcscan_probe_failed{probe=\"gemm\",device=\"cpu0\",status=\"skipped\",profile=\"quick\",injected=\"false\"} 0" \
 	"sdcscan_probe_failed{probe=\"gemm\",device=\"cpu1\",status=\"skipped\",profile=\"quick\",injected=\"false\"} 0" \
 	'sdcscan_last_run_verdict 3'
-[ "$(value skipped sdcscan_last_success_timestamp_seconds)" = "$ok_end" ] || fail "skipped: last success moved"
+[ "$(value skipped sdcscan_last_success_timestamp_seconds)" = "$full_end" ] || fail "skipped: last success moved"
 
 # died: a run killed (SIGKILL) after an injected corrupt one; status --prom writes its metrics:
 # every probe on every device error, none of the run before's findings, not injected

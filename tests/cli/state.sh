@@ -6,17 +6,22 @@
 . "$(dirname "$0")/lib.sh"
 
 ST=$TMP/st
-RUN="run --probe gemm --set gemm.dtypes=int8 --set gemm.m=48 --set gemm.n=40 --set gemm.k=64 --state-dir $ST"
+# a small profile, run as it is: full scheduled runs (a --set or --cpus run is partial and never
+# makes the node fresh: critical_kept.sh)
+P=$TMP/quick.yaml
+printf 'probes:\n  gemm:\n    dtypes: [int8]\n    m: 48\n    n: 40\n    k: 64\n    duration: 1\n' >"$P"
+sed 's/duration: 1/duration: 30/' "$P" >"$TMP/quick30.yaml"
+RUN="run --profile $P --state-dir $ST"
 
 expect_exit 3 status_none "$SDCSCAN" status --state-dir "$ST"
 expect_grep status_none out "^UNKNOWN: no usable sdcscan result at $ST/last.json"
 expect_exit 2 status_none_npd "$SDCSCAN" status --state-dir "$ST" --exit-codes npd
 
-expect_exit 0 clean "$SDCSCAN" $RUN --duration 1 --cpus 0 --prom "$TMP/m.prom" --junit "$TMP/j.xml"
+expect_exit 0 clean "$SDCSCAN" $RUN --prom "$TMP/m.prom" --junit "$TMP/j.xml"
 [ -s "$ST/last.json" ] || fail "run saved no last.json in the state directory"
 [ -s "$ST/last-success" ] || fail "an OK run saved no last-success"
 expect_exit 0 status_ok "$SDCSCAN" status --state-dir "$ST"
-expect_grep status_ok out "^OK: last run [0-9]* s ago, profile quick"
+expect_grep status_ok out "^OK: last run [0-9]* s ago, profile $P"
 expect_exit 1 stale "$SDCSCAN" status --state-dir "$ST" --max-age 0.001
 expect_grep stale out "^WARNING: .*stale"
 expect_exit 1 stale_npd "$SDCSCAN" status --state-dir "$ST" --max-age 0.001 --exit-codes npd
@@ -48,7 +53,7 @@ if command -v promtool >/dev/null; then
 else
 	fail "promtool not found (apt-get install prometheus)"
 fi
-grep -q '^sdcscan_probe_failed{probe="gemm",device="cpu0",status="ok",profile="quick",injected="false"} 0$' "$TMP/m.prom" ||
+grep -q "^sdcscan_probe_failed{probe=\"gemm\",device=\"cpu0\",status=\"ok\",profile=\"$P\",injected=\"false\"} 0\$" "$TMP/m.prom" ||
 	fail "no clean gemm/cpu0 series: $(grep probe_failed "$TMP/m.prom")"
 grep -q '^sdcscan_verdict 0$' "$TMP/m.prom" || fail "sdcscan_verdict is not 0"
 grep -q '^sdcscan_build_info{version="' "$TMP/m.prom" || fail "no sdcscan_build_info"
@@ -67,9 +72,9 @@ expect_exit 1 status_bad_npd "$SDCSCAN" status "$ST/last.json" --exit-codes npd
 [ "$(wc -l <"$TMP/status_bad_npd.out")" -eq 1 ] && [ "$(head -1 "$TMP/status_bad_npd.out" | wc -c)" -le 81 ] ||
 	fail "npd output is not one line of at most 80 characters: $(cat "$TMP/status_bad_npd.out")"
 expect_grep status_bad_npd out "^SDC: CRITICAL cpu1 gemm"
-grep -q '^sdcscan_probe_failed{probe="gemm",device="cpu1",status="corrupt",profile="quick",injected="true"} 1$' "$TMP/b.prom" ||
+grep -q "^sdcscan_probe_failed{probe=\"gemm\",device=\"cpu1\",status=\"corrupt\",profile=\"$P\",injected=\"true\"} 1\$" "$TMP/b.prom" ||
 	fail "cpu1 not failed in prom"
-grep -q '^sdcscan_probe_failed{probe="gemm",device="cpu0",status="ok",profile="quick",injected="true"} 0$' "$TMP/b.prom" ||
+grep -q "^sdcscan_probe_failed{probe=\"gemm\",device=\"cpu0\",status=\"ok\",profile=\"$P\",injected=\"true\"} 0\$" "$TMP/b.prom" ||
 	fail "cpu0 not clean in prom"
 grep -q '^sdcscan_last_run_verdict 2$' "$TMP/b.prom" || fail "sdcscan_last_run_verdict is not 2"
 grep -q '^sdcscan_verdict 0$' "$TMP/b.prom" || fail "sdcscan_verdict (the node's) is not 0 after an injected run"
@@ -137,16 +142,16 @@ echo "status: $(( ($(date +%s%N) - t0) / 10000000 )) ms a call (mean of 10)"
 # says it died without a verdict, UNKNOWN in its line, npd line and metrics, never the OK before it.
 # A run still going is said as such.
 D="$TMP/died"
-expect_exit 0 before "$SDCSCAN" run $SMALL --set gemm.dtypes=int8 --cpus 0 --duration 1 --state-dir "$D"
-"$SDCSCAN" run $SMALL --set gemm.dtypes=int8 --cpus 0 --duration 30 --state-dir "$D" > /dev/null 2>&1 &
+expect_exit 0 before "$SDCSCAN" run --profile "$P" --state-dir "$D"
+"$SDCSCAN" run --profile "$TMP/quick30.yaml" --state-dir "$D" > /dev/null 2>&1 &
 pid=$!
 sleep 1.5
 expect_exit 0 going "$SDCSCAN" status --state-dir "$D"
-expect_grep going out "^OK: last run .* ago (a run is in progress: pid $pid, profile quick)"
+expect_grep going out "^OK: last run .* ago (a run is in progress: pid $pid, profile .*quick30.yaml)"
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 expect_exit 3 died "$SDCSCAN" status --state-dir "$D" --prom "$TMP/died.prom"
-expect_grep died out "^UNKNOWN: the last run, started .* (.* ago, pid $pid, profile quick), died without a verdict; the run before it: OK"
+expect_grep died out "^UNKNOWN: the last run, started .* (.* ago, pid $pid, profile .*quick30.yaml), died without a verdict; the run before it: OK"
 grep -q "^sdcscan_verdict 3$" "$TMP/died.prom" || fail "died: metrics not UNKNOWN"
 expect_exit 2 diednpd "$SDCSCAN" status --state-dir "$D" --exit-codes npd
 expect_grep diednpd out "^SDC: UNKNOWN last run died without a verdict$"

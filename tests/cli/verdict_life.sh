@@ -13,9 +13,10 @@ export SDCSCAN_GPU_MODULE=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 export SDCSCAN_NVML_LIBRARY=$(cd "$(dirname "$3")" && pwd)/$(basename "$3")
 unset FAKE_GPU_BAD_SM
 P=$TMP/sched.yaml
-printf 'probes:\n  gemm:\n    dtypes: [int8]\n    m: 48\n    n: 40\n    k: 64\n    gpu_dtypes: [bf16]\n    gpu_m: 48\n    gpu_n: 40\n    gpu_k: 64\n' >"$P"
+printf 'probes:\n  gemm:\n    dtypes: [int8]\n    m: 48\n    n: 40\n    k: 64\n    gpu_dtypes: [bf16]\n    gpu_m: 48\n    gpu_n: 40\n    gpu_k: 64\n    duration: 2\n' >"$P"
 D=$TMP/st
-SCHED="run --profile $P --duration 2 --cpus 0 --state-dir $D"
+# (the profile as it is: a full scheduled run; --duration or --cpus would make it partial)
+SCHED="run --profile $P --state-dir $D"
 kinds() { ls "$D/history" | sed 's/^[0-9]*-//; s/\.json$//' | tr '\n' ' '; }
 
 expect_exit 0 ok1 "$SDCSCAN" $SCHED
@@ -52,7 +53,7 @@ sleep 1.5
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 expect_exit 2 died "$SDCSCAN" status --state-dir "$D"
-expect_grep died out "^CRITICAL: the last run, started .* died without a verdict"
+expect_grep died out "^CRITICAL: gpu0 gemm .* (since 20.*Z); the last run, started .* died without a verdict"
 # clear: a reason is required; then OK, said with who, when and why, until a run says otherwise
 expect_exit 3 clear_noreason "$SDCSCAN" clear --state-dir "$D"
 expect_grep clear_noreason err "reason TEXT is required"
@@ -71,7 +72,7 @@ expect_grep st_ok out "^OK: last run"
 P2=$TMP/auto.yaml
 { echo "clear_after_clean_runs: 2"; cat "$P"; } >"$P2"
 D2=$TMP/st2
-AUTO="run --profile $P2 --duration 2 --cpus 0 --state-dir $D2"
+AUTO="run --profile $P2 --state-dir $D2"
 FAKE_GPU_BAD_SM=3 expect_exit 2 acrit "$SDCSCAN" $AUTO
 expect_exit 0 a1 "$SDCSCAN" $AUTO
 expect_exit 2 st_a1 "$SDCSCAN" status --state-dir "$D2"

@@ -109,7 +109,9 @@ grep -q "^sdcscan_last_run_verdict 3$" "$TMP/metrics/sdcscan.prom" 2>/dev/null |
 	fail "cron job: a skipped run is not in the metrics: $(cat "$TMP/metrics/sdcscan.prom" 2>&1 | head -3)"
 # A skipped run after an OK one: the node's verdict stays 0 (OK), the run's own is 3 (UNKNOWN).
 export SDCSCAN_STATE_DIR="$TMP/skip"
-expect_exit 0 skip_ok "$SDCSCAN" $SMALL_RUN
+# (a full scheduled run of a small profile: a partial run never makes a node fresh)
+printf 'probes:\n  gemm:\n    dtypes: [int8]\n    m: 48\n    n: 40\n    k: 64\n    duration: 1\n' >"$TMP/small.yaml"
+expect_exit 0 skip_ok "$SDCSCAN" run --profile "$TMP/small.yaml"
 PATH="$TMP/bin:$PATH" expect_exit 3 skip "$SDCSCAN" $SMALL_RUN --if-idle --prom "$TMP/skip.prom"
 grep -q "^sdcscan_verdict 0$" "$TMP/skip.prom" && grep -q "^sdcscan_last_run_verdict 3$" "$TMP/skip.prom" ||
 	fail "metrics of a skipped run: $(grep -E '^sdcscan_(last_run_)?verdict' "$TMP/skip.prom")"
@@ -121,10 +123,13 @@ expect_grep skip_status out "skipped"
 # changes the node's state); WARNING (stale: status --max-age 1 through a wrapper, a second
 # after an OK run); UNKNOWN (no run at all).
 export SDCSCAN_STATE_DIR="$TMP/ok"
-expect_exit 0 scan_ok "$SDCSCAN" $SMALL_RUN
-printf 'probes:\n  gemm:\n    dtypes: [int8]\n    m: 48\n    n: 40\n    k: 64\n    gpu_dtypes: [bf16]\n    gpu_m: 48\n    gpu_n: 40\n    gpu_k: 64\n' >"$TMP/sched.yaml"
+expect_exit 0 scan_ok "$SDCSCAN" run --profile "$TMP/small.yaml"
+printf 'probes:\n  gemm:\n    dtypes: [int8]\n    m: 48\n    n: 40\n    k: 64\n    gpu_dtypes: [bf16]\n    gpu_m: 48\n    gpu_n: 40\n    gpu_k: 64\n    duration: 2\n' >"$TMP/sched.yaml"
 SDCSCAN_GPU_MODULE=$BLD/tests/fake-gpu.so SDCSCAN_NVML_LIBRARY=$BLD/tests/fake-nvml.so FAKE_GPU_BAD_SM=3 \
-	SDCSCAN_STATE_DIR=$TMP/crit expect_exit 2 scan_crit "$SDCSCAN" run --profile "$TMP/sched.yaml" --duration 2 --cpus 0
+	SDCSCAN_STATE_DIR=$TMP/crit expect_exit 2 scan_crit "$SDCSCAN" run --profile "$TMP/sched.yaml"
+# CRITICAL and a clock a day ahead: both corruption and degraded (the skew is not hidden by it)
+cp -r "$TMP/crit" "$TMP/critskew"
+SDCSCAN_STATE_DIR=$TMP/critskew expect_exit 0 scan_skew faketime -f '+1d' "$SDCSCAN" $SMALL_RUN
 printf '#!/bin/sh\nexec %s "$@" --max-age 1\n' "$SDC" >"$TMP/stale-sdcscan"
 chmod +x "$TMP/stale-sdcscan"
 sleep 1.2
@@ -132,6 +137,7 @@ state() { # state NAME: SDCSCAN and SDCSCAN_STATE_DIR for that node state
 	case $1 in
 	ok) SDCSCAN=$SDC SDCSCAN_STATE_DIR=$TMP/ok ;;
 	critical) SDCSCAN=$SDC SDCSCAN_STATE_DIR=$TMP/crit ;;
+	critskew) SDCSCAN=$SDC SDCSCAN_STATE_DIR=$TMP/critskew ;;
 	stale) SDCSCAN=$TMP/stale-sdcscan SDCSCAN_STATE_DIR=$TMP/ok ;;
 	unknown) SDCSCAN=$SDC SDCSCAN_STATE_DIR=$TMP/none ;;
 	broken) SDCSCAN=$TMP/no-such-sdcscan SDCSCAN_STATE_DIR=$TMP/ok ;;
@@ -186,7 +192,7 @@ PY
 [ "$npd" = ok ] || fail "npd config: $npd"
 # The script's answers (exit 0 False, 1 True, 2 Unknown; stdout at most 80 characters) to each
 # question in each state: corruption only for CRITICAL, never for a stale result.
-for row in "ok 0 0 0" "critical 1 0 0" "stale 0 1 0" "unknown 0 0 1" "broken 2 2 2"; do
+for row in "ok 0 0 0" "critical 1 0 0" "critskew 1 1 0" "stale 0 1 0" "unknown 0 0 1" "broken 2 2 2"; do
 	set -- $row
 	st=$1
 	shift

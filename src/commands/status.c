@@ -267,6 +267,28 @@ static void npd_line(enum sdc_verdict base, const char *crit_what, bool skew, bo
 	npd_print(head, body, tail);
 }
 
+/* The last report cannot be read but the node's state can: the state's verdict (a CRITICAL is
+ * never hidden by a spoiled last.json), and why the report is not read. */
+static int node_only(const struct sdc_cmd *c, const struct sdc_node_state *ns, const char *path, const char *why)
+{
+	const struct status_opts *o = c->opts;
+	char since[40];
+	sdc_format_utc(ns->since, since, sizeof(since));
+	sdc_print_line(stderr, "sdcscan status: %s: %s (the node's state is read instead)", path, why);
+	if (c->cli.exit_style == SDC_EXIT_NPD) {
+		char head[40];
+		snprintf(head, sizeof(head), "SDC: %s ", sdc_verdict_name(ns->verdict));
+		npd_print(head, bare(ns->summary), "; last report unreadable");
+	} else {
+		sdc_print_line(stdout, "%s: since %s (run %llu): %.300s; the last report is unreadable (see stderr)",
+			       sdc_verdict_name(ns->verdict), since, (unsigned long long)ns->set_by, ns->summary);
+	}
+	/* (no usable last report: never OK, as nothing says when the node was last tested) */
+	const enum sdc_verdict v = ns->verdict == SDC_CRITICAL ? SDC_CRITICAL : SDC_UNKNOWN;
+	const struct answer a = { .corruption = v == SDC_CRITICAL, .untested = true };
+	return o->is ? answer_code(o->is, &a) : sdc_exit_code(v, c->cli.exit_style);
+}
+
 static int status_main(struct sdc_cmd *c)
 {
 	const struct status_opts *o = c->opts;
@@ -291,9 +313,17 @@ static int status_main(struct sdc_cmd *c)
 	const int nrc = c->nargs ? 1 : sdc_node_read(dir, &ns, nwhy, sizeof(nwhy));
 	if (nrc == 0 && ns.rebuilt[0])
 		sdc_print_line(stderr, "sdcscan status: warning: node state: %s", ns.rebuilt);
-	if (started == 1 && !st.alive && (!have || st.start >= s.end - 1) && (nrc != 0 || st.start > ns.cleared)) {
+	/* (a last report dated ahead of the clock says nothing of when it ended: the start record does) */
+	const double now = sdc_wall_now();
+	const bool after = !have || st.start >= s.end - 1 || s.end > now + CLOCK_SLACK;
+	const bool since_clear = nrc != 0 || st.start > ns.cleared || ns.cleared > now + CLOCK_SLACK;
+	if (started == 1 && !st.alive && after && since_clear) {
 		free(text);
 		return died(c, have ? &s : NULL, &st);
+	}
+	if (!have && nrc == 0) {
+		free(text); /* the report is lost or spoiled; the node's state says what the node is */
+		return node_only(c, &ns, path, why);
 	}
 	if (!have) {
 		const int rc = no_result(c, path, why, text != NULL);
@@ -310,7 +340,6 @@ static int status_main(struct sdc_cmd *c)
 	if (nrc < 0)
 		sdc_print_line(stderr, "sdcscan status: %s: the last report is read instead", nwhy);
 	const bool node = nrc == 0;
-	const double now = sdc_wall_now();
 	/* how old the node's verdict is: from its last full scheduled run that tested (a manual,
 	 * partial or injected run does not make it fresh) */
 	const bool never = node && !(ns.last_scheduled_end > 0); /* only partial, replayed, injected runs */

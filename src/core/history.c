@@ -297,8 +297,9 @@ static void add_places(struct sdc_node_state *s, json_t *report)
 	json_array_foreach(json_object_get(report, "findings"), i, f) {
 		const char *probe = sdc_json_str(f, "probe"), *variant = sdc_json_str(f, "variant");
 		const char *device = sdc_json_str(f, "device");
-		if (!critical_class(sdc_json_str(f, "class")) || !*probe || !*variant || !*device)
-			continue; /* (a host's hardware error: any full run tests the host) */
+		if (!critical_class(sdc_json_str(f, "class")) || !*probe || !*variant || !*device ||
+		    !strcmp(device, "host"))
+			continue; /* (the host's: a hardware error, a vote without a majority; any full run tests it) */
 		char place[96];
 		snprintf(place, sizeof(place), "%.30s/%.30s@%.30s", probe, variant, device);
 		bool have = false;

@@ -122,6 +122,14 @@ expect_exit 3 t_status_garbage "$SDCSCAN" status "$TMP/garbage/state.json"
 expect_grep t_status_garbage err "not JSON: .*(line 1, column [0-9]*)"
 grep -q "root\|pwned" "$TMP/t_status_garbage.err" "$TMP/t_status_garbage.out" && fail "status: a report's bytes were echoed"
 
+# (a spoiled last.json never hides the node's CRITICAL: status reads the node's state)
+printf 'garbage' >"$TMP/stays_garbage"
+D=$TMP/spoiled
+expect_exit 2 sp_crit crit "$D"
+cp "$TMP/stays_garbage" "$D/last.json"
+expect_exit 2 sp_status "$SDCSCAN" status --state-dir "$D"
+expect_grep sp_status out "^CRITICAL: since .*: CRITICAL: cpu[0-9] gemm fp32.*; the last report is unreadable"
+
 # Row 9: a clean run on a CRITICAL node says the node stays CRITICAL and since when; status FILE
 # honours the report's node section.
 D=$TMP/stays
@@ -145,6 +153,11 @@ if command -v faketime >/dev/null 2>&1; then
 		set -- $q
 		expect_exit "$2" "a_is_$1" "$SDCSCAN" status --state-dir "$D" --exit-codes npd --is "$1"
 	done
+	# a run that dies after the skewed one is still said to have died (its start is not compared
+	# with a report dated ahead)
+	killed_run "$D"
+	expect_exit 2 a_died "$SDCSCAN" status --state-dir "$D"
+	expect_grep a_died out "^CRITICAL: cpu[0-9] gemm fp32: .*; the last run, started .* died without a verdict"
 else
 	fail "row 10: faketime is not installed (the README's test command installs it)"
 fi

@@ -108,8 +108,9 @@ SMALL_RUN="run --probe gemm --set gemm.dtypes=int8 --set gemm.m=48 --set gemm.n=
 # changes the node's state): a scheduled run on a GPU whose SM 3 computes wrong (the fake GPU
 # module). It drains; the OK run after it does not resume (a CRITICAL stays until cleared);
 # `sdcscan clear` does.
-printf 'probes:\n  gemm:\n    dtypes: [int8]\n    m: 48\n    n: 40\n    k: 64\n    gpu_dtypes: [bf16]\n    gpu_m: 48\n    gpu_n: 40\n    gpu_k: 64\n' >"$TMP/sched.yaml"
-SCHED="run --profile $TMP/sched.yaml --duration 2 --cpus 0"
+printf 'probes:\n  gemm:\n    dtypes: [int8]\n    m: 48\n    n: 40\n    k: 64\n    gpu_dtypes: [bf16]\n    gpu_m: 48\n    gpu_n: 40\n    gpu_k: 64\n    duration: 2\n' >"$TMP/sched.yaml"
+# (the profile as it is: full scheduled runs; --duration or --cpus would make them partial)
+SCHED="run --profile $TMP/sched.yaml"
 export SDCSCAN_GPU_MODULE=$BLD/tests/fake-gpu.so SDCSCAN_NVML_LIBRARY=$BLD/tests/fake-nvml.so
 SDCSCAN_STATE_DIR=$S/st FAKE_GPU_BAD_SM=3 expect_exit 2 crit "$SDC" $SCHED
 wait_reason "^sdcscan: gpu0 gemm/.* checksum-mismatch C\[0\]\[0\]" ||

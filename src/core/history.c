@@ -185,13 +185,14 @@ int sdc_node_read(const char *dir, struct sdc_node_state *s, char *err, size_t e
 		json_error_t je;
 		json_t *j = text ? sdc_json_loadb(text, len, 0, &je) : NULL;
 		const int rc = j ? parse_state(j, s) : -1;
+		const bool json = j != NULL;
 		json_decref(j);
+		if (text && rc)
+			snprintf(why, sizeof(why), "%.300s: not sdcscan's node state%s", path,
+				 json ? "" : ": not JSON (its bytes are not shown)");
+		free(text);
 		if (!rc)
 			return 0;
-		if (text)
-			snprintf(why, sizeof(why), "%.300s: not sdcscan's node state%s", path,
-				 j ? "" : ": not JSON (its bytes are not shown)");
-		free(text);
 	}
 	char rwhy[400];
 	if (!rebuild(dir, s, rwhy, sizeof(rwhy))) {

@@ -113,7 +113,8 @@ static int view_init(struct view *v, const struct fl_store *st, double max_age)
 	for (int c = 0; c < v->ncols; c++)
 		v->col_of[v->cols[c]] = c;
 	/* the minority by host */
-	memcpy(v->mins, st->minority, st->nminority * sizeof(*v->mins));
+	if (st->nminority) /* none: st->minority may be NULL, which memcpy may not be given */
+		memcpy(v->mins, st->minority, st->nminority * sizeof(*v->mins));
 	sdc_sort(v->mins, st->nminority, sizeof(*v->mins), by_host_index);
 	size_t m = 0;
 	for (uint32_t h = 0; h <= st->nhosts; h++) {

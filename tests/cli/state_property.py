@@ -166,6 +166,9 @@ class Sequence:
             e.pop(v, None)
         e.update(SDCSCAN_GPU_MODULE=self.t.gpu, SDCSCAN_NVML_LIBRARY=self.t.nvml, NO_COLOR="1",
                  OPENBLAS_NUM_THREADS="1")
+        # the shim and libfaketime are preloaded ahead of a sanitized build's ASan runtime, which
+        # would refuse to start; neither replaces malloc (a no-op in a build without ASan)
+        e["ASAN_OPTIONS"] = ":".join(filter(None, (e.get("ASAN_OPTIONS"), "verify_asan_link_order=0")))
         if fault == "shim":  # every call's result, not every 20th: a short run on a busy host makes few
             e.update(LD_PRELOAD=self.t.flip, SGEMM_FLIP_EVERY="1")
         elif fault == "gpu":

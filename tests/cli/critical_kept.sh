@@ -74,6 +74,37 @@ expect_exit 0 p_full1 "$SDCSCAN" run --profile "$P" --state-dir "$D"
 expect_exit 0 p_full2 "$SDCSCAN" run --profile "$P" --state-dir "$D"
 [ "$(node_verdict "$D")" = OK ] || fail "row 2: two clean full scheduled runs did not clear it"
 
+# ... and a CRITICAL of the host as a whole (a DIMM's uncorrected count grew during the run: no
+# one device's) is tested by any full run: two clean ones clear it too. The counters are a fake
+# host's (SDCSCAN_HOST_ROOT, as tests/cli/hwerr.sh makes them); the count grows after the run's
+# first result line, while fp32 still burns.
+D=$TMP/hostcrit
+MC=$TMP/host/sys/devices/system/edac/mc/mc0
+mkdir -p "$MC/dimm0"
+printf 'Skylake Socket#0 IMC#0\n' >"$MC/mc_name"
+printf '0\n' >"$MC/ce_count"
+printf '0\n' >"$MC/ue_count"
+printf 'CPU_SrcID#0_MC#0_Chan#0_DIMM#0\n' >"$MC/dimm0/dimm_label"
+printf '0\n' >"$MC/dimm0/dimm_ce_count"
+printf '0\n' >"$MC/dimm0/dimm_ue_count"
+sed 's/duration: 0.4/duration: 1/' "$P" >"$TMP/host.yaml"
+(
+	i=0
+	while ! grep -q '^gemm/' "$TMP/h_crit.out" 2>/dev/null && [ $i -lt 400 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	printf '1\n' >"$MC/dimm0/dimm_ue_count"
+	printf '1\n' >"$MC/ue_count"
+) &
+SDCSCAN_HOST_ROOT=$TMP/host expect_exit 2 h_crit "$SDCSCAN" run --profile "$TMP/host.yaml" --state-dir "$D"
+wait
+expect_grep h_crit out "^CRITICAL: host health edac: 1 new uncorrected memory error"
+for i in 1 2; do
+	SDCSCAN_HOST_ROOT=$TMP/host expect_exit 0 "h_clean$i" "$SDCSCAN" run --profile "$TMP/host.yaml" --state-dir "$D"
+done
+[ "$(node_verdict "$D")" = OK ] || fail "row 2: two clean full runs did not clear the host's CRITICAL: $(node_verdict "$D")"
+
 # Row 3: a run that tested nothing (allreduce without mpirun) is UNKNOWN saying why, never OK.
 D=$TMP/nothing
 expect_exit 3 nothing "$SDCSCAN" run --probe allreduce --state-dir "$D" --junit "$TMP/nothing.xml" --prom "$TMP/nothing.prom"

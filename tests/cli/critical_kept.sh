@@ -88,15 +88,7 @@ printf 'CPU_SrcID#0_MC#0_Chan#0_DIMM#0\n' >"$MC/dimm0/dimm_label"
 printf '0\n' >"$MC/dimm0/dimm_ce_count"
 printf '0\n' >"$MC/dimm0/dimm_ue_count"
 sed 's/duration: 0.4/duration: 1/' "$P" >"$TMP/host.yaml"
-(
-	i=0
-	while ! grep -q '^gemm/' "$TMP/h_crit.out" 2>/dev/null && [ $i -lt 400 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
-	printf '1\n' >"$MC/dimm0/dimm_ue_count"
-	printf '1\n' >"$MC/ue_count"
-) &
+during h_crit sh -c "echo 1 >'$MC/dimm0/dimm_ue_count'; echo 1 >'$MC/ue_count'"
 SDCSCAN_HOST_ROOT=$TMP/host expect_exit 2 h_crit "$SDCSCAN" run --profile "$TMP/host.yaml" --state-dir "$D"
 wait
 expect_grep h_crit out "^CRITICAL: host health edac: 1 new uncorrected memory error"

@@ -58,20 +58,6 @@ fake_host() {
 		fail "python3's sqlite3 cannot make rasdaemon's database"
 }
 
-# after NAME's first result line (the run under way, its counters read), runs COMMAND in the background
-during() {
-	name=$1
-	shift
-	(
-		i=0
-		while ! grep -q '^gemm/' "$TMP/$name.out" 2>/dev/null && [ $i -lt 400 ]; do
-			sleep 0.05
-			i=$((i + 1))
-		done
-		"$@"
-	) &
-}
-
 # the report's hardware-error findings, one "variant kind device" a line
 found() {
 	json_get "$TMP/$1.json" "'\n'.join('%s %s %s' % (f['variant'], f['kind'], f['device']) for f in r['findings'] if f['probe'] == 'health') or 'none'"

@@ -42,6 +42,21 @@ json_get() { # json_get FILE PYTHON-EXPRESSION-ON-r
 	python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"
 }
 
+# during NAME COMMAND...: once NAME's output has its first result line (the run under way, its
+# counters read), runs COMMAND in the background (the caller waits for it)
+during() {
+	name=$1
+	shift
+	(
+		i=0
+		while ! grep -q '^gemm/' "$TMP/$name.out" 2>/dev/null && [ $i -lt 400 ]; do
+			sleep 0.05
+			i=$((i + 1))
+		done
+		"$@"
+	) &
+}
+
 finish() {
 	if [ "$FAILED" = 0 ]; then
 		echo "PASS"

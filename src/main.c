@@ -2,8 +2,8 @@
 #include <string.h>
 
 #include "base/env.h"
-#include "command.h"
-#include "core/burn.h"
+#include "probe/command.h"
+#include "runner/burn.h"
 
 int main(int argc, char **argv)
 {
@@ -11,7 +11,7 @@ int main(int argc, char **argv)
 	 * variables, changed later while threads run */
 	sdc_env_reserve("NCCL_ALGO");
 	sdc_env_reserve("NCCL_PROTO");
-	/* a variant's own process, exec'd by a run (core/burn.h): before anything else of a command */
+	/* a variant's own process, exec'd by a run (runner/burn.h): before anything else of a command */
 	if (argc > 1 && !strcmp(argv[1], SDC_BURN_ARGV1))
 		return sdc_burn_main(argc, argv);
 	sdc_burn_remember_self(argv[0]);

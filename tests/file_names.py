@@ -27,7 +27,7 @@ NAME = re.compile(r"(?<![\w./+-])((?:[\w+-]+/)*[\w+-]+\.(?:cuh|cu|c|h|py|sh))(?!
 
 # Names, as written, that are not files of this tree, by where they are.
 ALLOWED = {
-    # Linux sources cited for what the kernel prints or exposes (hwerr*.c, fatal.c, regfault.c)
+    # Linux sources cited for what the kernel prints or exposes (hwerr*.c, inject/fatal.c, inject/regfault.c)
     "kernel/printk/printk.c", "drivers/edac/edac_mc.c", "drivers/edac/edac_mc_sysfs.c", "edac_device.c",
     "edac_mc.c", "arch/x86/kernel/cpu/mce/core.c", "mce/core.c", "drivers/edac/mce_amd.c", "mce_amd.c",
     "drivers/firmware/efi/cper.c", "cper.c", "mm/memory-failure.c", "memory-failure.c", "mm/madvise.c",
@@ -37,7 +37,7 @@ ALLOWED = {
     "nccl.h", "load.c", "utf.c",
     # jansson's header, which tests/layers.py keeps out of the probes
     "jansson.h",
-    # rasdaemon's sources (hwerr_ras.c reads its database)
+    # rasdaemon's sources (hwerr/ras.c reads its database)
     "ras-record.c", "ras-aer-handler.c", "ras-mc-handler.c",
     # other projects cited: systemd's chase(), sudo's secure path, oneDNN's header
     "src/basic/chase.c", "lib/util/secure_path.c", "oneapi/dnnl/dnnl.h",

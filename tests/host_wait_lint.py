@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """
-The run's rule on the host side (DESIGN.md "Where work runs", core/burn.h): the run's own process
+The run's rule on the host side (DESIGN.md "Where work runs", runner/burn.h): the run's own process
 waits on nothing without a deadline, so a sick core's process, a hung GPU driver call, a stuck
 scheduler command or a dead MPI peer can delay a run by a bound the man page states, never stop
 it. This lint reads the C sources the run's process executes and fails on every call that can
@@ -19,8 +19,8 @@ wait without a deadline:
 
 A call that is bounded another way says so where it is made: a comment holding "wait-ok:" and the
 reason, on its line or the line before (a lock held only to copy into an array; an MPI call
-under fleet.c's watchdog, which ends the process past its deadline). The burn's own processes
-(core/burn_child.c, core/worker.c, fatal.c, the probes) are bounded by the parent, which kills
+under mpi/transport.c's watchdog, which ends the process past its deadline). The burn's own processes
+(runner/burn_child.c, probe/worker.c, inject/fatal.c, the probes) are bounded by the parent, which kills
 them; the tools that are not the run (campaigns, benchmarks, the fleet comparison) keep their own
 bounds: the files left out are listed below, each with why.
 
@@ -34,16 +34,16 @@ import sys
 
 # Files of src/ the run's process never executes, with why (everything else is linted).
 LEFT_OUT = {
-    'core/burn_child.c': "the burn's own processes: the parent kills them past their deadline",
-    'core/worker.c': "what a probe's worker calls, in the burn's processes",
-    'fatal.c': "faults met in the burn's processes",
-    'regfault.c': "the register-fault campaign's ptrace injector (sdcscan campaign cpu-faults)",
+    'runner/burn_child.c': "the burn's own processes: the parent kills them past their deadline",
+    'probe/worker.c': "what a probe's worker calls, in the burn's processes",
+    'inject/fatal.c': "faults met in the burn's processes",
+    'inject/regfault.c': "the register-fault campaign's ptrace injector (sdcscan campaign cpu-faults)",
     'commands/campaign_cpu.c': "the register-fault campaign, bounded per child run by its injector",
     'commands/fleet.c': "the fleet comparison of reports on disk, not a run",
     'commands/fleet_bench.c': "the fleet comparison's benchmark, not a run",
     'commands/fleet_store.c': "the fleet comparison's store, not a run",
     'commands/fleet_read.c': "the fleet comparison's reader, not a run",
-    'parallel.c': "the calibration and campaigns' thread pool, not a run",
+    'device/parallel.c': "the calibration and campaigns' thread pool, not a run",
 }
 LEFT_OUT_DIRS = {
     'probes/': "the probes run in the burn's processes (their tools are not the run)",

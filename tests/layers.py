@@ -1,41 +1,50 @@
 #!/usr/bin/env python3
 """The layers of src/ and the only direction includes may point: down.
 
-usage: layers.py SRC_DIR          check the tree; exit 1 and name every include that points up,
-                                  crosses into another probe's folder, closes a cycle, or brings
-                                  the JSON format into a probe
+usage: layers.py SRC_DIR          check the tree; exit 1 and name every include or call that points
+                                  up, crosses into another probe's folder, closes a circle, or
+                                  brings the JSON format into a probe
+       layers.py --draw SRC_DIR   the house as rooms (src/'s folders, each probe a room), floors,
+                                  arrows between rooms, arrows back up and circles
        layers.py --self-test SRC  the same check on copies of the tree with one bad include
                                   planted each way: each must be caught (so this test can fail)
 
-Layers, top to bottom (a file may include its own layer or any layer below it):
-  7 commands/, main.c    the subcommands and their driver
-  6 core/                runner, plans and profiles, registry, report, output, vote
-  5 probes/NAME/         the probe: descriptor, engine, tools (benchmarks, campaign, calibration,
-                         golden recorder); only its own folder among the probes
-  4 the probe interface  probe.h and the framework written in its terms: command (a probe's
-                         tools are commands), golden (a probe's results), fatal and regfault (and
-                         its tracer, regfault_trace: the faults a probe's workers meet)
-  3 framework services   every other src/*.c, src/*.h: options, stop, devices, the run and its
-                         findings, facts, fleet transport, hardware errors, injection, benchmark
-                         harness; they serve any run and know nothing of what a probe is
+Floors, top to bottom (a file may include or call its own floor or any floor below it; a call
+is an arrow when it names a function that one .c or .cu file alone defines):
+ 12 main.c
+ 11 commands/           the subcommands and their driver
+ 10 runner/             the run: plans, profiles, registry, burns and their supervisor, report,
+                        output, vote, history, the node's state
+  9 probes/NAME/        the probe: descriptor, engine, tools (benchmarks, campaign, calibration,
+                        golden recorder); only its own folder among the probes
+  8 inject/             faults planted the way a sick core makes them (fatal faults, the
+                        register-fault injector and its tracer, campaign pages)
+  7 probe/              the probe interface: probe.h, commands' helpers, golden files, the
+                        benchmark race
+  6 hwerr/              hardware error counters around a run
+  5 mpi/                the MPI transport, and the GPUs of a run's ranks
+  4 run/                the run record: what was asked, what happened, the facts probes state
+  3 device/             CPUs and GPUs: discovery, the GPU module's loader, NVML
   2 probes/NAME/ arithmetic
-                         the probe's model or workload and its checks: the folder's files built
-                         into libraries that do not link the framework (src/meson.build: every
-                         probe source outside core_sources, the exact class and -O3 kernels) or
-                         into the GPU module (.cu), and the headers of the folder they include
-                         (but X.h where X.c is built into the framework: that is the probe's);
-                         only base/, kernels/ and its own folder's arithmetic, so it builds and
-                         is tested without the framework (the golden suite rebuilds it alone)
-  1 kernels/             the arithmetic probes share: CRC32C, exact operations, half, the exact
-                         and float GEMMs, ABFT sums and references, ISA dispatch
-  0 base/                services: messages, parsing, time, RNG, digests, verdicts
+                        the probe's model or workload and its checks: the folder's files built
+                        into libraries that do not link the framework (src/meson.build: every
+                        probe source outside framework_sources, the exact class and -O3 kernels)
+                        or into the GPU module (.cu), and the headers of the folder they include
+                        (but X.h where X.c is built into the framework: that is the probe's);
+                        only base/, kernels/ and its own folder's arithmetic, so it builds and
+                        is tested without the framework (the golden suite rebuilds it alone)
+  1 kernels/            the arithmetic probes share, and the GPU module's base (kernels/cuda/)
+  0 base/               services: messages, parsing, options, signals, time, RNG, digests
+
+src/ holds main.c, meson.build and folders only, and no two files are tied in a circle (a file
+that reaches itself through includes and calls).
 
 A CUDA source (.cu, .cuh) is the GPU module's side of one probe, wherever it lies: besides the
 layers below its own it may include the headers of one probe folder, and no other probe's (and
 those headers are that probe's arithmetic).
 
-What a probe reports it states as facts (facts.h); the JSON they end in is the framework's. No
-file under probes/ includes <jansson.h> or facts_json.h (the framework's cast of facts to
+What a probe reports it states as facts (run/facts.h); the JSON they end in is the framework's. No
+file under probes/ includes <jansson.h> or run/facts_json.h (the framework's cast of facts to
 jansson), directly or through any header it includes.
 """
 import os
@@ -46,26 +55,25 @@ import tempfile
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SYSTEM_INCLUDE = re.compile(r'^\s*#\s*include\s+<([^>]+)>', re.M)
-# The JSON format: jansson, and the framework's header that hands facts to it (facts_json.h).
-JSON_SYSTEM, JSON_FRAMEWORK = 'jansson.h', 'facts_json.h'
+# The JSON format: jansson, and the framework's header that hands facts to it (run/facts_json.h).
+JSON_SYSTEM, JSON_FRAMEWORK = 'jansson.h', 'run/facts_json.h'
 CUDA = ('.cu', '.cuh')
-NAMES = {0: 'base', 1: 'kernels', 2: 'probe arithmetic', 3: 'framework services',
-         4: 'probe interface', 5: 'probes', 6: 'core', 7: 'commands'}
-# The framework's files (by name, without .c or .h) that speak of probes; all others are services.
-PROBE_INTERFACE = {'probe', 'command', 'golden', 'fatal', 'regfault', 'regfault_trace'}
-CORE_SOURCES = re.compile(r'core_sources\s*=\s*files\((.*?)\)', re.S)
+FOLDERS = {'base': 0, 'kernels': 1, 'device': 3, 'run': 4, 'mpi': 5, 'hwerr': 6, 'probe': 7,
+           'inject': 8, 'runner': 10, 'commands': 11}
+NAMES = {0: 'base', 1: 'kernels', 2: 'probe arithmetic', 3: 'device', 4: 'run record', 5: 'mpi',
+         6: 'hwerr', 7: 'probe interface', 8: 'inject', 9: 'probes', 10: 'runner', 11: 'commands',
+         12: 'main'}
+CORE_SOURCES = re.compile(r'framework_sources\s*=\s*files\((.*?)\)', re.S)
 MESON_PROBE_SOURCE = re.compile(r"'(probes/[^']+\.(?:c|cu))'")
 
 
 def layer(rel, arithmetic):
     parts = rel.split('/')
     if len(parts) == 1:
-        if parts[0] == 'main.c':
-            return 7
-        return 4 if os.path.splitext(parts[0])[0] in PROBE_INTERFACE else 3
+        return 12  # main.c; any other loose file is refused by check()
     if parts[0] == 'probes':
-        return 2 if rel in arithmetic else 5
-    return {'base': 0, 'kernels': 1, 'core': 6, 'commands': 7}.get(parts[0], 3)
+        return 2 if rel in arithmetic else 9
+    return FOLDERS.get(parts[0], 12)
 
 
 def probe_folder(rel):
@@ -82,8 +90,8 @@ def sources(root):
 
 def build_split(root, files):
     """From src/meson.build: the probe files built outside the framework (named there but not
-    among core_sources, or CUDA) and the headers of the probe sources inside it (X.h beside an
-    X.c of core_sources). Returns (seeds, framework headers, problem or None)."""
+    among framework_sources, or CUDA) and the headers of the probe sources inside it (X.h beside an
+    X.c of framework_sources). Returns (seeds, framework headers, problem or None)."""
     seeds = {f for f in files if probe_folder(f) and f.endswith(CUDA)}
     unknown = ': cannot tell which probe files are arithmetic'
     try:
@@ -93,7 +101,7 @@ def build_split(root, files):
         return seeds, set(), f'meson.build: {e.strerror}{unknown}'
     core = CORE_SOURCES.search(meson)
     if not core:
-        return seeds, set(), f'meson.build: no core_sources = files(...){unknown}'
+        return seeds, set(), f'meson.build: no framework_sources = files(...){unknown}'
     outside = meson[:core.start()] + meson[core.end():]
     inside = MESON_PROBE_SOURCE.findall(core.group(1))
     for name in MESON_PROBE_SOURCE.findall(outside) + inside:
@@ -153,13 +161,118 @@ def json_reach(files, edges, json_direct):
             if g in json_direct or g == JSON_FRAMEWORK:
                 chain = ' -> '.join(seen[g] + ([json_direct[g]] if g in json_direct else []))
                 problems.append(f'{f} reaches the JSON format ({chain}): a probe states facts '
-                                '(facts.h) and the framework writes them')
+                                '(run/facts.h) and the framework writes them')
                 break
             for t in edges[g]:
                 if t not in seen:
                     seen[t] = seen[g] + [t]
                     queue.append(t)
     return problems
+
+
+def code_of(text):
+    """The C a file compiles: no comments, strings, characters or preprocessor lines."""
+    text = re.sub(r'/\*.*?\*/', ' ', text, flags=re.S)
+    text = re.sub(r'//[^\n]*', ' ', text)
+    text = re.sub(r'"(\\.|[^"\\\n])*"', '""', text)
+    text = re.sub(r"'(\\.|[^'\\\n])*'", "''", text)
+    return re.sub(r'^[ \t]*#(?:\\\n|[^\n])*', ' ', text, flags=re.M)  # with its continued lines
+
+
+IDENT = re.compile(r'[A-Za-z_]\w*')
+TOKEN = re.compile(r'[{}()=;]|[A-Za-z_]\w*')
+
+
+def definitions(code):
+    """The functions a .c or .cu file defines for others: at file scope, a name, its parameters
+    and a body, not static (a name under __attribute__(( )) or a macro's arguments is not one)."""
+    out, depth, paren, decl, name = set(), 0, 0, [], None
+    for m in TOKEN.finditer(code):
+        s = m.group(0)
+        if s == '{':
+            if depth == 0 and paren == 0 and name and not {'static', 'typedef', '='} & set(decl):
+                out.add(name)
+            depth += paren == 0
+            name = None
+        elif s == '}':
+            depth -= paren == 0
+            if depth == 0:
+                decl, name = [], None
+        elif depth:
+            continue
+        elif s == '(':
+            if paren == 0 and decl and IDENT.fullmatch(decl[-1]) and not decl[-1].startswith('__'):
+                name = decl[-1]
+            paren += 1
+        elif s == ')':
+            paren -= 1
+        elif s == ';':
+            decl, name = [], None
+        elif paren == 0:
+            decl.append(s)
+    return out
+
+
+def call_edges(root, files):
+    """{file: {callee file: a name it calls there}} for every .c or .cu file's use of a function
+    that one other .c or .cu file alone defines (two definers, such as the MPI and the single
+    process transports, or a kernel and its fake twin, are a choice the build makes: no arrow)."""
+    code = {}
+    for f in files:
+        if f.endswith(('.c', '.cu')):
+            with open(os.path.join(root, f), encoding='utf-8') as fh:
+                code[f] = code_of(fh.read())
+    definers = {}
+    for f, c in code.items():
+        for name in definitions(c):
+            definers.setdefault(name, set()).add(f)
+    edges = {f: {} for f in files}
+    for f, c in code.items():
+        for name in sorted(set(IDENT.findall(c))):
+            d = definers.get(name)
+            if d and len(d) == 1 and f not in d:
+                edges[f].setdefault(next(iter(d)), name)
+    return edges
+
+
+def circles(edges):
+    """The strongly connected sets of more than one file (Tarjan's algorithm, without recursion)."""
+    index, low, on, stack, out, n = {}, {}, set(), [], [], 0
+    for start in sorted(edges):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges[start])))]
+        index[start] = low[start] = n
+        n += 1
+        stack.append(start)
+        on.add(start)
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = n
+                    n += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(edges.get(w, ())))))
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    if len(comp) > 1:
+                        out.append(sorted(comp))
+    return out
 
 
 def describe(f, lf, why):
@@ -171,7 +284,11 @@ def describe(f, lf, why):
 
 def check(root):
     files = set(sources(root))
-    problems = []
+    problems = [f'{f}: src/ holds main.c, meson.build and folders only' for f in sorted(files)
+                if '/' not in f and f != 'main.c']
+    problems += [f'{f}: {f.split("/")[0]}/ is no floor of the house (tests/layers.py FOLDERS)'
+                 for f in sorted(files) if '/' in f and f.split('/')[0] not in FOLDERS
+                 and f.split('/')[0] != 'probes']
     json_direct = {}
     edges = read_edges(root, files, problems, json_direct)
     problems += json_reach(files, edges, json_direct)
@@ -179,76 +296,105 @@ def check(root):
     if problem:
         problems.append(problem)
     why = arithmetic_closure(seeds, framework_headers, edges)
+    calls = call_edges(root, files)
     cuda_probe = {}
     for f in sorted(files):
-        for target in edges[f]:
+        arrows = [(t, 'includes', '') for t in edges[f]]
+        arrows += [(t, 'calls', f' ({name})') for t, name in sorted(calls[f].items())]
+        for target, verb, name in arrows:
             lf, lt = layer(f, why), layer(target, why)
             pf, pt = probe_folder(f), probe_folder(target)
-            if f.endswith(CUDA) and pt:
+            if f.endswith(CUDA) and pt and verb == 'includes':
                 # the GPU module's source of one probe: that probe's headers, no other's
                 if cuda_probe.setdefault(f, pt) != pt:
                     problems.append(f'{f} includes {target}: a CUDA source serves one probe '
                                     f'(it includes probes/{cuda_probe[f]}/ already)')
+            elif f.endswith(CUDA) and target.endswith(CUDA) and pt and pt == pf:
+                pass  # one lane's kernels, linked into one module
             elif lt > lf:
-                problems.append(f'{describe(f, lf, why)} includes {describe(target, lt, why)}: '
+                problems.append(f'{describe(f, lf, why)} {verb} {describe(target, lt, why)}{name}: '
                                 'an arrow back up')
             elif pt and pt != pf:
-                problems.append(f'{f} includes {target}: a probe folder\'s headers are its own')
-    # cycles, by depth-first search
-    state = {}
+                problems.append(f'{f} {verb} {target}{name}: a probe folder\'s files are its own')
+    graph = {f: set(edges[f]) | set(calls[f]) for f in files}
+    for comp in circles(graph):
+        problems.append('circle: ' + ', '.join(comp) + ' reach each other through includes and calls')
+    return problems, len(files), sum(len(v) for v in edges.values()), len(why), (graph, why)
 
-    def visit(f, stack):
-        state[f] = 1
-        stack.append(f)
-        for t in edges[f]:
-            if state.get(t) == 1:
-                problems.append('include cycle: ' + ' -> '.join(stack[stack.index(t):] + [t]))
-            elif not state.get(t):
-                visit(t, stack)
-        stack.pop()
-        state[f] = 2
 
-    for f in sorted(files):
-        if not state.get(f):
-            visit(f, [])
-    return problems, len(files), sum(len(v) for v in edges.values()), len(why)
+def room(f):
+    parts = f.split('/')
+    return '/'.join(parts[:2]) if parts[0] == 'probes' and len(parts) > 2 else parts[0]
+
+
+def draw(root):
+    """The house in figures: rooms (src/'s folders, each probe folder one room), floors (the
+    longest chain of rooms, each standing above all it reaches), arrows between rooms, file
+    arrows that point up a floor, and circles of files."""
+    problems, nfiles, _, _, (graph, why) = check(root)
+    rooms = {}
+    for f, targets in graph.items():
+        rooms.setdefault(room(f), set()).update(room(t) for t in targets if room(t) != room(f))
+    up = [p for p in problems if 'an arrow back up' in p]
+    ncircles = sum(p.startswith('circle: ') for p in problems)
+    height, busy = {}, set()
+
+    def floor_of(r):  # rooms in a circle of rooms are counted once, on the floor first met
+        if r in height:
+            return height[r]
+        if r in busy:
+            return 0
+        busy.add(r)
+        height[r] = 1 + max((floor_of(t) for t in rooms[r]), default=-1)
+        return height[r]
+
+    for r in sorted(rooms):
+        floor_of(r)
+    print(f'{len(rooms)} rooms, {1 + max(height.values())} floors, '
+          f'{sum(len(v) for v in rooms.values())} arrows, {len(up)} back up, {ncircles} circles '
+          f'({nfiles} files)')
+    for r in sorted(rooms, key=lambda r: (-height[r], r)):
+        print(f'  floor {height[r]:2d}  {r:22s} -> {" ".join(sorted(rooms[r])) or "-"}')
+    for p in up + [p for p in problems if p.startswith('circle: ')]:
+        print('  ' + p)
+    return 0
 
 
 def self_test(root):
     """Plants one bad include of each kind in a copy of the tree; each must be reported."""
     plants = [
-        ('kernels/crc32c.c', '#include "core/runner.h"\n', 'back up'),
-        ('core/registry.c', '#include "probes/gemm/abft.h"\n', "probe folder"),
+        ('kernels/crc32c.c', '#include "runner/runner.h"\n', 'back up'),
+        ('runner/registry.c', '#include "probes/gemm/abft.h"\n', "probe folder"),
         ('probes/embbag/embbag.c', '#include "probes/gemm/abft.h"\n', "probe folder"),
         ('probes/allreduce/ring.cu', '#include "probes/gemm/gemm_data.h"\n', 'one probe'),
-        ('probes/gemm/gemm.cu', '#include "core/runner.h"\n', 'back up'),
+        ('probes/gemm/gemm.cu', '#include "runner/runner.h"\n', 'back up'),
         # a probe's arithmetic: no framework, directly or through the probe's own header
-        ('probes/minitrain/mt_dlrm.c', '#include "run.h"\n',
-         "minitrain's arithmetic) includes run.h"),
+        ('probes/minitrain/mt_dlrm.c', '#include "run/record.h"\n',
+         "minitrain's arithmetic) includes run/record.h"),
         ('probes/ecparity/parity.c', '#include "probes/ecparity/ecparity.h"\n',
          "ecparity's arithmetic) includes probes/ecparity/ecparity.h (probes)"),
         ('probes/gemm/gemm_data.h', '#include "probes/gemm/dist.h"\n',
          "gemm's arithmetic, reached from"),
-        ('probes/minitrain/mt_internal.h', '#include "probe.h"\n', "arithmetic, reached from"),
+        ('probes/minitrain/mt_internal.h', '#include "probe/probe.h"\n', "arithmetic, reached from"),
         ('probes/allreduce/ring_check.c', '#include "kernels/gemm_float.h"\n', None),
         ('probes/minitrain/minitrain.c', '#include "probes/minitrain/mt_ops.h"\n', None),
         # the framework's services know nothing of probes
-        ('run.c', '#include "probe.h"\n',
-         '(framework services) includes probe.h (probe interface)'),
-        ('fleet.c', '#include "command.h"\n', '(framework services) includes command.h'),
+        ('run/record.c', '#include "probe/probe.h"\n',
+         '(framework services) includes probe/probe.h (probe interface)'),
+        ('mpi/transport.c', '#include "probe/command.h"\n', '(framework services) includes probe/command.h'),
         # the split is read from the build: a name there that is no file is said, not skipped
         ('meson.build', "x = files('probes/gemm/gone.c')\n", 'which is not a file under src/'),
-        ('golden.c', '#include "run.h"\n', None),
+        ('probe/golden_file.c', '#include "run/record.h"\n', None),
         # the JSON format stays out of the probes: directly, through the framework's headers, or
         # through a probe's own header; the framework itself may include it
         ('probes/ecparity/bench.c', '#include <jansson.h>\n',
          'probes/ecparity/bench.c reaches the JSON format (probes/ecparity/bench.c -> <jansson.h>)'),
-        ('probes/gemm/campaign.c', '#include "facts_json.h"\n',
-         '(probes/gemm/campaign.c -> facts_json.h'),
-        ('bench.h', '#include <jansson.h>\n', ' -> bench.h -> <jansson.h>)'),
+        ('probes/gemm/campaign.c', '#include "run/facts_json.h"\n',
+         '(probes/gemm/campaign.c -> run/facts_json.h'),
+        ('probe/bench_race.h', '#include <jansson.h>\n', ' -> probe/bench_race.h -> <jansson.h>)'),
         ('probes/gemm/calibration.h', '#include <jansson.h>\n',
          '(probes/gemm/calibrate.c -> probes/gemm/calibration.h -> <jansson.h>)'),
-        ('bench.c', '#include "facts_json.h"\n', None),
+        ('probe/bench_race.c', '#include "run/facts_json.h"\n', None),
         ('base/util.h', '#include "base/rng.h"\n', None),  # a legal include: must not be reported
         ('base/rng.h', '#include "base/philox.h"\n#include "base/util.h"\n', None),
         ('base/util.h', '#include "base/util.h"\n', 'cycle'),
@@ -279,13 +425,15 @@ def self_test(root):
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == '--self-test':
         return self_test(sys.argv[2])
+    if len(sys.argv) == 3 and sys.argv[1] == '--draw':
+        return draw(sys.argv[2])
     if len(sys.argv) != 2:
         print(__doc__)
         return 2
-    problems, nfiles, nedges, narith = check(sys.argv[1])
+    problems, nfiles, nedges, narith, _ = check(sys.argv[1])
     for p in problems:
         print('FAIL', p)
-    print(f'{nfiles} files ({narith} of them probe arithmetic), {nedges} includes: '
+    print(f'{nfiles} files ({narith} of them probe arithmetic), {nedges} includes and calls: '
           + ('PASS' if not problems else f'{len(problems)} problem(s)'))
     return 1 if problems else 0
 

@@ -11,7 +11,7 @@ case "${1:-}" in
 -* | "") ;;
 *) build=$1; shift ;;
 esac
-# the last landing before the burns moved into processes (threads: core/supervise.c's handler)
+# the last landing before the burns moved into processes (threads: runner/supervise.c's handler)
 before=9ae7b0dc793c847a3371eee5d9ed056aa1b2c204
 cache=${SDCSCAN_CACHE:-/var/cache/sdcscan-ci}/before-$(echo "$before" | cut -c1-12)
 if [ ! -x "$cache/build/src/sdcscan" ]; then

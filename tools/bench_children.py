@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """
 What burns in child processes cost (issue 36): the quick profile run by this sdcscan (each burn
-in processes of its own, core/burn.h) and by the release before the change (each burn a thread of
+in processes of its own, runner/burn.h) and by the release before the change (each burn a thread of
 the run's process), side by side in one run, alternating so a noisy machine weighs on both alike.
 
 Prints, per variant, the throughput of both (the report's totals, summed over the devices; the

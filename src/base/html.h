@@ -4,7 +4,7 @@
  * segment a series) with a title, axes, a legend, each segment's count on hover (an SVG <title>)
  * and the same counts in a table beside it. One series may be marked (a miss): its non-zero
  * counts get their number above the bar and a red cell in the table, so one miss in ten thousand
- * trials is still seen. Every text written is escaped. Campaigns draw with it (campaign_html.c);
+ * trials is still seen. Every text written is escaped. Campaigns draw with it (inject/campaign_html.c);
  * any command can.
  */
 #ifndef SDC_HTML_H

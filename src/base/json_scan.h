@@ -79,7 +79,7 @@ bool sdc_jscan_end(struct sdc_jscan *s);
  * The first NUL byte of a text, NULL where it has none. JSON has no raw NUL (RFC 8259: a string
  * spells it \u0000), and the scanner refuses one; jansson 2.14's json_loadb loses a NUL it reads
  * ahead and pushes back (after a number or keyword: its stream buffer is NUL-terminated), and so
- * takes {"a":true<NUL>}. Every reader of outside JSON loads through sdc_json_loadb (json_load.h).
+ * takes {"a":true<NUL>}. Every reader of outside JSON loads through sdc_json_loadb (base/json_load.h).
  */
 const char *sdc_json_nul(const char *text, size_t len);
 

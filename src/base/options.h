@@ -1,7 +1,7 @@
 /*
  * Options, declared once as a table (libvmaf's VmafOption style): name, type, default, range,
  * help and the offset of the field it fills. A probe's table serves --set PROBE.KEY=VALUE, YAML
- * profile keys, --help text, the JSON report and golden keys; a command's table (command.h) is
+ * profile keys, --help text, the JSON report and golden keys; a command's table (probe/command.h) is
  * the same form with a short letter and an argument name, and serves its getopt and --help.
  */
 #ifndef SDC_OPTIONS_H
@@ -19,7 +19,7 @@ enum sdc_opt_type {
 	SDC_OPT_ENUM,   /* int: index into choices */
 	SDC_OPT_SET,    /* uint32_t: bit i set when choices[i] chosen; at least one */
 	SDC_OPT_STRING, /* char[SDC_OPT_STR_MAX] */
-	/* Command-line only (command.h): */
+	/* Command-line only (probe/command.h): */
 	SDC_OPT_FLAG,   /* bool, set by the flag's presence; takes no value */
 	SDC_OPT_ARG,    /* const char *: the argument itself (a path), not copied */
 	SDC_OPT_LIST,   /* struct sdc_arglist: every occurrence, in order (--set, --probe, --inject) */

@@ -1,4 +1,4 @@
-#include "stop.h"
+#include "base/stop.h"
 
 #include <signal.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * stress_continue idea).
  *
  * The flags are a small struct so that a burn's process can read them where its run's parent
- * writes them: in a burn child (core/burn.h) sdc_stop points into the slot the parent shares with
+ * writes them: in a burn child (runner/burn.h) sdc_stop points into the slot the parent shares with
  * it, everywhere else at the process's own flags, which the signal handlers set.
  */
 #ifndef SDC_STOP_H

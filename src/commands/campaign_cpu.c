@@ -1,7 +1,7 @@
 /*
  * sdcscan campaign cpu-faults: the register-fault campaign. For every CPU variant of every probe
  * that runs on one host, sdcscan runs itself as a child (`sdcscan run --variant P/V` on two CPUs,
- * 16 iterations, small sizes), and the injector (regfault.h) follows the child's processes to the
+ * 16 iterations, small sizes), and the injector (inject/regfault.h) follows the child's processes to the
  * second CPU's burn worker and flips one bit of one general-purpose or vector register of it at a
  * moment drawn from the seed: by default anywhere in the worker's whole burn (its lane, from
  * before its first iteration to after its last check), or within an iteration, or at its start.
@@ -35,12 +35,12 @@
 #include <unistd.h>
 
 #include "base/util.h"
-#include "campaign_html.h"
+#include "inject/campaign_html.h"
 #include "commands/campaign_cpu.h"
 #include "commands/commands.h"
-#include "core/report_read.h"
-#include "facts_json.h"
-#include "stop.h"
+#include "runner/report_read.h"
+#include "run/facts_json.h"
+#include "base/stop.h"
 
 const char *const sdc_cc_class_names[] = { "gpr", "vector", NULL };
 const char *const sdc_cc_instant_names[] = { "anywhere", "random", "start", NULL };

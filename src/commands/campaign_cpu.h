@@ -13,9 +13,9 @@
 #include <stdio.h>
 
 #include "base/digest.h"
-#include "options.h"
-#include "regfault.h"
-#include "run.h"
+#include "base/options.h"
+#include "inject/regfault.h"
+#include "run/record.h"
 
 #define CC_ITERATIONS SDC_WORK_DIGEST_ITERATIONS /* the work digest covers the whole run */
 #define CC_MAX_TARGETS 48

@@ -1,6 +1,6 @@
 /*
  * sdcscan campaign cpu-faults (campaign_cpu.h): which variants, the child's runs (`sdcscan run
- * --variant P/V` under the injector, regfault.h), each fault's draw from the seed, and what the
+ * --variant P/V` under the injector, inject/regfault.h), each fault's draw from the seed, and what the
  * child's report says became of it.
  */
 #include <errno.h>
@@ -16,12 +16,12 @@
 #include "base/rng.h"
 #include "base/util.h"
 #include "commands/campaign_cpu.h"
-#include "core/plan.h"
-#include "core/crash.h"
-#include "core/profile.h"
-#include "core/registry.h"
-#include "core/report_read.h"
-#include "probe.h"
+#include "runner/plan.h"
+#include "runner/crash.h"
+#include "runner/profile.h"
+#include "runner/registry.h"
+#include "runner/report_read.h"
+#include "probe/probe.h"
 
 const char *const sdc_cc_outcome_keys[O_N] = { "masked", "found_located", "vote_golden_only", "crash",
 					   "hang",   "no_verdict",    "other",            "missed" };

@@ -1,5 +1,5 @@
 /*
- * sdcscan clear --reason TEXT: a person takes the node's CRITICAL back (core/history.h), after
+ * sdcscan clear --reason TEXT: a person takes the node's CRITICAL back (runner/history.h), after
  * replacing a part or deciding the finding was not the host's. Recorded with who (the login, or
  * the user sudo was run by) and when; the next run's verdict is the node's again.
  */
@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "commands/commands.h"
-#include "core/history.h"
-#include "core/state.h"
+#include "runner/history.h"
+#include "runner/state.h"
 
 struct clear_opts {
 	const char *state_dir, *reason;

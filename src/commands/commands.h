@@ -2,7 +2,7 @@
 #ifndef SDC_COMMANDS_H
 #define SDC_COMMANDS_H
 
-#include "command.h"
+#include "probe/command.h"
 
 extern const struct sdc_command sdc_command_run;
 extern const struct sdc_command sdc_command_list;

@@ -1,5 +1,5 @@
 /*
- * The one driver behind every command (command.h): the command and its sub-verbs are chosen by
+ * The one driver behind every command (probe/command.h): the command and its sub-verbs are chosen by
  * position (argv[1], then the first argument after it when the command has sub-verbs), MPI is
  * joined when the chosen command says so, the common flags and the command's own table are
  * parsed with getopt, and --help is generated from the same tables.
@@ -11,11 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "command.h"
+#include "probe/command.h"
 #include "commands/commands.h"
-#include "core/registry.h"
-#include "cpu.h"
-#include "fleet.h"
+#include "runner/registry.h"
+#include "device/cpu.h"
+#include "mpi/transport.h"
 #include "sdc_config.h"
 
 static const struct sdc_command *const commands[] = {
@@ -409,7 +409,7 @@ int sdc_main(int argc, char **argv)
 		cmd = sub;
 	}
 
-	if ((cmd->flags & SDC_CMD_JOINS_MPI) && sdc_fleet_init(&argc, &argv)) {
+	if ((cmd->flags & SDC_CMD_JOINS_MPI) && sdc_mpi_init(&argc, &argv)) {
 		fprintf(stderr, "sdcscan: MPI_Init failed\n");
 		return sdc_exit_code(SDC_UNKNOWN, style);
 	}
@@ -449,6 +449,6 @@ out:
 			free(((struct sdc_arglist *)(void *)((char *)c.opts + o->offset))->v);
 	free(c.opts);
 	if (cmd->flags & SDC_CMD_JOINS_MPI)
-		sdc_fleet_end(rc);
+		sdc_mpi_end(rc);
 	return rc;
 }

@@ -28,9 +28,9 @@
 #include "base/util.h"
 #include "commands/commands.h"
 #include "commands/fleet_data.h"
-#include "core/report.h"
-#include "core/report_read.h"
-#include "json_load.h"
+#include "runner/report.h"
+#include "runner/report_read.h"
+#include "base/json_load.h"
 
 struct fleet_opts {
 	double max_age;

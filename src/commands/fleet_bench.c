@@ -28,7 +28,7 @@
 #include "base/util.h"
 #include "commands/commands.h"
 #include "commands/fleet_data.h"
-#include "core/report_read.h"
+#include "runner/report_read.h"
 
 /* Bumped when the generated reports change: a cache made by another version is made again. */
 #define GEN_VERSION 2
@@ -191,7 +191,7 @@ static char *host_text(json_t *tmpl, int cpus, int gpus, char *digest, size_t dl
 	json_object_set_new(json_object_get(r, "verdict"), "summary", json_string(sum));
 	/* (dated as the template run: the fleet is given --max-age of ten years, past any cache's age) */
 	json_decref(dev0), json_decref(res0);
-	char *text = json_dumps(r, JSON_INDENT(2) | JSON_PRESERVE_ORDER); /* as a report is written (command.c) */
+	char *text = json_dumps(r, JSON_INDENT(2) | JSON_PRESERVE_ORDER); /* as a report is written (probe/command.c) */
 	json_decref(r);
 	return text;
 }

@@ -1,10 +1,10 @@
 /*
  * One report read for the fleet (fleet_data.h): the fields the comparison needs, taken with the
  * scanner (base/json_scan.h) without building a JSON tree, and checked as sdc_report_parse checks
- * every report a reader takes (core/report_read.c): this schema major, a verdict whose code and
+ * every report a reader takes (runner/report_read.c): this schema major, a verdict whose code and
  * status agree, run.start and duration, results, devices and findings lists, a verdict no less
  * than its findings and results say. A key the reader reads given twice refuses the report
- * (jansson's JSON_REJECT_DUPLICATES). The reason a report is refused is jansson's (fleet.c).
+ * (jansson's JSON_REJECT_DUPLICATES). The reason a report is refused is jansson's (mpi/transport.c).
  */
 #include <jansson.h>
 #include <stdlib.h>
@@ -14,8 +14,8 @@
 #include "base/json_scan.h"
 #include "base/verdict.h"
 #include "commands/fleet_data.h"
-#include "core/report.h"
-#include "run.h"
+#include "runner/report.h"
+#include "run/record.h"
 
 #define STR_MAX 4096 /* longer strings are cut (no field fleet compares comes near) */
 

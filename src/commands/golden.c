@@ -1,6 +1,6 @@
 /*
  * sdcscan golden record|verify|show: record what a probe computes on a known-good host; verify
- * that this host computes the same. The library is golden.c.
+ * that this host computes the same. The library is probe/golden_file.c.
  */
 #include <inttypes.h>
 #include <jansson.h>
@@ -10,14 +10,14 @@
 
 #include "base/digest.h"
 #include "commands/commands.h"
-#include "core/output.h"
-#include "core/plan.h"
-#include "core/profile.h"
-#include "core/registry.h"
-#include "core/runner.h"
-#include "facts_json.h"
-#include "fleet.h"
-#include "golden.h"
+#include "runner/output.h"
+#include "runner/plan.h"
+#include "runner/profile.h"
+#include "runner/registry.h"
+#include "runner/runner.h"
+#include "run/facts_json.h"
+#include "mpi/transport.h"
+#include "probe/golden_file.h"
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
@@ -25,7 +25,7 @@
 static int execute(const struct sdc_cli *cli, struct sdc_run *run, struct sdc_plan *plan, bool show)
 {
 	struct sdc_output out;
-	sdc_output_init(&out, false, !show || cli->quiet, cli->no_color, sdc_fleet.rank == 0);
+	sdc_output_init(&out, false, !show || cli->quiet, cli->no_color, sdc_mpi.rank == 0);
 	if (show)
 		sdc_output_header(&out, run, plan);
 	sdc_stop_install_signals();
@@ -190,7 +190,7 @@ static int record_main(struct sdc_cmd *c)
 	if (!entries)
 		goto out_run;
 	json_t *root = sdc_golden_file_json(entries, &run);
-	if (root && sdc_fleet.rank != 0) {
+	if (root && sdc_mpi.rank != 0) {
 		rc = 0; /* under mpirun every rank computed its part; rank 0 writes the file */
 	} else if (root && !sdc_cli_write_json(o->output, root, "sdcscan golden")) {
 		if (!cli->quiet)
@@ -321,7 +321,7 @@ static int verify_main(struct sdc_cmd *c)
 		}
 		const enum sdc_verdict v = sdc_run_verdict(&run);
 		struct sdc_output out;
-		sdc_output_init(&out, false, cli->quiet, cli->no_color, sdc_fleet.rank == 0);
+		sdc_output_init(&out, false, cli->quiet, cli->no_color, sdc_mpi.rank == 0);
 		sdc_output_results(&out, &run, 0, run.nresults);
 		if (!cli->quiet)
 			printf("golden %s/%s: %s\n", ge->probe, ge->variant, sdc_verdict_name(v));

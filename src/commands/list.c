@@ -3,9 +3,9 @@
 #include <string.h>
 
 #include "commands/commands.h"
-#include "core/plan.h"
-#include "core/profile.h"
-#include "core/registry.h"
+#include "runner/plan.h"
+#include "runner/profile.h"
+#include "runner/registry.h"
 
 static int list_main(struct sdc_cmd *c)
 {

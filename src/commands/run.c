@@ -10,20 +10,20 @@
 #include <jansson.h>
 
 #include "commands/commands.h"
-#include "core/export.h"
-#include "core/fleet_vote.h"
-#include "core/history.h"
-#include "core/output.h"
-#include "core/plan.h"
-#include "core/profile.h"
-#include "core/registry.h"
-#include "core/report.h"
-#include "core/report_read.h"
-#include "core/runner.h"
-#include "core/state.h"
-#include "fatal.h"
-#include "fleet.h"
-#include "idle.h"
+#include "runner/export.h"
+#include "runner/fleet_vote.h"
+#include "runner/history.h"
+#include "runner/output.h"
+#include "runner/plan.h"
+#include "runner/profile.h"
+#include "runner/registry.h"
+#include "runner/report.h"
+#include "runner/report_read.h"
+#include "runner/runner.h"
+#include "runner/state.h"
+#include "inject/fatal.h"
+#include "mpi/transport.h"
+#include "runner/idle.h"
 
 struct run_opts {
 	const char *profile, *variant;
@@ -199,7 +199,7 @@ static void check_gpu_count(struct sdc_run *run, int expected)
 struct run_outputs {
 	const char *state; /* the state directory, or NULL (--no-state, or a rank other than 0) */
 	const char *prom, *junit;
-	enum sdc_run_kind kind; /* what the run is, for the node's state (core/history.h) */
+	enum sdc_run_kind kind; /* what the run is, for the node's state (runner/history.h) */
 	int clear_after;        /* the profile's clear_after_clean_runs */
 	char warning[600];      /* the --prom folder is missing: no metrics, the scan goes on (run.warnings) */
 	struct sdc_node_state node; /* the node's state after the run, where node_saved */
@@ -303,7 +303,7 @@ static int finish(struct sdc_cli *cli, struct sdc_run *run, const struct sdc_pla
 			sdc_print_line(out->fp, "fleet: %s: %s", run->findings[i].kind, run->findings[i].detail);
 	int code = sdc_exit_code(v, cli->exit_style);
 	bool written = true;
-	if ((cli->json || ro->state || ro->prom || ro->junit) && sdc_fleet.rank == 0) {
+	if ((cli->json || ro->state || ro->prom || ro->junit) && sdc_mpi.rank == 0) {
 		json_t *report = sdc_report_build(run, plan, v, code, NULL);
 		written = report && write_outputs(report, cli, ro, v);
 		json_decref(report);
@@ -389,7 +389,7 @@ static int prepare_outputs(struct sdc_cli *cli, const struct run_opts *o, struct
 			   struct sdc_state_lock *lock)
 {
 	char err[1024];
-	if (!o->no_state && sdc_fleet.rank == 0) {
+	if (!o->no_state && sdc_mpi.rank == 0) {
 		ro->state = sdc_state_dir(o->state_dir);
 		if (sdc_state_prepare(ro->state, err, sizeof(err))) {
 			sdc_print_line(stderr, "sdcscan run: %s", err);
@@ -405,7 +405,7 @@ static int prepare_outputs(struct sdc_cli *cli, const struct run_opts *o, struct
 				return -1;
 			}
 		}
-		if (!sdc_fleet.active && sdc_state_lock(ro->state, o->wait, "sdcscan run", lock, err, sizeof(err))) {
+		if (!sdc_mpi.active && sdc_state_lock(ro->state, o->wait, "sdcscan run", lock, err, sizeof(err))) {
 			sdc_print_line(stderr, "sdcscan run: %s", err);
 			return -1;
 		}
@@ -417,14 +417,14 @@ static int prepare_outputs(struct sdc_cli *cli, const struct run_opts *o, struct
 			return -1;
 		}
 	}
-	if (o->prom && sdc_fleet.rank == 0 && prom_folder_missing(o->prom, ro->warning, sizeof(ro->warning))) {
+	if (o->prom && sdc_mpi.rank == 0 && prom_folder_missing(o->prom, ro->warning, sizeof(ro->warning))) {
 		sdc_print_line(stderr, "sdcscan run: warning: %s", ro->warning);
 		ro->prom = NULL;
 	}
 	for (int k = 0; k < 2; k++) {
 		const char *p = k ? o->junit : ro->prom;
 		char path[4096];
-		if (p && sdc_fleet.rank == 0 && sdc_output_path(p, path, sizeof(path), err, sizeof(err))) {
+		if (p && sdc_mpi.rank == 0 && sdc_output_path(p, path, sizeof(path), err, sizeof(err))) {
 			sdc_cli_bad(cli, "--%s: %s", k ? "junit" : "prom", err);
 			return -1;
 		}
@@ -470,7 +470,7 @@ static int run_main(struct sdc_cmd *c)
 	check_gpu_count(&run, o->expect_gpus >= 0 ? (int)o->expect_gpus : plan.expect_gpus);
 
 	/* a busy node is not burned: the run is kept as skipped, with why (--if-idle) */
-	if (o->if_idle && sdc_fleet.active) {
+	if (o->if_idle && sdc_mpi.active) {
 		rc = sdc_cli_bad(cli, "--if-idle: not under mpirun or srun (a job's ranks are the node's work)");
 		goto out;
 	}
@@ -488,7 +488,7 @@ static int run_main(struct sdc_cmd *c)
 		goto out;
 	}
 	struct sdc_output out;
-	sdc_output_init(&out, cli->json && !strcmp(cli->json, "-"), cli->quiet, cli->no_color, sdc_fleet.rank == 0);
+	sdc_output_init(&out, cli->json && !strcmp(cli->json, "-"), cli->quiet, cli->no_color, sdc_mpi.rank == 0);
 	sdc_output_header(&out, &run, &plan);
 	if (sdc_runner_execute(&run, &plan, &out))
 		goto out;

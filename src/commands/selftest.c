@@ -12,17 +12,17 @@
 #include <jansson.h>
 
 #include "commands/commands.h"
-#include "core/output.h"
-#include "core/plan.h"
-#include "fleet.h"
-#include "golden.h"
-#include "core/registry.h"
-#include "core/report.h"
-#include "core/report_read.h"
-#include "core/runner.h"
+#include "runner/output.h"
+#include "runner/plan.h"
+#include "mpi/transport.h"
+#include "probe/golden_file.h"
+#include "runner/registry.h"
+#include "runner/report.h"
+#include "runner/report_read.h"
+#include "runner/runner.h"
 #include "base/util.h"
 
-/* Iterations per device: faults are planned in the first eight (inject.h). */
+/* Iterations per device: faults are planned in the first eight (run/inject.h). */
 #define SELFTEST_ITERATIONS 12
 /* Seconds a variant may take for them at most (a bound, not a budget: it ends at its last). */
 #define SELFTEST_VARIANT_BOUND 600.0
@@ -147,7 +147,7 @@ static int build_plan(struct sdc_plan *plan, struct sdc_run *run, int *expected)
 				continue;
 			run->ninject++;
 			/* fleet-wide faults happen once in the job; the others on every rank */
-			*expected += s->count * (fleet_wide(s->probe, s->variant) ? 1 : sdc_fleet.size);
+			*expected += s->count * (fleet_wide(s->probe, s->variant) ? 1 : sdc_mpi.size);
 		}
 	}
 	return 0;
@@ -185,7 +185,7 @@ static json_t *local_record(const struct sdc_run *run)
 	}
 	if (run->interrupted)
 		json_array_append_new(errs, json_string("interrupted"));
-	return json_pack("{s:i, s:o, s:o, s:o}", "rank", sdc_fleet.rank, "injections", inj, "findings", found, "errors",
+	return json_pack("{s:i, s:o, s:o, s:o}", "rank", sdc_mpi.rank, "injections", inj, "findings", found, "errors",
 			 errs);
 }
 
@@ -321,7 +321,7 @@ static enum sdc_verdict verdict_of(const struct tally *t, int expected, char *su
 		return SDC_CRITICAL;
 	}
 	snprintf(summary, len, "OK: selftest passed: %d of %d injected faults found and located, no false alarms%s",
-		 t->located, t->injected, sdc_fleet.size > 1 ? " (across every rank)" : "");
+		 t->located, t->injected, sdc_mpi.size > 1 ? " (across every rank)" : "");
 	return SDC_OK;
 }
 
@@ -342,7 +342,7 @@ static int selftest_main(struct sdc_cmd *c)
 	/* A data-parallel trajectory with the selftest's options and this world size has no shipped
 	 * golden: every rank records it here first (the plain reference kernel), so a rank's gradient
 	 * gone wrong before the all-reduce can be named (the golden is the repeated computation). */
-	for (int i = 0; sdc_fleet.size > 1 && i < plan.n; i++) {
+	for (int i = 0; sdc_mpi.size > 1 && i < plan.n; i++) {
 		const struct sdc_probe *p = plan.entries[i].probe;
 		struct sdc_variant variants[SDC_VARIANTS_MAX];
 		const int nv = p->golden_record && p->variants ? p->variants(plan.entries[i].opts, variants, SDC_VARIANTS_MAX) : 0;
@@ -363,7 +363,7 @@ static int selftest_main(struct sdc_cmd *c)
 
 	struct sdc_output quiet_out, out;
 	sdc_output_init(&quiet_out, false, true, true, false);
-	sdc_output_init(&out, cli->json && !strcmp(cli->json, "-"), cli->quiet, cli->no_color, sdc_fleet.rank == 0);
+	sdc_output_init(&out, cli->json && !strcmp(cli->json, "-"), cli->quiet, cli->no_color, sdc_mpi.rank == 0);
 	sdc_stop_install_signals();
 	if (sdc_runner_execute(&run, &plan, &quiet_out)) {
 		rc = sdc_cli_unknown(cli);
@@ -376,18 +376,18 @@ static int selftest_main(struct sdc_cmd *c)
 	json_t *mine = local_record(&run);
 	json_t *all = json_array();
 	int32_t fleet_verdict = -1;
-	if (sdc_fleet.active && sdc_fleet.size > 1 && sdc_fleet.rank != 0) {
+	if (sdc_mpi.active && sdc_mpi.size > 1 && sdc_mpi.rank != 0) {
 		char *text = json_dumps(mine, JSON_COMPACT);
-		if (!text || sdc_fleet_to_root(text, &fleet_verdict, 0x5e1))
+		if (!text || sdc_mpi_to_root(text, &fleet_verdict, 0x5e1))
 			fleet_verdict = SDC_UNKNOWN;
 		free(text);
-	} else if (sdc_fleet.active && sdc_fleet.size > 1) {
-		char **texts = calloc((size_t)sdc_fleet.size, sizeof(char *));
-		bool *alive = calloc((size_t)sdc_fleet.size, sizeof(bool));
+	} else if (sdc_mpi.active && sdc_mpi.size > 1) {
+		char **texts = calloc((size_t)sdc_mpi.size, sizeof(char *));
+		bool *alive = calloc((size_t)sdc_mpi.size, sizeof(bool));
 		if (texts && alive)
-			sdc_fleet_gather_texts(texts, 0x5e1);
+			sdc_mpi_gather_texts(texts, 0x5e1);
 		json_array_append(all, mine);
-		for (int r = 1; r < sdc_fleet.size; r++) {
+		for (int r = 1; r < sdc_mpi.size; r++) {
 			json_t *j = texts && texts[r] ? json_loads(texts[r], 0, NULL) : NULL;
 			if (texts)
 				free(texts[r]);
@@ -404,16 +404,16 @@ static int selftest_main(struct sdc_cmd *c)
 		struct tally t = evaluate(all, &out, cli->quiet);
 		fleet_verdict = (int32_t)verdict_of(&t, expected, summary, sizeof(summary));
 		if (alive)
-			sdc_fleet_answer(alive, fleet_verdict, 0x5e1);
+			sdc_mpi_answer(alive, fleet_verdict, 0x5e1);
 		free(alive);
 	} else
 		json_array_append(all, mine);
 
 	enum sdc_verdict v;
-	if (sdc_fleet.active && sdc_fleet.size > 1 && sdc_fleet.rank != 0) {
+	if (sdc_mpi.active && sdc_mpi.size > 1 && sdc_mpi.rank != 0) {
 		v = fleet_verdict >= SDC_OK && fleet_verdict <= SDC_UNKNOWN ? (enum sdc_verdict)fleet_verdict : SDC_UNKNOWN;
 		snprintf(summary, sizeof(summary), "%s: selftest across %d ranks (rank 0 prints what was found)",
-			 sdc_verdict_name(v), sdc_fleet.size);
+			 sdc_verdict_name(v), sdc_mpi.size);
 	} else if (fleet_verdict >= 0) {
 		v = (enum sdc_verdict)fleet_verdict;
 	} else {

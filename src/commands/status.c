@@ -10,11 +10,11 @@
 #include <jansson.h>
 
 #include "commands/commands.h"
-#include "core/export.h"
-#include "core/history.h"
-#include "core/report_read.h"
-#include "core/state.h"
-#include "json_load.h"
+#include "runner/export.h"
+#include "runner/history.h"
+#include "runner/report_read.h"
+#include "runner/state.h"
+#include "base/json_load.h"
 #include "sdc_config.h"
 
 struct status_opts {
@@ -93,7 +93,7 @@ static void age_text(double s, char *buf, size_t len)
 /*
  * Metrics for a run that died without a verdict: the run before's probes and devices (nothing else
  * of it: its findings are not the died run's) with this verdict, no results (so every probe on
- * every device reads error: core/export.h), the died run's start and profile; or a bare one. 0, or
+ * every device reads error: runner/export.h), the died run's start and profile; or a bare one. 0, or
  * -1 (said).
  */
 static int status_prom(const char *dir, const char *prom, enum sdc_verdict v, const char *summary,
@@ -336,7 +336,7 @@ static int status_main(struct sdc_cmd *c)
 						 sizeof(rnode_since))
 				   : -1;
 	free(text);
-	/* the node's state (core/history.h), where the runs keep one: what it is, and which run set it */
+	/* the node's state (runner/history.h), where the runs keep one: what it is, and which run set it */
 	if (nrc < 0)
 		sdc_print_line(stderr, "sdcscan status: %s: the last report is read instead", nwhy);
 	const bool node = nrc == 0;

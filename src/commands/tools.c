@@ -1,14 +1,14 @@
 /*
  * sdcscan bench, campaign and calibrate: each verb is a probe's own tool, found in the registry
- * (a probe's descriptor lists its benchmarks, campaign and calibration, probe.h), but for the
+ * (a probe's descriptor lists its benchmarks, campaign and calibration, probe/probe.h), but for the
  * framework's own, listed here (campaign cpu-faults: commands/campaign_cpu.c; bench fleet:
  * commands/fleet_bench.c).
  */
 #include <stddef.h>
 
 #include "commands/commands.h"
-#include "core/registry.h"
-#include "probe.h"
+#include "runner/registry.h"
+#include "probe/probe.h"
 
 /* Benchmarks of the framework's, not one probe's (bench fleet: commands/fleet_bench.c). */
 static const struct sdc_command *const framework_benches[] = { &sdc_command_bench_fleet, NULL };

@@ -1,4 +1,4 @@
-#include "cpu.h"
+#include "device/cpu.h"
 
 #include <ctype.h>
 #include <errno.h>

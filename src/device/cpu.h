@@ -5,7 +5,7 @@
 #include <sched.h>
 #include <stddef.h>
 
-#include "device.h"
+#include "device/device.h"
 
 /* Parses "0-3,8,10-11" into set. Returns 0, or -1 with err naming the bad part. */
 int sdc_cpu_list_parse(const char *s, cpu_set_t *set, char *err, size_t errlen);

@@ -1,12 +1,12 @@
-#include "device.h"
+#include "device/device.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/util.h"
-#include "cpu.h"
-#include "gpu.h"
+#include "device/cpu.h"
+#include "device/gpu.h"
 
 const char *sdc_device_kind_name(enum sdc_device_kind k)
 {

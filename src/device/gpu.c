@@ -1,5 +1,5 @@
 /*
- * The GPU module loader (gpu.h). The module is looked for, in order: $SDCSCAN_GPU_MODULE; next to
+ * The GPU module loader (device/gpu.h). The module is looked for, in order: $SDCSCAN_GPU_MODULE; next to
  * the running binary (a build tree, or a bundle); the installed module directory; the last two
  * only where the NVIDIA driver's libcuda.so.1 is found, or --gpus asked for a GPU. A module that
  * cannot be loaded (no CUDA libraries), has another ABI, or finds no usable GPU (no driver, a
@@ -8,9 +8,7 @@
  * version it was built with: one not built into the module, or of another version, turns off that
  * family's lanes alone (sdc_gpu_family_why says why).
  */
-#include "gpu.h"
-#include "fleet.h"
-#include "run.h"
+#include "device/gpu.h"
 
 #include <dlfcn.h>
 #include <libgen.h>
@@ -23,7 +21,7 @@
 
 #include "base/env.h"
 #include "base/util.h"
-#include "nvml.h"
+#include "device/nvml.h"
 #include "sdc_config.h"
 
 #define MODULE_FILE "sdcscan-gpu.so"
@@ -277,36 +275,6 @@ int sdc_gpu_bind(const struct sdc_device *dev, char *err, size_t errlen)
 	return 0;
 }
 
-int sdc_gpu_nccl_fleet_id(uint8_t *id, double timeout, bool *late, char *err, size_t errlen)
-{
-	struct {
-		uint8_t id[SDC_GPU_NCCL_ID_BYTES];
-		int32_t ok;
-		char why[124];
-	} mine = { .ok = 1 }, *ids = calloc((size_t)sdc_fleet.size, sizeof(mine));
-	const struct sdc_gpu_module *m = sdc_gpu_ops();
-	*late = false;
-	if (!ids) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	if (sdc_fleet.rank == 0)
-		mine.ok = m && m->nccl_unique_id && !m->nccl_unique_id(mine.id, mine.why, sizeof(mine.why));
-	int rc = -1;
-	if (sdc_fleet_allgather(&mine, (int)sizeof(mine), ids, timeout)) {
-		*late = true;
-		snprintf(err, errlen, "some rank did not take part in the exchange of NCCL's unique id within %.0f s", timeout);
-	} else if (!ids[0].ok) {
-		snprintf(err, errlen, "ncclGetUniqueId on rank 0 (%s): %s", sdc_fleet_host(0),
-			 ids[0].why[0] ? ids[0].why : "no NCCL there");
-	} else {
-		memcpy(id, ids[0].id, SDC_GPU_NCCL_ID_BYTES);
-		rc = 0;
-	}
-	free(ids);
-	return rc;
-}
-
 struct sdc_gpu_comm *sdc_gpu_nccl_init(const uint8_t *id, int nranks, int first_rank, int nmem, const int *devices,
 				       const char *algo, const char *proto, int64_t n, double timeout, char *err,
 				       size_t errlen)
@@ -336,44 +304,4 @@ struct sdc_gpu_comm *sdc_gpu_nccl_init(const uint8_t *id, int nranks, int first_
 	}
 	pthread_mutex_unlock(&path_lock);
 	return c;
-}
-
-const struct sdc_device *sdc_gpu_of_rank(const struct sdc_run *run, char *why, size_t len)
-{
-	int ngpus = 0;
-	for (int d = 0; d < run->ndevices; d++)
-		ngpus += run->devices[d].kind == SDC_DEVICE_GPU;
-	if (!ngpus) {
-		snprintf(why, len, "no GPU here%s%s", run->gpu_note[0] ? ": " : "", run->gpu_note);
-		return NULL;
-	}
-	/* NCCL takes no two ranks on one GPU: it refuses them, or hangs in its initialisation */
-	if (sdc_fleet.local_size > ngpus) {
-		snprintf(why, len, "%d ranks on this host (%s) and %d GPU%s selected: NCCL takes one rank a GPU (start at "
-				   "most %d rank%s a host)", sdc_fleet.local_size, sdc_fleet_host(sdc_fleet.rank), ngpus,
-			 ngpus == 1 ? "" : "s", ngpus, ngpus == 1 ? "" : "s");
-		return NULL;
-	}
-	for (int d = 0, k = 0; d < run->ndevices; d++)
-		if (run->devices[d].kind == SDC_DEVICE_GPU && k++ == sdc_fleet.local_rank)
-			return &run->devices[d];
-	return NULL;
-}
-
-const struct sdc_device *sdc_gpu_first_bound(const struct sdc_run *run, char *err, size_t errlen)
-{
-	const struct sdc_device *gpu = NULL;
-	for (int d = 0; d < run->ndevices && !gpu; d++)
-		if (run->devices[d].kind == SDC_DEVICE_GPU)
-			gpu = &run->devices[d];
-	if (!gpu || !sdc_gpu_ops()) {
-		snprintf(err, errlen, "no GPU to measure: %s", run->gpu_note[0] ? run->gpu_note : "none selected");
-		return NULL;
-	}
-	char why[256];
-	if (sdc_gpu_bind(gpu, why, sizeof(why))) {
-		snprintf(err, errlen, "%s: %s", gpu->id, why);
-		return NULL;
-	}
-	return gpu;
 }

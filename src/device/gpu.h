@@ -10,12 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "device.h"
+#include "device/device.h"
 #include "kernels/gpu_module.h"
 
-struct sdc_run;
 
-/* The loaded module's core table, or NULL (sdc_gpu_discover's note says why). Loads it once. */
+/* The loaded module's main table, or NULL (sdc_gpu_discover's note says why). Loads it once. */
 const struct sdc_gpu_module *sdc_gpu_ops(void);
 /* The loaded module's table of family name (one of kernels/gpu_module.h's SDC_GPU_FAMILIES) when
  * the module has it at version want, the caller's own (its probe's gpu_ops.h); NULL otherwise: no
@@ -37,17 +36,6 @@ const char *sdc_gpu_module_path(void);
 int sdc_gpu_discover(const struct sdc_gpu_select *sel, struct sdc_device **devs, int *n, char *note,
 		     size_t notelen, char *err, size_t errlen);
 
-/* The GPU of run this rank uses when the ranks take one GPU each (NCCL's rule: no two ranks of a
- * host on one GPU): the rank's place among its host's ranks picks it, as the runner does for a
- * per-rank GPU variant. NULL, with why, when the run has no GPU or its host's ranks outnumber its
- * GPUs (two ranks would share one, which NCCL refuses or hangs on). */
-const struct sdc_device *sdc_gpu_of_rank(const struct sdc_run *run, char *why, size_t len);
-
-/* NCCL's unique id for a communicator of the MPI ranks: rank 0 makes it and every rank gets it
- * (an all-gather with the deadline). 0, or -1 with err: rank 0 could not make one, or some rank
- * did not answer (*late true). Every rank must call it. */
-int sdc_gpu_nccl_fleet_id(uint8_t *id, double timeout, bool *late, char *err, size_t errlen);
-
 /* The module's nccl_init on the path algo/proto (NULL or "": NCCL's own choice), NCCL_ALGO and
  * NCCL_PROTO set to them while NCCL initialises (base/env.h: set in place, safe against the getenv
  * of other threads; one initialisation at a time), then put back. NULL with err. */
@@ -57,10 +45,5 @@ struct sdc_gpu_comm *sdc_gpu_nccl_init(const uint8_t *id, int nranks, int first_
 
 /* Makes dev the calling thread's current GPU. 0, or -1 with err. */
 int sdc_gpu_bind(const struct sdc_device *dev, char *err, size_t errlen);
-
-/* The GPU a tool that measures one (a GPU benchmark or campaign) takes: the run's first, bound to
- * the calling thread. NULL with err: no module or no GPU selected (the run's note says why), or
- * "gpuN: why" when it cannot be bound. */
-const struct sdc_device *sdc_gpu_first_bound(const struct sdc_run *run, char *err, size_t errlen);
 
 #endif

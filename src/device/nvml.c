@@ -1,11 +1,11 @@
 /*
- * NVML, loaded with dlopen (nvml.h). There is no NVML header on the build machines, so the few
- * prototypes and constants used are declared here, from NVIDIA's nvml.h (CUDA 12/13): functions
+ * NVML, loaded with dlopen (device/nvml.h). There is no NVML header on the build machines, so the few
+ * prototypes and constants used are declared here, from NVIDIA's device/nvml.h (CUDA 12/13): functions
  * return nvmlReturn_t (0 success, 7 insufficient size), a device is an opaque pointer.
  * Events: NVML API Reference, "Event Handling Methods" (nvmlEventSetCreate,
  * nvmlDeviceRegisterEvents, nvmlEventSetWait_v2, nvmlEventSetFree), docs.nvidia.com/deploy/nvml-api.
  */
-#include "nvml.h"
+#include "device/nvml.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -351,7 +351,7 @@ int sdc_nvml_gpu_processes(const char *pci_bus_id, char *why, size_t len)
 		return -1;
 	}
 	/* "call this function with *infoCount = 0: the return code will be NVML_ERROR_INSUFFICIENT_SIZE,
-	 * or NVML_SUCCESS if none are running" (nvml.h) */
+	 * or NVML_SUCCESS if none are running" (device/nvml.h) */
 	unsigned count = 0;
 	r = nv.compute_procs(d, &count, NULL);
 	if (r == NVML_SUCCESS)

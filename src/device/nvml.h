@@ -2,8 +2,8 @@
  * GPU health from NVML, loaded at run time with dlopen (libnvidia-ml.so.1, which the driver
  * installs; $SDCSCAN_NVML_LIBRARY names another, for tests), so the binary runs where there is no
  * driver. A run records each GPU's health before and after it; an uncorrectable ECC error that
- * appeared during the run is a finding (core/runner.c). The Xid events a GPU raises during the run
- * are polled here too (hwerr.c makes them findings).
+ * appeared during the run is a finding (runner/runner.c). The Xid events a GPU raises during the run
+ * are polled here too (hwerr/hwerr.c makes them findings).
  */
 #ifndef SDC_NVML_H
 #define SDC_NVML_H

@@ -1,11 +1,11 @@
-#include "parallel.h"
+#include "device/parallel.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
 #include "base/util.h"
-#include "stop.h"
+#include "base/stop.h"
 
 struct pool {
 	sdc_job_fn fn;

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "device.h"
+#include "device/device.h"
 
 typedef void (*sdc_job_fn)(void *arg, int worker, uint64_t job);
 

@@ -1,5 +1,5 @@
 /*
- * Linux EDAC's memory error counters (hwerr.h): read from sysfs, compared between two readings.
+ * Linux EDAC's memory error counters (hwerr/hwerr.h): read from sysfs, compared between two readings.
  * The layout, from the kernel's Documentation/ABI/testing/sysfs-devices-edac and
  * drivers/edac/edac_mc_sysfs.c: /sys/devices/system/edac/mc/mcN/{ce_count, ue_count,
  * ce_noinfo_count, ue_noinfo_count, seconds_since_reset, mc_name}; per DIMM mcN/dimmM/ (rankM/ on
@@ -7,7 +7,7 @@
  * dimm_label, dimm_location; on kernels with the legacy interface only, mcN/csrowK/ with
  * chJ_ce_count, chJ_dimm_label and the row's ue_count.
  */
-#include "hwerr.h"
+#include "hwerr/hwerr.h"
 
 #include <dirent.h>
 #include <errno.h>

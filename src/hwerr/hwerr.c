@@ -1,5 +1,5 @@
 /*
- * Hardware error counters around a run (hwerr.h): the sources read before and after it, the
+ * Hardware error counters around a run (hwerr/hwerr.h): the sources read before and after it, the
  * poller during it, and the findings and report entry they make.
  *
  * The poller is one thread for the whole run, not one a GPU lane: an Xid counts whenever it
@@ -10,7 +10,7 @@
  * kernel log every KMSG_TICKS polls, so a long run's records are read before the kernel's ring
  * buffer overwrites them.
  */
-#include "hwerr.h"
+#include "hwerr/hwerr.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -22,8 +22,8 @@
 
 #include <jansson.h>
 
-#include "fleet.h"
-#include "nvml.h"
+#include "mpi/transport.h"
+#include "device/nvml.h"
 #include "base/util.h"
 
 #define POLL_SECONDS 0.1
@@ -198,7 +198,7 @@ struct sdc_hwerr *sdc_hwerr_begin(struct sdc_run *run)
 	h->start = sdc_now();
 	pthread_mutex_init(&h->lock, NULL);
 	/* Under MPI the ranks on one host share its counters and GPUs: the first reads them. */
-	h->host = !sdc_fleet.active || sdc_fleet.local_rank == 0;
+	h->host = !sdc_mpi.active || sdc_mpi.local_rank == 0;
 	const char *root = getenv("SDCSCAN_HOST_ROOT");
 	if (!root || !*root)
 		root = "";

@@ -22,7 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "run.h"
+#include "run/record.h"
 
 /* ---- what the runner calls ---- */
 
@@ -87,7 +87,7 @@ int sdc_edac_compare(const struct sdc_edac *before, const struct sdc_edac *after
 		     int max);
 
 /* The kernel log (Documentation/ABI/testing/dev-kmsg): opened non-blocking and at its end before
- * the run; the records logged after are read during it (hwerr.c's poller, every second) and
+ * the run; the records logged after are read during it (hwerr/hwerr.c's poller, every second) and
  * after it. */
 struct sdc_kmsg {
 	int fd;
@@ -130,7 +130,7 @@ void sdc_ras_collect(struct sdc_ras *r, struct sdc_hwerr_event *out, int *n, int
  * number left. */
 int sdc_hwerr_merge(struct sdc_hwerr_event *ev, int n);
 
-/* The class NVIDIA's Xid documentation gives xid (hwerr_xid.c), and why. */
+/* The class NVIDIA's Xid documentation gives xid (hwerr/xid.c), and why. */
 enum sdc_finding_class sdc_xid_class(unsigned long long xid, const char **name, const char **why);
 
 #endif

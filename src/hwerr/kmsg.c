@@ -1,5 +1,5 @@
 /*
- * The kernel log's hardware error records of a run (hwerr.h).
+ * The kernel log's hardware error records of a run (hwerr/hwerr.h).
  *
  * /dev/kmsg (the kernel's Documentation/ABI/testing/dev-kmsg): each read() returns one record,
  * "PRIORITY,SEQUENCE,TIMESTAMP_US,FLAGS[,...];MESSAGE\n" then continuation lines that start with
@@ -32,7 +32,7 @@
  *  - PCIe AER (drivers/pci/pcie/aer.c, aer_print_error): "pcieport 0000:00:1c.0: PCIe Bus Error:
  *    severity=Uncorrectable (Non-Fatal), type=..." ("Uncorrected"/"Corrected" before 5.x).
  */
-#include "hwerr.h"
+#include "hwerr/hwerr.h"
 
 #include <errno.h>
 #include <fcntl.h>

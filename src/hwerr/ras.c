@@ -1,5 +1,5 @@
 /*
- * rasdaemon's database (hwerr.h): the rows it added during the run. rasdaemon records the
+ * rasdaemon's database (hwerr/hwerr.h): the rows it added during the run. rasdaemon records the
  * kernel's RAS trace events (ras:mc_event, mce:mce_record, ras:aer_event) in SQLite at
  * RASSTATEDIR/RAS_DB_FNAME, /var/lib/rasdaemon/ras-mc_event.db (rasdaemon's configure.ac); its
  * tables, from rasdaemon's ras-record.c:
@@ -16,7 +16,7 @@
  * SQLITE_DONE 101), sqlite3_column_int64/_text/_type (SQLITE_NULL 5), sqlite3_finalize,
  * sqlite3_close, sqlite3_errmsg, sqlite3_busy_timeout.
  */
-#include "hwerr.h"
+#include "hwerr/hwerr.h"
 
 #include <dlfcn.h>
 #include <errno.h>

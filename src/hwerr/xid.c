@@ -1,5 +1,5 @@
 /*
- * What an NVIDIA Xid during a run means for the verdict (hwerr.h), from NVIDIA's Xid
+ * What an NVIDIA Xid during a run means for the verdict (hwerr/hwerr.h), from NVIDIA's Xid
  * documentation (docs.nvidia.com/deploy/xid-errors/): its "Xid Error Listing" table marks each
  * Xid's possible causes (hardware error, driver error, user application error, system memory
  * corruption, bus error, thermal issue, frame buffer corrupted) and its sections say what to do;
@@ -15,7 +15,7 @@
  *    in this run was disturbed, so the run cannot vouch for it, but no hardware fault is named.
  *    An Xid not in the table is UNKNOWN too.
  */
-#include "hwerr.h"
+#include "hwerr/hwerr.h"
 
 #include "base/util.h"
 

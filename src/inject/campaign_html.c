@@ -1,5 +1,5 @@
 /*
- * sdcscan campaign ... --html FILE (campaign_html.h): the campaign's JSON object drawn as charts.
+ * sdcscan campaign ... --html FILE (inject/campaign_html.h): the campaign's JSON object drawn as charts.
  * Each chart's bars stack what became of the faults of one category (a target such as B or C,
  * a bit position, a variant, a register); red is a fault a check had to find and did not
  * (MISSED), so a miss stands out however few. Amber is a fault no check is asked to find (a
@@ -15,8 +15,8 @@
 
 #include "base/html.h"
 #include "base/util.h"
-#include "campaign_html.h"
-#include "facts_json.h"
+#include "inject/campaign_html.h"
+#include "run/facts_json.h"
 
 #define MAX_EXTRA 8
 

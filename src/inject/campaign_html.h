@@ -1,6 +1,6 @@
 /*
  * sdcscan campaign ... --html FILE: a campaign's detection tables drawn as charts (base/html.h)
- * in one self-contained page, from the same facts --json writes (facts.h), so the page and the
+ * in one self-contained page, from the same facts --json writes (run/facts.h), so the page and the
  * JSON cannot disagree. One renderer for every campaign: it draws what the object holds (gemm's
  * Table II, per-bit and tightness tables, gemm --gpus' tightness, embbag's Table III cells and
  * per-bit tables, cpu-faults' outcomes by variant, bit and register).

@@ -1,5 +1,5 @@
-/* Faults that kill or hang a worker, met the way a sick core meets them (fatal.h). */
-#include "fatal.h"
+/* Faults that kill or hang a worker, met the way a sick core meets them (inject/fatal.h). */
+#include "inject/fatal.h"
 
 #include "base/util.h"
 

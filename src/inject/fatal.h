@@ -1,6 +1,6 @@
 /*
  * Faults that kill or hang the worker that meets them, injected the way a sick core makes them
- * (tests of core/burn.h, whose processes they end; `sdcscan campaign cpu-faults` flips registers instead). Every probe
+ * (tests of runner/burn.h, whose processes they end; `sdcscan campaign cpu-faults` flips registers instead). Every probe
  * takes them as inject targets, on any device (a GPU lane's host thread too), and meets them in its
  * iteration loop (sdc_worker_fatal_faults): nothing is raise()d, each is a real fault of the thread:
  *   SEGV  a pointer to the probe's data with a high address bit flipped, read: SEGV_MAPERR
@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "probe.h"
+#include "probe/probe.h"
 
 /* "SEGV: ...", NULL-terminated: the targets every probe takes. */
 extern const char *const sdc_fatal_targets[];

@@ -1,7 +1,7 @@
 /*
- * The register-fault injector's registers and its host (regfault.h): which registers and bits
+ * The register-fault injector's registers and its host (inject/regfault.h): which registers and bits
  * there are, one bit of one flipped in a stopped thread, whether ptrace may be used here and
- * whether debug registers trap. The tracer that finds the instant is regfault_trace.c.
+ * whether debug registers trap. The tracer that finds the instant is inject/regfault_trace.c.
  *
  * Sources: ptrace(2) (PTRACE_SEIZE, PTRACE_INTERRUPT, PTRACE_POKEUSER, PTRACE_GETREGSET/SETREGSET
  * with NT_PRSTATUS and NT_X86_XSTATE); the Intel SDM Vol. 3B §18.2 (DR0-DR3 hold addresses; DR7
@@ -14,7 +14,7 @@
  * I386_LINUX_XSAVE_XCR0_OFFSET reads it) and arch/x86/kernel/fpu/regset.c (a component whose
  * XSTATE_BV bit is clear is written as its init state, so the bit is set with the flip).
  */
-#include "regfault.h"
+#include "inject/regfault.h"
 
 #include <cpuid.h>
 #include <elf.h>

@@ -1,7 +1,7 @@
 /*
  * A register-fault injector on ptrace(2), the one `sdcscan campaign cpu-faults` uses: it runs a
  * command (`sdcscan run`) as a traced child, follows every process and thread it makes from
- * birth (a burn runs in processes of its own, core/burn.h: the run spawns the variant's leader,
+ * birth (a burn runs in processes of its own, runner/burn.h: the run spawns the variant's leader,
  * which forks one worker process a device), stops one named worker ("sdc cpu1") at a given
  * instant of its burn, flips one bit of one general-purpose or vector register and lets it go on,
  * as a defective core would.

@@ -1,7 +1,7 @@
 /*
- * The register-fault injector's tracer (regfault.h): a traced child and every process it makes, a
+ * The register-fault injector's tracer (inject/regfault.h): a traced child and every process it makes, a
  * breakpoint (debug register or int3) at the start of the asked iteration or of the worker's lane,
- * a stop after the asked delay, one bit flipped (regfault.c), every breakpoint taken out, all let
+ * a stop after the asked delay, one bit flipped (inject/regfault.c), every breakpoint taken out, all let
  * go.
  *
  * Sources: ptrace(2) (PTRACE_SEIZE, PTRACE_INTERRUPT, PTRACE_O_TRACECLONE/FORK/VFORK/EXEC and the
@@ -14,7 +14,7 @@
  * si_code SI_KERNEL); Linux's fork and its x86 process code (a fork's child has a private
  * copy-on-write copy of the text and no debug registers; personality is kept by fork and exec).
  */
-#include "regfault.h"
+#include "inject/regfault.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -37,7 +37,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
-#include "fatal.h"
+#include "inject/fatal.h"
 
 /* The load address of process pid's executable: its mapping at file offset 0. */
 static uintptr_t exe_base(pid_t pid)

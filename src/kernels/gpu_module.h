@@ -1,15 +1,15 @@
 /*
  * The GPU module's interface: the CUDA code is built into a shared module that sdcscan loads at
- * run time (gpu.c, dlopen), so the one binary starts on hosts without the CUDA libraries or driver
+ * run time (device/gpu.c, dlopen), so the one binary starts on hosts without the CUDA libraries or driver
  * and says why no GPU can be tested there. The module exports one symbol, sdc_gpu_module, returning
- * the core table below; a module whose core abi differs is refused.
+ * the main table below; a module whose abi differs is refused.
  *
  * The core is what every GPU lane shares: the devices (count, props, bind) here, and inside the
  * module the streams, workspaces, deadlines and sticky errors of kernels/cuda/cuda_util.h. Each
  * probe with a GPU lane is a family: its own table of operations, declared in its folder (as
  * probes/gemm/gpu_ops.h) with its own version, and its CUDA code beside it. The core holds one
  * pointer a family, NULL where the module was built without it; sdcscan checks each family's
- * version on its own (gpu.c), so a change to one family's table bumps only that family's version
+ * version on its own (device/gpu.c), so a change to one family's table bumps only that family's version
  * and a module of another version turns off that family's lanes alone, saying why.
  *
  * Every call takes the calling thread's current GPU (bind), reports failure as a non-zero return
@@ -20,7 +20,7 @@
  * a wait on a GPU has passed its deadline that GPU is given up: nothing more is started on it and
  * nothing of it is freed (kernels/cuda/cuda_util.h; tests/gpu/wait_lint.py checks the sources).
  *
- * tests/gpu/fake_core.c and one file a family beside it (fake_gemm.c, ...) implement the same
+ * tests/gpu/fake_module.c and one file a family beside it (fake_gemm.c, ...) implement the same
  * tables on the CPU, from the same reference arithmetic, so CI tests the host side of every GPU
  * path.
  */
@@ -32,7 +32,7 @@
 
 #include "base/hd.h"
 
-/* The core table's layout; the families' tables have versions of their own (SDC_GPU_FAMILIES). */
+/* The main table's layout; the families' tables have versions of their own (SDC_GPU_FAMILIES). */
 #define SDC_GPU_MODULE_ABI 8
 #define SDC_GPU_MODULE_SYMBOL "sdc_gpu_module"
 
@@ -61,8 +61,8 @@ struct sdc_gpu_flip {
  * struct sdc_gpu_NAME_ops, declared in the probe's folder (gemm's in probes/gemm/gpu_ops.h) with
  * the version that header defines, the table's first member (`int version`). Where the list is
  * expanded, the module declares each family's constructor (sdc_cuda_NAME_family, module.cu) and
- * sdcscan names the families (gpu.c); each probe asks for its own table with its own version
- * (gpu.h, SDC_GPU_FAMILY), as only it may include its header (tests/layers.py).
+ * sdcscan names the families (device/gpu.c); each probe asks for its own table with its own version
+ * (device/gpu.h, SDC_GPU_FAMILY), as only it may include its header (tests/layers.py).
  */
 #define SDC_GPU_FAMILIES(X) X(gemm) X(minitrain) X(embbag) X(allreduce)
 
@@ -98,7 +98,7 @@ struct sdc_gpu_module {
 	 * one under mpirun (one rank a GPU), every GPU of the host in a single process (initialised in
 	 * one group, as ncclCommInitAll does); at most 64. Its initialisation is polled until the
 	 * deadline and aborted past it. algo and proto (NULL or "": NCCL's choice) name the path: the
-	 * caller sets NCCL_ALGO and NCCL_PROTO around this call (gpu.c, sdc_gpu_nccl_init: NCCL's tuning
+	 * caller sets NCCL_ALGO and NCCL_PROTO around this call (device/gpu.c, sdc_gpu_nccl_init: NCCL's tuning
 	 * reads them while the communicator initialises; the module never touches the environment,
 	 * which other threads read); n: floats a collective moves, device buffers for them made here.
 	 * The families' entries act on every member, launching them in one group so none waits for

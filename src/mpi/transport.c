@@ -1,5 +1,5 @@
-/* MPI glue for runs across nodes (fleet.h). */
-#include "fleet.h"
+/* MPI glue for runs across nodes (mpi/transport.h). */
+#include "mpi/transport.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -15,13 +15,13 @@
 
 #include "sdc_config.h"
 #include "base/util.h"
-#include "fleet_remote.h"
+#include "mpi/transport_remote.h"
 
 #if HAVE_MPI
 #include <mpi.h>
 #endif
 
-struct sdc_fleet sdc_fleet = { .rank = 0, .size = 1, .local_size = 1, .timeout = 30 };
+struct sdc_mpi sdc_mpi = { .rank = 0, .size = 1, .local_size = 1, .timeout = 30 };
 
 /* The task count the launcher or scheduler announced (0: none). */
 static long announced_tasks(const char **who)
@@ -37,11 +37,11 @@ static long announced_tasks(const char **who)
 	return 0;
 }
 
-void sdc_fleet_launch_check(struct sdc_run *run)
+void sdc_mpi_launch_check(struct sdc_run *run)
 {
 	const char *who = NULL;
 	const long n = announced_tasks(&who);
-	if (n <= 1 || n == sdc_fleet.size)
+	if (n <= 1 || n == sdc_mpi.size)
 		return;
 	struct sdc_finding f = { .cls = SDC_FINDING_ERROR, .device = -1, .row = -1, .col = -1 };
 	sdc_strlcpy(f.probe, "fleet", sizeof(f.probe));
@@ -49,7 +49,7 @@ void sdc_fleet_launch_check(struct sdc_run *run)
 	snprintf(f.detail, sizeof(f.detail),
 		 "%s says %ld tasks but this process sees %d MPI rank%s (%s): the job was not tested as a whole; "
 		 "launch with mpirun or srun --mpi=pmix",
-		 who, n, sdc_fleet.size, sdc_fleet.size == 1 ? "" : "s",
+		 who, n, sdc_mpi.size, sdc_mpi.size == 1 ? "" : "s",
 		 HAVE_MPI ? "is the MPI plugin right?" : "this sdcscan was built without MPI");
 	sdc_run_add_finding(run, &f);
 	sdc_error("%s", f.detail);
@@ -66,14 +66,14 @@ static MPI_Request intr_req = MPI_REQUEST_NULL;
 static int32_t intr_buf, intr_me, intr_from = -1;
 static bool intr_sent, thread_multiple;
 static bool peer_failed;
-/* Notices of a rank gone (sdc_fleet_alltoall): its number, plus NOTICE_LEFT when it left on
+/* Notices of a rank gone (sdc_mpi_alltoall): its number, plus NOTICE_LEFT when it left on
  * purpose (no MPI failure). */
 #define NOTICE_TAG 0x7e0
 #define NOTICE_LEFT (1 << 20)
 static MPI_Request notice_req = MPI_REQUEST_NULL;
 static int32_t notice_buf, *notice_vals;
 static bool *left_on_purpose; /* ranks whose NOTICE_LEFT arrived */
-/* Heartbeats (sdc_fleet_keepalive): a rank waiting in an exchange, or busy in a long computation
+/* Heartbeats (sdc_mpi_keepalive): a rank waiting in an exchange, or busy in a long computation
  * between two, says it is there, so a rank blocked behind a lost one is not taken as lost too. */
 #define BEAT_TAG 0x7e1
 static MPI_Request beat_req = MPI_REQUEST_NULL;
@@ -86,7 +86,7 @@ static double *heard, last_beat;
  * MPI_Test for good: "this local MPI process will likely now behave unpredictably (it may even
  * hang or crash)", its own warning says). Each MPI call that may progress the transport holds a
  * slot with the time it began; a thread checks them every second, and a call inside the library
- * for longer than one deadline plus SDC_FLEET_WATCH_GRACE (fleet.h) ends the process: it says so,
+ * for longer than one deadline plus SDC_FLEET_WATCH_GRACE (mpi/transport.h) ends the process: it says so,
  * with the peers it was waiting on, and exits with watch_code (UNKNOWN, or the agreed verdict
  * once MPI is ending).
  */
@@ -115,7 +115,7 @@ static int watch_enter_for(int dst, int src, double limit)
 
 static int watch_enter(int dst, int src)
 {
-	return watch_enter_for(dst, src, sdc_fleet.timeout + SDC_FLEET_WATCH_GRACE);
+	return watch_enter_for(dst, src, sdc_mpi.timeout + SDC_FLEET_WATCH_GRACE);
 }
 
 static void watch_leave(int slot)
@@ -143,7 +143,7 @@ static void *watchdog(void *arg)
 				"sdcscan: rank %d (%s): the MPI library has not come back from one call for %.0f s%s: a peer "
 				"is gone and the transport is stuck; leaving with exit code %d (the other ranks name the ranks "
 				"that did not answer)\n",
-				sdc_fleet.rank, sdc_fleet.host, now - (double)since / 1e6, on, atomic_load(&watch_code));
+				sdc_mpi.rank, sdc_mpi.host, now - (double)since / 1e6, on, atomic_load(&watch_code));
 			fflush(stdout);
 			fflush(stderr);
 			_exit(atomic_load(&watch_code));
@@ -152,14 +152,14 @@ static void *watchdog(void *arg)
 	return NULL;
 }
 
-/* A library that stops returning, as the allreduce probe's X fault makes one (sdc_fleet_stall):
+/* A library that stops returning, as the allreduce probe's X fault makes one (sdc_mpi_stall):
  * this rank's point-to-point exchanges never come back (the watchdog must end it). */
 static atomic_bool stalled;
 
-void sdc_fleet_stall(void)
+void sdc_mpi_stall(void)
 {
-	if (sdc_fleet_remote_on()) {
-		sdc_fleet_remote_stall();
+	if (sdc_mpi_remote_on()) {
+		sdc_mpi_remote_stall();
 		return;
 	}
 	atomic_store(&stalled, true);
@@ -185,7 +185,7 @@ static int watched_test_status(MPI_Request *req, int *flag, MPI_Status *st)
 	return rc;
 }
 
-int sdc_fleet_init(int *argc, char ***argv)
+int sdc_mpi_init(int *argc, char ***argv)
 {
 	const char *who;
 	if (announced_tasks(&who) <= 0 && !getenv("OMPI_COMM_WORLD_RANK") && !getenv("PMIX_RANK"))
@@ -208,25 +208,25 @@ int sdc_fleet_init(int *argc, char ***argv)
 	/* Errors come back as codes, so a dead peer is a finding, not an abort of the job. */
 	MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* request errors are raised here */
-	MPI_Comm_rank(comm, &sdc_fleet.rank);
-	MPI_Comm_size(comm, &sdc_fleet.size);
-	gethostname(sdc_fleet.host, sizeof(sdc_fleet.host) - 1);
-	hosts = calloc((size_t)sdc_fleet.size, sizeof(*hosts));
+	MPI_Comm_rank(comm, &sdc_mpi.rank);
+	MPI_Comm_size(comm, &sdc_mpi.size);
+	gethostname(sdc_mpi.host, sizeof(sdc_mpi.host) - 1);
+	hosts = calloc((size_t)sdc_mpi.size, sizeof(*hosts));
 	if (!hosts)
 		return -1;
-	sdc_fleet.active = true;
-	if (sdc_fleet_allgather(sdc_fleet.host, 64, hosts, sdc_fleet.timeout)) {
+	sdc_mpi.active = true;
+	if (sdc_mpi_allgather(sdc_mpi.host, 64, hosts, sdc_mpi.timeout)) {
 		sdc_error("the ranks did not all exchange host names within %.0f s: some rank is dead or stuck",
-			  sdc_fleet.timeout);
+			  sdc_mpi.timeout);
 		peer_failed = true;
 		return -1;
 	}
 	/* one rank per GPU: a rank's GPU is picked by its place among its host's ranks */
-	sdc_fleet.local_size = 0;
-	for (int r = 0; r < sdc_fleet.size; r++)
-		if (!strcmp(hosts[r], sdc_fleet.host)) {
-			sdc_fleet.local_rank += r < sdc_fleet.rank;
-			sdc_fleet.local_size++;
+	sdc_mpi.local_size = 0;
+	for (int r = 0; r < sdc_mpi.size; r++)
+		if (!strcmp(hosts[r], sdc_mpi.host)) {
+			sdc_mpi.local_rank += r < sdc_mpi.rank;
+			sdc_mpi.local_size++;
 		}
 	thread_multiple = provided >= MPI_THREAD_MULTIPLE;
 	if (thread_multiple) {
@@ -236,26 +236,26 @@ int sdc_fleet_init(int *argc, char ***argv)
 		MPI_Comm_set_errhandler(ctl, MPI_ERRORS_RETURN);
 		MPI_Irecv(&intr_buf, 1, MPI_INT32_T, MPI_ANY_SOURCE, 1, ctl, &intr_req);
 	}
-	if (provided < MPI_THREAD_SERIALIZED && sdc_fleet.rank == 0)
+	if (provided < MPI_THREAD_SERIALIZED && sdc_mpi.rank == 0)
 		sdc_warning("the MPI library gives thread level %d: the allreduce probe needs MPI_THREAD_SERIALIZED",
 			    provided);
 	return 0;
 }
 
-const char *sdc_fleet_host(int rank)
+const char *sdc_mpi_host(int rank)
 {
-	if (sdc_fleet_remote_on())
-		return sdc_fleet_remote_host(rank);
+	if (sdc_mpi_remote_on())
+		return sdc_mpi_remote_host(rank);
 	static char buf[32];
-	if (hosts && rank >= 0 && rank < sdc_fleet.size)
+	if (hosts && rank >= 0 && rank < sdc_mpi.size)
 		return hosts[rank];
 	snprintf(buf, sizeof(buf), "rank %d", rank);
 	return buf;
 }
 
-bool sdc_fleet_interrupt_poll(bool local, int *from)
+bool sdc_mpi_interrupt_poll(bool local, int *from)
 {
-	if (!sdc_fleet.active || !thread_multiple)
+	if (!sdc_mpi.active || !thread_multiple)
 		return false;
 	if (intr_from < 0 && intr_req != MPI_REQUEST_NULL) {
 		int flag = 0;
@@ -265,11 +265,11 @@ bool sdc_fleet_interrupt_poll(bool local, int *from)
 	/* only an interrupt of this rank's own is passed on, not one it was told of */
 	if (local && !intr_sent && intr_from < 0) {
 		intr_sent = true;
-		intr_me = sdc_fleet.rank;
-		for (int r = 0; r < sdc_fleet.size; r++) {
+		intr_me = sdc_mpi.rank;
+		for (int r = 0; r < sdc_mpi.size; r++) {
 			MPI_Request q;
 			/* freed at once: a dead peer must not hold this rank, and an eager message needs no wait */
-			if (r != sdc_fleet.rank && MPI_Isend(&intr_me, 1, MPI_INT32_T, r, 1, ctl, &q) == MPI_SUCCESS)
+			if (r != sdc_mpi.rank && MPI_Isend(&intr_me, 1, MPI_INT32_T, r, 1, ctl, &q) == MPI_SUCCESS)
 				MPI_Request_free(&q);
 		}
 	}
@@ -277,9 +277,9 @@ bool sdc_fleet_interrupt_poll(bool local, int *from)
 	return intr_from >= 0;
 }
 
-void sdc_fleet_end(int code)
+void sdc_mpi_end(int code)
 {
-	if (!sdc_fleet.active)
+	if (!sdc_mpi.active)
 		return;
 	if (peer_failed) {
 		/* MPI_Finalize would wait for the dead: leave now, with the verdict's code. */
@@ -330,7 +330,7 @@ static int wait_all(MPI_Request *reqs, int n, double timeout, int *late_idx, int
 			return 0;
 		if (sdc_now() > end) {
 			/* The requests are abandoned, not cancelled: cancelling a send to a dead peer fails too,
-			 * and after a dead peer the process leaves without MPI_Finalize (sdc_fleet_end). */
+			 * and after a dead peer the process leaves without MPI_Finalize (sdc_mpi_end). */
 			for (int i = 0; i < n; i++)
 				if (reqs[i] != MPI_REQUEST_NULL)
 					*late_idx = i;
@@ -356,7 +356,7 @@ static bool silent_since(int p, double start, double timeout)
 }
 
 /*
- * wait_all for a ring's neighbours (sdc_fleet_exchange): after a rank dies, the rank behind it
+ * wait_all for a ring's neighbours (sdc_mpi_exchange): after a rank dies, the rank behind it
  * waits on it, and the ranks behind that one, a step ahead, wait on a live rank whose deadline
  * began a step before theirs. So a neighbour is late only when nothing, data or heartbeat, has
  * come from it for the timeout; this rank beats meanwhile; one that gives up tells every rank
@@ -365,7 +365,7 @@ static bool silent_since(int p, double start, double timeout)
 static int wait_neighbours(MPI_Request *reqs, double timeout, int dst, int src, int *late)
 {
 	static bool *live; /* the ranks not known to be gone: heartbeats and notices go to them */
-	const int P = sdc_fleet.size;
+	const int P = sdc_mpi.size;
 	if (!live && (live = malloc((size_t)P * sizeof(bool))))
 		for (int p = 0; p < P; p++)
 			live[p] = true;
@@ -398,13 +398,13 @@ static int wait_neighbours(MPI_Request *reqs, double timeout, int dst, int src, 
 		}
 		if (done)
 			return 0;
-		sdc_fleet_keepalive(live, timeout / 5);
+		sdc_mpi_keepalive(live, timeout / 5);
 		for (int32_t n; (n = notice_poll()) >= 0;) {
 			const int p = n & ~NOTICE_LEFT;
 			if (p < 0 || p >= P || (n & NOTICE_LEFT))
 				continue;
 			live[p] = false;
-			*late = p == sdc_fleet.rank ? -1 : p; /* (-1: the others gave up on this rank) */
+			*late = p == sdc_mpi.rank ? -1 : p; /* (-1: the others gave up on this rank) */
 			peer_failed = true;
 			return -1;
 		}
@@ -426,8 +426,8 @@ static int wait_neighbours(MPI_Request *reqs, double timeout, int dst, int src, 
 	}
 }
 
-/* Both sdc_fleet_sendrecv (wait_all: a plain deadline) and sdc_fleet_exchange (wait_neighbours). */
-static int exchange(const struct sdc_fleet_part *send, int nsend, int dst, const struct sdc_fleet_part *recv,
+/* Both sdc_mpi_sendrecv (wait_all: a plain deadline) and sdc_mpi_exchange (wait_neighbours). */
+static int exchange(const struct sdc_mpi_part *send, int nsend, int dst, const struct sdc_mpi_part *recv,
 		    int nrecv, int src, int tag, double timeout, int *late, bool neighbours)
 {
 	MPI_Request r[4] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL };
@@ -455,27 +455,27 @@ static int exchange(const struct sdc_fleet_part *send, int nsend, int dst, const
 	return 0;
 }
 
-int sdc_fleet_exchange(const struct sdc_fleet_part *send, int nsend, int dst, const struct sdc_fleet_part *recv,
+int sdc_mpi_exchange(const struct sdc_mpi_part *send, int nsend, int dst, const struct sdc_mpi_part *recv,
 		       int nrecv, int src, int tag, double timeout, int *late)
 {
-	if (sdc_fleet_remote_on())
-		return sdc_fleet_remote_exchange(send, nsend, dst, recv, nrecv, src, tag, timeout, late, true);
+	if (sdc_mpi_remote_on())
+		return sdc_mpi_remote_exchange(send, nsend, dst, recv, nrecv, src, tag, timeout, late, true);
 	return exchange(send, nsend, dst, recv, nrecv, src, tag, timeout, late, true);
 }
 
-int sdc_fleet_sendrecv(const void *sbuf, int sbytes, int dst, void *rbuf, int rbytes, int src, int tag,
+int sdc_mpi_sendrecv(const void *sbuf, int sbytes, int dst, void *rbuf, int rbytes, int src, int tag,
 		       double timeout, int *late)
 {
-	const struct sdc_fleet_part s = { (void *)sbuf, sbytes }, r = { rbuf, rbytes };
-	if (sdc_fleet_remote_on())
-		return sdc_fleet_remote_exchange(&s, 1, dst, &r, 1, src, tag, timeout, late, false);
+	const struct sdc_mpi_part s = { (void *)sbuf, sbytes }, r = { rbuf, rbytes };
+	if (sdc_mpi_remote_on())
+		return sdc_mpi_remote_exchange(&s, 1, dst, &r, 1, src, tag, timeout, late, false);
 	return exchange(&s, 1, dst, &r, 1, src, tag, timeout, late, false);
 }
 
-int sdc_fleet_sum_u64(uint64_t *v, double timeout)
+int sdc_mpi_sum_u64(uint64_t *v, double timeout)
 {
-	if (sdc_fleet_remote_on())
-		return sdc_fleet_remote_sum_u64(v, timeout);
+	if (sdc_mpi_remote_on())
+		return sdc_mpi_remote_sum_u64(v, timeout);
 	uint64_t out = 0;
 	MPI_Request r;
 	/* A collective cannot finish once a member is gone: fail now rather than wait the deadline out. */
@@ -490,10 +490,10 @@ int sdc_fleet_sum_u64(uint64_t *v, double timeout)
 	return 0;
 }
 
-int sdc_fleet_allgather(const void *in, int bytes, void *out, double timeout)
+int sdc_mpi_allgather(const void *in, int bytes, void *out, double timeout)
 {
-	if (sdc_fleet_remote_on())
-		return sdc_fleet_remote_allgather(in, bytes, out, timeout);
+	if (sdc_mpi_remote_on())
+		return sdc_mpi_remote_allgather(in, bytes, out, timeout);
 	MPI_Request r;
 	if (peer_failed)
 		return -1;
@@ -503,20 +503,20 @@ int sdc_fleet_allgather(const void *in, int bytes, void *out, double timeout)
 	return wait_all(&r, 1, timeout, &idx, -1, -1);
 }
 
-/* ---- exchanges among members that may be lost (sdc_fleet_alltoall) ---- */
+/* ---- exchanges among members that may be lost (sdc_mpi_alltoall) ---- */
 
 
 static void notice_send(int32_t value, const bool *live)
 {
-	if (!notice_vals && !(notice_vals = calloc(2 * (size_t)sdc_fleet.size, sizeof(int32_t))))
+	if (!notice_vals && !(notice_vals = calloc(2 * (size_t)sdc_mpi.size, sizeof(int32_t))))
 		return;
 	/* one buffer per value, alive while the sends are: the requests are freed at once (a gone
 	 * peer must not hold this rank, and an eager message needs no wait) */
-	int32_t *v = &notice_vals[(value & NOTICE_LEFT ? sdc_fleet.size : 0) + (value & ~NOTICE_LEFT)];
+	int32_t *v = &notice_vals[(value & NOTICE_LEFT ? sdc_mpi.size : 0) + (value & ~NOTICE_LEFT)];
 	*v = value;
-	for (int r = 0; r < sdc_fleet.size; r++) {
+	for (int r = 0; r < sdc_mpi.size; r++) {
 		MPI_Request q;
-		if (r != sdc_fleet.rank && live[r] && MPI_Isend(v, 1, MPI_INT32_T, r, NOTICE_TAG, comm, &q) == MPI_SUCCESS)
+		if (r != sdc_mpi.rank && live[r] && MPI_Isend(v, 1, MPI_INT32_T, r, NOTICE_TAG, comm, &q) == MPI_SUCCESS)
 			MPI_Request_free(&q);
 	}
 }
@@ -537,7 +537,7 @@ static int32_t notice_poll(void)
 /* Takes in every heartbeat that has arrived: heard[rank] = now. */
 static void beat_poll(void)
 {
-	if (!heard && !(heard = calloc((size_t)sdc_fleet.size, sizeof(double))))
+	if (!heard && !(heard = calloc((size_t)sdc_mpi.size, sizeof(double))))
 		return;
 	for (;;) {
 		if (beat_req == MPI_REQUEST_NULL &&
@@ -548,24 +548,24 @@ static void beat_poll(void)
 		if (watched_test_status(&beat_req, &flag, &st) != MPI_SUCCESS || !flag)
 			return;
 		beat_req = MPI_REQUEST_NULL;
-		if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < sdc_fleet.size)
+		if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < sdc_mpi.size)
 			heard[st.MPI_SOURCE] = sdc_now();
 	}
 }
 
-void sdc_fleet_keepalive(const bool *live, double period)
+void sdc_mpi_keepalive(const bool *live, double period)
 {
-	if (sdc_fleet_remote_on()) {
-		sdc_fleet_remote_keepalive(live, period, false);
+	if (sdc_mpi_remote_on()) {
+		sdc_mpi_remote_keepalive(live, period, false);
 		return;
 	}
 	const double now = sdc_now();
 	if (now - last_beat >= period) {
 		last_beat = now;
-		for (int r = 0; r < sdc_fleet.size; r++) {
+		for (int r = 0; r < sdc_mpi.size; r++) {
 			MPI_Request q;
 			/* freed at once: an eager message needs no wait, and a gone peer must not hold this rank */
-			if (r != sdc_fleet.rank && live[r] &&
+			if (r != sdc_mpi.rank && live[r] &&
 			    MPI_Isend(&beat_val, 1, MPI_INT32_T, r, BEAT_TAG, comm, &q) == MPI_SUCCESS)
 				MPI_Request_free(&q);
 		}
@@ -597,12 +597,12 @@ static void gone(MPI_Request *reqs, bool *live, int p, bool failed, bool tell)
 		notice_send(p, live);
 }
 
-int sdc_fleet_alltoall(const struct sdc_fleet_part *send, struct sdc_fleet_part *recv, bool *live, int tag,
+int sdc_mpi_alltoall(const struct sdc_mpi_part *send, struct sdc_mpi_part *recv, bool *live, int tag,
 		       double timeout)
 {
-	if (sdc_fleet_remote_on())
-		return sdc_fleet_remote_alltoall(send, recv, live, tag, timeout);
-	const int P = sdc_fleet.size, me = sdc_fleet.rank;
+	if (sdc_mpi_remote_on())
+		return sdc_mpi_remote_alltoall(send, recv, live, tag, timeout);
+	const int P = sdc_mpi.size, me = sdc_mpi.rank;
 	MPI_Request *r = malloc(2 * (size_t)P * sizeof(*r));
 	if (!r)
 		return -1;
@@ -624,7 +624,7 @@ int sdc_fleet_alltoall(const struct sdc_fleet_part *send, struct sdc_fleet_part 
 	long spins = 0;
 	for (;;) {
 		bool done = true;
-		sdc_fleet_keepalive(live, timeout / 5);
+		sdc_mpi_keepalive(live, timeout / 5);
 		for (int p = 0; p < P; p++)
 			for (int i = 0; i < 2 && live[p]; i++) {
 				if (r[2 * p + i] == MPI_REQUEST_NULL)
@@ -688,26 +688,26 @@ int sdc_fleet_alltoall(const struct sdc_fleet_part *send, struct sdc_fleet_part 
 	return newly;
 }
 
-void sdc_fleet_leave(const bool *live)
+void sdc_mpi_leave(const bool *live)
 {
-	if (sdc_fleet_remote_on()) {
-		sdc_fleet_remote_keepalive(live, 0, true);
+	if (sdc_mpi_remote_on()) {
+		sdc_mpi_remote_keepalive(live, 0, true);
 		return;
 	}
-	notice_send(sdc_fleet.rank | NOTICE_LEFT, live);
+	notice_send(sdc_mpi.rank | NOTICE_LEFT, live);
 }
 
-bool sdc_fleet_left(int rank)
+bool sdc_mpi_left(int rank)
 {
-	if (sdc_fleet_remote_on())
-		return sdc_fleet_remote_left(rank);
-	return left_on_purpose && rank >= 0 && rank < sdc_fleet.size && left_on_purpose[rank];
+	if (sdc_mpi_remote_on())
+		return sdc_mpi_remote_left(rank);
+	return left_on_purpose && rank >= 0 && rank < sdc_mpi.size && left_on_purpose[rank];
 }
 
-int sdc_fleet_allreduce_f32(const float *in, float *out, int64_t n, double timeout)
+int sdc_mpi_allreduce_f32(const float *in, float *out, int64_t n, double timeout)
 {
-	if (sdc_fleet_remote_on())
-		return sdc_fleet_remote_allreduce_f32(in, out, n, timeout);
+	if (sdc_mpi_remote_on())
+		return sdc_mpi_remote_allreduce_f32(in, out, n, timeout);
 	MPI_Request r;
 	if (peer_failed || n > INT32_MAX || MPI_Iallreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, comm, &r) != MPI_SUCCESS)
 		return -1;
@@ -715,7 +715,7 @@ int sdc_fleet_allreduce_f32(const float *in, float *out, int64_t n, double timeo
 	return wait_all(&r, 1, timeout, &idx, -1, -1);
 }
 
-int sdc_fleet_test(void *req, int *flag)
+int sdc_mpi_test(void *req, int *flag)
 {
 	return watched_test(req, flag, -1, -1);
 }
@@ -726,34 +726,34 @@ void *sdc_fleet_comm(void)
 	return &comm;
 }
 
-int sdc_fleet_to_root(const char *text, int32_t *answer, int tag)
+int sdc_mpi_to_root(const char *text, int32_t *answer, int tag)
 {
 	int32_t len = (int32_t)strlen(text) + 1;
 	int late;
 	/* Rank 0 may come late by one wait of its own (a probe's, for the peer that died) and then
 	 * waits out its gather's deadline for that peer before it answers anyone: a rank that gave up
 	 * sooner would name a live rank 0. */
-	const double wait = 2 * sdc_fleet.timeout + 5;
-	return sdc_fleet_sendrecv(&len, 4, 0, NULL, 0, 0, tag, wait, &late) ||
-			       sdc_fleet_sendrecv(text, len, 0, NULL, 0, 0, tag + 1, wait, &late) ||
-			       sdc_fleet_sendrecv(NULL, 0, 0, answer, 4, 0, tag + 2, wait, &late)
+	const double wait = 2 * sdc_mpi.timeout + 5;
+	return sdc_mpi_sendrecv(&len, 4, 0, NULL, 0, 0, tag, wait, &late) ||
+			       sdc_mpi_sendrecv(text, len, 0, NULL, 0, 0, tag + 1, wait, &late) ||
+			       sdc_mpi_sendrecv(NULL, 0, 0, answer, 4, 0, tag + 2, wait, &late)
 		       ? -1
 		       : 0;
 }
 
-void sdc_fleet_gather_texts(char **texts, int tag)
+void sdc_mpi_gather_texts(char **texts, int tag)
 {
-	const double end = sdc_now() + sdc_fleet.timeout;
+	const double end = sdc_now() + sdc_mpi.timeout;
 	texts[0] = NULL;
-	for (int r = 1; r < sdc_fleet.size; r++) {
+	for (int r = 1; r < sdc_mpi.size; r++) {
 		int32_t len = 0;
 		int late;
 		texts[r] = NULL;
 		/* One deadline for the whole gather: a dead rank costs it once, not once per rank. */
 		const double left = end - sdc_now() > 1 ? end - sdc_now() : 1;
-		if (sdc_fleet_sendrecv(NULL, 0, 0, &len, 4, r, tag, left, &late) || len <= 0 || len > (64 << 20) ||
+		if (sdc_mpi_sendrecv(NULL, 0, 0, &len, 4, r, tag, left, &late) || len <= 0 || len > (64 << 20) ||
 		    !(texts[r] = malloc((size_t)len)) ||
-		    sdc_fleet_sendrecv(NULL, 0, 0, texts[r], len, r, tag + 1, sdc_fleet.timeout, &late) ||
+		    sdc_mpi_sendrecv(NULL, 0, 0, texts[r], len, r, tag + 1, sdc_mpi.timeout, &late) ||
 		    texts[r][len - 1]) {
 			free(texts[r]);
 			texts[r] = NULL;
@@ -761,13 +761,13 @@ void sdc_fleet_gather_texts(char **texts, int tag)
 	}
 }
 
-void sdc_fleet_answer(const bool *alive, int32_t answer, int tag)
+void sdc_mpi_answer(const bool *alive, int32_t answer, int tag)
 {
-	for (int r = 1; r < sdc_fleet.size; r++) {
+	for (int r = 1; r < sdc_mpi.size; r++) {
 		int late;
 		if (alive[r])
-			sdc_fleet_sendrecv(&answer, 4, r, NULL, 0, 0, tag + 2, 5, &late);
+			sdc_mpi_sendrecv(&answer, 4, r, NULL, 0, 0, tag + 2, 5, &late);
 	}
 }
 
-#endif /* HAVE_MPI (without it: fleet_single.c) */
+#endif /* HAVE_MPI (without it: mpi/transport_single.c) */

@@ -1,5 +1,5 @@
 /*
- * The fleet's calls made by the run's parent for a burn's process (fleet.h): the process never
+ * The fleet's calls made by the run's parent for a burn's process (mpi/transport.h): the process never
  * joins MPI (it is exec'd and forked away from the MPI rank, which must not be forked), so each
  * call it makes travels to the parent as bytes, the parent makes it with its deadlines and
  * watchdog, and the outcome travels back. The payloads lie in a window both map (a memfd the
@@ -10,8 +10,8 @@
  * MPI_Comm_connect) would cost an ompi-server and its start per variant, and Open MPI 4.1
  * refuses the connection without one.
  */
-#include "fleet.h"
-#include "fleet_remote.h"
+#include "mpi/transport.h"
+#include "mpi/transport_remote.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +42,7 @@ struct answer {
 };
 
 static struct {
-	sdc_fleet_remote_fn fn;
+	sdc_mpi_remote_fn fn;
 	void *arg;
 	unsigned char *window;
 	size_t bytes;
@@ -50,7 +50,7 @@ static struct {
 	int nhosts;
 } remote;
 
-void sdc_fleet_set_remote(sdc_fleet_remote_fn fn, void *arg, void *window, size_t bytes)
+void sdc_mpi_set_remote(sdc_mpi_remote_fn fn, void *arg, void *window, size_t bytes)
 {
 	remote.fn = fn;
 	remote.arg = arg;
@@ -58,12 +58,12 @@ void sdc_fleet_set_remote(sdc_fleet_remote_fn fn, void *arg, void *window, size_
 	remote.bytes = bytes;
 }
 
-bool sdc_fleet_remote_on(void)
+bool sdc_mpi_remote_on(void)
 {
-	return remote.fn && sdc_fleet.active;
+	return remote.fn && sdc_mpi.active;
 }
 
-void sdc_fleet_set_hosts(const char (*hosts)[64], int n)
+void sdc_mpi_set_hosts(const char (*hosts)[64], int n)
 {
 	free(remote.hosts);
 	remote.hosts = n > 0 ? calloc((size_t)n, 64) : NULL;
@@ -72,7 +72,7 @@ void sdc_fleet_set_hosts(const char (*hosts)[64], int n)
 		sdc_strlcpy(remote.hosts[r], hosts[r], 64);
 }
 
-const char *sdc_fleet_remote_host(int rank)
+const char *sdc_mpi_remote_host(int rank)
 {
 	static char buf[32];
 	if (rank >= 0 && rank < remote.nhosts)
@@ -145,7 +145,7 @@ static int call(struct building *b, const bool *live, int n, double timeout, str
 	return 0;
 }
 
-int sdc_fleet_remote_exchange(const struct sdc_fleet_part *send, int nsend, int dst, const struct sdc_fleet_part *recv,
+int sdc_mpi_remote_exchange(const struct sdc_mpi_part *send, int nsend, int dst, const struct sdc_mpi_part *recv,
 			      int nrecv, int src, int tag, double timeout, int *late, bool neighbours)
 {
 	struct building b;
@@ -170,7 +170,7 @@ int sdc_fleet_remote_exchange(const struct sdc_fleet_part *send, int nsend, int 
 	return a.rc;
 }
 
-void sdc_fleet_remote_stall(void)
+void sdc_mpi_remote_stall(void)
 {
 	struct building b;
 	struct answer a;
@@ -178,22 +178,22 @@ void sdc_fleet_remote_stall(void)
 	call(&b, NULL, 0, 1, &a, NULL, NULL);
 }
 
-int sdc_fleet_remote_allgather(const void *in, int bytes, void *out, double timeout)
+int sdc_mpi_remote_allgather(const void *in, int bytes, void *out, double timeout)
 {
 	struct building b;
 	begin(&b, OP_ALLGATHER);
 	part(&b, in, (size_t)bytes);
-	const size_t at = part(&b, NULL, (size_t)bytes * (size_t)sdc_fleet.size);
+	const size_t at = part(&b, NULL, (size_t)bytes * (size_t)sdc_mpi.size);
 	b.c->d = timeout;
 	struct answer a;
 	if (call(&b, NULL, 0, timeout, &a, NULL, NULL))
 		return -1;
 	if (!a.rc)
-		memcpy(out, remote.window + at, (size_t)bytes * (size_t)sdc_fleet.size);
+		memcpy(out, remote.window + at, (size_t)bytes * (size_t)sdc_mpi.size);
 	return a.rc;
 }
 
-int sdc_fleet_remote_sum_u64(uint64_t *v, double timeout)
+int sdc_mpi_remote_sum_u64(uint64_t *v, double timeout)
 {
 	struct building b;
 	begin(&b, OP_SUM_U64);
@@ -207,7 +207,7 @@ int sdc_fleet_remote_sum_u64(uint64_t *v, double timeout)
 	return a.rc;
 }
 
-int sdc_fleet_remote_allreduce_f32(const float *in, float *out, int64_t n, double timeout)
+int sdc_mpi_remote_allreduce_f32(const float *in, float *out, int64_t n, double timeout)
 {
 	struct building b;
 	begin(&b, OP_ALLREDUCE_F32);
@@ -222,10 +222,10 @@ int sdc_fleet_remote_allreduce_f32(const float *in, float *out, int64_t n, doubl
 	return a.rc;
 }
 
-int sdc_fleet_remote_alltoall(const struct sdc_fleet_part *send, struct sdc_fleet_part *recv, bool *live, int tag,
+int sdc_mpi_remote_alltoall(const struct sdc_mpi_part *send, struct sdc_mpi_part *recv, bool *live, int tag,
 			      double timeout)
 {
-	const int P = sdc_fleet.size;
+	const int P = sdc_mpi.size;
 	struct building b;
 	begin(&b, OP_ALLTOALL);
 	size_t at[SDC_FLEET_REMOTE_MAX_RANKS];
@@ -244,7 +244,7 @@ int sdc_fleet_remote_alltoall(const struct sdc_fleet_part *send, struct sdc_flee
 	/* what the exchange took: from every live rank but this one (a receive it gave up on, or never
 	 * posted, leaves its buffer and count as they were, as the exchange itself does) */
 	for (int p = 0; p < P; p++) {
-		if (p == sdc_fleet.rank || !live[p])
+		if (p == sdc_mpi.rank || !live[p])
 			continue;
 		if (lens[p] > (uint64_t)recv[p].bytes)
 			return -1;
@@ -254,16 +254,16 @@ int sdc_fleet_remote_alltoall(const struct sdc_fleet_part *send, struct sdc_flee
 	return a.rc;
 }
 
-void sdc_fleet_remote_keepalive(const bool *live, double period, bool leave)
+void sdc_mpi_remote_keepalive(const bool *live, double period, bool leave)
 {
 	struct building b;
 	struct answer a;
 	begin(&b, leave ? OP_LEAVE : OP_KEEPALIVE);
 	b.c->d = period;
-	call(&b, live, sdc_fleet.size, 1, &a, NULL, NULL);
+	call(&b, live, sdc_mpi.size, 1, &a, NULL, NULL);
 }
 
-bool sdc_fleet_remote_left(int rank)
+bool sdc_mpi_remote_left(int rank)
 {
 	struct building b;
 	struct answer a;
@@ -272,42 +272,42 @@ bool sdc_fleet_remote_left(int rank)
 	return !call(&b, NULL, 0, 1, &a, NULL, NULL) && a.rc == 1;
 }
 
-bool sdc_fleet_probe_tag(int tag)
+bool sdc_mpi_probe_tag(int tag)
 {
-	/* (fleet.c's notices and heartbeats 0x7e0-0x7e1, the report's and selftest's gathers 0x5dc
+	/* (mpi/transport.c's notices and heartbeats 0x7e0-0x7e1, the report's and selftest's gathers 0x5dc
 	 * and 0x5e1: each range kept whole) */
 	return tag >= 0 && tag <= 0x7fff && !(tag >= 0x5d0 && tag < 0x600) && !(tag >= 0x7e0 && tag < 0x800);
 }
 
-/* ---- the parent's side (with MPI: without it, no burn process makes a call; fleet_single.c) ---- */
+/* ---- the parent's side (with MPI: without it, no burn process makes a call; mpi/transport_single.c) ---- */
 #if HAVE_MPI
 
 /* The call's parts as pointers into the window, each checked to lie within it. */
 static bool parts_in(const struct call *c, const struct part_at *pa, void *window, size_t wbytes,
-		     struct sdc_fleet_part *out)
+		     struct sdc_mpi_part *out)
 {
 	for (uint32_t k = 0; k < c->nparts; k++) {
 		if (pa[k].off > wbytes || pa[k].len > wbytes - pa[k].off || pa[k].len > (uint64_t)INT32_MAX)
 			return false;
-		out[k] = (struct sdc_fleet_part){ (unsigned char *)window + pa[k].off, (int)pa[k].len };
+		out[k] = (struct sdc_mpi_part){ (unsigned char *)window + pa[k].off, (int)pa[k].len };
 	}
 	return true;
 }
 
 static bool a_rank(int r)
 {
-	return r >= 0 && r < sdc_fleet.size;
+	return r >= 0 && r < sdc_mpi.size;
 }
 
 /* Whether the call's parts are the shape its op needs, and its ranks and tag ones it may use. */
-static bool shaped(const struct call *c, const struct sdc_fleet_part *p)
+static bool shaped(const struct call *c, const struct sdc_mpi_part *p)
 {
-	const uint32_t P = (uint32_t)sdc_fleet.size;
+	const uint32_t P = (uint32_t)sdc_mpi.size;
 	switch (c->op) {
 	case OP_SENDRECV:
 	case OP_EXCHANGE:
 		return c->i[3] >= 0 && c->i[3] <= 2 && c->nparts >= (uint32_t)c->i[3] && c->nparts - (uint32_t)c->i[3] <= 2 &&
-		       a_rank(c->i[0]) && a_rank(c->i[1]) && sdc_fleet_probe_tag(c->i[2]);
+		       a_rank(c->i[0]) && a_rank(c->i[1]) && sdc_mpi_probe_tag(c->i[2]);
 	case OP_ALLGATHER:
 		return c->nparts == 2 && (int64_t)p[1].bytes == (int64_t)p[0].bytes * P;
 	case OP_SUM_U64:
@@ -315,7 +315,7 @@ static bool shaped(const struct call *c, const struct sdc_fleet_part *p)
 	case OP_ALLREDUCE_F32:
 		return c->nparts == 2 && p[0].bytes == p[1].bytes && p[0].bytes % 4 == 0;
 	case OP_ALLTOALL:
-		return c->nparts == 2 * P && c->nlive == P && sdc_fleet_probe_tag(c->i[0]);
+		return c->nparts == 2 * P && c->nlive == P && sdc_mpi_probe_tag(c->i[0]);
 	case OP_LEFT:
 		return a_rank(c->i[0]);
 	case OP_KEEPALIVE:
@@ -326,12 +326,12 @@ static bool shaped(const struct call *c, const struct sdc_fleet_part *p)
 	}
 }
 
-int sdc_fleet_serve(const void *req, size_t len, const struct sdc_fleet_serving *sv, void *reply, size_t max,
+int sdc_mpi_serve(const void *req, size_t len, const struct sdc_mpi_serving *sv, void *reply, size_t max,
 		    size_t *rlen)
 {
 	void *window = sv->window;
 	const size_t wbytes = sv->bytes;
-	static struct sdc_fleet_part p[MAX_PARTS];
+	static struct sdc_mpi_part p[MAX_PARTS];
 	static bool live[SDC_FLEET_REMOTE_MAX_RANKS];
 	struct call c = { .op = OP_N };
 	struct answer a = { .rc = -1, .late = -1 };
@@ -353,45 +353,45 @@ int sdc_fleet_serve(const void *req, size_t len, const struct sdc_fleet_serving 
 	switch (c.op) {
 	case OP_SENDRECV:
 	case OP_EXCHANGE:
-		a.rc = c.op == OP_EXCHANGE ? sdc_fleet_exchange(p, ns, c.i[0], p + ns, (int)c.nparts - ns, c.i[1], c.i[2], c.d,
+		a.rc = c.op == OP_EXCHANGE ? sdc_mpi_exchange(p, ns, c.i[0], p + ns, (int)c.nparts - ns, c.i[1], c.i[2], c.d,
 								&a.late)
-					   : sdc_fleet_sendrecv(ns ? p[0].buf : NULL, ns ? p[0].bytes : 0, c.i[0],
+					   : sdc_mpi_sendrecv(ns ? p[0].buf : NULL, ns ? p[0].bytes : 0, c.i[0],
 								(int)c.nparts > ns ? p[ns].buf : NULL,
 								(int)c.nparts > ns ? p[ns].bytes : 0, c.i[1], c.i[2], c.d, &a.late);
 		break;
 	case OP_STALL:
-		sdc_fleet_stall();
+		sdc_mpi_stall();
 		a.rc = 0;
 		break;
 	case OP_ALLGATHER:
-		a.rc = sdc_fleet_allgather(p[0].buf, p[0].bytes, p[1].buf, c.d);
+		a.rc = sdc_mpi_allgather(p[0].buf, p[0].bytes, p[1].buf, c.d);
 		break;
 	case OP_SUM_U64: {
 		uint64_t v;
 		memcpy(&v, p[0].buf, 8);
-		a.rc = sdc_fleet_sum_u64(&v, c.d);
+		a.rc = sdc_mpi_sum_u64(&v, c.d);
 		memcpy(p[0].buf, &v, 8);
 		break;
 	}
 	case OP_ALLREDUCE_F32:
-		a.rc = sdc_fleet_allreduce_f32(p[0].buf, p[1].buf, p[0].bytes / 4, c.d);
+		a.rc = sdc_mpi_allreduce_f32(p[0].buf, p[1].buf, p[0].bytes / 4, c.d);
 		break;
 	case OP_ALLTOALL:
-		a.rc = sdc_fleet_alltoall(p, p + sdc_fleet.size, live, c.i[0], c.d);
-		a.nlens = (uint32_t)sdc_fleet.size;
-		for (int r = 0; r < sdc_fleet.size; r++)
-			lens[r] = (uint64_t)p[sdc_fleet.size + r].bytes;
+		a.rc = sdc_mpi_alltoall(p, p + sdc_mpi.size, live, c.i[0], c.d);
+		a.nlens = (uint32_t)sdc_mpi.size;
+		for (int r = 0; r < sdc_mpi.size; r++)
+			lens[r] = (uint64_t)p[sdc_mpi.size + r].bytes;
 		break;
 	case OP_KEEPALIVE:
-		sdc_fleet_keepalive(live, c.d);
+		sdc_mpi_keepalive(live, c.d);
 		a.rc = 0;
 		break;
 	case OP_LEAVE:
-		sdc_fleet_leave(live);
+		sdc_mpi_leave(live);
 		a.rc = 0;
 		break;
 	case OP_LEFT:
-		a.rc = sdc_fleet_left(c.i[0]) ? 1 : 0;
+		a.rc = sdc_mpi_left(c.i[0]) ? 1 : 0;
 		break;
 	default:
 		break;

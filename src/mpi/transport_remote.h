@@ -1,24 +1,24 @@
-/* The remote side of the fleet's calls, for fleet.c to hand them on (fleet_remote.c, fleet.h). */
-#ifndef SDC_FLEET_REMOTE_H
-#define SDC_FLEET_REMOTE_H
+/* The remote side of the fleet's calls, for mpi/transport.c to hand them on (mpi/transport_remote.c, mpi/transport.h). */
+#ifndef SDC_MPI_TRANSPORT_REMOTE_H
+#define SDC_MPI_TRANSPORT_REMOTE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "fleet.h"
+#include "mpi/transport.h"
 
 /* Whether this process's fleet calls go to the run's parent (a burn's process under MPI). */
-bool sdc_fleet_remote_on(void);
-const char *sdc_fleet_remote_host(int rank);
-int sdc_fleet_remote_exchange(const struct sdc_fleet_part *send, int nsend, int dst, const struct sdc_fleet_part *recv,
+bool sdc_mpi_remote_on(void);
+const char *sdc_mpi_remote_host(int rank);
+int sdc_mpi_remote_exchange(const struct sdc_mpi_part *send, int nsend, int dst, const struct sdc_mpi_part *recv,
 			      int nrecv, int src, int tag, double timeout, int *late, bool neighbours);
-void sdc_fleet_remote_stall(void);
-int sdc_fleet_remote_allgather(const void *in, int bytes, void *out, double timeout);
-int sdc_fleet_remote_sum_u64(uint64_t *v, double timeout);
-int sdc_fleet_remote_allreduce_f32(const float *in, float *out, int64_t n, double timeout);
-int sdc_fleet_remote_alltoall(const struct sdc_fleet_part *send, struct sdc_fleet_part *recv, bool *live, int tag,
+void sdc_mpi_remote_stall(void);
+int sdc_mpi_remote_allgather(const void *in, int bytes, void *out, double timeout);
+int sdc_mpi_remote_sum_u64(uint64_t *v, double timeout);
+int sdc_mpi_remote_allreduce_f32(const float *in, float *out, int64_t n, double timeout);
+int sdc_mpi_remote_alltoall(const struct sdc_mpi_part *send, struct sdc_mpi_part *recv, bool *live, int tag,
 			      double timeout);
-void sdc_fleet_remote_keepalive(const bool *live, double period, bool leave);
-bool sdc_fleet_remote_left(int rank);
+void sdc_mpi_remote_keepalive(const bool *live, double period, bool leave);
+bool sdc_mpi_remote_left(int rank);
 
 #endif

@@ -1,6 +1,6 @@
-/* The fleet's functions in a build without MPI (fleet.c holds them with it): one process, alone;
+/* The fleet's functions in a build without MPI (mpi/transport.c holds them with it): one process, alone;
  * exchanges with others fail, collectives over one rank are the identity. */
-#include "fleet.h"
+#include "mpi/transport.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -10,32 +10,32 @@
 #include "sdc_config.h"
 
 #if !HAVE_MPI
-int sdc_fleet_init(int *argc, char ***argv)
+int sdc_mpi_init(int *argc, char ***argv)
 {
 	(void)argc, (void)argv;
-	gethostname(sdc_fleet.host, sizeof(sdc_fleet.host) - 1);
+	gethostname(sdc_mpi.host, sizeof(sdc_mpi.host) - 1);
 	return 0;
 }
 
-void sdc_fleet_end(int code)
+void sdc_mpi_end(int code)
 {
 	(void)code;
 }
 
-const char *sdc_fleet_host(int rank)
+const char *sdc_mpi_host(int rank)
 {
 	(void)rank;
-	return sdc_fleet.host;
+	return sdc_mpi.host;
 }
 
-bool sdc_fleet_interrupt_poll(bool local, int *from)
+bool sdc_mpi_interrupt_poll(bool local, int *from)
 {
 	(void)local;
 	*from = -1;
 	return false;
 }
 
-int sdc_fleet_sendrecv(const void *sbuf, int sbytes, int dst, void *rbuf, int rbytes, int src, int tag,
+int sdc_mpi_sendrecv(const void *sbuf, int sbytes, int dst, void *rbuf, int rbytes, int src, int tag,
 		       double timeout, int *late)
 {
 	(void)sbuf, (void)sbytes, (void)dst, (void)rbuf, (void)rbytes, (void)src, (void)tag, (void)timeout;
@@ -43,7 +43,7 @@ int sdc_fleet_sendrecv(const void *sbuf, int sbytes, int dst, void *rbuf, int rb
 	return -1;
 }
 
-int sdc_fleet_exchange(const struct sdc_fleet_part *send, int nsend, int dst, const struct sdc_fleet_part *recv,
+int sdc_mpi_exchange(const struct sdc_mpi_part *send, int nsend, int dst, const struct sdc_mpi_part *recv,
 		       int nrecv, int src, int tag, double timeout, int *late)
 {
 	(void)send, (void)nsend, (void)dst, (void)recv, (void)nrecv, (void)src, (void)tag, (void)timeout;
@@ -51,34 +51,34 @@ int sdc_fleet_exchange(const struct sdc_fleet_part *send, int nsend, int dst, co
 	return -1;
 }
 
-int sdc_fleet_sum_u64(uint64_t *v, double timeout)
+int sdc_mpi_sum_u64(uint64_t *v, double timeout)
 {
 	(void)v, (void)timeout;
 	return 0;
 }
 
-int sdc_fleet_allgather(const void *in, int bytes, void *out, double timeout)
+int sdc_mpi_allgather(const void *in, int bytes, void *out, double timeout)
 {
 	(void)timeout;
 	memcpy(out, in, (size_t)bytes);
 	return 0;
 }
 
-int sdc_fleet_alltoall(const struct sdc_fleet_part *send, struct sdc_fleet_part *recv, bool *live, int tag,
+int sdc_mpi_alltoall(const struct sdc_mpi_part *send, struct sdc_mpi_part *recv, bool *live, int tag,
 		       double timeout)
 {
 	(void)send, (void)recv, (void)live, (void)tag, (void)timeout;
 	return -1;
 }
 
-int sdc_fleet_allreduce_f32(const float *in, float *out, int64_t n, double timeout)
+int sdc_mpi_allreduce_f32(const float *in, float *out, int64_t n, double timeout)
 {
 	(void)timeout;
 	memcpy(out, in, (size_t)n * 4);
 	return 0;
 }
 
-int sdc_fleet_serve(const void *req, size_t len, const struct sdc_fleet_serving *sv, void *reply, size_t max,
+int sdc_mpi_serve(const void *req, size_t len, const struct sdc_mpi_serving *sv, void *reply, size_t max,
 		    size_t *rlen)
 {
 	(void)req, (void)len, (void)sv, (void)reply, (void)max;
@@ -86,35 +86,35 @@ int sdc_fleet_serve(const void *req, size_t len, const struct sdc_fleet_serving 
 	return -1;
 }
 
-void sdc_fleet_leave(const bool *live)
+void sdc_mpi_leave(const bool *live)
 {
 	(void)live;
 }
 
-bool sdc_fleet_left(int rank)
+bool sdc_mpi_left(int rank)
 {
 	(void)rank;
 	return false;
 }
 
-void sdc_fleet_keepalive(const bool *live, double period)
+void sdc_mpi_keepalive(const bool *live, double period)
 {
 	(void)live, (void)period;
 }
 
-int sdc_fleet_to_root(const char *text, int32_t *answer, int tag)
+int sdc_mpi_to_root(const char *text, int32_t *answer, int tag)
 {
 	(void)text, (void)answer, (void)tag;
 	return -1;
 }
 
-void sdc_fleet_gather_texts(char **texts, int tag)
+void sdc_mpi_gather_texts(char **texts, int tag)
 {
 	(void)tag;
 	texts[0] = NULL;
 }
 
-void sdc_fleet_answer(const bool *alive, int32_t answer, int tag)
+void sdc_mpi_answer(const bool *alive, int32_t answer, int tag)
 {
 	(void)alive, (void)answer, (void)tag;
 }

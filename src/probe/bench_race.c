@@ -1,11 +1,11 @@
-/* The benchmarks' race (bench.h). */
-#include "bench.h"
+/* The benchmarks' race (probe/bench_race.h). */
+#include "probe/bench_race.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "base/util.h"
-#include "facts.h"
+#include "run/facts.h"
 
 #define ROUNDS SDC_BENCH_ROUNDS
 #define MAX_CONTENDERS SDC_BENCH_MAX_CONTENDERS

@@ -1,5 +1,5 @@
-/* The helpers commands share, probes' own commands included (command.h). */
-#include "command.h"
+/* The helpers commands share, probes' own commands included (probe/command.h). */
+#include "probe/command.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu.h"
-#include "facts_json.h"
-#include "fleet.h"
-#include "run.h"
+#include "device/cpu.h"
+#include "run/facts_json.h"
+#include "mpi/transport.h"
+#include "run/record.h"
 
 int sdc_cli_bad(const struct sdc_cli *cli, const char *fmt, ...)
 {
@@ -52,7 +52,7 @@ int sdc_cli_start_run(struct sdc_cmd *c, struct sdc_run *run, uint64_t seed)
 	run->start_wall = sdc_wall_now();
 	run->start_mono = sdc_now();
 	run->seed = seed;
-	sdc_fleet_launch_check(run);
+	sdc_mpi_launch_check(run);
 	/* GPUs only for the commands that take --gpus: the others test CPUs alone, as they always did. */
 	const struct sdc_gpu_select none = { .none = true };
 	const bool asked_only = c->command->flags & SDC_CMD_GPUS_ASKED;

@@ -1,11 +1,11 @@
 /*
  * Subcommands as data. Each command is one struct: its name, summary, options (the option-table
- * form probes use, options.h, with a short letter and an argument name), which common flags it
+ * form probes use, base/options.h, with a short letter and an argument name), which common flags it
  * takes, whether it joins an MPI job, its positional arguments, its sub-verbs and its function.
  * One driver (commands/driver.c) picks the command and sub-verb by position, joins MPI when the
  * command says so, parses the common flags and the command's table with getopt, and generates
  * --help from the same tables. A probe's own tools (its benchmarks, campaign, calibration) are
- * commands in the probe's folder, reached through the registry (probe.h).
+ * commands in the probe's folder, reached through the registry (probe/probe.h).
  */
 #ifndef SDC_COMMAND_H
 #define SDC_COMMAND_H
@@ -18,8 +18,8 @@
 
 #include "base/util.h"
 #include "base/verdict.h"
-#include "device.h"
-#include "options.h"
+#include "device/device.h"
+#include "base/options.h"
 
 struct sdc_run;
 
@@ -36,7 +36,7 @@ enum sdc_common_flag {
 };
 
 enum sdc_command_flag {
-	SDC_CMD_JOINS_MPI = 1u << 0, /* under mpirun or srun, every rank runs it and they talk (fleet.h) */
+	SDC_CMD_JOINS_MPI = 1u << 0, /* under mpirun or srun, every rank runs it and they talk (mpi/transport.h) */
 	SDC_CMD_BURNS = 1u << 1,     /* it burns devices: documented as such in --help */
 	SDC_CMD_GPUS_ASKED = 1u << 2, /* GPUs only when --gpus names them (a tool that measures CPUs otherwise) */
 };
@@ -111,7 +111,7 @@ int sdc_cli_json_stdout(void);
 
 /* Writes j (a json_t *) to path ("-": stdout) atomically, pretty-printed; -1 after printing why not. */
 int sdc_cli_write_json(const char *path, void *j, const char *who);
-/* The same for a probe's benchmark or campaign: its facts (facts.h) as the JSON. */
+/* The same for a probe's benchmark or campaign: its facts (run/facts.h) as the JSON. */
 struct sdc_facts;
 int sdc_cli_write_facts(const char *path, struct sdc_facts *f, const char *who);
 
@@ -121,7 +121,7 @@ int sdc_cli_write_facts(const char *path, struct sdc_facts *f, const char *who);
  * --json if asked; returns the exit code (0, 2, or 3 when the JSON could not be written).
  */
 int sdc_cli_targets_end(const struct sdc_cli *cli, void *out, bool targets_met);
-/* The same for a probe's benchmark or campaign, whose JSON is its facts (facts.h). */
+/* The same for a probe's benchmark or campaign, whose JSON is its facts (run/facts.h). */
 int sdc_cli_facts_end(const struct sdc_cli *cli, struct sdc_facts *out, bool targets_met);
 
 /*

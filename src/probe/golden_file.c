@@ -1,5 +1,5 @@
-/* Golden files: parse, check, key, find, write (golden.h). The command is commands/golden.c. */
-#include "golden.h"
+/* Golden files: parse, check, key, find, write (probe/golden_file.h). The command is commands/golden.c. */
+#include "probe/golden_file.h"
 #include "base/builtin.h"
 
 #include <inttypes.h>
@@ -12,9 +12,9 @@
 
 #include "base/digest.h"
 #include "base/util.h"
-#include "json_load.h"
-#include "facts_json.h"
-#include "fleet.h"
+#include "base/json_load.h"
+#include "run/facts_json.h"
+#include "mpi/transport.h"
 #include "sdc_config.h"
 
 extern const struct sdc_builtin_file sdc_builtin_goldens[];
@@ -303,7 +303,7 @@ void *sdc_golden_key(const struct sdc_probe *p, const void *opts, const struct s
 				"seed", s, "options", o);
 	/* A data-parallel trajectory depends on how many ranks shared the batch. */
 	if (variant->world_dependent)
-		json_object_set_new(key, "world", json_integer(sdc_fleet.size));
+		json_object_set_new(key, "world", json_integer(sdc_mpi.size));
 	if (variant->numerics == SDC_NUMERICS_FAST) {
 		/* Fast-class results depend on the device and the library: only the same pair compares. */
 		char lib[192] = "unknown";

@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "probe.h"
+#include "probe/probe.h"
 
 #define SDC_GOLDEN_FORMAT "sdcscan-golden"
 #define SDC_GOLDEN_VERSION 1
@@ -79,7 +79,7 @@ const struct sdc_golden_entry *sdc_golden_find_for(const struct sdc_probe *p, co
 /* Makes g the file sdc_golden_find looks in first (NULL: none). */
 void sdc_golden_use(const struct sdc_golden *g);
 /* The golden sdc_golden_use put in place, as the text it parses from (malloc'd; NULL: none), and
- * its origin: what a burn's process is handed (core/burn.h), since it parses it again. */
+ * its origin: what a burn's process is handed (runner/burn.h), since it parses it again. */
 char *sdc_golden_in_use(char *origin, size_t len);
 /* Records a probe's trajectory here (under mpirun: every rank takes part) into *out, as a golden
  * file would hold it (selftest uses it for options no shipped golden covers). */

@@ -1,12 +1,12 @@
 /*
  * The probe interface. A probe is one kind of test in one folder under src/probes/NAME/, exporting
- * one descriptor; core/registry.c lists them all. The folder also holds what belongs to the probe
+ * one descriptor; runner/registry.c lists them all. The folder also holds what belongs to the probe
  * alone (its checking engine, benchmarks, campaign, calibration, golden recorder), reached through
  * the descriptor's hooks, so no file outside the folder includes its private headers. The
  * framework owns processes, time, devices, options, fault injection and the comparison of results
  * across devices; a probe owns its data, kernels and checks. What a probe says about itself
  * beyond its findings (the report's run.environment.NAME, its benchmarks' and campaign's JSON,
- * its calibration files) it states as typed facts (facts.h) and the framework writes as JSON: no
+ * its calibration files) it states as typed facts (run/facts.h) and the framework writes as JSON: no
  * probe file includes jansson (tests/layers.py).
  *
  * Lifecycle, per variant the options select (e.g. gemm's int8 and fp32):
@@ -15,7 +15,7 @@
  *                  they write it
  *   run(worker)    in one child process per device, forked from the one that ran setup (bound to
  *                  its device: a pinned CPU, a current GPU), until sdc_worker_continue() says stop;
- *                  what it reports reaches the run's parent through its channel (core/burn.h)
+ *                  what it reports reaches the run's parent through its channel (runner/burn.h)
  *   teardown(ctx)  in a tool that calls setup itself; a burn's processes end without it
  */
 #ifndef SDC_PROBE_H
@@ -28,10 +28,10 @@
 #include <stdint.h>
 
 #include "base/digest.h"
-#include "facts.h"
-#include "options.h"
-#include "run.h"
-#include "stop.h"
+#include "run/facts.h"
+#include "base/options.h"
+#include "run/record.h"
+#include "base/stop.h"
 #include "base/util.h"
 
 struct sdc_command;
@@ -49,7 +49,7 @@ enum sdc_numerics {
 struct sdc_variant {
 	char name[SDC_NAME_MAX];  /* "int8", "8bit-fast-d64", "xfmr-dp" */
 	enum sdc_numerics numerics;
-	unsigned devices;         /* where it runs: SDC_ON_CPU, SDC_ON_GPU (device.h) */
+	unsigned devices;         /* where it runs: SDC_ON_CPU, SDC_ON_GPU (device/device.h) */
 	bool per_rank;            /* one worker per MPI rank, which talks to the other ranks */
 	bool world_dependent;     /* its results depend on how many ranks share the work */
 	bool cross_report;        /* its workers share state and report on each other's devices (ecparity's
@@ -65,7 +65,7 @@ struct sdc_worker;
 struct sdc_shared_map;
 
 /* argv[1] of a variant's own process, which runs setup and forks the workers: `sdcscan __burn FD`
- * (main.c, core/burn.h), never typed by a person; the register-fault injector knows it by this. */
+ * (main.c, runner/burn.h), never typed by a person; the register-fault injector knows it by this. */
 #define SDC_BURN_ARGV1 "__burn"
 
 /* A worker's progress, where the supervisor reads it: iterations finished, heartbeats within one. */
@@ -118,7 +118,7 @@ struct sdc_probe {
 	void (*library_id)(const struct sdc_variant *v, char *buf, size_t len);
 	/* Facts every report carries about what this probe builds on (the BLAS, ...), stated into
 	 * run.environment (env) on the main thread before any worker starts. During the run a
-	 * probe states its facts with sdc_run_facts (facts.h). */
+	 * probe states its facts with sdc_run_facts (run/facts.h). */
 	void (*environment)(struct sdc_facts *env);
 };
 
@@ -158,8 +158,8 @@ struct sdc_probe_ctx {
 	struct sdc_worker *workers;
 	int nworkers;
 	struct sdc_fault_plan *faults;
-	bool fatal_planned; /* a fault of fatal.h's targets is asked for this probe */
-	struct sdc_shared_map *shared_maps; /* what sdc_shared_alloc mapped (core/burn.h) */
+	bool fatal_planned; /* a fault of inject/fatal.h's targets is asked for this probe */
+	struct sdc_shared_map *shared_maps; /* what sdc_shared_alloc mapped (runner/burn.h) */
 	char error[256];
 };
 
@@ -171,7 +171,7 @@ struct sdc_worker {
 	void *state; /* the probe's own */
 
 	/* kept by the probe through the helpers below; progress is where the run's parent reads it
-	 * (the burn's slot, core/burn.h): finished iterations, and heartbeats within long ones */
+	 * (the burn's slot, runner/burn.h): finished iterations, and heartbeats within long ones */
 	struct sdc_worker_progress *progress;
 	double ops;
 	uint64_t corruptions;
@@ -287,5 +287,13 @@ int sdc_worker_faults_of_rank(struct sdc_worker *w, int rank, const char *target
 void sdc_worker_fault_applied(struct sdc_worker *w, const struct sdc_fault *f, const char *target,
 			      uint64_t iter, int64_t row, int64_t col, int bit, const char *before,
 			      const char *after);
+
+/* ---- for the framework that runs the workers (runner/) ---- */
+
+/* A finding filed as the worker's (probe/worker.c), within the caps per worker and per iteration,
+ * the rest counted as dropped; not counted as the worker's corruption (sdc_worker_report is). */
+void sdc_worker_file_finding(struct sdc_worker *w, struct sdc_finding *f);
+/* Unmaps what sdc_shared_alloc mapped for ctx (above). */
+void sdc_shared_release(struct sdc_probe_ctx *ctx);
 
 #endif

@@ -1,11 +1,11 @@
 /*
- * Facts (facts.h) as JSON: a struct sdc_facts is a jansson object (facts_json.h gives the
+ * Facts (run/facts.h) as JSON: a struct sdc_facts is a jansson object (run/facts_json.h gives the
  * framework the object itself), so what a probe states is what the report, the benchmark's or the
  * campaign's JSON holds, in the order stated. jansson keeps an object's keys in insertion order
  * and json_object_set on a key already there replaces the value in its place (jansson 2.14,
  * "Object" in https://jansson.readthedocs.io/en/2.14/apiref.html): the writers rest on both.
  */
-#include "facts_json.h"
+#include "run/facts_json.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -13,8 +13,8 @@
 
 #include "base/digest.h"
 #include "base/util.h"
-#include "json_load.h"
-#include "run.h"
+#include "base/json_load.h"
+#include "run/record.h"
 
 /* Path segments are at most this long (a longer name is one a probe would never state). */
 #define SEGMENT_MAX 128

@@ -2,7 +2,7 @@
  * Facts: what a probe, a benchmark or a campaign says about itself for the JSON it ends in (the
  * report's run.environment.<probe>, a benchmark's --json, a campaign's --json, a calibration
  * file). A probe states typed facts by name; the framework owns the format and writes it (the
- * serialisation: facts.c, the one place besides the framework's readers that knows the JSON).
+ * serialisation: run/facts.c, the one place besides the framework's readers that knows the JSON).
  *
  * A struct sdc_facts is a group of named facts, in the order they were first stated:
  *   numbers   sdc_facts_int (an integer), sdc_facts_real (a real: 1.0 stays 1.0, never 1)
@@ -100,7 +100,7 @@ enum sdc_facts_how {
 	SDC_FACTS_REPLACE, /* each fact of f replaces what is there whole, a group included */
 };
 /* f (taken) into the report's run.environment at name, as how says, under the run's lock; in a
- * burn's process, to the run's parent (run.h's sink). */
+ * burn's process, to the run's parent (run/record.h's sink). */
 void sdc_run_facts_apply(struct sdc_run *run, const char *name, enum sdc_facts_how how, struct sdc_facts *f);
 /* f (taken) merged into the report's run.environment at name ("ecparity": run.environment.
  * ecparity) under the run's lock: callable from any worker. */

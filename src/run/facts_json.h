@@ -1,5 +1,5 @@
 /*
- * The framework's side of facts.h: a struct sdc_facts is a jansson object, and the framework
+ * The framework's side of run/facts.h: a struct sdc_facts is a jansson object, and the framework
  * (the runner, the report, the commands' JSON writers) hands it to jansson as one. Never included
  * under src/probes/: a probe states facts and never sees the format (tests/layers.py fails on a
  * probe that reaches the jansson header, directly or through a header like this one).
@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "facts.h"
+#include "run/facts.h"
 
 static inline json_t *sdc_facts_json(struct sdc_facts *f)
 {

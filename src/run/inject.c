@@ -1,4 +1,4 @@
-#include "inject.h"
+#include "run/inject.h"
 
 #include <stdbool.h>
 #include <stdio.h>

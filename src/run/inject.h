@@ -6,7 +6,7 @@
  *
  * Fault planning lives here too: which worker gets which fault at which iteration, decided once
  * per variant from the specs and the seed (sdc_fault_plan), and asked by the probes at their
- * injection points (sdc_worker_faults in probe.h).
+ * injection points (sdc_worker_faults in probe/probe.h).
  */
 #ifndef SDC_INJECT_H
 #define SDC_INJECT_H
@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "base/rng.h"
-#include "device.h"
+#include "device/device.h"
 
 struct sdc_inject_spec {
 	char probe[24], variant[24]; /* variant empty: every variant */

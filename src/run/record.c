@@ -1,4 +1,4 @@
-#include "run.h"
+#include "run/record.h"
 
 #include <inttypes.h>
 #include <stdio.h>

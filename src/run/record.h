@@ -11,9 +11,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "device.h"
-#include "inject.h"
-#include "nvml.h"
+#include "device/device.h"
+#include "run/inject.h"
+#include "device/nvml.h"
 #include "base/verdict.h"
 
 #define SDC_NAME_MAX 24
@@ -37,7 +37,7 @@ enum sdc_finding_class {
 	SDC_FINDING_DEGRADED,   /* too slow: WARNING */
 	SDC_FINDING_ERROR,      /* could not test: UNKNOWN */
 	SDC_FINDING_CRASH,      /* a burn worker died of a fault the CPU or GPU raised: CRITICAL */
-	SDC_FINDING_HANG,       /* a burn worker stopped making progress: UNKNOWN (core/burn.h) */
+	SDC_FINDING_HANG,       /* a burn worker stopped making progress: UNKNOWN (runner/burn.h) */
 };
 
 /* "corruption", "degraded", "error", "crash", "hang": the report's class names. */
@@ -110,7 +110,7 @@ struct sdc_injection {
 struct sdc_facts;
 
 /*
- * In a burn's process (core/burn.h) the run is a copy whose findings, injections and facts go to
+ * In a burn's process (runner/burn.h) the run is a copy whose findings, injections and facts go to
  * the run's parent as they come, through its channel, instead of into the copy's arrays (a crash
  * a moment later must not lose them).
  */
@@ -118,8 +118,12 @@ struct sdc_run_sink {
 	void (*finding)(void *arg, const struct sdc_finding *f);
 	void (*dropped)(void *arg);
 	void (*injection)(void *arg, const struct sdc_injection *inj);
-	/* how: enum sdc_facts_how (facts.h) */
+	/* how: enum sdc_facts_how (run/facts.h) */
 	void (*facts)(void *arg, const char *name, int how, const struct sdc_facts *f);
+	/* a worker's error (lost: its device is gone), at once: a crash a moment later must not take it */
+	void (*error)(void *arg, int worker, const char *text, bool lost);
+	/* a worker's digest of one iteration, for the vote */
+	void (*digest)(void *arg, uint64_t iteration, uint64_t digest);
 	void *arg;
 };
 

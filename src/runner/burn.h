@@ -15,12 +15,12 @@
  *
  * The channel, made by the parent before the leader runs:
  *   slots    one shared mapping (a memfd) of fixed layout, one slot a worker and one for the
- *            leader: parent -> process, the stop flags (stop.h); process -> parent, its pid,
+ *            leader: parent -> process, the stop flags (base/stop.h); process -> parent, its pid,
  *            phase, progress (iterations, heartbeats), its result digests (a ring) and the crash
  *            record its fault handler writes before the process dies of the fault.
  *   sockets  one SOCK_SEQPACKET pair a worker and one for the leader: records, one a message (a
  *            finding, an injection, facts, an error, the result), and the fleet calls the parent
- *            makes for a worker under MPI (fleet.h's remote calls) and their replies.
+ *            makes for a worker under MPI (mpi/transport.h's remote calls) and their replies.
  * The parent reads both as it reads a peer's bytes: each record and slot field is checked (type,
  * size, ranges, strings ended) before use; one that fails is a finding at the worker's device.
  */
@@ -33,11 +33,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "core/plan.h"
-#include "fleet.h"
-#include "probe.h"
-#include "run.h"
-#include "stop.h"
+#include "runner/plan.h"
+#include "mpi/transport.h"
+#include "probe/probe.h"
+#include "run/record.h"
+#include "base/stop.h"
 
 
 /* Bumped when the order, a slot or a record changes; with the structs' sizes it must match
@@ -103,7 +103,7 @@ enum sdc_burn_record_type {
 	SDC_REC_FACTS,        /* struct sdc_burn_facts_head, then JSON text with its NUL */
 	SDC_REC_ERROR,        /* struct sdc_burn_error */
 	SDC_REC_RESULT,       /* struct sdc_burn_result */
-	SDC_REC_CALL,         /* a fleet call for the parent to make (fleet.h), its bytes */
+	SDC_REC_CALL,         /* a fleet call for the parent to make (mpi/transport.h), its bytes */
 	SDC_REC_REPLY,        /* parent -> worker: the call's outcome */
 	SDC_REC_NTYPES,
 };
@@ -159,7 +159,7 @@ struct sdc_burn_order {
 	uint64_t seed, max_iterations;
 	double share;         /* the variant's seconds */
 	char profile[128];
-	struct sdc_fleet fleet;
+	struct sdc_mpi fleet;
 	double window_bytes;  /* the fleet calls' window (0: none) */
 	/* descriptors, as numbered in the leader */
 	int32_t slots_fd, leader_fd, window_fd, first_worker_fd;
@@ -172,10 +172,10 @@ struct sdc_burn_order {
 	 * the golden's text (golden_size, with its NUL) */
 };
 
-/* ---- the leader's side (core/burn_child.c) ---- */
+/* ---- the leader's side (runner/burn_child.c) ---- */
 
 /* The signals a person, a terminal or a service manager sends to end a process: the run's to act
- * on (stop.h), ignored by its burn processes, which the run tells to stop. */
+ * on (base/stop.h), ignored by its burn processes, which the run tells to stop. */
 static inline void sdc_burn_parent_signals(sigset_t *set)
 {
 	static const int sigs[] = { SIGINT,  SIGTERM, SIGHUP,	 SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2,
@@ -190,7 +190,7 @@ int sdc_burn_main(int argc, char **argv);
 /* Whether this process may fork the workers: one thread, and no CUDA driver initialised (why not). */
 bool sdc_burn_fork_safe(char *why, size_t len);
 
-/* ---- the parent's side (core/supervise.c) ---- */
+/* ---- the parent's side (runner/supervise.c) ---- */
 
 /* A worker's end, as the parent saw it. */
 enum sdc_burn_end {
@@ -278,7 +278,7 @@ static inline struct sdc_burn_slot *sdc_burn_slot_at(const struct sdc_burn *b, i
 	return (struct sdc_burn_slot *)(void *)(b->slots + (size_t)i * sdc_burn_slot_stride());
 }
 
-/* Spawns the variant's leader (core/burn_spawn.c). 0, or -1 with why in b->setup_error (nothing
+/* Spawns the variant's leader (runner/burn_spawn.c). 0, or -1 with why in b->setup_error (nothing
  * was started). */
 int sdc_burn_start(struct sdc_burn *b, const struct sdc_burn_request *rq);
 /* Waits for the leader's setup (its deadline: sdc_burn_setup_limit); 0 when its workers were

@@ -1,11 +1,11 @@
 /*
- * The burn's own processes (core/burn.h): the variant's leader, exec'd by the run's parent, which
+ * The burn's own processes (runner/burn.h): the variant's leader, exec'd by the run's parent, which
  * sets the probe up and forks one worker a device; and the worker, which burns its device and
  * reports through its slot and socket. Nothing here returns to the command driver: each process
  * ends with _exit, so no exit handler, TLS destructor or stdio lock a fault may have left held is
  * ever waited for.
  */
-#include "core/burn.h"
+#include "runner/burn.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -26,11 +26,11 @@
 #include <unistd.h>
 
 #include "base/util.h"
-#include "core/burn_records.h"
-#include "core/registry.h"
-#include "facts_json.h"
-#include "fatal.h"
-#include "golden.h"
+#include "runner/burn_records.h"
+#include "runner/registry.h"
+#include "run/facts_json.h"
+#include "inject/fatal.h"
+#include "probe/golden_file.h"
 
 /* ---- the crash record: written by the fault handler, in signal context ---- */
 
@@ -263,8 +263,8 @@ static int make_run(struct burn *b)
 			return -1;
 		sdc_golden_use(&golden);
 	}
-	sdc_fleet = o->fleet;
-	sdc_fleet_set_hosts((const char(*)[64])order_part(o, 3), o->nhosts);
+	sdc_mpi = o->fleet;
+	sdc_mpi_set_hosts((const char(*)[64])order_part(o, 3), o->nhosts);
 	return 0;
 }
 
@@ -356,7 +356,7 @@ static void worker_main(struct burn *b, int i)
 	if (wait_adopted(o->parent, SDC_BURN_LEADER_EXIT + 5, s))
 		_exit(SDC_BURN_EXIT_NOT_ADOPTED);
 	atomic_store(&s->phase, SDC_BURN_ADOPTED);
-	sdc_fleet_set_remote(sdc_burn_fleet_call, &b->sink, b->sink.window, b->sink.window_bytes);
+	sdc_mpi_set_remote(sdc_burn_fleet_call, &b->sink, b->sink.window, b->sink.window_bytes);
 	char err[200];
 	void (*const lane)(struct sdc_worker *) = b->probe->lane[w->dev->kind];
 	const int bound = sdc_device_bind(w->dev, err, sizeof(err));
@@ -377,7 +377,7 @@ static void worker_main(struct burn *b, int i)
 		w->t_end = sdc_now();
 	sdc_burn_send_result(&b->sink, w);
 	atomic_store(&s->phase, SDC_BURN_REPORTED);
-	if (sdc_fatal_after_result) /* (the tests' build: a process stuck at its exit, fatal.h) */
+	if (sdc_fatal_after_result) /* (the tests' build: a process stuck at its exit, inject/fatal.h) */
 		sdc_fatal_after_result();
 	_exit(0);
 }
@@ -399,7 +399,7 @@ bool sdc_burn_fork_safe(char *why, size_t len)
 			 "workers cannot be forked from it", threads);
 		return false;
 	}
-	/* the GPU module loads the driver's library (gpu.c), which is harmless; a driver cuInit made
+	/* the GPU module loads the driver's library (device/gpu.c), which is harmless; a driver cuInit made
 	 * ready is not fork-safe. Before cuInit, every driver call returns CUDA_ERROR_NOT_INITIALIZED
 	 * (3) (CUDA Driver API, "Initialization"): cuCtxGetCurrent asks without initialising. */
 	void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -433,7 +433,7 @@ static int lead(struct burn *b)
 		return 0;
 	}
 	struct sdc_burn_setup su = { .rate_scale = ctx->rate_scale, .floor = ctx->floor, .setup_seconds = sdc_now() - t0,
-				     .fleet_timeout = sdc_fleet.timeout };
+				     .fleet_timeout = sdc_mpi.timeout };
 	sdc_strlcpy(su.rate_unit, ctx->rate_unit, sizeof(su.rate_unit));
 	sdc_strlcpy(su.iter_unit, ctx->iter_unit, sizeof(su.iter_unit));
 	ctx->t_start = su.t_start = sdc_now();
@@ -489,7 +489,7 @@ int sdc_burn_main(int argc, char **argv)
 	sdc_burn_sink_init(&b.sink, o->leader_fd, -1, NULL);
 	if (o->window_bytes > 0 && sdc_burn_sink_window(&b.sink, o->window_fd, (size_t)o->window_bytes))
 		_exit(SDC_BURN_EXIT_BAD_ORDER);
-	sdc_fleet_set_remote(sdc_burn_fleet_call, &b.sink, b.sink.window, b.sink.window_bytes);
+	sdc_mpi_set_remote(sdc_burn_fleet_call, &b.sink, b.sink.window, b.sink.window_bytes);
 	if (make_run(&b) || make_ctx(&b)) {
 		sdc_burn_send_text(&b.sink, SDC_REC_SETUP_FAILED, "out of memory, or an order this sdcscan cannot read");
 		_exit(0);

@@ -1,5 +1,5 @@
-/* The records of a burn's channel (core/burn_records.h): the sending side and the parent's checks. */
-#include "core/burn_records.h"
+/* The records of a burn's channel (runner/burn_records.h): the sending side and the parent's checks. */
+#include "runner/burn_records.h"
 
 #include <errno.h>
 #include <math.h>
@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "base/util.h"
-#include "facts_json.h"
-#include "json_load.h"
+#include "run/facts_json.h"
+#include "base/json_load.h"
 
 size_t sdc_burn_slot_stride(void)
 {
@@ -76,9 +76,21 @@ static void sink_facts(void *arg, const char *name, int how, const struct sdc_fa
 	free(text);
 }
 
+static void sink_error(void *arg, int worker, const char *text, bool lost)
+{
+	struct sdc_burn_error e = { .lost = lost };
+	sdc_strlcpy(e.text, text, sizeof(e.text));
+	sdc_burn_send(arg, SDC_REC_ERROR, worker, &e, sizeof(e));
+}
+
+static void sink_digest(void *arg, uint64_t iteration, uint64_t digest)
+{
+	sdc_burn_push_digest(arg, iteration, digest);
+}
+
 void sdc_burn_sink_init(struct sdc_burn_sink *s, int fd, int worker, struct sdc_burn_slot *slot)
 {
-	s->sink = (struct sdc_run_sink){ sink_finding, sink_dropped, sink_injection, sink_facts, s };
+	s->sink = (struct sdc_run_sink){ sink_finding, sink_dropped, sink_injection, sink_facts, sink_error, sink_digest, s };
 	s->fd = fd;
 	s->worker = worker;
 	s->slot = slot;

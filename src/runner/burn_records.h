@@ -1,5 +1,5 @@
 /*
- * The records of a burn's channel (core/burn.h): written by the burn's processes through a sink,
+ * The records of a burn's channel (runner/burn.h): written by the burn's processes through a sink,
  * read and checked by the parent as a peer's bytes.
  */
 #ifndef SDC_CORE_BURN_RECORDS_H
@@ -8,11 +8,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "core/burn.h"
+#include "runner/burn.h"
 
 /* ---- a burn process's side ---- */
 
-/* Where a burn process's records go: the run copy's sink (run.h) and the worker's slot. */
+/* Where a burn process's records go: the run copy's sink (run/record.h) and the worker's slot. */
 struct sdc_burn_sink {
 	struct sdc_run_sink sink; /* (first: the run's hooks get this struct as their arg) */
 	int fd;                   /* its socket */
@@ -40,7 +40,7 @@ int sdc_burn_send_text(struct sdc_burn_sink *s, enum sdc_burn_record_type type, 
 void sdc_burn_send_result(struct sdc_burn_sink *s, const struct sdc_worker *w);
 /* An iteration's result digest, into the slot's ring (no system call: the parent drains it). */
 void sdc_burn_push_digest(struct sdc_burn_sink *s, uint64_t iteration, uint64_t digest);
-/* A fleet call made by the parent (fleet.h's remote transport): the call's bytes out, the reply
+/* A fleet call made by the parent (mpi/transport.h's remote transport): the call's bytes out, the reply
  * in. 0, or -1 when the parent did not answer within timeout seconds. */
 int sdc_burn_fleet_call(void *arg, const void *req, size_t reqlen, void *reply, size_t replymax, size_t *replylen,
 			double timeout);

@@ -1,10 +1,10 @@
 /*
- * Starting a variant's processes (core/burn.h): the channel (slots, sockets, the fleet calls'
+ * Starting a variant's processes (runner/burn.h): the channel (slots, sockets, the fleet calls'
  * window, the order) made first, then the leader spawned as `sdcscan __burn FD` (posix_spawn:
  * no fork of the run's threaded, MPI- and CUDA-initialised process), with the environment a
  * process that forks needs.
  */
-#include "core/burn.h"
+#include "runner/burn.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -22,8 +22,8 @@
 
 #include "base/util.h"
 #include "sdc_config.h"
-#include "fleet.h"
-#include "golden.h"
+#include "mpi/transport.h"
+#include "probe/golden_file.h"
 
 extern char **environ;
 
@@ -97,7 +97,7 @@ static char **burn_environment(void)
 static int write_order(const struct sdc_burn *b, struct sdc_burn_order *o)
 {
 	const struct sdc_run *run = b->rq.run;
-	const int nhosts = sdc_fleet.active ? sdc_fleet.size : 0;
+	const int nhosts = sdc_mpi.active ? sdc_mpi.size : 0;
 	const size_t opts = b->rq.entry->probe->opts_size;
 	char *golden = sdc_golden_in_use(o->golden_origin, sizeof(o->golden_origin));
 	o->golden_size = golden ? (uint32_t)strlen(golden) + 1 : 0;
@@ -117,7 +117,7 @@ static int write_order(const struct sdc_burn *b, struct sdc_burn_order *o)
 	for (int i = 0; ok && i < b->rq.nworkers; i++)
 		wd[i] = b->rq.devices[i];
 	for (int r = 0; ok && r < nhosts; r++)
-		sdc_strlcpy(hosts[r], sdc_fleet_host(r), 64);
+		sdc_strlcpy(hosts[r], sdc_mpi_host(r), 64);
 	const struct {
 		const void *p;
 		size_t n;
@@ -321,7 +321,7 @@ int sdc_burn_start(struct sdc_burn *b, const struct sdc_burn_request *rq)
 	struct sdc_burn_order o = { .magic = SDC_BURN_MAGIC, .version = SDC_BURN_VERSION, .parent = (int32_t)getpid(),
 				    .variant = *rq->variant, .common = rq->entry->common, .seed = rq->run->seed,
 				    .max_iterations = (uint64_t)rq->entry->common.iterations, .share = rq->share,
-				    .fleet = sdc_fleet, .window_bytes = (double)b->window_bytes,
+				    .fleet = sdc_mpi, .window_bytes = (double)b->window_bytes,
 				    .sizes = { sizeof(o), sizeof(struct sdc_burn_slot), sizeof(struct sdc_finding),
 					       sizeof(struct sdc_injection), sizeof(struct sdc_device),
 					       sizeof(struct sdc_burn_result) } };

@@ -1,5 +1,5 @@
-/* How a burn process ended, as findings (core/crash.h). */
-#include "core/crash.h"
+/* How a burn process ended, as findings (runner/crash.h). */
+#include "runner/crash.h"
 
 #include <dlfcn.h>
 #include <inttypes.h>

@@ -3,7 +3,7 @@
  * SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS) or its own abort (SIGABRT: glibc's heap checks, an
  * assertion) is class crash (CRITICAL) at its device; a signal another process sent, or a SIGKILL
  * from outside, is class error (UNKNOWN). The record comes from the process's fault handler
- * (core/burn.h's slot), read by the parent after the process died.
+ * (runner/burn.h's slot), read by the parent after the process died.
  */
 #ifndef SDC_CORE_CRASH_H
 #define SDC_CORE_CRASH_H
@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "run.h"
+#include "run/record.h"
 
 /* What the parent knows of a process that died of a signal. */
 struct sdc_crash_seen {

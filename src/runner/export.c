@@ -1,5 +1,5 @@
 /* A report as Prometheus text and as JUnit XML (export.h). */
-#include "core/export.h"
+#include "runner/export.h"
 
 #include <jansson.h>
 #include <stdarg.h>
@@ -10,8 +10,8 @@
 #include <time.h>
 
 #include "base/util.h"
-#include "core/report_read.h"
-#include "run.h"
+#include "runner/report_read.h"
+#include "run/record.h"
 
 /* A growing text buffer; on allocation failure it stays failed and says so at the end. */
 struct text {
@@ -342,7 +342,7 @@ int sdc_export_prom(void *report, double last_success, double last_full, const c
 	const double end = sdc_report_end_time(report);
 	const double dur = json_number_value(json_object_get(run, "duration_seconds"));
 	const json_int_t run_verdict = json_integer_value(json_object_get(json_object_get(report, "verdict"), "code"));
-	/* the node's verdict where the run kept state (a CRITICAL stays until cleared: core/history.h) */
+	/* the node's verdict where the run kept state (a CRITICAL stays until cleared: runner/history.h) */
 	const char *node = sdc_json_str(json_object_get(report, "node"), "verdict");
 	json_int_t verdict = run_verdict;
 	for (int nv = SDC_OK; nv <= SDC_UNKNOWN && *node; nv++)

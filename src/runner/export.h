@@ -1,5 +1,5 @@
 /*
- * A report (core/report.h's JSON) in the forms the fleet's tools read: Prometheus text for
+ * A report (runner/report.h's JSON) in the forms the fleet's tools read: Prometheus text for
  * node_exporter's textfile collector, and JUnit XML for CI. Both are made from the report alone,
  * so `sdcscan run` writes them at the end of a run and `sdcscan status` can again from the saved
  * one. Written atomically (a temporary file in the same directory, then rename).

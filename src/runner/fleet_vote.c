@@ -1,10 +1,10 @@
 /*
  * The fleet vote (fleet_vote.h): under MPI, rank 0 gathers every rank's results over the fleet
- * transport (fleet.h), majority-votes the work digests of the same work per device model, names
+ * transport (mpi/transport.h), majority-votes the work digests of the same work per device model, names
  * the minority, and sends the fleet verdict back. It returns data (findings in the run, a JSON
  * summary); the commands print it.
  */
-#include "core/fleet_vote.h"
+#include "runner/fleet_vote.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "json_load.h"
-#include "fleet.h"
+#include "base/json_load.h"
+#include "mpi/transport.h"
 
 static json_t *rank_summary(const struct sdc_run *run, enum sdc_verdict local)
 {
@@ -43,7 +43,7 @@ static json_t *rank_summary(const struct sdc_run *run, enum sdc_verdict local)
 						       "actual_value", f->actual_value, "xor_mask", f->xor_mask, "detail", f->detail));
 	}
 	sdc_summary_line(run, local, summary, sizeof(summary));
-	json_t *j = json_pack("{s:i, s:s, s:s, s:s, s:o, s:o}", "rank", sdc_fleet.rank, "host", sdc_fleet.host, "verdict",
+	json_t *j = json_pack("{s:i, s:s, s:s, s:s, s:o, s:o}", "rank", sdc_mpi.rank, "host", sdc_mpi.host, "verdict",
 			      sdc_verdict_name(local), "summary", summary, "results", res, "findings", found);
 	/* what a probe measured for the whole job on this rank (ecparity's rebuild) goes to the report */
 	json_t *ec = json_object_get(run->environment, "ecparity");
@@ -236,18 +236,18 @@ void sdc_fleet_vote(struct sdc_run *run, void *ranks, void *out)
 enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, void **fleet_json)
 {
 	*fleet_json = NULL;
-	if (!sdc_fleet.active || sdc_fleet.size < 2)
+	if (!sdc_mpi.active || sdc_mpi.size < 2)
 		return local;
 	const int tag = 0x5dc;
-	if (sdc_fleet.rank != 0) {
+	if (sdc_mpi.rank != 0) {
 		json_t *me = rank_summary(run, local);
 		char *text = json_dumps(me, JSON_COMPACT);
 		json_decref(me);
 		int32_t verdict = SDC_UNKNOWN;
-		if (!text || sdc_fleet_to_root(text, &verdict, tag)) {
+		if (!text || sdc_mpi_to_root(text, &verdict, tag)) {
 			fleet_finding(run, SDC_FINDING_ERROR, "rank-unresponsive",
 				      "rank 0 (%s) did not answer within %.0f s: dead or stuck; the fleet verdict is unknown",
-				      sdc_fleet_host(0), 2 * sdc_fleet.timeout + 5);
+				      sdc_mpi_host(0), 2 * sdc_mpi.timeout + 5);
 			verdict = SDC_UNKNOWN;
 		}
 		free(text);
@@ -256,18 +256,18 @@ enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, v
 	json_t *ranks = json_array();
 	json_array_append_new(ranks, rank_summary(run, local));
 	enum sdc_verdict worst = local;
-	bool *alive = calloc((size_t)sdc_fleet.size, sizeof(bool));
-	char **texts = calloc((size_t)sdc_fleet.size, sizeof(char *));
+	bool *alive = calloc((size_t)sdc_mpi.size, sizeof(bool));
+	char **texts = calloc((size_t)sdc_mpi.size, sizeof(char *));
 	if (!alive || !texts) {
 		free(alive), free(texts);
 		return SDC_UNKNOWN;
 	}
-	sdc_fleet_gather_texts(texts, tag);
-	for (int r = 1; r < sdc_fleet.size; r++) {
+	sdc_mpi_gather_texts(texts, tag);
+	for (int r = 1; r < sdc_mpi.size; r++) {
 		if (!texts[r]) {
 			fleet_finding(run, SDC_FINDING_ERROR, "rank-unresponsive",
-				      "rank %d (%s) sent no results within %.0f s: dead or stuck", r, sdc_fleet_host(r),
-				      sdc_fleet.timeout);
+				      "rank %d (%s) sent no results within %.0f s: dead or stuck", r, sdc_mpi_host(r),
+				      sdc_mpi.timeout);
 			continue;
 		}
 		char why[160];
@@ -275,7 +275,7 @@ enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, v
 		free(texts[r]);
 		if (!j) {
 			fleet_finding(run, SDC_FINDING_ERROR, "rank-garbled", "rank %d (%s) sent results that do not parse: %s",
-				      r, sdc_fleet_host(r), why);
+				      r, sdc_mpi_host(r), why);
 			continue;
 		}
 		const char *v = json_string_value(json_object_get(j, "verdict"));
@@ -292,9 +292,9 @@ enum sdc_verdict sdc_fleet_finish(struct sdc_run *run, enum sdc_verdict local, v
 	const enum sdc_verdict fleet_v = sdc_run_verdict(run);
 	if (fleet_v > worst)
 		worst = fleet_v;
-	sdc_fleet_answer(alive, (int32_t)worst, tag);
+	sdc_mpi_answer(alive, (int32_t)worst, tag);
 	free(alive);
-	*fleet_json = json_pack("{s:i, s:s, s:o, s:o}", "ranks_total", sdc_fleet.size, "verdict",
+	*fleet_json = json_pack("{s:i, s:s, s:o, s:o}", "ranks_total", sdc_mpi.size, "verdict",
 				sdc_verdict_name(worst), "ranks", ranks, "votes", votes);
 	return worst;
 }

@@ -8,7 +8,7 @@
 #define SDC_FLEET_VOTE_H
 
 #include "base/verdict.h"
-#include "run.h"
+#include "run/record.h"
 
 /* Rank 0's run gains the fleet's findings and *fleet_json (json_t *, for the report); returns
  * the fleet verdict on every rank. */

@@ -1,5 +1,5 @@
 /* The node's verdict over time: history/ and state.json (history.h). */
-#include "core/history.h"
+#include "runner/history.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -12,11 +12,11 @@
 #include <unistd.h>
 
 #include "base/util.h"
-#include "json_load.h"
-#include "core/export.h"
-#include "core/report_read.h"
-#include "core/state.h"
-#include "run.h"
+#include "base/json_load.h"
+#include "runner/export.h"
+#include "runner/report_read.h"
+#include "runner/state.h"
+#include "run/record.h"
 
 static const char *const kind_names[] = { "scheduled", "partial", "variant", "injected", "interrupted", "skipped" };
 

@@ -1,5 +1,5 @@
-/* Whether the host is busy with other work (idle.h). */
-#include "idle.h"
+/* Whether the host is busy with other work (runner/idle.h). */
+#include "runner/idle.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
-#include "nvml.h"
+#include "device/nvml.h"
 
 static void add(char *buf, size_t len, const char *fmt, const char *a, const char *b)
 {

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "run.h"
+#include "run/record.h"
 
 /* CPUs busier than this share over the sample are in use. */
 #define SDC_IDLE_CPU_BUSY 0.25

@@ -3,15 +3,15 @@
  * the plan, its target, variant, device, rank and iteration there), and after it (a fault that
  * was never injected is said, UNKNOWN: the run did not test what was asked).
  */
-#include "core/runner.h"
+#include "runner/runner.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "core/registry.h"
-#include "fatal.h"
-#include "fleet.h"
+#include "runner/registry.h"
+#include "inject/fatal.h"
+#include "mpi/transport.h"
 #include "base/util.h"
 
 /* The variant, rank and iteration a spec names: there in this run. 0, or -1 (said). */
@@ -33,10 +33,10 @@ static int check_reach(const struct sdc_inject_spec *s, const struct sdc_probe *
 			return -1;
 		}
 	}
-	const int ranks = sdc_fleet.active ? sdc_fleet.size : 1;
+	const int ranks = sdc_mpi.active ? sdc_mpi.size : 1;
 	if (s->rank >= ranks) {
 		sdc_error("--inject '%s': rank=%d, but this run has %d rank%s%s", s->text, s->rank, ranks, ranks == 1 ? "" : "s",
-			  sdc_fleet.active ? "" : " (not under mpirun or srun: only rank 0)");
+			  sdc_mpi.active ? "" : " (not under mpirun or srun: only rank 0)");
 		return -1;
 	}
 	if (e->common.iterations > 0 && s->iter >= e->common.iterations) {
@@ -68,7 +68,7 @@ static int check_spec(const struct sdc_run *run, const struct sdc_plan *plan, co
 				  s->probe, s->probe);
 			return -1;
 		}
-		bool known = sdc_fatal_target(s->target); /* every probe's (fatal.h) */
+		bool known = sdc_fatal_target(s->target); /* every probe's (inject/fatal.h) */
 		size_t used = 0;
 		names[0] = '\0';
 		for (int t = 0; p->inject_targets && p->inject_targets[t]; t++) {
@@ -113,7 +113,7 @@ void sdc_runner_check_injected(struct sdc_run *run)
 	for (int i = 0; i < run->ninject; i++) {
 		const struct sdc_inject_spec *s = &run->inject[i];
 		/* (a fault drawn with a rate may rightly never come; one for another rank is that rank's) */
-		if (s->rate > 0 || (sdc_fleet.active && s->rank != sdc_fleet.rank))
+		if (s->rate > 0 || (sdc_mpi.active && s->rank != sdc_mpi.rank))
 			continue;
 		int applied = 0;
 		for (int k = 0; k < run->ninjections; k++)

@@ -1,4 +1,4 @@
-#include "core/output.h"
+#include "runner/output.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/runner.h"
-#include "fleet.h"
+#include "runner/runner.h"
+#include "mpi/transport.h"
 #include "sdc_config.h"
 #include "base/util.h"
 
@@ -31,9 +31,9 @@ void sdc_output_init(struct sdc_output *o, bool json_on_stdout, bool quiet, bool
 	 * is (often a job's log file): no colour and no progress line there. Only rank 0 prints the
 	 * human report; it prints what the other ranks found too (sdc_output_fleet_ranks).
 	 */
-	if (sdc_fleet.active) {
+	if (sdc_mpi.active) {
 		o->color = o->progress = false;
-		o->quiet = quiet || sdc_fleet.rank != 0;
+		o->quiet = quiet || sdc_mpi.rank != 0;
 	}
 }
 
@@ -279,7 +279,7 @@ void sdc_output_host_findings(struct sdc_output *o, const struct sdc_run *run, c
 void sdc_output_verdict(struct sdc_output *o, const struct sdc_run *run, enum sdc_verdict v,
 			const char *report_path)
 {
-	if (sdc_fleet.active && sdc_fleet.rank != 0)
+	if (sdc_mpi.active && sdc_mpi.rank != 0)
 		return; /* rank 0 says the job's verdict */
 	char line[512];
 	sdc_summary_line(run, v, line, sizeof(line));

@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "core/plan.h"
-#include "run.h"
+#include "runner/plan.h"
+#include "run/record.h"
 
 struct sdc_output {
 	FILE *fp;

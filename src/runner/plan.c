@@ -1,4 +1,4 @@
-#include "core/plan.h"
+#include "runner/plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,7 +6,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "core/registry.h"
+#include "runner/registry.h"
 #include "base/util.h"
 
 #define OPT(field) offsetof(struct sdc_common_opts, field)

@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "options.h"
-#include "probe.h"
+#include "base/options.h"
+#include "probe/probe.h"
 
 #define SDC_PLAN_MAX 16
 

@@ -1,4 +1,4 @@
-#include "core/profile.h"
+#include "runner/profile.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "core/registry.h"
+#include "runner/registry.h"
 #include "base/util.h"
 
 /* A small document tree that keeps each node's position for error messages. */

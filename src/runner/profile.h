@@ -18,7 +18,7 @@
 #include <stddef.h>
 
 #include "base/builtin.h"
-#include "core/plan.h"
+#include "runner/plan.h"
 
 extern const struct sdc_builtin_file sdc_builtin_profiles[];
 

@@ -1,4 +1,4 @@
-#include "core/registry.h"
+#include "runner/registry.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "probe.h"
+#include "probe/probe.h"
 
 extern const struct sdc_probe *const sdc_probes[]; /* NULL-terminated */
 

@@ -6,14 +6,14 @@
  * what only says where output goes (--json, --quiet, --no-color, --exit-codes) or where the run is
  * saved (--state-dir, --no-state, --prom, --junit, --wait) is left out.
  */
-#include "core/replay.h"
+#include "runner/replay_cmd.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "fleet.h"
-#include "inject.h"
+#include "mpi/transport.h"
+#include "run/inject.h"
 
 /* Options dropped from the run's line, with whether each takes a value. */
 struct drop {
@@ -23,7 +23,7 @@ struct drop {
 };
 
 /* (and what saves the run: a replay is a run of its own kind, it never writes where the scheduled
- * scans keep the node's state, metrics or JUnit; core/history.h) */
+ * scans keep the node's state, metrics or JUnit; runner/history.h) */
 #define STATE_AND_OUTPUTS                                                                                  \
 	{ "state-dir", 0, true }, { "no-state", 0, false }, { "prom", 0, true }, { "junit", 0, true }, \
 		{ "wait", 0, true }
@@ -115,8 +115,8 @@ static void command_line(const struct sdc_run *run, const struct drop *drops, co
 			 size_t len)
 {
 	buf[0] = '\0';
-	if (sdc_fleet.active)
-		snprintf(buf, len, "mpirun -np %d ", sdc_fleet.size);
+	if (sdc_mpi.active)
+		snprintf(buf, len, "mpirun -np %d ", sdc_mpi.size);
 	append(buf, len, "sdcscan");
 	for (int i = 0; i < run->argc;) {
 		int skip = i ? dropped(run->argv, run->argc, i, drops) : 0;

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "run.h"
+#include "run/record.h"
 
 /* The run's command line with its seed, without what only directs output. */
 void sdc_replay_run(const struct sdc_run *run, char *buf, size_t len);

@@ -1,4 +1,4 @@
-#include "core/report.h"
+#include "runner/report.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,9 +12,9 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "command.h"
-#include "core/output.h"
-#include "core/replay.h"
+#include "probe/command.h"
+#include "runner/output.h"
+#include "runner/replay_cmd.h"
 #include "sdc_config.h"
 #include "base/util.h"
 
@@ -118,7 +118,7 @@ static json_t *count_json(int64_t v)
 	return v < 0 ? json_null() : json_integer(v);
 }
 
-/* One NVML reading of a GPU (nvml.h); null fields where NVML did not say. */
+/* One NVML reading of a GPU (device/nvml.h); null fields where NVML did not say. */
 static json_t *health_json(const struct sdc_gpu_health *h)
 {
 	if (!h->valid)

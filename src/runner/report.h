@@ -9,8 +9,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "core/plan.h"
-#include "run.h"
+#include "runner/plan.h"
+#include "run/record.h"
 
 #define SDC_SCHEMA_MAJOR 1
 #define SDC_SCHEMA_MINOR 2

@@ -1,5 +1,5 @@
 /* A saved report read back into a summary (report_read.h). */
-#include "core/report_read.h"
+#include "runner/report_read.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "json_load.h"
-#include "core/export.h"
-#include "core/report.h"
+#include "base/json_load.h"
+#include "runner/export.h"
+#include "runner/report.h"
 
 const char *sdc_json_str(void *o, const char *key)
 {

@@ -1,11 +1,11 @@
 /*
- * The runner (core/runner.h): each plan entry's variants run one after another, each in processes
- * of its own (core/variant.c, core/burn.h), the GPUs' health compared before and after and the
+ * The runner (runner/runner.h): each plan entry's variants run one after another, each in processes
+ * of its own (runner/variant.c, runner/burn.h), the GPUs' health compared before and after and the
  * hardware's error counters read around it. What a worker calls (faults, errors, findings,
  * digests) is in worker.c, the --inject checks in inject_check.c.
  */
-#include "core/runner.h"
-#include "fleet.h"
+#include "runner/runner.h"
+#include "mpi/transport.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -19,19 +19,19 @@
 
 #include <jansson.h>
 
-#include "facts_json.h"
-#include "probe.h"
-#include "core/registry.h"
-#include "core/variant.h"
-#include "hwerr.h"
+#include "run/facts_json.h"
+#include "probe/probe.h"
+#include "runner/registry.h"
+#include "runner/variant.h"
+#include "hwerr/hwerr.h"
 #include "base/util.h"
 
 /* Under MPI an interrupt on one rank stops them all: this rank's is passed on, a peer's taken. */
 static void poll_fleet_interrupt(void)
 {
 	int from;
-	if (sdc_fleet_interrupt_poll(sdc_stop_interrupted(), &from) && !sdc_stop_interrupted()) {
-		sdc_note("rank %d (%s) was interrupted: this rank stops too", from, sdc_fleet_host(from));
+	if (sdc_mpi_interrupt_poll(sdc_stop_interrupted(), &from) && !sdc_stop_interrupted()) {
+		sdc_note("rank %d (%s) was interrupted: this rank stops too", from, sdc_mpi_host(from));
 		sdc_stop_interrupt();
 	}
 }
@@ -146,7 +146,7 @@ int sdc_runner_short_shares(const struct sdc_run *run, const struct sdc_plan *pl
 		const struct sdc_plan_entry *e = &plan->entries[i];
 		struct sdc_variant variants[SDC_VARIANTS_MAX];
 		char why[256];
-		if (((e->probe->needs & SDC_NEED_MPI) && e->common.optional && !sdc_fleet.active) ||
+		if (((e->probe->needs & SDC_NEED_MPI) && e->common.optional && !sdc_mpi.active) ||
 		    !sdc_probe_usable(e->probe, run, why, sizeof(why)))
 			continue; /* (not run: said where the run gets to it) */
 		int gpu_only;
@@ -174,7 +174,7 @@ static void check_tested_something(struct sdc_run *run, const struct sdc_plan *p
 	for (int i = 0; i < plan->n && n > 0 && (size_t)n < sizeof(f.detail); i++) {
 		const struct sdc_plan_entry *e = &plan->entries[i];
 		const char *why = "no device it runs on was selected";
-		if ((e->probe->needs & SDC_NEED_MPI) && !sdc_fleet.active)
+		if ((e->probe->needs & SDC_NEED_MPI) && !sdc_mpi.active)
 			why = "it needs 2 or more MPI ranks: mpirun -np N or srun --mpi=pmix";
 		for (int r = 0; r < run->nresults; r++)
 			if (!strcmp(run->results[r].probe, e->probe->name) && run->results[r].error[0])
@@ -201,7 +201,7 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 		const int nv = entry_variants(e, variants);
 		char why[256];
 		/* A cross-node probe in a profile that also runs alone (admit): not a WARNING on one host. */
-		if ((e->probe->needs & SDC_NEED_MPI) && e->common.optional && !sdc_fleet.active) {
+		if ((e->probe->needs & SDC_NEED_MPI) && e->common.optional && !sdc_mpi.active) {
 			sdc_note("%s: not launched under MPI (mpirun, srun --mpi=pmix): single-host run, %s not run",
 				 e->probe->name, e->probe->name);
 			continue;

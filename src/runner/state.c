@@ -1,5 +1,5 @@
 /* The state directory and the run lock (state.h). */
-#include "core/state.h"
+#include "runner/state.h"
 
 #include <errno.h>
 #include <fcntl.h>

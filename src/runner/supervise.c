@@ -1,11 +1,11 @@
 /*
- * The parent's side of a burn (core/burn.h), once its leader is spawned (core/burn_spawn.c): it
+ * The parent's side of a burn (runner/burn.h), once its leader is spawned (runner/burn_spawn.c): it
  * takes the workers as its own children, reads their records and slots as a peer's bytes, names a
  * worker that crashed, hung or vanished at its device, kills what outlives its deadline and reaps
  * every process. Every wait here has a deadline: poll and waitpid(WNOHANG) in steps, never a
  * blocking join or read.
  */
-#include "core/burn.h"
+#include "runner/burn.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -22,9 +22,9 @@
 #include <unistd.h>
 
 #include "base/util.h"
-#include "core/burn_records.h"
-#include "core/crash.h"
-#include "fleet.h"
+#include "runner/burn_records.h"
+#include "runner/crash.h"
+#include "mpi/transport.h"
 
 static struct sdc_burn_slot *slot_at(const struct sdc_burn *b, int i)
 {
@@ -199,10 +199,10 @@ static int reply(struct sdc_burn *b, int i, int fd, const void *req, size_t len)
 	size_t n = 0;
 	struct sdc_burn_head h = { .type = SDC_REC_REPLY, .worker = -1 };
 	memcpy(out, &h, sizeof(h));
-	const struct sdc_fleet_serving sv = { .window = b->window, .bytes = b->window_bytes,
-					      .max_timeout = SDC_MAX(sdc_fleet.timeout, b->rq.entry->common.hang_timeout),
+	const struct sdc_mpi_serving sv = { .window = b->window, .bytes = b->window_bytes,
+					      .max_timeout = SDC_MAX(sdc_mpi.timeout, b->rq.entry->common.hang_timeout),
 					      .may_stall = b->rq.may_stall };
-	if (sdc_fleet_serve(req, len, &sv, out + sizeof(h), sizeof(out) - sizeof(h), &n))
+	if (sdc_mpi_serve(req, len, &sv, out + sizeof(h), sizeof(out) - sizeof(h), &n))
 		b->fleet_failed = true; /* (a request it gave up on may still write the window: kept) */
 	if (i >= 0)
 		b->w[i].since = sdc_now(); /* (it waited on the parent: no time of its own) */
@@ -261,8 +261,8 @@ static int take(struct sdc_burn *b, int i, const unsigned char *buf, size_t n)
 			break;
 		b->setup_done = true;
 		b->setup_at = sdc_now();
-		if (sdc_fleet.active) /* (a probe's timeout, as its setup set it: fleet.h) */
-			sdc_fleet.timeout = b->setup.fleet_timeout;
+		if (sdc_mpi.active) /* (a probe's timeout, as its setup set it: mpi/transport.h) */
+			sdc_mpi.timeout = b->setup.fleet_timeout;
 		return 0;
 	case SDC_REC_SETUP_FAILED:
 		if (!leader || sdc_burn_check_text(p, len, b->setup_error, sizeof(b->setup_error), why, sizeof(why)))
@@ -339,7 +339,7 @@ static int take(struct sdc_burn *b, int i, const unsigned char *buf, size_t n)
 		w->reported_at = sdc_now();
 		return 0;
 	case SDC_REC_CALL:
-		if (!b->rq.fleet_calls || !sdc_fleet.active) {
+		if (!b->rq.fleet_calls || !sdc_mpi.active) {
 			snprintf(why, sizeof(why), "a call to the other ranks from a variant that makes none");
 			break;
 		}
@@ -538,7 +538,7 @@ static void take_digests(struct sdc_burn *b, int i)
 			continue;
 		if (d.iteration != w->digest_next) {
 			corrupt_channel(b, i, "a result digest out of order");
-			w->digest_next = UINT64_MAX; /* (its lane leaves the vote: core/variant.c) */
+			w->digest_next = UINT64_MAX; /* (its lane leaves the vote: runner/variant.c) */
 			continue;
 		}
 		w->digest_next++;

@@ -1,9 +1,9 @@
 /*
- * One variant of a plan entry (core/variant.h): its burn's processes started and watched until
- * its time is up (core/burn.h), their result digests voted on as they come, and one result per
+ * One variant of a plan entry (runner/variant.h): its burn's processes started and watched until
+ * its time is up (runner/burn.h), their result digests voted on as they come, and one result per
  * device filed from what each worker reported and how its process ended.
  */
-#include "core/variant.h"
+#include "runner/variant.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "core/burn.h"
-#include "core/runner.h"
-#include "core/vote.h"
-#include "fleet.h"
+#include "runner/burn.h"
+#include "runner/runner.h"
+#include "runner/vote.h"
+#include "mpi/transport.h"
 
 /* How often the parent wakes to draw progress and compare digests (a record wakes it sooner). */
 #define TICK_SECONDS 0.1
@@ -107,7 +107,7 @@ bool sdc_variant_runs_on(const struct sdc_run *run, const struct sdc_probe *p, c
 	for (int i = 0; i < run->ndevices; i++)
 		if (v->devices & (1u << run->devices[i].kind))
 			before += i < d, all++;
-	return before == (run->devices[d].kind == SDC_DEVICE_GPU ? sdc_fleet.local_rank % all : 0);
+	return before == (run->devices[d].kind == SDC_DEVICE_GPU ? sdc_mpi.local_rank % all : 0);
 }
 
 int sdc_variant_plain_results(struct sdc_run *run, const struct sdc_probe *p, const struct sdc_variant *v,
@@ -325,7 +325,7 @@ int sdc_variant_run(struct sdc_run *run, const struct sdc_plan_entry *e, const s
 		stall |= !strcmp(run->inject[i].probe, e->probe->name) && !strcmp(run->inject[i].target, "X");
 	const struct sdc_burn_request rq = {
 		.run = run, .entry = e, .variant = v, .devices = devs, .nworkers = nw, .share = share,
-		.fleet_calls = sdc_fleet.active && (v->per_rank || (e->probe->needs & SDC_NEED_MPI)), .may_stall = stall,
+		.fleet_calls = sdc_mpi.active && (v->per_rank || (e->probe->needs & SDC_NEED_MPI)), .may_stall = stall,
 	};
 	if (sdc_burn_start(&vr->b, &rq)) {
 		sdc_variant_plain_results(run, e->probe, v, SDC_STATUS_ERROR, vr->b.setup_error);

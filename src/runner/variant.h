@@ -1,10 +1,10 @@
-/* One variant of a plan entry, run in processes of its own (core/variant.c). */
+/* One variant of a plan entry, run in processes of its own (runner/variant.c). */
 #ifndef SDC_CORE_VARIANT_H
 #define SDC_CORE_VARIANT_H
 
-#include "core/output.h"
-#include "core/plan.h"
-#include "probe.h"
+#include "runner/output.h"
+#include "runner/plan.h"
+#include "probe/probe.h"
 
 /* Whether device d runs variant v: its kind, and for a per-rank variant the one device of the rank. */
 bool sdc_variant_runs_on(const struct sdc_run *run, const struct sdc_probe *p, const struct sdc_variant *v, int d);

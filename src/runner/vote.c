@@ -1,4 +1,4 @@
-#include "core/vote.h"
+#include "runner/vote.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>

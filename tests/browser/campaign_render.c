@@ -1,14 +1,14 @@
 /*
  * campaign_render NAME IN.json OUT.html: draws a campaign's JSON object with the renderer of
- * `sdcscan campaign NAME --html` (campaign_html.h), for tests that plant what a real campaign
+ * `sdcscan campaign NAME --html` (inject/campaign_html.h), for tests that plant what a real campaign
  * on a healthy host never shows (a MISSED count, hostile names). Exit 0, or 1 saying why.
  */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "campaign_html.h"
-#include "facts_json.h"
+#include "inject/campaign_html.h"
+#include "run/facts_json.h"
 
 int main(int argc, char **argv)
 {

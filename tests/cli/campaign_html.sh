@@ -1,5 +1,5 @@
 #!/bin/sh
-# sdcscan campaign ... --html (campaign_html.c, base/html.c): each campaign that prints detection
+# sdcscan campaign ... --html (inject/campaign_html.c, base/html.c): each campaign that prints detection
 # tables (gemm, gemm --gpus on the fake GPU, embbag, cpu-faults) draws them in one page that
 # needs no network. The pages of small real campaigns hold, in their SVG and tables, the counts
 # their --json wrote (a healthy host: nothing MISSED, so no red bar); the CPU tightness bars are

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The host side of every GPU path, on a machine without a GPU: sdcscan loads a GPU module that runs
-# on the CPU (tests/gpu/fake_core.c and a file a family, the same element definitions and check
+# on the CPU (tests/gpu/fake_module.c and a file a family, the same element definitions and check
 # arithmetic as the CUDA kernels) and an NVML stand-in (tests/gpu/fake_nvml.c). Checked: GPU
 # devices and their identity in the report, the GPU lanes of int8/fp32 voting with the cores
 # (bit-identical results), every GPU fault kind found and located (selftest), a persistent SM fault named with its SM, a new
@@ -117,7 +117,7 @@ FAKE_GPU_COUNT=2 expect_exit 3 rowout "$SDCSCAN" run --probe allreduce --set all
 expect_grep rowout out "row=2 names member 2, but the GPUs' ring has 2 (0-1)"
 
 # A crash in a GPU lane's host thread (a corrupted pointer read in its iteration loop) is named at
-# that GPU, CRITICAL, and the CPU lane goes on (core/burn.h).
+# that GPU, CRITICAL, and the CPU lane goes on (runner/burn.h).
 expect_exit 2 gpucrash "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=int8 --json "$TMP/gpucrash.json" \
 	--inject gemm/gpu-int8:SEGV:iter=2,device=gpu0
 [ "$(json_get "$TMP/gpucrash.json" "[(f['device'], f['class'], f['signal'], f['iteration']) for f in r['findings']], sorted((x['variant'], x['device'], x['status']) for x in r['results'])")" = \

@@ -3,7 +3,7 @@
 # executable only): a heap whose free list a flipped bit broke, a thread that dies holding the
 # allocator's lock, another that holds it for good while the worker allocates, an exit in the
 # middle of the work, a system call that never returns, a process stuck after its results, and
-# fatal.h's spin; a record no code writes, a digest out of order. Each on a CPU's worker and on a GPU's lane (the fake module): the device is
+# inject/fatal.h's spin; a record no code writes, a digest out of order. Each on a CPU's worker and on a GPU's lane (the fake module): the device is
 # named (crash or hang, its signal), the other device goes on to an OK result, and the run ends
 # with its verdict and report within its time plus the man page's bound (hang_timeout + 2 s
 # for a worker that stops; the kill's 5 s grace; a little for the start).

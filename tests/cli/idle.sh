@@ -1,5 +1,5 @@
 #!/bin/sh
-# sdcscan run --if-idle never burns a busy node (idle.h): Slurm's view (a stand-in scontrol on PATH
+# sdcscan run --if-idle never burns a busy node (runner/idle.h): Slurm's view (a stand-in scontrol on PATH
 # says MIXED), another job's processes on a GPU (the fake NVML counts 2), CPUs busy with other work
 # (a spinning process on cpu0): each run is skipped, said why, kept as skipped in history
 # (UNKNOWN), and leaves the node's state as it was; an idle node burns.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The Prometheus textfile (--prom, core/export.h) says what each run was, one run of each kind:
+# The Prometheus textfile (--prom, runner/export.h) says what each run was, one run of each kind:
 # every probe on every device has a status label (ok, corrupt, crashed, degraded, error, hung,
 # interrupted, skipped) and sdcscan_probe_failed 1 only where something was found or could not be
 # tested: a Ctrl-C reads interrupted and 0, never corrupt; a busy node's skipped run reads skipped
@@ -104,7 +104,7 @@ has corrupt "sdcscan_probe_failed{probe=\"gemm\",device=\"cpu1\",status=\"corrup
 	'sdcscan_last_run_info{profile="quick",injected="true"} 1'
 [ "$(nfind corrupt gemm cpu1)" -ge 1 ] || fail "corrupt: no finding at cpu1"
 
-# crashed and hung: a worker's fault and a livelock at cpu1 (core/burn.h)
+# crashed and hung: a worker's fault and a livelock at cpu1 (runner/burn.h)
 expect_exit 2 crashed "$SDCSCAN" $G $TWO --no-state --prom "$OUT/crashed.prom" --inject "gemm:SEGV:iter=1,device=1"
 has crashed "sdcscan_probe_failed{probe=\"gemm\",device=\"cpu1\",status=\"crashed\",profile=\"quick\",injected=\"true\"} 1" \
 	"sdcscan_probe_findings{probe=\"gemm\",device=\"cpu1\",profile=\"quick\",injected=\"true\"} 1"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # A worker that crashes or hangs is a finding at its device, never the end of the run
-# (core/burn.h: each worker a process of its own). Each fault of fatal.h, met in each CPU probe's loop on cpu1 (real faults:
+# (runner/burn.h: each worker a process of its own). Each fault of inject/fatal.h, met in each CPU probe's loop on cpu1 (real faults:
 # a corrupted pointer read, a read past a file's end, a call into undefined instructions or
 # breakpoint padding, a division by a zeroed counter, a failed check, a livelock): CRITICAL with
 # a crash finding naming the signal, si_code, address and instruction at cpu1 and its iteration,

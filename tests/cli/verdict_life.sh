@@ -1,5 +1,5 @@
 #!/bin/sh
-# The node's verdict outlives its runs (core/history.h). A real CRITICAL (a scheduled run on a GPU
+# The node's verdict outlives its runs (runner/history.h). A real CRITICAL (a scheduled run on a GPU
 # whose SM 3 computes wrong: the fake GPU module, not --inject) stays the node's state through a
 # clean scheduled run, an interrupted one, a replay and an injected one, each kept in history as
 # what it was; status, its npd line and the metrics say CRITICAL and why; `sdcscan clear` (with a

@@ -1,9 +1,9 @@
 /* The --inject and --cpus parsers: the first byte picks which, the rest is the argument. */
 #include <sched.h>
 
-#include "cpu.h"
+#include "device/cpu.h"
 #include "fuzz.h"
-#include "inject.h"
+#include "run/inject.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -12,7 +12,7 @@
 
 #include "base/json_scan.h"
 #include "commands/fleet_data.h"
-#include "core/report_read.h"
+#include "runner/report_read.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

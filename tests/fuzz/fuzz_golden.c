@@ -1,7 +1,7 @@
 /* The golden file reader: sdcscan golden verify FILE, and the shipped goldens. The first byte
  * picks the input as it is or with its true SHA-256 (to reach the fields behind that check). */
 #include "fuzz.h"
-#include "golden.h"
+#include "probe/golden_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,8 +1,8 @@
 /* The profile parser (YAML): sdcscan run --profile FILE. */
 #include <string.h>
 
-#include "core/plan.h"
-#include "core/profile.h"
+#include "runner/plan.h"
+#include "runner/profile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

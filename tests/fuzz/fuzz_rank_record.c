@@ -2,7 +2,7 @@
  * a record it accepts then goes through the fleet vote beside a well-formed one. */
 #include <pthread.h>
 
-#include "core/fleet_vote.h"
+#include "runner/fleet_vote.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

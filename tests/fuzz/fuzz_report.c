@@ -1,5 +1,5 @@
 /* The report reader of sdcscan status (a saved last.json, or any file named to it). */
-#include "core/report_read.h"
+#include "runner/report_read.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

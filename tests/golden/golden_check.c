@@ -4,7 +4,7 @@
  * every per-step hash and every checkpoint SHA-256. tests/meson.build links it against the exact
  * sources built at the project's flags, at -O0 and at -O3 -march=native, and tests/cli/golden_clang.sh
  * builds it with clang: every build must reproduce the shipped goldens bit for bit. It parses the
- * files and hashes the tensors itself (not through golden.c or the probe), so it checks them too.
+ * files and hashes the tensors itself (not through probe/golden_file.c or the probe), so it checks them too.
  *
  * usage: golden_check [--kernel tiled|plain] FILE...
  */

@@ -1,5 +1,5 @@
 /*
- * What the fake GPU module's files share (tests/gpu/fake_core.c and one file a family): the
+ * What the fake GPU module's files share (tests/gpu/fake_module.c and one file a family): the
  * environment knobs, the GPU bound to the calling thread, the clock, and each family's table.
  */
 #ifndef SDC_TESTS_FAKE_H

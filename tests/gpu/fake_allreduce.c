@@ -1,5 +1,5 @@
 /*
- * The fake GPU module's allreduce family (probes/allreduce/gpu_ops.h; the core: fake_core.c): the
+ * The fake GPU module's allreduce family (probes/allreduce/gpu_ops.h; the core: fake_module.c): the
  * hop checks (crc32c, ring_check) are the device code's host twins, the same ring_hd.h functions
  * over every index as the kernels' threads; NCCL's collectives are done on host memory, in memory
  * between the members with no launcher, through the communicator's shared-memory segment
@@ -388,7 +388,7 @@ static int fake_nccl_ring(struct sdc_gpu_comm *c, const int *order, uint64_t it,
 	return 0;
 }
 
-/* The allreduce family's table (fake_core.c asks for it). */
+/* The allreduce family's table (fake_module.c asks for it). */
 const struct sdc_gpu_allreduce_ops *fake_allreduce_family(void)
 {
 	static struct sdc_gpu_allreduce_ops t = {

@@ -1,5 +1,5 @@
 /*
- * The fake GPU module's embbag family (probes/embbag/gpu_ops.h; the core: fake_core.c): embbag's
+ * The fake GPU module's embbag family (probes/embbag/gpu_ops.h; the core: fake_module.c): embbag's
  * operations (eb_ entries) run embbag_hd.h's functions in the shape of embbag.cu's kernels: a
  * bag's columns, its 32 expectation lanes joined in the same tree, then the check, threads and
  * bags in reverse order.
@@ -234,7 +234,7 @@ static const char *fake_eb_error(struct sdc_gpu_eb *g)
 	return g->err;
 }
 
-/* The embbag family's table (fake_core.c asks for it). */
+/* The embbag family's table (fake_module.c asks for it). */
 const struct sdc_gpu_embbag_ops *fake_embbag_family(void)
 {
 	static struct sdc_gpu_embbag_ops t = {

@@ -1,5 +1,5 @@
 /*
- * The fake GPU module's gemm family (probes/gemm/gpu_ops.h; the module's core: fake_core.c): it
+ * The fake GPU module's gemm family (probes/gemm/gpu_ops.h; the module's base: fake_module.c): it
  * does what the CUDA engine does (probes/gemm/gemm.cu) from the same element definitions and the
  * same check arithmetic (gemm_data.h, kernels/abft_ref.h): operands drawn per element, B's
  * checksum columns encoded per row, every row of C checked, fingerprints of the operands, the SM
@@ -508,7 +508,7 @@ static const char *fake_kernel(struct sdc_gpu_gemm *g)
 	return g->kernel;
 }
 
-/* The gemm family's table (fake_core.c asks for it). */
+/* The gemm family's table (fake_module.c asks for it). */
 const struct sdc_gpu_gemm_ops *fake_gemm_family(void)
 {
 	static struct sdc_gpu_gemm_ops t = {

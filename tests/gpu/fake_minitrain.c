@@ -1,5 +1,5 @@
 /*
- * The fake GPU module's minitrain family (probes/minitrain/gpu_ops.h; the core: fake_core.c): the
+ * The fake GPU module's minitrain family (probes/minitrain/gpu_ops.h; the core: fake_module.c): the
  * exact class (xgemm, xmath) is the device code's host twin, the same xops.h functions over every
  * index as the kernels' threads; minitrain's operations (mt_ entries) run mt_ops.h's threads in
  * reverse order, as a GPU may run them in any order, on "device memory" that is host memory the
@@ -197,7 +197,7 @@ static int fake_nccl_rank_mean(struct sdc_gpu_comm *c, const float *local, int64
 	return 0;
 }
 
-/* The minitrain family's table (fake_core.c asks for it). */
+/* The minitrain family's table (fake_module.c asks for it). */
 const struct sdc_gpu_minitrain_ops *fake_minitrain_family(void)
 {
 	static struct sdc_gpu_minitrain_ops t = {

@@ -66,7 +66,7 @@ FAKE_HIDDEN int64_t fake_xchg_cap(const struct sdc_gpu_comm *c);
 FAKE_HIDDEN bool fake_xchg_post(struct sdc_gpu_comm *c, double t0, double timeout);
 FAKE_HIDDEN void fake_xchg_end(struct sdc_gpu_comm *c);
 
-/* The core table's NCCL entries and ping (fake_core.c). */
+/* The main table's NCCL entries and ping (fake_module.c). */
 FAKE_HIDDEN const char *fake_nccl_version(char *why, size_t len);
 FAKE_HIDDEN int fake_nccl_unique_id(uint8_t *id, char *err, size_t errlen);
 FAKE_HIDDEN struct sdc_gpu_comm *fake_nccl_init(const uint8_t *id, int nranks, int first_rank, int nmem,

@@ -1,6 +1,6 @@
 /*
- * A stand-in for libnvidia-ml.so.1 ($SDCSCAN_NVML_LIBRARY), with the functions sdcscan's nvml.c
- * looks up and the signatures of NVIDIA's nvml.h. Every GPU answers with fixed readings; with
+ * A stand-in for libnvidia-ml.so.1 ($SDCSCAN_NVML_LIBRARY), with the functions sdcscan's device/nvml.c
+ * looks up and the signatures of NVIDIA's device/nvml.h. Every GPU answers with fixed readings; with
  * FAKE_NVML_NEW_UNC=1 the volatile uncorrectable ECC count goes up by one between the first
  * reading of a GPU and the next, as if a double-bit error happened during the run.
  *
@@ -28,7 +28,7 @@ struct fake_device {
 	int delivered;     /* how many of its FAKE_NVML_XID entries were delivered */
 };
 
-/* nvmlEventData_t of CUDA 12/13's nvml.h (nvmlEventSetWait_v2) */
+/* nvmlEventData_t of CUDA 12/13's device/nvml.h (nvmlEventSetWait_v2) */
 typedef struct {
 	nvmlDevice_t device;
 	unsigned long long eventType;

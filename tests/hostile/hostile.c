@@ -1,5 +1,5 @@
 /*
- * Faults that break a worker's whole process, for the tests' build only (fatal.h's
+ * Faults that break a worker's whole process, for the tests' build only (inject/fatal.h's
  * sdc_fatal_hostile; linked into sdcscan-hostile, never into sdcscan). Each is what a flipped bit
  * in a pointer, a length or a return address does to a process, met for real, nothing raise()d:
  *   HEAP   a freed chunk's link in the allocator's free list with one bit flipped, then the
@@ -18,7 +18,7 @@
  *          after the check that says so): the run must not hand it to the vote
  *   JUMP   the worker hands on a digest for a later iteration than the one it did (its loop counter
  *          flipped): the worker's own check names the jump
- * The spin without progress is fatal.h's HANG. And in a variant's own process, before its setup
+ * The spin without progress is inject/fatal.h's HANG. And in a variant's own process, before its setup
  * (SDCSCAN_HOSTILE_SETUP=crash or hang in the environment of this executable alone): the setup
  * dies of a wild write, or never ends.
  */
@@ -31,9 +31,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/burn_records.h"
-#include "fatal.h"
-#include "probe.h"
+#include "runner/burn_records.h"
+#include "inject/fatal.h"
+#include "probe/probe.h"
 
 static const char *const targets[] = {
 	"HEAP: one bit of a freed chunk's link in the allocator's free list flipped, then allocated (SIGABRT)",

@@ -1,4 +1,4 @@
-/* The burn's channel as the run reads it (core/burn_records.h): a record a sound burn process
+/* The burn's channel as the run reads it (runner/burn_records.h): a record a sound burn process
  * writes is taken, and each way its bytes can go wrong (a class no code writes, a text that does
  * not end, a device not the variant's, a size, a time or a scale out of range, facts that are not
  * an object or hold a NUL) is refused; the leader forks only while it is one thread; a crash
@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "core/burn_records.h"
-#include "core/crash.h"
-#include "core/registry.h"
-#include "fleet.h"
+#include "runner/burn_records.h"
+#include "runner/crash.h"
+#include "runner/registry.h"
+#include "mpi/transport.h"
 #include "sdc_config.h"
 
 static struct sdc_burn burn_of(struct sdc_run *run, struct sdc_plan_entry *e, struct sdc_variant *v,
@@ -161,29 +161,29 @@ static int served_refused;
 static int loop(void *arg, const void *req, size_t reqlen, void *reply, size_t replymax, size_t *replylen, double t)
 {
 	(void)arg, (void)t;
-	const struct sdc_fleet_serving sv = { .window = window, .bytes = serve_bytes, .max_timeout = 30 };
-	served_refused += sdc_fleet_serve(req, reqlen, &sv, reply, replymax, replylen) != 0;
+	const struct sdc_mpi_serving sv = { .window = window, .bytes = serve_bytes, .max_timeout = 30 };
+	served_refused += sdc_mpi_serve(req, reqlen, &sv, reply, replymax, replylen) != 0;
 	return 0;
 }
 
 static void fleet_calls(void)
 {
-	sdc_fleet.active = true, sdc_fleet.size = 4, sdc_fleet.rank = 0;
-	sdc_fleet_set_remote(loop, NULL, window, sizeof(window));
+	sdc_mpi.active = true, sdc_mpi.size = 4, sdc_mpi.rank = 0;
+	sdc_mpi_set_remote(loop, NULL, window, sizeof(window));
 	char buf[64] = "x";
 	int late;
 	serve_bytes = sizeof(window);
-	CHECK(sdc_fleet_sendrecv(buf, 8, 9, buf, 8, 1, 0x3d0, 1, &late) == -1 && served_refused == 1); /* no rank 9 */
-	CHECK(sdc_fleet_sendrecv(buf, 8, 1, buf, 8, -1, 0x3d0, 1, &late) == -1 && served_refused == 2); /* any source */
-	CHECK(sdc_fleet_sendrecv(buf, 8, 1, buf, 8, 1, 0x7e0, 1, &late) == -1 && served_refused == 3); /* the fleet's tag */
-	CHECK(sdc_fleet_sendrecv(buf, 8, 1, buf, 8, 1, 0x5dc, 1, &late) == -1 && served_refused == 4); /* the gather's */
-	sdc_fleet_stall(); /* no --inject asked for the stall */
+	CHECK(sdc_mpi_sendrecv(buf, 8, 9, buf, 8, 1, 0x3d0, 1, &late) == -1 && served_refused == 1); /* no rank 9 */
+	CHECK(sdc_mpi_sendrecv(buf, 8, 1, buf, 8, -1, 0x3d0, 1, &late) == -1 && served_refused == 2); /* any source */
+	CHECK(sdc_mpi_sendrecv(buf, 8, 1, buf, 8, 1, 0x7e0, 1, &late) == -1 && served_refused == 3); /* the fleet's tag */
+	CHECK(sdc_mpi_sendrecv(buf, 8, 1, buf, 8, 1, 0x5dc, 1, &late) == -1 && served_refused == 4); /* the gather's */
+	sdc_mpi_stall(); /* no --inject asked for the stall */
 	CHECK(served_refused == 5);
 	serve_bytes = 32; /* the parts lie past what the run maps */
-	CHECK(sdc_fleet_sendrecv(buf, 40, 1, buf, 8, 1, 0x3d0, 1, &late) == -1 && served_refused == 6);
-	CHECK(sdc_fleet_allgather(buf, 16, buf, 1) == -1 && served_refused == 7);
-	sdc_fleet_set_remote(NULL, NULL, NULL, 0);
-	sdc_fleet.active = false, sdc_fleet.size = 1;
+	CHECK(sdc_mpi_sendrecv(buf, 40, 1, buf, 8, 1, 0x3d0, 1, &late) == -1 && served_refused == 6);
+	CHECK(sdc_mpi_allgather(buf, 16, buf, 1) == -1 && served_refused == 7);
+	sdc_mpi_set_remote(NULL, NULL, NULL, 0);
+	sdc_mpi.active = false, sdc_mpi.size = 1;
 }
 
 int main(void)
@@ -199,7 +199,7 @@ int main(void)
 	results_and_setup(&b);
 	facts();
 	crashes();
-	if (HAVE_MPI) /* (without MPI no burn process makes a call: fleet_single.c) */
+	if (HAVE_MPI) /* (without MPI no burn process makes a call: mpi/transport_single.c) */
 		fleet_calls();
 	forking();
 	return check_done("burn");

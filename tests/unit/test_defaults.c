@@ -27,9 +27,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "core/plan.h"
-#include "core/registry.h"
-#include "fleet.h"
+#include "runner/plan.h"
+#include "runner/registry.h"
+#include "mpi/transport.h"
 #include "probes/minitrain/attn_check.h"
 #include "probes/embbag/embbag_hd.h"
 #include "probes/gemm/abft.h"
@@ -414,7 +414,7 @@ static void timeouts(const char *man)
 	 * ecparity set it to their own timeout. The MPI watchdog: "the timeout plus N seconds".
 	 */
 	const double silent = man_number_after(man, "silent for");
-	CHECK_MSG(sdc_fleet.timeout == silent, "fleet timeout %g, the man page says %g", sdc_fleet.timeout, silent);
+	CHECK_MSG(sdc_mpi.timeout == silent, "fleet timeout %g, the man page says %g", sdc_mpi.timeout, silent);
 	char *ar = man_probe_section(man, "allreduce");
 	const double grace = man_number_after(ar, "the timeout plus");
 	CHECK_MSG(SDC_FLEET_WATCH_GRACE == grace, "watchdog grace %g, the man page says %g", SDC_FLEET_WATCH_GRACE, grace);

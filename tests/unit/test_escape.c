@@ -4,7 +4,7 @@
  * C1 = U+0080..U+009F per ISO 6429) and the UTF-8 cases from RFC 3629's table of well-formed
  * sequences and Markus Kuhn's decoder stress test (UTF-8-test.txt: overlong forms, surrogates,
  * U+10FFFF and the first code point above it, a sequence cut short). Then what rank 0 prints
- * of the other ranks under MPI (core/output.c sdc_output_fleet_ranks): a peer's host, summary
+ * of the other ranks under MPI (runner/output.c sdc_output_fleet_ranks): a peer's host, summary
  * and findings as it sent them, escaped.
  */
 #include <jansson.h>
@@ -13,7 +13,7 @@
 
 #include "base/util.h"
 #include "check.h"
-#include "core/output.h"
+#include "runner/output.h"
 
 static void expect(const char *in, const char *want)
 {

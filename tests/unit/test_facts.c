@@ -1,5 +1,5 @@
 /*
- * facts.h: what a probe states comes out as the JSON written here by hand (compact, in the order
+ * run/facts.h: what a probe states comes out as the JSON written here by hand (compact, in the order
  * stated, as jansson writes a report without the indentation): each type, paths and names that
  * are data, lists and rows, restated names, merges, what is left out; reading back; the file
  * form and its digest (the expected SHA-256 from sha256sum over the canonical text); and
@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "facts_json.h"
-#include "run.h"
+#include "run/facts_json.h"
+#include "run/record.h"
 
 /* f as compact JSON, in order; compared with want, then f freed. */
 static void expect(struct sdc_facts *f, const char *want, int line)

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "run.h"
+#include "run/record.h"
 
 static struct sdc_injection injection(void)
 {

@@ -14,7 +14,7 @@
 #include "base/json_scan.h"
 #include "check.h"
 #include "commands/fleet_data.h"
-#include "core/report_read.h"
+#include "runner/report_read.h"
 
 /* jansson's answer: 1 accepts, 0 refuses, -1 refuses for a duplicate key (the scanner does not
  * look for those in what it skips: json_scan.h). A raw NUL byte is refused whatever jansson says:

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "core/fleet_vote.h"
+#include "runner/fleet_vote.h"
 
 static const char *const good =
 	"{\"rank\": 2, \"host\": \"n2\", \"verdict\": \"CRITICAL\", \"summary\": \"1 finding\", \"results\": "

@@ -12,7 +12,7 @@
 
 #include "probes/gemm/calibration.h"
 #include "check.h"
-#include "facts_json.h"
+#include "run/facts_json.h"
 #include "probes/gemm/abft.h"
 #include "kernels/abft_sums.h"
 

@@ -1,5 +1,5 @@
 /*
- * hwerr.h's readers and comparers on fake trees: EDAC counters read before and after (a DIMM's
+ * hwerr/hwerr.h's readers and comparers on fake trees: EDAC counters read before and after (a DIMM's
  * uncorrected count grows, a legacy csrow channel's corrected count grows, errors the controller
  * could not place, counters reset during the run, nothing grows); kernel log messages written as
  * the kernel's format strings write them (edac_mc.c, mce/core.c, mce_amd.c, cper.c,
@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "hwerr.h"
+#include "hwerr/hwerr.h"
 
 static char root[256];
 
@@ -178,7 +178,7 @@ struct want {
 
 static void test_classify(void)
 {
-	/* Each written as the kernel's format string writes it (see hwerr_kmsg.c for where). */
+	/* Each written as the kernel's format string writes it (see hwerr/kmsg.c for where). */
 	static const struct want w[] = {
 		{ "EDAC MC0: 1 CE memory read error on CPU_SrcID#0_MC#0_Chan#1_DIMM#0 (channel:1 slot:0 page:0x1234 "
 		  "offset:0x0 grain:32 syndrome:0x0 - err_code:0x0000:0x009f)",

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "golden.h"
+#include "probe/golden_file.h"
 #include "probes/minitrain/attn_check.h"
 #include "kernels/exact_gemm.h"
 #include "probes/minitrain/model.h"

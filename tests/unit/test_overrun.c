@@ -2,7 +2,7 @@
  * short a run to mean much" when it ended later than max(0.05 s, a quarter of the time), and only
  * then. The cases sit on both sides of each bound, so a rule ten times looser or tighter fails. */
 #include "check.h"
-#include "core/runner.h"
+#include "runner/runner.h"
 
 int main(void)
 {

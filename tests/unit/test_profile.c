@@ -8,10 +8,10 @@
 #include <string.h>
 
 #include "check.h"
-#include "options.h"
-#include "core/plan.h"
-#include "core/profile.h"
-#include "core/registry.h"
+#include "base/options.h"
+#include "runner/plan.h"
+#include "runner/profile.h"
+#include "runner/registry.h"
 
 static void expect_error(const char *yaml, const char *where, const char *what, const char *choices)
 {

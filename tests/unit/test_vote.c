@@ -2,7 +2,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "core/vote.h"
+#include "runner/vote.h"
 
 struct seen {
 	int calls;

@@ -168,6 +168,6 @@ void sdc_cuda_xgemm_launch(int m, int n, int k, const float *a, int lda, const f
 void sdc_cuda_xops(struct sdc_gpu_minitrain_ops *t);
 void sdc_cuda_nccl_minitrain(struct sdc_gpu_minitrain_ops *t);
 void sdc_cuda_nccl_allreduce(struct sdc_gpu_allreduce_ops *t);
-void sdc_cuda_nccl_core(struct sdc_gpu_module *m);
+void sdc_cuda_nccl_entries(struct sdc_gpu_module *m);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * The GPU module's entry point (kernels/gpu_module.h): devices as the CUDA runtime sees them, and
- * the core table sdcscan loads with dlopen, with a pointer to each family's table (each family's
+ * the main table sdcscan loads with dlopen, with a pointer to each family's table (each family's
  * CUDA code makes its own: the checked GEMM engine is gemm.cu).
  *
  * And what every CUDA file of the module shares (cuda_util.h), written so that no call waits on a
@@ -530,7 +530,7 @@ extern "C" const struct sdc_gpu_module *sdc_gpu_module(void)
 		m.props = m_props;
 		m.bind = m_bind;
 #if HAVE_NCCL
-		sdc_cuda_nccl_core(&m); /* (without nccl.h at build time the entries stay NULL) */
+		sdc_cuda_nccl_entries(&m); /* (without nccl.h at build time the entries stay NULL) */
 #endif
 #define SDC_CUDA_FAMILY_FILL(name) m.name = sdc_cuda_##name##_family ? sdc_cuda_##name##_family() : NULL;
 		SDC_GPU_FAMILIES(SDC_CUDA_FAMILY_FILL)

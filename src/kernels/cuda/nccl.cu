@@ -1,5 +1,5 @@
 /*
- * NCCL's communicators in the GPU module's core (kernels/gpu_module.h: nccl_version,
+ * NCCL's communicators in the GPU module's base (kernels/gpu_module.h: nccl_version,
  * nccl_unique_id, nccl_init, nccl_destroy; nccl_comm.h), and the GPU's ping. The families run their
  * work on them: allreduce's collectives, checked exactly, and its checked ring (nccl_check.cu),
  * minitrain's data-parallel mean (mt_nccl.cu).
@@ -13,7 +13,7 @@
  * libnccl.so.2 is opened here at run time (dlopen) and its few entry points looked up, so the
  * module still loads, and the GEMM and exact-class work still runs, on a host without NCCL; nccl.h
  * gives the types only. NCCL_ALGO and NCCL_PROTO are set by the caller while a communicator
- * initialises (gpu.c: NCCL reads them there, getenv in its tuning model, per communicator), so
+ * initialises (device/gpu.c: NCCL reads them there, getenv in its tuning model, per communicator), so
  * each (algorithm, protocol) path gets a communicator of its own.
  */
 #include <cuda_runtime.h>
@@ -418,8 +418,8 @@ fail:
 	return rc;
 }
 
-/* The core table's NCCL entries and the ping (module.cu). */
-void sdc_cuda_nccl_core(struct sdc_gpu_module *m)
+/* The main table's NCCL entries and the ping (module.cu). */
+void sdc_cuda_nccl_entries(struct sdc_gpu_module *m)
 {
 	m->nccl_version = m_nccl_version;
 	m->nccl_unique_id = m_nccl_unique_id;

@@ -1,6 +1,6 @@
 /*
  * NCCL inside the GPU module (kernels/cuda/nccl.cu): the entry points opened from libnccl.so.2 at
- * run time, the communicators of the core table (nccl_init, nccl_destroy) with each member's GPU,
+ * run time, the communicators of the main table (nccl_init, nccl_destroy) with each member's GPU,
  * stream and buffers, and the waits every call on them polls against its deadline. The families
  * that run work on a communicator include this: allreduce's collectives and checked ring
  * (probes/allreduce/nccl_check.cu), minitrain's data-parallel mean (probes/minitrain/mt_nccl.cu).

@@ -27,14 +27,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fleet.h"
-#include "gpu.h"
+#include "mpi/transport.h"
+#include "device/gpu.h"
 #include "probes/allreduce/allreduce.h"
 #include "probes/allreduce/ring_check.h"
 #include "probes/allreduce/ring_hd.h"
-#include "command.h"
-#include "probe.h"
-#include "fatal.h"
+#include "probe/command.h"
+#include "probe/probe.h"
+#include "inject/fatal.h"
 #include "sdc_config.h"
 
 int sdc_bench_allreduce(int argc, char **argv);
@@ -127,7 +127,7 @@ enum { VARIANT_RING, VARIANT_MPI, VARIANT_NCCL, VARIANT_NCCL_RING };
 /* Launched as 2 ranks or more: the ranks are the members; otherwise this host's GPUs are. */
 static bool under_mpi(void)
 {
-	return sdc_fleet.active && sdc_fleet.size > 1;
+	return sdc_mpi.active && sdc_mpi.size > 1;
 }
 
 static int allreduce_variants(const void *opts, struct sdc_variant *out, int max)
@@ -221,7 +221,7 @@ static int allreduce_setup(struct sdc_probe_ctx *ctx)
 						  "rs-header or ag-header", in->text, in->tensor);
 	}
 	/* the members: the ranks, or with no launcher this host's GPUs (the nccl variants) */
-	int members = sdc_fleet.size;
+	int members = sdc_mpi.size;
 	sh->local = !under_mpi();
 	if (sh->local) {
 		members = 0;
@@ -245,7 +245,7 @@ static int allreduce_setup(struct sdc_probe_ctx *ctx)
 	sh->n = o->bytes / 4 / members * members;
 	sh->timeout = o->timeout;
 	sh->nccl_paths = o->nccl_paths;
-	sdc_fleet.timeout = o->timeout; /* the gather at the end waits no longer than the probe's waits */
+	sdc_mpi.timeout = o->timeout; /* the gather at the end waits no longer than the probe's waits */
 	snprintf(sh->operation, sizeof(sh->operation), "%s all-reduce of %" PRId64 " fp32 over %d %s", ctx->variant->name,
 		 sh->n, members, sh->local ? "GPUs" : "ranks");
 	snprintf(ctx->rate_unit, sizeof(ctx->rate_unit), "GB/s busbw");
@@ -292,14 +292,14 @@ void sdc_ar_unresponsive(struct sdc_worker *w, int peer, const char *what)
 	sdc_strlcpy(f.kind, "rank-unresponsive", sizeof(f.kind));
 	if (peer >= 0)
 		snprintf(f.detail, sizeof(f.detail), "rank %d (%s) did not answer within %.0f s during %s: dead or stuck",
-			 peer, sdc_fleet_host(peer), ((const struct ar_shared *)w->ctx->shared)->timeout, what);
+			 peer, sdc_mpi_host(peer), ((const struct ar_shared *)w->ctx->shared)->timeout, what);
 	else
 		snprintf(f.detail, sizeof(f.detail), "some rank did not take part within %.0f s in %s: dead or stuck",
 			 ((const struct ar_shared *)w->ctx->shared)->timeout, what);
 	sdc_worker_report(w, &f);
 	w->failed = true;
 	if (peer >= 0)
-		snprintf(w->error, sizeof(w->error), "rank %d (%s) did not answer", peer, sdc_fleet_host(peer));
+		snprintf(w->error, sizeof(w->error), "rank %d (%s) did not answer", peer, sdc_mpi_host(peer));
 	else
 		snprintf(w->error, sizeof(w->error), "a rank did not take part in %s", what);
 }
@@ -309,7 +309,7 @@ void sdc_ar_unresponsive(struct sdc_worker *w, int peer, const char *what)
 bool sdc_ar_all_go_on(struct sdc_worker *w)
 {
 	uint64_t stop = !sdc_worker_continue(w);
-	if (sdc_fleet_sum_u64(&stop, ((const struct ar_shared *)w->ctx->shared)->timeout)) {
+	if (sdc_mpi_sum_u64(&stop, ((const struct ar_shared *)w->ctx->shared)->timeout)) {
 		sdc_ar_unresponsive(w, -1, "the agreement to go on");
 		return false;
 	}
@@ -362,7 +362,7 @@ void sdc_ar_member(const struct ar_shared *sh, int m, char *buf, size_t len)
 	if (sh->local)
 		snprintf(buf, len, "GPU %d (%s)", m, sh->member_bus ? sh->member_bus[m] : "?");
 	else
-		snprintf(buf, len, "rank %d (%s)", m, sdc_fleet_host(m));
+		snprintf(buf, len, "rank %d (%s)", m, sdc_mpi_host(m));
 }
 
 #if HAVE_MPI
@@ -370,7 +370,7 @@ void sdc_ar_member(const struct ar_shared *sh, int m, char *buf, size_t len)
 static void mpi_run(struct sdc_worker *w)
 {
 	const struct ar_shared *sh = w->ctx->shared;
-	const int P = sdc_fleet.size;
+	const int P = sdc_mpi.size;
 	float *in = malloc((size_t)sh->n * 4), *out = malloc((size_t)sh->n * 4);
 	int8_t *f = malloc((size_t)sh->n), *gt = malloc((size_t)sh->n);
 	if (!in || !out || !f || !gt) {
@@ -381,10 +381,10 @@ static void mpi_run(struct sdc_worker *w)
 		if (!sdc_ar_all_go_on(w))
 			break;
 		sdc_ring_terms(sh->n, it, f, gt);
-		sdc_ring_values(in, sh->n, sdc_fleet.rank, f, gt);
+		sdc_ring_values(in, sh->n, sdc_mpi.rank, f, gt);
 		sdc_worker_fatal_faults(w, it, in);
-		/* (the parent makes the call for this burn's process: fleet.h) */
-		if (sdc_fleet_allreduce_f32(in, out, sh->n, sh->timeout)) {
+		/* (the parent makes the call for this burn's process: mpi/transport.h) */
+		if (sdc_mpi_allreduce_f32(in, out, sh->n, sh->timeout)) {
 			sdc_ar_unresponsive(w, -1, "MPI_Allreduce");
 			break;
 		}
@@ -392,16 +392,16 @@ static void mpi_run(struct sdc_worker *w)
 		const uint64_t wrong = (uint64_t)sdc_ring_count_wrong(out, f, gt, sh->n, P, all);
 		const int64_t first = wrong ? sdc_ring_first_wrong(out, f, gt, sh->n, P, all, false, NULL) : -1;
 		uint64_t total = wrong;
-		if (sdc_fleet_sum_u64(&total, sh->timeout)) {
+		if (sdc_mpi_sum_u64(&total, sh->timeout)) {
 			sdc_ar_unresponsive(w, -1, "the count of wrong elements");
 			break;
 		}
 		if (wrong) {
 			const float e = sdc_ring_expected(f, gt, first, P, all);
-			sdc_ar_report(w, it, "collective-wrong", "V", sdc_fleet.rank, first, e, out[first], NULL,
+			sdc_ar_report(w, it, "collective-wrong", "V", sdc_mpi.rank, first, e, out[first], NULL,
 			       "MPI_Allreduce gave rank %d (%s) %" PRIu64 " wrong elements of %" PRId64 " (%" PRIu64
 			       " on all ranks); first element %" PRId64,
-			       sdc_fleet.rank, sdc_fleet.host, wrong, sh->n, total, first);
+			       sdc_mpi.rank, sdc_mpi.host, wrong, sh->n, total, first);
 		}
 		sdc_worker_digest(w, it, total);
 		sdc_worker_account(w, (double)sh->n * 4 * 2 * (P - 1) / P);
@@ -413,8 +413,8 @@ done:
 /* The CPU lane: the checked ring over MPI, or MPI's own all-reduce checked. */
 static void allreduce_run(struct sdc_worker *w)
 {
-	snprintf(w->kernel, sizeof(w->kernel), "%s, rank %d of %d", w->ctx->variant->name, sdc_fleet.rank,
-		 sdc_fleet.size);
+	snprintf(w->kernel, sizeof(w->kernel), "%s, rank %d of %d", w->ctx->variant->name, sdc_mpi.rank,
+		 sdc_mpi.size);
 	if (w->ctx->variant->param[0] == VARIANT_RING)
 		sdc_ar_ring_run(w);
 	else
@@ -435,8 +435,8 @@ static void allreduce_run(struct sdc_worker *w)
 static void allreduce_gpu_lane(struct sdc_worker *w)
 {
 #if HAVE_MPI
-	snprintf(w->kernel, sizeof(w->kernel), "%s, rank %d of %d", w->ctx->variant->name, sdc_fleet.rank,
-		 sdc_fleet.size);
+	snprintf(w->kernel, sizeof(w->kernel), "%s, rank %d of %d", w->ctx->variant->name, sdc_mpi.rank,
+		 sdc_mpi.size);
 #endif
 	if (w->ctx->variant->param[0] == VARIANT_NCCL)
 		sdc_ar_nccl_run(w);

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "probes/allreduce/ring_check.h"
-#include "probe.h"
+#include "probe/probe.h"
 
 struct ar_shared {
 	int64_t n; /* floats */

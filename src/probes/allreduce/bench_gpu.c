@@ -12,15 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
+#include "probe/bench_race.h"
 #include "base/rng.h"
-#include "command.h"
-#include "facts.h"
-#include "gpu.h"
+#include "probe/command.h"
+#include "run/facts.h"
+#include "device/gpu.h"
+#include "mpi/gpu_ranks.h"
 #include "probes/allreduce/gpu_ops.h"
 #include "kernels/crc32c.h"
 #include "probes/allreduce/ring_check.h"
-#include "probe.h"
+#include "probe/probe.h"
 
 struct hop_opts {
 	int64_t max_bytes;

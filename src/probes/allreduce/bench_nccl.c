@@ -14,14 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
-#include "command.h"
-#include "facts.h"
-#include "fleet.h"
-#include "gpu.h"
+#include "probe/bench_race.h"
+#include "probe/command.h"
+#include "run/facts.h"
+#include "mpi/transport.h"
+#include "device/gpu.h"
+#include "mpi/gpu_ranks.h"
 #include "probes/allreduce/gpu_ops.h"
 #include "probes/allreduce/ring_hd.h"
-#include "probe.h"
+#include "probe/probe.h"
 #include "probes/allreduce/allreduce.h"
 
 struct nccl_bench_opts {
@@ -46,15 +47,15 @@ static const struct sdc_option nccl_bench_options[] = {
  * that did not answer. */
 static int ranks_mean(double *x)
 {
-	double *all = malloc(sizeof(double) * (size_t)sdc_fleet.size);
-	if (!all || sdc_fleet_allgather(x, (int)sizeof(*x), all, 120)) {
+	double *all = malloc(sizeof(double) * (size_t)sdc_mpi.size);
+	if (!all || sdc_mpi_allgather(x, (int)sizeof(*x), all, 120)) {
 		free(all);
 		return -1;
 	}
 	double s = 0;
-	for (int r = 0; r < sdc_fleet.size; r++)
+	for (int r = 0; r < sdc_mpi.size; r++)
 		s += all[r];
-	*x = s / sdc_fleet.size;
+	*x = s / sdc_mpi.size;
 	free(all);
 	return 0;
 }
@@ -63,7 +64,7 @@ static int ranks_mean(double *x)
 static bool all_ok(bool ok)
 {
 	uint64_t bad = !ok;
-	return !sdc_fleet_sum_u64(&bad, 120) && !bad;
+	return !sdc_mpi_sum_u64(&bad, 120) && !bad;
 }
 
 /* A communicator of the ranks for n floats on the path algo/proto: 0; 1 when NCCL refused it on
@@ -74,11 +75,11 @@ static int open_comm(const struct sdc_gpu_module *m, const struct sdc_device *gp
 	uint8_t id[SDC_GPU_NCCL_ID_BYTES];
 	bool late = false;
 	*c = NULL;
-	if (!all_ok(!sdc_gpu_nccl_fleet_id(id, 120, &late, err, errlen))) {
-		sdc_error("bench nccl: rank %d: %s", sdc_fleet.rank, err[0] ? err : "another rank failed");
+	if (!all_ok(!sdc_mpi_nccl_id(id, 120, &late, err, errlen))) {
+		sdc_error("bench nccl: rank %d: %s", sdc_mpi.rank, err[0] ? err : "another rank failed");
 		return -1;
 	}
-	*c = sdc_gpu_nccl_init(id, sdc_fleet.size, sdc_fleet.rank, 1, &gpu->gpu.index, algo, proto, n, 120, err, errlen);
+	*c = sdc_gpu_nccl_init(id, sdc_mpi.size, sdc_mpi.rank, 1, &gpu->gpu.index, algo, proto, n, 120, err, errlen);
 	if (all_ok(*c != NULL))
 		return 0;
 	if (*c)
@@ -86,7 +87,7 @@ static int open_comm(const struct sdc_gpu_module *m, const struct sdc_device *gp
 	*c = NULL;
 	if (*algo)
 		return 1; /* a path NCCL does not offer here */
-	sdc_error("bench nccl: rank %d: %s", sdc_fleet.rank, err[0] ? err : "another rank's communicator failed");
+	sdc_error("bench nccl: rank %d: %s", sdc_mpi.rank, err[0] ? err : "another rank's communicator failed");
 	return -1;
 }
 
@@ -285,12 +286,12 @@ static int bench_end(struct nccl_bench *b, struct sdc_cmd *cmd)
 static int nccl_bench_main(struct sdc_cmd *cmd)
 {
 	const struct nccl_bench_opts *o = cmd->opts;
-	if (!sdc_fleet.active || sdc_fleet.size < 2)
+	if (!sdc_mpi.active || sdc_mpi.size < 2)
 		return sdc_cli_bad(&cmd->cli, "needs mpirun (or srun) with 2 or more ranks, one a GPU");
 	if (o->min_bytes > o->max_bytes)
 		return sdc_cli_bad(&cmd->cli, "--min-bytes %" PRId64 " is above --max-bytes %" PRId64, o->min_bytes,
 				   o->max_bytes);
-	struct nccl_bench b = { .o = o, .P = sdc_fleet.size, .me = sdc_fleet.rank, .met = true, .clean = true };
+	struct nccl_bench b = { .o = o, .P = sdc_mpi.size, .me = sdc_mpi.rank, .met = true, .clean = true };
 	struct sdc_run run;
 	if (sdc_cli_bench_start(cmd, &run))
 		return sdc_cli_unknown(&cmd->cli);

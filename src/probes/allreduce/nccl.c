@@ -31,9 +31,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "facts.h"
-#include "fleet.h"
-#include "gpu.h"
+#include "run/facts.h"
+#include "mpi/transport.h"
+#include "device/gpu.h"
+#include "mpi/gpu_ranks.h"
 #include "probes/allreduce/gpu_ops.h"
 #include "probes/allreduce/ring_hd.h"
 #include "probes/allreduce/allreduce.h"
@@ -80,7 +81,7 @@ struct nc_run {
 	int ordinal[MAX_MEMBERS];     /* their CUDA devices */
 	bool *live;                   /* the ranks still answering (under mpirun) */
 	struct nc_word *all;          /* every member's word of the last step */
-	struct sdc_fleet_part *send, *recv; /* the ranks' exchange of words (under mpirun) */
+	struct sdc_mpi_part *send, *recv; /* the ranks' exchange of words (under mpirun) */
 	bool *was;                    /* live before the exchange */
 	struct sdc_gpu_comm *comm[NPATHS];
 	struct sdc_facts *paths;      /* per path: the collectives' bandwidth, or why NCCL refused it */
@@ -91,8 +92,8 @@ struct nc_run {
 static void word_parts(struct nc_run *r, struct nc_word *word)
 {
 	for (int p = 0; p < r->P; p++) {
-		r->send[p] = (struct sdc_fleet_part){ word, sizeof(*word) };
-		r->recv[p] = (struct sdc_fleet_part){ &r->all[p], sizeof(r->all[p]) };
+		r->send[p] = (struct sdc_mpi_part){ word, sizeof(*word) };
+		r->recv[p] = (struct sdc_mpi_part){ &r->all[p], sizeof(r->all[p]) };
 	}
 }
 
@@ -120,17 +121,17 @@ static int agree(struct nc_run *r, struct nc_word *mine, const char *what)
 		if (mine[i].status == 2)
 			mine[i].gpu_ok = r->m->ping(r->ordinal[i], PING_S, err, sizeof(err)) == 0;
 	if (!r->sh->local) {
-		const int P = r->P, me = sdc_fleet.rank;
+		const int P = r->P, me = sdc_mpi.rank;
 		word_parts(r, &mine[0]);
 		r->all[me] = mine[0];
 		memcpy(r->was, r->live, (size_t)P * sizeof(bool));
-		const int gone = sdc_fleet_alltoall(r->send, r->recv, r->live, NC_TAG,
+		const int gone = sdc_mpi_alltoall(r->send, r->recv, r->live, NC_TAG,
 						   r->sh->timeout + PING_S + AGREE_MARGIN_S);
 		int rc = 0, left = -1;
 		for (int p = 0; p < P; p++)
 			if (r->was[p] && !r->live[p]) {
 				rc = -1;
-				if (sdc_fleet_left(p))
+				if (sdc_mpi_left(p))
 					left = left < 0 ? p : left;
 				else
 					sdc_ar_unresponsive(r->w, p, what);
@@ -143,11 +144,11 @@ static int agree(struct nc_run *r, struct nc_word *mine, const char *what)
 			/* A rank that gave up on a lost peer left (its word for this step may have reached
 			 * some members and not others, who then wait in the next step): it tells them, so
 			 * they stop at once and do not name it. */
-			sdc_fleet_leave(r->live);
+			sdc_mpi_leave(r->live);
 			if (left >= 0 && !r->w->failed) {
 				r->w->failed = true;
 				snprintf(r->w->error, sizeof(r->w->error), "rank %d (%s) stopped in %s: it lost a peer", left,
-					 sdc_fleet_host(left), what);
+					 sdc_mpi_host(left), what);
 			}
 			return -1;
 		}
@@ -208,14 +209,14 @@ static int agree(struct nc_run *r, struct nc_word *mine, const char *what)
 static void die_in_exchange_if_due(struct nc_run *r, uint64_t it, struct nc_word mine)
 {
 	struct sdc_fault k;
-	const int me = sdc_fleet.rank;
+	const int me = sdc_mpi.rank;
 	if (r->sh->local || !sdc_worker_faults(r->w, "K", it, &k, 1) || (k.row >= 0 ? k.row : 0) != me)
 		return;
 	sdc_worker_fault_applied(r->w, &k, "K", it, me, -1, -1, "", "");
 	for (int p = 0; p < r->P; p++)
 		r->was[p] = p < me; /* the ranks this word reaches */
 	word_parts(r, &mine);
-	sdc_fleet_alltoall(r->send, r->recv, r->was, NC_TAG, 1);
+	sdc_mpi_alltoall(r->send, r->recv, r->was, NC_TAG, 1);
 	raise(SIGKILL);
 }
 
@@ -247,7 +248,7 @@ static int unique_id(struct nc_run *r, uint8_t *id)
 	char why[256];
 	bool late = false;
 	if (r->sh->local ? !r->m->nccl_unique_id(id, why, sizeof(why))
-			 : !sdc_gpu_nccl_fleet_id(id, r->sh->timeout, &late, why, sizeof(why)))
+			 : !sdc_mpi_nccl_id(id, r->sh->timeout, &late, why, sizeof(why)))
 		return 0;
 	if (late)
 		sdc_ar_unresponsive(r->w, -1, "the exchange of NCCL's unique id");
@@ -380,7 +381,7 @@ static int nc_start(struct nc_run *r, struct sdc_worker *w, uint32_t mask)
 			return -1;
 		}
 	} else {
-		r->P = sdc_fleet.size, r->nmem = 1, r->first = sdc_fleet.rank;
+		r->P = sdc_mpi.size, r->nmem = 1, r->first = sdc_mpi.rank;
 		r->ordinal[0] = w->dev->gpu.index;
 	}
 	r->live = malloc((size_t)r->P * sizeof(bool));
@@ -398,7 +399,7 @@ static int nc_start(struct nc_run *r, struct sdc_worker *w, uint32_t mask)
 	for (int p = 0; p < r->P; p++)
 		r->live[p] = true;
 	snprintf(w->kernel, sizeof(w->kernel), "nccl %s, %s %d of %d", r->version, sh->local ? "GPUs" : "rank",
-		 sh->local ? r->P : sdc_fleet.rank, r->P);
+		 sh->local ? r->P : sdc_mpi.rank, r->P);
 	if (sh->local) {
 		for (int d = 0, i = 0; d < run->ndevices && i < r->P; d++)
 			if (run->devices[d].kind == SDC_DEVICE_GPU)
@@ -406,7 +407,7 @@ static int nc_start(struct nc_run *r, struct sdc_worker *w, uint32_t mask)
 	} else {
 		char mine[24] = "";
 		sdc_strlcpy(mine, w->dev->gpu.pci_bus_id, sizeof(mine));
-		if (sdc_fleet_allgather(mine, (int)sizeof(mine), sh->member_bus, sh->timeout)) {
+		if (sdc_mpi_allgather(mine, (int)sizeof(mine), sh->member_bus, sh->timeout)) {
 			sdc_ar_unresponsive(w, -1, "the exchange of the ranks' GPUs");
 			return -1;
 		}
@@ -415,10 +416,10 @@ static int nc_start(struct nc_run *r, struct sdc_worker *w, uint32_t mask)
 		for (int p = 0; p < r->P; p++)
 			for (int q = 0; q < p; q++)
 				if (!strcmp(sh->member_bus[p], sh->member_bus[q]) &&
-				    !strcmp(sdc_fleet_host(p), sdc_fleet_host(q))) {
+				    !strcmp(sdc_mpi_host(p), sdc_mpi_host(q))) {
 					sdc_worker_error(w, "ranks %d and %d share GPU %s on %s: NCCL takes one rank a GPU "
 							    "(start at most as many ranks a host as it has GPUs)",
-							 q, p, sh->member_bus[p], sdc_fleet_host(p));
+							 q, p, sh->member_bus[p], sdc_mpi_host(p));
 					return -1;
 				}
 	}

@@ -10,15 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fleet.h"
+#include "mpi/transport.h"
 #include "kernels/crc32c.h"
 #include "probes/allreduce/allreduce.h"
 #include "probes/allreduce/ring_check.h"
 #include "probes/allreduce/ring_hd.h"
-#include "bench.h"
-#include "command.h"
-#include "probe.h"
-#include "fatal.h"
+#include "probe/bench_race.h"
+#include "probe/command.h"
+#include "probe/probe.h"
+#include "inject/fatal.h"
 #include "sdc_config.h"
 
 #if HAVE_MPI
@@ -61,13 +61,13 @@ static void due_faults(struct sdc_worker *w, uint64_t it, struct ar_faults *af)
 	}
 }
 
-/* X: this rank's MPI library stops returning from here on (fleet.c stalls its exchanges). */
+/* X: this rank's MPI library stops returning from here on (mpi/transport.c stalls its exchanges). */
 static void stall_if_due(struct sdc_worker *w, uint64_t it)
 {
 	struct sdc_fault x;
-	if (sdc_worker_faults(w, "X", it, &x, 1) && (x.row >= 0 ? x.row : 0) == sdc_fleet.rank) {
+	if (sdc_worker_faults(w, "X", it, &x, 1) && (x.row >= 0 ? x.row : 0) == sdc_mpi.rank) {
 		sdc_worker_fault_applied(w, &x, "X", it, x.row, -1, -1, "", "");
-		sdc_fleet_stall();
+		sdc_mpi_stall();
 	}
 }
 
@@ -195,9 +195,9 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, const st
 			float *const dst = phase == 0 && s < P - 2 ? (float *)bufs->sums : out + recv_c * cn;
 			/* reduce-scatter adds what arrives to its own chunk; all-gather takes it in place */
 			uint8_t *const into = phase == 0 ? recvb : (uint8_t *)dst;
-			const struct sdc_fleet_part sp[2] = { { hdr, 12 }, { payload, (int)cb } },
+			const struct sdc_mpi_part sp[2] = { { hdr, 12 }, { payload, (int)cb } },
 						    rp[2] = { { rhdr, 12 }, { into, (int)cb } };
-			if (sdc_fleet_exchange(sp, 2, next, rp, 2, prev, 100 + phase * 64 + s, sh->timeout, &late)) {
+			if (sdc_mpi_exchange(sp, 2, next, rp, 2, prev, 100 + phase * 64 + s, sh->timeout, &late)) {
 				sdc_ar_unresponsive(w, late, what);
 				return -1;
 			}
@@ -242,7 +242,7 @@ static int ring_once(struct sdc_worker *w, const float *in, float *out, const st
 void sdc_ar_ring_run(struct sdc_worker *w)
 {
 	const struct ar_shared *sh = w->ctx->shared;
-	const int P = sdc_fleet.size;
+	const int P = sdc_mpi.size;
 	const size_t cb = (size_t)(sh->n / P) * 4;
 	float *buf = malloc((size_t)sh->n * 4), *out = malloc((size_t)sh->n * 4);
 	int8_t *f = malloc((size_t)sh->n), *gt = malloc((size_t)sh->n);
@@ -269,11 +269,11 @@ void sdc_ar_ring_run(struct sdc_worker *w)
 		stall_if_due(w, it);
 		sdc_worker_fatal_faults(w, it, buf);
 		sdc_ring_terms(sh->n, it, f, gt);
-		sdc_ring_values(buf, sh->n, sdc_fleet.rank, f, gt);
+		sdc_ring_values(buf, sh->n, sdc_mpi.rank, f, gt);
 		for (int k = 0; k < 3; k++) {
 			for (int r = 0; r < P; r++)
 				g[k].where[g[k].order[r]] = r;
-			g[k].pos = g[k].where[sdc_fleet.rank];
+			g[k].pos = g[k].where[sdc_mpi.rank];
 			if (ring_once(w, buf, out, &rb, f, gt, &g[k], it, names[k], k == 0 ? &faults : NULL) < 0)
 				goto out;
 		}
@@ -292,9 +292,9 @@ static int bench_main(struct sdc_cmd *cmd)
 	const struct bench_opts *o = cmd->opts;
 	const int64_t max_bytes = o->max_bytes;
 	const int reps = (int)o->reps;
-	if (!sdc_fleet.active || sdc_fleet.size < 2)
+	if (!sdc_mpi.active || sdc_mpi.size < 2)
 		return sdc_cli_bad(&cmd->cli, "needs mpirun (or srun) with 2 or more ranks");
-	const int P = sdc_fleet.size;
+	const int P = sdc_mpi.size;
 	MPI_Comm comm = *(MPI_Comm *)sdc_fleet_comm();
 	struct sdc_run run;
 	if (sdc_run_init(&run))
@@ -315,8 +315,8 @@ static int bench_main(struct sdc_cmd *cmd)
 	}
 	for (int r = 0; r < P; r++)
 		g.order[r] = r, g.where[r] = r;
-	g.pos = sdc_fleet.rank;
-	if (sdc_fleet.rank == 0)
+	g.pos = sdc_mpi.rank;
+	if (sdc_mpi.rank == 0)
 		printf("sdcscan bench allreduce: %d ranks; per size one untimed warm-up of each, then %d turns in which\n"
 		       "each runs a batch of all-reduces between barriers (who goes first alternates); median time per\n"
 		       "all-reduce; busbw = bytes / time x 2(n-1)/n (nccl-tests); ring/mpi is the median of the turns'\n"
@@ -334,7 +334,7 @@ static int bench_main(struct sdc_cmd *cmd)
 		/* the data and the terms every check uses are made before any clock starts; both run out of
 		 * place, so every all-reduce of a batch starts from the same data */
 		sdc_ring_terms(sh.n, (uint64_t)bytes, f, gt);
-		sdc_ring_values(buf, sh.n, sdc_fleet.rank, f, gt);
+		sdc_ring_values(buf, sh.n, sdc_mpi.rank, f, gt);
 		double tr[100], tm[100], ratio[100];
 		for (int k = -1; k < reps && !rc; k++) {
 			const int nb = k < 0 ? 1 : batch;
@@ -359,14 +359,14 @@ static int bench_main(struct sdc_cmd *cmd)
 			ratio[k] = tm[k] / tr[k];
 		const double b = (double)sh.n * 4, fb = 2.0 * (P - 1) / P;
 		const double r_alg = b / sdc_median(tr, reps) / 1e9, m_alg = b / sdc_median(tm, reps) / 1e9;
-		if (sdc_fleet.rank == 0 && !rc)
+		if (sdc_mpi.rank == 0 && !rc)
 			printf("%11.0f  %5d  %10.3f  %10.3f  %10.3f  %10.3f   %13.1f%%\n", b, batch, r_alg, r_alg * fb, m_alg,
 			       m_alg * fb, 100 * sdc_median(ratio, reps));
 		fflush(stdout);
 	}
 	if (rc)
 		fprintf(stderr, "sdcscan bench allreduce: rank %d saw corruption or a dead peer during the benchmark\n",
-			sdc_fleet.rank);
+			sdc_mpi.rank);
 	free(buf), free(out), free(f), free(gt), free(g.order), free(g.where);
 	ring_bufs_free(&rb);
 	sdc_run_release(&run);

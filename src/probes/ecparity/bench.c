@@ -21,11 +21,11 @@
 #include <string.h>
 
 #include "base/rng.h"
-#include "command.h"
-#include "facts.h"
+#include "probe/command.h"
+#include "run/facts.h"
 #include "kernels/crc32c.h"
 #include "probes/ecparity/parity.h"
-#include "probe.h"
+#include "probe/probe.h"
 #include "probes/ecparity/ecparity.h"
 
 struct bench_opts {

@@ -27,8 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fleet.h"
-#include "probe.h"
+#include "mpi/transport.h"
+#include "probe/probe.h"
 #include "probes/ecparity/ecparity.h"
 #include "probes/ecparity/host.h"
 
@@ -96,7 +96,7 @@ static int ec_variants(const void *opts, struct sdc_variant *out, int max)
 	out->numerics = SDC_NUMERICS_EXACT;
 	out->devices = 1u << SDC_DEVICE_CPU;
 	/* under mpirun the servers are the ranks (one worker each); on one host, its CPUs */
-	out->per_rank = sdc_fleet.active && sdc_fleet.size > 1;
+	out->per_rank = sdc_mpi.active && sdc_mpi.size > 1;
 	out->world_dependent = out->per_rank;
 	out->cross_report = !out->per_rank; /* (a server's finding is filed at its owner's device) */
 	snprintf(out->name, sizeof(out->name), "adagrad-d%d%s", (int)o->dim, out->per_rank ? "-ranks" : "");

@@ -9,7 +9,7 @@
  *   host_round.c    a round as a sequence of steps between barriers, and the run's end
  * Each worker runs servers index, index + T, ... (one each with two CPUs or more).
  *
- * The workers are processes of their own, forked after setup (probe.h), so all of this state that
+ * The workers are processes of their own, forked after setup (probe/probe.h), so all of this state that
  * a worker writes lives in mappings setup made with sdc_shared_alloc, its pointers the same in
  * every worker; no process-shared condition variable (a waiter that dies in one leaves glibc's
  * broadcasts waiting for it for good, glibc 2.36 at least): the waits sleep on futexes, 50 ms at
@@ -24,9 +24,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "inject.h"
+#include "run/inject.h"
 #include "probes/ecparity/parity.h"
-#include "probe.h"
+#include "probe/probe.h"
 #include "probes/ecparity/ecparity.h"
 
 #define SDC_EC_HOST_MAX_BREAKS 64

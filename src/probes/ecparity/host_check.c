@@ -11,9 +11,9 @@
 #include <time.h>
 
 #include "base/digest.h"
-#include "facts.h"
+#include "run/facts.h"
 #include "probes/ecparity/host.h"
-#include "stop.h"
+#include "base/stop.h"
 
 /* The lost server's state after the rounds up to the loss's, replayed from the seed. */
 void *sdc_ec_host_replay_pass(void *arg)

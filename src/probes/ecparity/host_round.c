@@ -12,7 +12,7 @@
  *   reencode       the parities that broke recomputed
  *   close          the round's findings cleared; a rebuild started for a server lost this round
  */
-#include "fatal.h"
+#include "inject/fatal.h"
 #include "probes/ecparity/host.h"
 
 static void step_train(struct sdc_worker *w, struct sdc_ec_host *sh, uint64_t round)

@@ -12,7 +12,7 @@
  * is its own.
  *
  * A lost rank (killed, stuck, or taken away by --inject ...:L) is found by the deadline of an
- * exchange (option timeout) or by a notice from a rank that found it (fleet.h); the ranks agree on
+ * exchange (option timeout) or by a notice from a rank that found it (mpi/transport.h); the ranks agree on
  * it, and then, while the rest keep their state:
  *   - every holder takes back what it applied this round from the lost rank's servers, so the
  *     parities are those of the lost servers' state at the end of the last round (a consistent cut
@@ -24,7 +24,7 @@
  *     the others wait for one exchange and a sum, not for a replay that grows with the rounds;
  *   - the parities it held are recomputed from their members on its new rank, and its training
  *     of this round is done again there: the run goes on with every server.
- * Exchanges are all-to-all among the live ranks (sdc_fleet_alltoall), each with a tag of its own
+ * Exchanges are all-to-all among the live ranks (sdc_mpi_alltoall), each with a tag of its own
  * phase; the order of every buffer is one both sides enumerate from the layout, so no indices
  * travel. The ranks' agreement is a loop of exchanges of what each has seen lost, until every
  * view is the same; a rank lost during the agreement itself can leave the others apart (each
@@ -37,7 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fatal.h"
+#include "inject/fatal.h"
 #include "probes/ecparity/ranks.h"
 
 /* The list of the servers held here, after host[] or srv[] changed. */
@@ -74,13 +74,13 @@ void sdc_ec_rk_server_free(struct sdc_ec_rk_server *v)
 int sdc_ec_ranks_setup(struct sdc_probe_ctx *ctx)
 {
 	const struct sdc_ec_opts *o = ctx->opts;
-	const int S = sdc_fleet.size;
+	const int S = sdc_mpi.size;
 	const struct sdc_ec_layout l = { .servers = S, .k = o->k ? (int)o->k : sdc_ec_auto_k(S), .rows = (int)o->rows,
 					 .words = (int)o->dim + 1 };
 	char why[256];
 	if (sdc_ec_layout_check(&l, why, sizeof(why)))
 		return sdc_ctx_error(ctx, "%s", why);
-	sdc_fleet.timeout = o->timeout; /* the gather at the end waits no longer than the probe's waits */
+	sdc_mpi.timeout = o->timeout; /* the gather at the end waits no longer than the probe's waits */
 	sdc_strlcpy(ctx->rate_unit, "Mupd/s", sizeof(ctx->rate_unit));
 	sdc_strlcpy(ctx->iter_unit, "rounds", sizeof(ctx->iter_unit));
 	ctx->rate_scale = 1e6;
@@ -104,8 +104,8 @@ static int rk_init(struct sdc_ec_rk *k, struct sdc_worker *w)
 {
 	const struct sdc_ec_opts *o = w->ctx->opts;
 	k->w = w;
-	k->P = k->S = sdc_fleet.size;
-	k->me = sdc_fleet.rank;
+	k->P = k->S = sdc_mpi.size;
+	k->me = sdc_mpi.rank;
 	k->rc.D = -1;
 	k->x.timeout = o->timeout;
 	k->l = (struct sdc_ec_layout){ .servers = k->S, .k = o->k ? (int)o->k : sdc_ec_auto_k(k->S), .rows = (int)o->rows,
@@ -146,7 +146,7 @@ static int build_parities(struct sdc_ec_rk *k)
 		if (!k->x.live[p]) {
 			sdc_worker_error(k->w, "rank %d (%s) was lost before the parities were built: its server cannot be "
 					       "rebuilt",
-					 p, sdc_fleet_host(p));
+					 p, sdc_mpi_host(p));
 			return -1;
 		}
 	}

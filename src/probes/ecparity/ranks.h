@@ -17,9 +17,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "fleet.h"
+#include "mpi/transport.h"
 #include "probes/ecparity/parity.h"
-#include "probe.h"
+#include "probe/probe.h"
 #include "probes/ecparity/ecparity.h"
 
 #define SDC_EC_RK_MAX_BREAKS 64
@@ -74,7 +74,7 @@ struct sdc_ec_rk_exchange {
 	size_t *nout, *outcap, *incap;
 	size_t *got;           /* per rank: words that arrived in this exchange */
 	size_t *cursor;        /* per rank: words of in[] read so far */
-	struct sdc_fleet_part *sp, *rp;
+	struct sdc_mpi_part *sp, *rp;
 	bool cut_off;          /* the others took this rank as lost */
 };
 

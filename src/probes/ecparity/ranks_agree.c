@@ -131,7 +131,7 @@ bool sdc_ec_rk_taken_away(struct sdc_ec_rk *k, uint64_t round)
 		k->at.srv[s] = NULL;
 	}
 	sdc_ec_rk_hosts_changed(k);
-	sdc_fleet_leave(k->x.live);
+	sdc_mpi_leave(k->x.live);
 	sdc_note("ecparity: rank %d leaves the job at round %" PRIu64 " (--inject L): its servers are rebuilt elsewhere",
 		 k->me, round);
 	return true;

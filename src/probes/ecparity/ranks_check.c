@@ -11,9 +11,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "facts.h"
+#include "run/facts.h"
 #include "probes/ecparity/ranks.h"
-#include "stop.h"
+#include "base/stop.h"
 
 /* A step of a rebuilt server's replay: on until the run's end stops it. */
 static bool replay_tick(void *arg)

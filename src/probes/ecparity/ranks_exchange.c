@@ -1,5 +1,5 @@
 /*
- * ecparity across ranks: the exchanges, all-to-all among the live ranks (sdc_fleet_alltoall), each
+ * ecparity across ranks: the exchanges, all-to-all among the live ranks (sdc_mpi_alltoall), each
  * with a tag of its own phase; what a rank sends is put in out[p], what came read from in[p] with
  * a cursor, never past what arrived. The difference messages (struct sdc_ec_msg) read from them:
  * checked (CRC32C, then addressed to a server held here), applied to the held parities and logged
@@ -63,14 +63,14 @@ int sdc_ec_rk_exchange(struct sdc_ec_rk *k, int tag, const size_t *cap)
 		if (sdc_ec_rk_grow(&k->x.in[p], &k->x.incap[p], cap[p] ? cap[p] : 1))
 			return sdc_worker_error(k->w, "out of memory for the messages"), -1;
 		k->x.cursor[p] = 0;
-		k->x.sp[p] = (struct sdc_fleet_part){ k->x.out[p], (int)(k->x.nout[p] * 4) };
-		k->x.rp[p] = (struct sdc_fleet_part){ k->x.in[p], (int)(cap[p] * 4) };
+		k->x.sp[p] = (struct sdc_mpi_part){ k->x.out[p], (int)(k->x.nout[p] * 4) };
+		k->x.rp[p] = (struct sdc_mpi_part){ k->x.in[p], (int)(cap[p] * 4) };
 	}
 	/* what this rank sends itself goes through the same reading as a peer's */
 	const size_t self = k->x.nout[k->me] < cap[k->me] ? k->x.nout[k->me] : cap[k->me];
 	if (self) /* (an empty buffer may be NULL, which memcpy may not be given even for 0 bytes) */
 		memcpy(k->x.in[k->me], k->x.out[k->me], self * 4);
-	const int n = sdc_fleet_alltoall(k->x.sp, k->x.rp, k->x.live, tag, k->x.timeout);
+	const int n = sdc_mpi_alltoall(k->x.sp, k->x.rp, k->x.live, tag, k->x.timeout);
 	for (int p = 0; p < k->P; p++)
 		k->x.got[p] = p == k->me ? self : k->x.live[p] ? (size_t)k->x.rp[p].bytes / 4 : 0;
 	if (n < 0) {
@@ -132,7 +132,7 @@ int sdc_ec_rk_read_messages(struct sdc_ec_rk *k, int p, uint64_t round, bool res
 		const uint32_t *v = sdc_ec_rk_take(k, p, sdc_ec_rk_record(k));
 		if (!v)
 			return sdc_worker_error(k->w, "rank %d (%s) said it sent %zu messages and sent fewer: refused", p,
-						sdc_fleet_host(p), count),
+						sdc_mpi_host(p), count),
 			       -1;
 		struct sdc_ec_msg m;
 		memcpy(&m, v, sdc_ec_rk_record(k) * 4);
@@ -144,7 +144,7 @@ int sdc_ec_rk_read_messages(struct sdc_ec_rk *k, int p, uint64_t round, bool res
 				snprintf(e.detail, sizeof(e.detail),
 					 "a difference from rank %d (%s) failed its CRC32C twice, sent and sent again: the link "
 					 "to rank %d changes it; its parity is recomputed from the members",
-					 p, sdc_fleet_host(p), k->me);
+					 p, sdc_mpi_host(p), k->me);
 				sdc_ec_rk_report_event(k, round, &e);
 			} else if (k->msg.npend < SDC_EC_RK_MAX_PENDING)
 				k->msg.pend[k->msg.npend++] = (struct sdc_ec_rk_pending){ .m = m, .rank = p };
@@ -153,7 +153,7 @@ int sdc_ec_rk_read_messages(struct sdc_ec_rk *k, int p, uint64_t round, bool res
 		if (!addressed_here(k, &m, p))
 			return sdc_worker_error(k->w, "rank %d (%s) sent a message with a good CRC32C for server %u's entry %u "
 						      "that is not for this rank: the ranks disagree on the layout",
-						p, sdc_fleet_host(p), m.from, m.row),
+						p, sdc_mpi_host(p), m.from, m.row),
 			       -1;
 		if (resend) {
 			/* the sender's copy names what changed on the way */
@@ -170,7 +170,7 @@ int sdc_ec_rk_read_messages(struct sdc_ec_rk *k, int p, uint64_t round, bool res
 				snprintf(e.detail, sizeof(e.detail),
 					 "a difference of server %u's entry %u failed its CRC32C from rank %d (%.20s) to rank %d: "
 					 "the link (memory or transport) changed it; applied as sent again",
-					 m.from, m.row, p, sdc_fleet_host(p), k->me);
+					 m.from, m.row, p, sdc_mpi_host(p), k->me);
 				sdc_ec_rk_report_event(k, round, &e);
 				q->rank = -1;
 			}
@@ -216,7 +216,7 @@ int sdc_ec_rk_resend_round(struct sdc_ec_rk *k, uint64_t round)
 			const struct sdc_ec_rk_server *v = q && q[0] < (uint32_t)k->S ? k->at.srv[q[0]] : NULL;
 			if (!v || q[1] >= v->nout) {
 				sdc_worker_error(k->w, "rank %d (%s) asked again for a message this rank did not send", p,
-						 sdc_fleet_host(p));
+						 sdc_mpi_host(p));
 				rc = -1;
 				break;
 			}

@@ -194,7 +194,7 @@ int sdc_ec_rk_rb_take(struct sdc_ec_rk *k, int j0, int j1)
 			const uint32_t *e = k->x.live[p] ? sdc_ec_rk_take(k, p, words) : NULL;
 			if (!e && k->x.live[p])
 				return sdc_worker_error(k->w, "rank %d (%s) sent less than its part of server %d's rebuild: refused",
-							p, sdc_fleet_host(p), b->D),
+							p, sdc_mpi_host(p), b->D),
 				       -1;
 			if (!e) {
 				b->lost_with = p;
@@ -229,7 +229,7 @@ int sdc_ec_rk_rb_install(struct sdc_ec_rk *k, uint64_t round)
 	if (b->lost_with >= 0)
 		return sdc_worker_error(k->w, "server %d cannot be rebuilt: rank %d (%s), which held a part of it, was lost "
 					      "during its rebuild (a parity rebuilds one lost server at a time)",
-					D, b->lost_with, sdc_fleet_host(b->lost_with)),
+					D, b->lost_with, sdc_mpi_host(b->lost_with)),
 		       -1;
 	k->at.done[D] = b->rounds;
 	if (k->at.host[D] != k->me)

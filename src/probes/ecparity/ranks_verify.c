@@ -220,7 +220,7 @@ int sdc_ec_rk_share_breaks(struct sdc_ec_rk *k)
 		if (!n)
 			continue;
 		if (n[0] > SDC_EC_RK_MAX_BREAKS || n[1] > SDC_EC_RK_MAX_BREAKS) {
-			sdc_worker_error(k->w, "rank %d (%s) sent %u and %u breaks, more than %d: refused", p, sdc_fleet_host(p),
+			sdc_worker_error(k->w, "rank %d (%s) sent %u and %u breaks, more than %d: refused", p, sdc_mpi_host(p),
 					 n[0], n[1], SDC_EC_RK_MAX_BREAKS);
 			goto out;
 		}
@@ -233,7 +233,7 @@ int sdc_ec_rk_share_breaks(struct sdc_ec_rk *k)
 			memcpy(&x, b, 16);
 			if (x.row < 0 || x.row >= (i < ns ? k->l.rows : k->S) || x.word < 0 || x.word >= k->l.words ||
 			    (i < ns && (x.chunk < 0 || x.chunk >= sdc_ec_chunks(&k->l)))) {
-				sdc_worker_error(k->w, "rank %d (%s) sent a break outside the layout: refused", p, sdc_fleet_host(p));
+				sdc_worker_error(k->w, "rank %d (%s) sent a break outside the layout: refused", p, sdc_mpi_host(p));
 				goto out;
 			}
 			if (i < ns)

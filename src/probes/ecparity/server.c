@@ -6,9 +6,9 @@
 
 #include "base/rng.h"
 
-#include "fleet.h"
-#include "inject.h"
-#include "probe.h"
+#include "mpi/transport.h"
+#include "run/inject.h"
+#include "probe/probe.h"
 #include "probes/ecparity/ecparity.h"
 
 /* A stripe break and a column break that can be one word's: the same word and amount, and the
@@ -176,13 +176,13 @@ void sdc_ec_flip(struct sdc_worker *w, const struct sdc_fault *f, const char *ta
 int sdc_ec_faults(struct sdc_worker *w, int rank, const char *target, uint64_t round, struct sdc_fault *out, int max)
 {
 	const int n = sdc_worker_faults_of_rank(w, rank, target, round, out, max);
-	if (!w->ctx->variant->per_rank || sdc_fleet.size < 2)
+	if (!w->ctx->variant->per_rank || sdc_mpi.size < 2)
 		return n;
 	int m = 0;
 	for (int i = 0; i < n; i++) {
 		const struct sdc_inject_spec *s = &w->ctx->run->inject[out[i].spec];
 		const struct sdc_rng r = sdc_rng_make(w->ctx->seed, SDC_RNG_PROBE_INJECT, (unsigned)out[i].spec, 0, 3);
-		if (s->rank >= 0 || (int)sdc_rng_below(&r, round, (uint64_t)sdc_fleet.size) == rank)
+		if (s->rank >= 0 || (int)sdc_rng_below(&r, round, (uint64_t)sdc_mpi.size) == rank)
 			out[m++] = out[i];
 	}
 	return m;
@@ -195,7 +195,7 @@ void sdc_ec_rest_faults(struct sdc_worker *w, const struct sdc_ec_layout *l, uin
 	const int d = l->words - 1;
 	for (int t = 0; t < 2; t++) {
 		struct sdc_fault f[4];
-		const int n = sdc_ec_faults(w, sdc_fleet.rank, targets[t], round, f, 4);
+		const int n = sdc_ec_faults(w, sdc_mpi.rank, targets[t], round, f, 4);
 		for (int i = 0; i < n; i++) {
 			int64_t row = f[i].row;
 			for (unsigned draw = 0; row < 0 && draw < 64; draw++) {

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
-#include "command.h"
-#include "run.h"
+#include "probe/bench_race.h"
+#include "probe/command.h"
+#include "run/record.h"
 #include "probes/embbag/embbag.h"
 #include "probes/embbag/abft.h"
 #include "base/util.h"

@@ -15,11 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
-#include "facts.h"
-#include "gpu.h"
+#include "probe/bench_race.h"
+#include "run/facts.h"
+#include "device/gpu.h"
+#include "mpi/gpu_ranks.h"
 #include "probes/embbag/gpu_ops.h"
-#include "run.h"
+#include "run/record.h"
 #include "probes/embbag/abft.h"
 #include "probes/embbag/embbag.h"
 #include "base/util.h"

@@ -13,12 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "campaign_html.h"
-#include "command.h"
-#include "facts.h"
+#include "inject/campaign_html.h"
+#include "probe/command.h"
+#include "run/facts.h"
 #include "probes/embbag/embbag.h"
-#include "parallel.h"
-#include "probe.h"
+#include "device/parallel.h"
+#include "probe/probe.h"
 #include "probes/embbag/abft.h"
 #include "base/util.h"
 

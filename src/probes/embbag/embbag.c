@@ -26,11 +26,11 @@
 #include <string.h>
 
 #include "base/digest.h"
-#include "gpu.h"
+#include "device/gpu.h"
 #include "probes/embbag/gpu_ops.h"
-#include "parallel.h"
-#include "probe.h"
-#include "fatal.h"
+#include "device/parallel.h"
+#include "probe/probe.h"
+#include "inject/fatal.h"
 #include "probes/embbag/abft.h"
 #include "probes/embbag/embbag.h"
 #include "probes/embbag/lane.h"
@@ -209,7 +209,7 @@ static int embbag_setup(struct sdc_probe_ctx *ctx)
 	if (o->table == TABLE_PER_CORE && copies > budget) {
 		embbag_teardown(ctx);
 		return sdc_ctx_error(ctx,
-				     "%d per-core tables of %" PRId64 " rows (%.2f GiB each) need %.2f GiB, more than half "
+				     "%d per-main tables of %" PRId64 " rows (%.2f GiB each) need %.2f GiB, more than half "
 				     "of the %.2f GiB available: lower embbag.rows or set embbag.table=shared",
 				     ctx->nworkers, o->rows, gib(bytes), gib(copies), gib(avail));
 	}

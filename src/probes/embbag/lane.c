@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "probe.h"
+#include "probe/probe.h"
 #include "probes/embbag/abft.h"
 #include "probes/embbag/lane.h"
 

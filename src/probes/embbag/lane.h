@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "probe.h"
+#include "probe/probe.h"
 #include "probes/embbag/abft.h"
 #include "probes/embbag/gpu_ops.h"
 

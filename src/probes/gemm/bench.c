@@ -16,9 +16,9 @@
 #include <string.h>
 
 #include "probes/gemm/calibration.h"
-#include "bench.h"
-#include "command.h"
-#include "run.h"
+#include "probe/bench_race.h"
+#include "probe/command.h"
+#include "run/record.h"
 #include "probes/gemm/dist.h"
 #include "probes/gemm/gemm.h"
 #include "kernels/gemm_float.h"

@@ -1,7 +1,7 @@
 /*
  * sdcscan bench overhead --gpus (and bench gemm --gpus): on one GPU, plain cuBLASLt against the
  * checked GEMM the burn runs, per type and size, side by side in one run (contenders interleaved
- * in rounds, medians, bench.h). Three contenders, each a batch of GEMMs ending in a wait:
+ * in rounds, medians, probe/bench_race.h). Three contenders, each a batch of GEMMs ending in a wait:
  *   plain    C = A B, the data columns only, back to back: the GPU's own throughput;
  *   checked  C = A B_ext (the checksum columns in the same call) and every row checked on the
  *            device, two in flight as the burn keeps them: the ABFT-checked GEMM;
@@ -14,8 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
-#include "gpu.h"
+#include "probe/bench_race.h"
+#include "device/gpu.h"
+#include "mpi/gpu_ranks.h"
 #include "base/util.h"
 #include "probes/gemm/gemm.h"
 

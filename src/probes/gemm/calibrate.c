@@ -20,13 +20,13 @@
 #include <unistd.h>
 
 #include "probes/gemm/calibration.h"
-#include "command.h"
+#include "probe/command.h"
 #include "probes/gemm/gemm.h"
 #include "probes/gemm/dist.h"
-#include "parallel.h"
-#include "probe.h"
+#include "device/parallel.h"
+#include "probe/probe.h"
 #include "probes/gemm/abft.h"
-#include "run.h"
+#include "run/record.h"
 #include "sdc_config.h"
 #include "base/util.h"
 

@@ -14,11 +14,11 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "facts.h"
-#include "gpu.h"
+#include "run/facts.h"
+#include "device/gpu.h"
 #include "probes/gemm/calibration.h"
 #include "probes/gemm/gemm.h"
-#include "stop.h"
+#include "base/stop.h"
 
 #define MARGIN 0.2
 

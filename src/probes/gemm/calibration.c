@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cpu.h"
+#include "device/cpu.h"
 #include "base/digest.h"
-#include "facts.h"
+#include "run/facts.h"
 #include "kernels/gemm_float.h"
 #include "sdc_config.h"
 #include "base/util.h"

@@ -27,7 +27,7 @@
 
 #include <stddef.h>
 
-#include "facts.h"
+#include "run/facts.h"
 
 #define SDC_CALIBRATION_PATH "/var/lib/sdcscan/calibration.json"
 #define SDC_CALIBRATION_FORMAT "sdcscan-calibration"

@@ -17,15 +17,15 @@
 #include <string.h>
 
 #include "probes/gemm/calibration.h"
-#include "campaign_html.h"
-#include "command.h"
-#include "facts.h"
+#include "inject/campaign_html.h"
+#include "probe/command.h"
+#include "run/facts.h"
 #include "probes/gemm/gemm.h"
 #include "probes/gemm/dist.h"
-#include "parallel.h"
-#include "probe.h"
+#include "device/parallel.h"
+#include "probe/probe.h"
 #include "probes/gemm/abft.h"
-#include "run.h"
+#include "run/record.h"
 #include "base/util.h"
 #include "probes/gemm/campaign.h"
 

@@ -10,9 +10,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "parallel.h"
+#include "device/parallel.h"
 #include "probes/gemm/gemm.h"
-#include "run.h"
+#include "run/record.h"
 
 #define MAX_WORKERS 1024
 #define NBURN_DISTS 4

@@ -14,10 +14,11 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "facts.h"
-#include "gpu.h"
+#include "run/facts.h"
+#include "device/gpu.h"
+#include "mpi/gpu_ranks.h"
 #include "probes/gemm/gemm.h"
-#include "stop.h"
+#include "base/stop.h"
 
 static const enum sdc_gpu_type tight_types[] = { SDC_GPU_FP32_FAST, SDC_GPU_TF32_FAST, SDC_GPU_BF16_FAST };
 

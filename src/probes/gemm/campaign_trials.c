@@ -15,7 +15,7 @@
 #include "base/util.h"
 #include "probes/gemm/abft.h"
 #include "probes/gemm/campaign.h"
-#include "stop.h"
+#include "base/stop.h"
 
 /* Where to flip: random from the seed, per class, phase and trial, so a campaign replays. */
 static uint64_t draw(const struct campaign *c, uint32_t phase, uint64_t trial, unsigned which, uint64_t bound)

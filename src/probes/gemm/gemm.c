@@ -19,11 +19,11 @@
 
 #include "probes/gemm/calibration.h"
 #include "base/digest.h"
-#include "probe.h"
-#include "fatal.h"
+#include "probe/probe.h"
+#include "inject/fatal.h"
 #include "probes/gemm/abft.h"
 #include "probes/gemm/gemm.h"
-#include "gpu.h"
+#include "device/gpu.h"
 
 static const char *const int8_kernels[] = { "auto", "portable", "avx2", "avx512bw", "avx512vnni", NULL };
 static const char *const float_kernels[] = { "auto", "portable", "openblas", NULL };
@@ -640,7 +640,7 @@ static int gemm_setup(struct sdc_probe_ctx *ctx)
 	return 0;
 }
 
-/* The GPU lane (gpu.c): set up for every GPU of the run in setup, or said why not there. */
+/* The GPU lane (device/gpu.c): set up for every GPU of the run in setup, or said why not there. */
 static void gemm_gpu_lane(struct sdc_worker *w)
 {
 	const struct gemm_shared *sh = w->ctx->shared;

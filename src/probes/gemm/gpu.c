@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu.h"
+#include "device/gpu.h"
 #include "probes/gemm/calibration.h"
 #include "probes/gemm/gpu_lane.h"
 

@@ -1,5 +1,5 @@
 /*
- * The gemm probe's GPU lane (gpu.c) looking at an iteration: its results collected from the engine,
+ * The gemm probe's GPU lane (device/gpu.c) looking at an iteration: its results collected from the engine,
  * the operands' fingerprints compared with the load's (a changed operand read back, located, named
  * and reloaded), failing rows read back and recomputed on the host from the regenerated operands
  * (gpu_truth.c), the failing tile recomputed on every SM (the SM replay), the closed form of extreme
@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "base/digest.h"
-#include "fatal.h"
-#include "gpu.h"
+#include "inject/fatal.h"
+#include "device/gpu.h"
 #include "kernels/abft_ref.h"
 #include "probes/gemm/gemm_data.h"
 #include "probes/gemm/gpu_lane.h"

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
-#include "command.h"
-#include "run.h"
+#include "probe/bench_race.h"
+#include "probe/command.h"
+#include "run/record.h"
 #include "probes/minitrain/minitrain.h"
 #include "kernels/exact_gemm.h"
 #include "kernels/gemm_float.h"

@@ -16,9 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
-#include "facts.h"
-#include "gpu.h"
+#include "probe/bench_race.h"
+#include "run/facts.h"
+#include "device/gpu.h"
+#include "mpi/gpu_ranks.h"
 #include "probes/minitrain/gpu_ops.h"
 #include "base/rng.h"
 #include "kernels/exact_gemm.h"

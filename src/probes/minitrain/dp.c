@@ -3,8 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fleet.h"
-#include "gpu.h"
+#include "mpi/transport.h"
+#include "device/gpu.h"
+#include "mpi/gpu_ranks.h"
 #include "probes/minitrain/gpu_ops.h"
 #include "kernels/xops.h"
 #include "probes/minitrain/minitrain.h"
@@ -16,14 +17,14 @@
 int sdc_mt_dp_reduce(struct sdc_mt_tensor *grads, int ngrads, size_t total, float *local, float *all)
 {
 	sdc_mt_tensors_to_flat(grads, ngrads, local);
-	if (sdc_fleet_allgather(local, (int)(total * sizeof(float)), all, sdc_fleet.timeout))
+	if (sdc_mpi_allgather(local, (int)(total * sizeof(float)), all, sdc_mpi.timeout))
 		return -1;
-	const float inv = 1.0f / (float)sdc_fleet.size;
+	const float inv = 1.0f / (float)sdc_mpi.size;
 	size_t off = 0;
 	for (int i = 0; i < ngrads; i++) {
 		float *g = grads[i].data;
 		for (size_t e = 0; e < sdc_mt_numel(&grads[i]); e++)
-			g[e] = sdc_xrank_mean(all, (long)total, sdc_fleet.size, (long)(off + e), inv);
+			g[e] = sdc_xrank_mean(all, (long)total, sdc_mpi.size, (long)(off + e), inv);
 		off += sdc_mt_numel(&grads[i]);
 	}
 	return 0;
@@ -38,7 +39,7 @@ static int dp_reduce_nccl(struct mt_worker *mw)
 	char err[256];
 	int late = 0;
 	sdc_mt_tensors_to_flat(mw->grads, mw->ngrads, mw->dp_local);
-	if (m->nccl_rank_mean(mw->dp_nccl, mw->dp_local, (int64_t)mw->grads_total, mw->dp_all, &late, sdc_fleet.timeout,
+	if (m->nccl_rank_mean(mw->dp_nccl, mw->dp_local, (int64_t)mw->grads_total, mw->dp_all, &late, sdc_mpi.timeout,
 			      err, sizeof(err))) {
 		sdc_worker_error(mw->w, "the gradients' all-gather over NCCL in step %d%s: %s", mw->step,
 				 late ? " did not finish in time (a rank, GPU or link stuck)" : " failed", err);
@@ -62,16 +63,16 @@ void sdc_mt_hook_reduce(void *ctx, int step)
 		return;
 	mw->dp_failed = true;
 	sdc_worker_error(mw->w, "a rank did not take part in the gradient all-reduce of step %d within %.0f s",
-			 mw->step, sdc_fleet.timeout);
+			 mw->step, sdc_mpi.timeout);
 }
 
 /* Whether every rank says yes (all take the same transport); -1 when a rank did not answer. */
 static int all_yes(struct mt_worker *mw, bool yes)
 {
 	uint64_t no = !yes;
-	if (sdc_fleet_sum_u64(&no, sdc_fleet.timeout)) {
+	if (sdc_mpi_sum_u64(&no, sdc_mpi.timeout)) {
 		sdc_worker_error(mw->w, "a rank did not take part in choosing the gradients' transport within %.0f s",
-				 sdc_fleet.timeout);
+				 sdc_mpi.timeout);
 		return -1;
 	}
 	return no == 0;
@@ -96,12 +97,12 @@ int sdc_mt_dp_open(struct mt_worker *mw, int transport)
 	if (yes) {
 		uint8_t id[SDC_GPU_NCCL_ID_BYTES];
 		bool late = false;
-		if (sdc_gpu_nccl_fleet_id(id, sdc_fleet.timeout, &late, why, sizeof(why))) {
+		if (sdc_mpi_nccl_id(id, sdc_mpi.timeout, &late, why, sizeof(why))) {
 			sdc_worker_error(mw->w, "%s", why);
 			return -1;
 		}
-		mw->dp_nccl = sdc_gpu_nccl_init(id, sdc_fleet.size, sdc_fleet.rank, 1, &ordinal, "", "", sdc_fleet.size,
-					   sdc_fleet.timeout, why, sizeof(why));
+		mw->dp_nccl = sdc_gpu_nccl_init(id, sdc_mpi.size, sdc_mpi.rank, 1, &ordinal, "", "", sdc_mpi.size,
+					   sdc_mpi.timeout, why, sizeof(why));
 		if ((yes = all_yes(mw, mw->dp_nccl != NULL)) < 0)
 			return -1;
 		if (yes)
@@ -120,7 +121,7 @@ int sdc_mt_dp_open(struct mt_worker *mw, int transport)
 	for (int d = 0; d < mw->w->ctx->run->ndevices; d++)
 		any_gpu |= mw->w->ctx->run->devices[d].kind == SDC_DEVICE_GPU;
 	if (any_gpu)
-		sdc_warning("rank %d: xfmr-dp's gradients go over MPI, not NCCL: %s", sdc_fleet.rank,
+		sdc_warning("rank %d: xfmr-dp's gradients go over MPI, not NCCL: %s", sdc_mpi.rank,
 			    why[0] ? why : "another rank cannot");
 	return 0;
 }
@@ -139,13 +140,13 @@ void sdc_mt_dp_close(struct mt_worker *mw)
  */
 bool sdc_mt_dp_step_check(struct mt_worker *mw, uint64_t *entry_io)
 {
-	const int P = sdc_fleet.size;
+	const int P = sdc_mpi.size;
 	const uint64_t entry = *entry_io;
 	const uint64_t mine[2] = { entry, !sdc_worker_continue(mw->w) };
-	if (sdc_fleet_allgather(mine, sizeof(mine), mw->dp_hashes, sdc_fleet.timeout)) {
+	if (sdc_mpi_allgather(mine, sizeof(mine), mw->dp_hashes, sdc_mpi.timeout)) {
 		mw->dp_failed = true;
 		sdc_worker_error(mw->w, "a rank did not take part in the state check before step %d within %.0f s",
-				 mw->step, sdc_fleet.timeout);
+				 mw->step, sdc_mpi.timeout);
 		return false;
 	}
 	bool stop = false;
@@ -173,17 +174,17 @@ bool sdc_mt_dp_step_check(struct mt_worker *mw, uint64_t *entry_io)
 		mw->dp_failed = true;
 		return false;
 	}
-	if (sdc_fleet.rank == lead)
+	if (sdc_mpi.rank == lead)
 		sdc_mt_tensors_to_flat(mw->traj, mw->ntraj, state);
 	for (int r = 0; r < P; r++) {
-		if (mw->dp_hashes[2 * r] == agreed || (sdc_fleet.rank != lead && sdc_fleet.rank != r))
+		if (mw->dp_hashes[2 * r] == agreed || (sdc_mpi.rank != lead && sdc_mpi.rank != r))
 			continue;
 		int late;
-		const bool send = sdc_fleet.rank == lead;
-		if (sdc_fleet_sendrecv(send ? state : NULL, send ? (int)(total * 4) : 0, r, send ? NULL : state,
-				       send ? 0 : (int)(total * 4), lead, 0x3d0, sdc_fleet.timeout, &late)) {
+		const bool send = sdc_mpi.rank == lead;
+		if (sdc_mpi_sendrecv(send ? state : NULL, send ? (int)(total * 4) : 0, r, send ? NULL : state,
+				       send ? 0 : (int)(total * 4), lead, 0x3d0, sdc_mpi.timeout, &late)) {
 			sdc_worker_error(mw->w, "rank %d did not take part in the state exchange of step %d within %.0f s",
-					 late, mw->step, sdc_fleet.timeout);
+					 late, mw->step, sdc_mpi.timeout);
 			mw->dp_failed = true;
 			free(state);
 			return false;
@@ -208,7 +209,7 @@ bool sdc_mt_dp_step_check(struct mt_worker *mw, uint64_t *entry_io)
 			 "step %d: the state of rank %d (%.40s) entering the step differs from %s of %d ranks (%d agree) at "
 			 "%zu elements, first %.24s[%zu][%zu]; gradients are all-reduced, so it diverged here: in memory or "
 			 "in its own update",
-			 mw->step, sdc_fleet.rank, sdc_fleet.host, 2 * best > P ? "the majority" : "the largest group", P,
+			 mw->step, sdc_mpi.rank, sdc_mpi.host, 2 * best > P ? "the majority" : "the largest group", P,
 			 best, differing, t ? t->name : "?", t ? first_i / (size_t)t->cols : 0,
 			 t ? first_i % (size_t)t->cols : 0);
 		sdc_worker_report(mw->w, &f);

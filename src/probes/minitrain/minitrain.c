@@ -1,7 +1,7 @@
 /*
  * minitrain: deterministic mini-training (model.h) on every selected core and GPU, as
  * Adept ran it on every node: the same model, seed and data everywhere, so any difference is a
- * fault. A GPU trains with the same operations (mt_ops.h, gpu.c): the same bits.
+ * fault. A GPU trains with the same operations (mt_ops.h, device/gpu.c): the same bits.
  *
  * One iteration is one training step; a run of `steps` steps starts from the seed's weights and
  * repeats while time remains. Every step is checked three ways:
@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fleet.h"
-#include "fatal.h"
+#include "mpi/transport.h"
+#include "inject/fatal.h"
 #include "probes/minitrain/minitrain.h"
 
 static const char *const model_names[] = { "dlrm", "xfmr", NULL };
@@ -132,7 +132,7 @@ static int minitrain_variants(const void *opts, struct sdc_variant *out, int max
 	}
 	/* Under MPI the transformer also trains data-parallel across the ranks (Adept's job): one
 	 * worker a rank, and a trajectory that depends on how many ranks share the batch. */
-	if (sdc_fleet.active && sdc_fleet.size > 1 && o->data_parallel && sdc_opt_set_has(o->models, MODEL_XFMR) &&
+	if (sdc_mpi.active && sdc_mpi.size > 1 && o->data_parallel && sdc_opt_set_has(o->models, MODEL_XFMR) &&
 	    n < max) {
 		out[n] = (struct sdc_variant){ .devices = SDC_ON_CPU, .per_rank = true, .world_dependent = true,
 					       .seed = (uint64_t)o->seed, .param = { MODEL_XFMR } };
@@ -154,7 +154,7 @@ void sdc_mt_cfg_from_opts(const struct minitrain_opts *o, const struct sdc_varia
 	} else {
 		c->kind = SDC_MT_XFMR;
 		if (v->world_dependent)
-			c->shard = sdc_fleet.rank, c->nshards = sdc_fleet.size;
+			c->shard = sdc_mpi.rank, c->nshards = sdc_mpi.size;
 		c->batch = (int)o->xfmr_batch, c->seq = (int)o->xfmr_seq, c->dmodel = (int)o->xfmr_dim;
 		c->heads = (int)o->xfmr_heads, c->dff = (int)o->xfmr_ff;
 	}
@@ -365,9 +365,9 @@ static void hook_gradients(void *ctx, int step)
 	}
 	mw->grad_hash = sdc_mt_tensors_hash(mw->grads, mw->ngrads, NULL);
 	const struct sdc_golden_entry *g = mw->sh->golden;
-	if (g && mw->sh->cfg.nshards > 1 && mw->dp_entry_golden && g->traj.nranks == sdc_fleet.size &&
+	if (g && mw->sh->cfg.nshards > 1 && mw->dp_entry_golden && g->traj.nranks == sdc_mpi.size &&
 	    mw->step < g->traj.steps &&
-	    mw->grad_hash != g->traj.rank_grads[(size_t)sdc_fleet.rank * g->traj.steps + mw->step])
+	    mw->grad_hash != g->traj.rank_grads[(size_t)sdc_mpi.rank * g->traj.steps + mw->step])
 		sdc_mt_dp_gradient_diverged(mw);
 	if (g && mw->sh->cfg.nshards <= 1 && !mw->diverged_this_run && !mw->diverged_this_step && mw->step < g->traj.steps && mw->grad_hash != g->traj.grads[mw->step]) {
 		/* Keep the gradients as they are now: the update is about to consume them. */
@@ -442,10 +442,10 @@ static bool train_step(struct mt_worker *mw, const struct sdc_mt_hooks *hooks, c
 		/* No replay: the other ranks' shards are not here. The cross-rank check names the rank. */
 		mw->diverged_this_run = true;
 		struct sdc_finding f;
-		sdc_mt_finding_init(&f, mw, "golden-divergence", "W", sdc_fleet.rank, -1);
+		sdc_mt_finding_init(&f, mw, "golden-divergence", "W", sdc_mpi.rank, -1);
 		snprintf(f.detail, sizeof(f.detail),
 			 "step %d: the state entering the step did not match the golden for %d ranks (%s)", s,
-			 sdc_fleet.size, sh->golden_origin);
+			 sdc_mpi.size, sh->golden_origin);
 		sdc_worker_report(w, &f);
 	} else if (bad_entry && !mw->diverged_this_run) {
 		sdc_mt_diverged(mw, POINT_ENTRY, 0);
@@ -518,8 +518,8 @@ static void train(struct mt_worker *mw)
 	const bool dp = sh->cfg.nshards > 1;
 	if (dp) {
 		mw->dp_local = malloc(sizeof(float) * mw->grads_total);
-		mw->dp_all = malloc(sizeof(float) * mw->grads_total * (size_t)sdc_fleet.size);
-		mw->dp_hashes = malloc(sizeof(uint64_t) * 2 * (size_t)sdc_fleet.size);
+		mw->dp_all = malloc(sizeof(float) * mw->grads_total * (size_t)sdc_mpi.size);
+		mw->dp_hashes = malloc(sizeof(uint64_t) * 2 * (size_t)sdc_mpi.size);
 	}
 	if (!sha || !mw->saved_grads || !mw->capture || sdc_sha256_init(&mw->sha) ||
 	    (dp && (!mw->dp_local || !mw->dp_all || !mw->dp_hashes))) {
@@ -592,7 +592,7 @@ static void minitrain_cpu_lane(struct sdc_worker *w)
 	train(&mw);
 }
 
-/* The GPU lane: the GPU's backend opened (gpu.c), the same training on it, the backend closed. */
+/* The GPU lane: the GPU's backend opened (device/gpu.c), the same training on it, the backend closed. */
 static void minitrain_gpu_lane(struct sdc_worker *w)
 {
 	struct mt_worker mw = { .w = w, .sh = w->ctx->shared };

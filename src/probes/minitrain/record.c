@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fleet.h"
+#include "mpi/transport.h"
 #include "probes/minitrain/minitrain.h"
 
 struct recorder {
@@ -71,8 +71,8 @@ struct sdc_facts *sdc_mt_golden_record(const void *opts, const struct sdc_varian
 		for (int i = 0; i < rec.ngrads; i++)
 			rec.total += sdc_mt_numel(&rec.grads[i]);
 		rec.local = malloc(sizeof(float) * rec.total);
-		rec.all = malloc(sizeof(float) * rec.total * (size_t)sdc_fleet.size);
-		t.nranks = sdc_fleet.size;
+		rec.all = malloc(sizeof(float) * rec.total * (size_t)sdc_mpi.size);
+		t.nranks = sdc_mpi.size;
 		t.rank_grads = calloc((size_t)t.nranks * t.steps, sizeof(uint64_t));
 		rec.hashes = calloc((size_t)t.nranks, sizeof(uint64_t));
 		if (!rec.local || !rec.all || !t.rank_grads || !rec.hashes) {
@@ -96,13 +96,13 @@ struct sdc_facts *sdc_mt_golden_record(const void *opts, const struct sdc_varian
 		memcpy(&t.loss[s], &loss, 4);
 		t.grads[s] = rec.grad_hash;
 		/* every rank's own gradients of this step, before the all-reduce */
-		if (dp && !rec.failed && sdc_fleet_allgather(&rec.grad_hash, 8, rec.hashes, sdc_fleet.timeout))
+		if (dp && !rec.failed && sdc_mpi_allgather(&rec.grad_hash, 8, rec.hashes, sdc_mpi.timeout))
 			rec.failed = true;
 		for (int r = 0; dp && r < t.nranks; r++)
 			t.rank_grads[(size_t)r * t.steps + s] = rec.hashes[r];
 	}
 	if (rec.failed) {
-		snprintf(err, len, "a rank did not take part in a gradient all-reduce within %.0f s", sdc_fleet.timeout);
+		snprintf(err, len, "a rank did not take part in a gradient all-reduce within %.0f s", sdc_mpi.timeout);
 		goto done;
 	}
 	out = sdc_golden_traj_facts(&t);

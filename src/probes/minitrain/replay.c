@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fleet.h"
+#include "mpi/transport.h"
 #include "probes/minitrain/minitrain.h"
 
 struct replay_ctx {
@@ -212,7 +212,7 @@ void sdc_mt_dp_gradient_diverged(struct mt_worker *mw)
 	const struct sdc_mt_hooks hooks = { .ctx = &rc, .gradients = replay_grads };
 	(void)sdc_mt_step(mw->replay, mw->step, &hooks);
 	const uint64_t again = sdc_mt_tensors_hash(rg, nrg, NULL);
-	const bool transient = again == g->rank_grads[(size_t)sdc_fleet.rank * g->steps + mw->step];
+	const bool transient = again == g->rank_grads[(size_t)sdc_mpi.rank * g->steps + mw->step];
 	struct mt_difference d;
 	sdc_mt_first_difference(mw->grads, mw->ngrads, (struct mt_side){ .list = mw->grads },
 				(struct mt_side){ .flat = mw->capture }, &d);
@@ -224,7 +224,7 @@ void sdc_mt_dp_gradient_diverged(struct mt_worker *mw)
 		snprintf(f.detail, sizeof(f.detail),
 			 "step %d: the local gradients of rank %d (%s) differ from the golden's for this rank, and computing "
 			 "them again here gives the same bits: this %s computes the model differently every time",
-			 mw->step, sdc_fleet.rank, sdc_fleet.host, mt_device_word(mw));
+			 mw->step, sdc_mpi.rank, sdc_mpi.host, mt_device_word(mw));
 		sdc_worker_report(mw->w, &f);
 		return;
 	}
@@ -234,7 +234,7 @@ void sdc_mt_dp_gradient_diverged(struct mt_worker *mw)
 	snprintf(f.detail, sizeof(f.detail),
 		 "step %d: rank %d (%.40s) computed its local gradients wrong before the all-reduce: first %.24s[%zu][%zu], "
 		 "%zu element%s differ from the step computed again here, %s",
-		 mw->step, sdc_fleet.rank, sdc_fleet.host, t->name, first_i / (size_t)t->cols, first_i % (size_t)t->cols,
+		 mw->step, sdc_mpi.rank, sdc_mpi.host, t->name, first_i / (size_t)t->cols, first_i % (size_t)t->cols,
 		 differing, differing == 1 ? "" : "s",
 		 transient ? "which matches the golden and goes to the all-reduce instead" : "which ALSO differs from the golden");
 	snprintf(f.operation, sizeof(f.operation), "%.60s: tensor %s", sh->operation, t->name);

@@ -1,7 +1,7 @@
 /*
  * A GPU module that runs on the CPU (kernels/gpu_module.h), for testing the host side of every GPU
  * path without a GPU: sdcscan loads it as it loads the CUDA module ($SDCSCAN_GPU_MODULE). This is
- * its core (the devices and the core table, as kernels/cuda/module.cu; NCCL's communicators in
+ * its core (the devices and the main table, as kernels/cuda/module.cu; NCCL's communicators in
  * fake_nccl.c); each family's operations are a file of their own, doing what that family's CUDA
  * code does from the same element definitions and check arithmetic: fake_gemm.c,
  * fake_minitrain.c, fake_embbag.c, fake_allreduce.c (each lists the knobs that exercise its

@@ -1,8 +1,9 @@
 /*
- * What the runner offers a probe's workers (probe.h), in the burn's processes (core/burn.h): the
+ * What the framework offers a probe's workers (probe/probe.h), in the burn's processes (runner/burn.h): the
  * faults due to them, their errors, the findings they report (filed within per-worker caps), the
  * digests they hand to the vote, and the memory they share. What they report goes to the run's
- * parent as it happens; the processes, the time and the results are the parent's.
+ * parent as it happens, through the run's sink (run/record.h), which the burn's process sets; the
+ * processes, the time and the results are the parent's.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,11 +15,9 @@
 
 #include "base/digest.h"
 #include "base/util.h"
-#include "core/burn_records.h"
-#include "core/runner.h"
-#include "fleet.h"
-#include "inject.h"
-#include "probe.h"
+#include "mpi/transport.h"
+#include "run/inject.h"
+#include "probe/probe.h"
 
 /*
  * Findings kept in detail per device and variant, and per device and iteration, so one flood
@@ -27,7 +26,7 @@
 #define FINDINGS_PER_WORKER 64
 #define FINDINGS_PER_ITERATION 16
 
-/* ---- faults: planned by inject.c, asked for by the probes ---- */
+/* ---- faults: planned by run/inject.c, asked for by the probes ---- */
 
 int sdc_worker_faults_of_rank(struct sdc_worker *w, int rank, const char *target, uint64_t iter, struct sdc_fault *out,
 			      int max)
@@ -38,7 +37,7 @@ int sdc_worker_faults_of_rank(struct sdc_worker *w, int rank, const char *target
 int sdc_worker_faults(struct sdc_worker *w, const char *target, uint64_t iter, struct sdc_fault *out,
 		      int max)
 {
-	return sdc_worker_faults_of_rank(w, sdc_fleet.rank, target, iter, out, max);
+	return sdc_worker_faults_of_rank(w, sdc_mpi.rank, target, iter, out, max);
 }
 
 void sdc_worker_fault_applied(struct sdc_worker *w, const struct sdc_fault *f, const char *target,
@@ -75,12 +74,9 @@ int sdc_ctx_error(struct sdc_probe_ctx *ctx, const char *fmt, ...)
 /* The error, to the parent at once: a crash a moment later must not take it along. */
 static void send_error(struct sdc_worker *w, bool lost)
 {
-	struct sdc_burn_sink *s = sdc_burn_sink_of(w->ctx->run);
-	if (!s)
-		return;
-	struct sdc_burn_error e = { .lost = lost };
-	sdc_strlcpy(e.text, w->error, sizeof(e.text));
-	sdc_burn_send(s, SDC_REC_ERROR, w->index, &e, sizeof(e));
+	const struct sdc_run_sink *s = w->ctx->run->sink;
+	if (s)
+		s->error(s->arg, w->index, w->error, lost);
 }
 
 void sdc_worker_error(struct sdc_worker *w, const char *fmt, ...)
@@ -152,9 +148,9 @@ void sdc_worker_digest(struct sdc_worker *w, uint64_t iter, uint64_t digest)
 		return;
 	}
 	w->digest_next = iter + 1;
-	struct sdc_burn_sink *s = sdc_burn_sink_of(w->ctx->run);
+	const struct sdc_run_sink *s = w->ctx->run->sink;
 	if (s)
-		sdc_burn_push_digest(s, iter, digest);
+		s->digest(s->arg, iter, digest);
 }
 
 /* ---- memory the workers share ---- */

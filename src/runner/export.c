@@ -82,21 +82,6 @@ static int finish(struct text *t, const char *path, const char *what, char *err,
 	return rc;
 }
 
-double sdc_report_end_time(void *report)
-{
-	json_t *run = json_object_get(report, "run");
-	const char *start = json_string_value(json_object_get(run, "start"));
-	json_t *dur = json_object_get(run, "duration_seconds");
-	struct tm tm;
-	memset(&tm, 0, sizeof(tm));
-	if (!start || !json_is_number(dur))
-		return -1;
-	const char *end = strptime(start, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if (!end || *end)
-		return -1;
-	return (double)timegm(&tm) + json_number_value(dur);
-}
-
 /* Whether any result of probe on device id went wrong (corrupt, degraded, error). */
 static bool failed_on(json_t *report, const char *probe, const char *id)
 {

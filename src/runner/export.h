@@ -7,6 +7,8 @@
 #ifndef SDC_EXPORT_H
 #define SDC_EXPORT_H
 
+#include "runner/report_fields.h"
+
 #include <stddef.h>
 
 /*
@@ -26,7 +28,5 @@ int sdc_export_prom(void *report, double last_success, double last_full, const c
 /* JUnit: one testcase per probe x device, failing with its findings in the element text. */
 int sdc_export_junit(void *report, const char *path, char *err, size_t errlen);
 
-/* The end of the run a report describes (start + duration, Unix time), or -1 if it says none. */
-double sdc_report_end_time(void *report);
 
 #endif

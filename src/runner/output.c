@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "runner/runner.h"
+#include "runner/shares.h"
 #include "mpi/transport.h"
 #include "sdc_config.h"
 #include "base/util.h"
@@ -73,7 +74,7 @@ void sdc_output_header(struct sdc_output *o, const struct sdc_run *run, const st
 	double total = 0, share;
 	for (int i = 0; i < plan->n; i++)
 		total += plan->entries[i].common.duration + (gpus ? plan->entries[i].common.gpu_duration : 0);
-	const int nshort = sdc_runner_short_shares(run, plan, SHORT_SHARE, &share);
+	const int nshort = sdc_shares_short(run, plan, SHORT_SHARE, &share);
 	char gpu_text[192] = "";
 	if (gpus)
 		snprintf(gpu_text, sizeof(gpu_text), ", %d GPU%s (%s)", gpus, gpus == 1 ? "" : "s", gpu_model);

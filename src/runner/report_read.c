@@ -11,13 +11,6 @@
 #include "runner/export.h"
 #include "runner/report.h"
 
-const char *sdc_json_str(void *o, const char *key)
-{
-	const char *v = json_string_value(json_object_get(o, key));
-	return v ? v : "";
-}
-
-
 /*
  * Whether the report's verdict is less than its own findings and results say (an OK over a
  * corruption finding: edited, or written by something else): such a report is refused, never

@@ -6,6 +6,8 @@
 #ifndef SDC_REPORT_READ_H
 #define SDC_REPORT_READ_H
 
+#include "runner/report_fields.h"
+
 #include <stddef.h>
 
 #include "base/verdict.h"
@@ -24,8 +26,6 @@ struct sdc_report_summary {
 	char warning[240]; /* the run's first warning (run.warnings: a metrics folder missing), "" when none */
 };
 
-/* A string member of a JSON object (json_t *), "" when it is missing or not a string. */
-const char *sdc_json_str(void *o, const char *key);
 
 /*
  * A report's text parsed and checked for what every reader of reports reads: this schema major,

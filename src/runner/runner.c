@@ -22,6 +22,7 @@
 #include "run/facts_json.h"
 #include "probe/probe.h"
 #include "runner/registry.h"
+#include "runner/shares.h"
 #include "runner/variant.h"
 #include "hwerr/hwerr.h"
 #include "base/util.h"
@@ -85,81 +86,6 @@ static void health_compare(struct sdc_run *run)
 	}
 }
 
-/* The plan entry's variants (its probe's, or the one it names); at least a "default" one. */
-static int entry_variants(const struct sdc_plan_entry *e, struct sdc_variant *variants)
-{
-	int nv = e->probe->variants ? e->probe->variants(e->opts, variants, SDC_VARIANTS_MAX) : 0;
-	if (nv <= 0) {
-		variants[0] = (struct sdc_variant){ .name = "default", .devices = SDC_ON_CPU };
-		nv = 1;
-	}
-	if (e->only_variant[0]) {
-		int keep = 0;
-		for (int v = 0; v < nv; v++)
-			if (!strcmp(variants[v].name, e->only_variant))
-				variants[keep++] = variants[v];
-		nv = keep;
-	}
-	return nv;
-}
-
-/* A variant for a kind of device this run has none of (GPU variants on a host without GPUs: the
- * header said why) is not run: keeps the others first in variants[], returns how many, and in
- * *gpu_only how many of them run on GPUs alone. */
-static int runnable_variants(const struct sdc_run *run, const struct sdc_plan_entry *e, struct sdc_variant *variants,
-			     int nv, int *gpu_only)
-{
-	int runnable = 0;
-	*gpu_only = 0;
-	for (int v = 0; v < nv; v++) {
-		bool any = false;
-		for (int d = 0; d < run->ndevices && !any; d++)
-			any = sdc_variant_runs_on(run, e->probe, &variants[v], d);
-		if (any) {
-			variants[runnable++] = variants[v];
-			*gpu_only += variants[v].devices == SDC_ON_GPU;
-		}
-	}
-	return runnable;
-}
-
-/* A variant's share of its probe's time. With gpu_duration, the GPU-only variants have a time of
- * their own, so GPUs on the host do not shorten the CPUs' burn. */
-static double variant_share(const struct sdc_plan_entry *e, const struct sdc_variant *v, int runnable, int gpu_only)
-{
-	const bool own = e->common.gpu_duration > 0 && gpu_only;
-	return !own				  ? e->common.duration / runnable
-	       : v->devices == SDC_ON_GPU ? e->common.gpu_duration / gpu_only
-					  : e->common.duration / SDC_MAX(1, runnable - gpu_only);
-}
-
-double sdc_runner_overrun(uint64_t iterations, double span, double late)
-{
-	return iterations == 1 && late > SDC_MAX(0.05, 0.25 * span) ? late : 0;
-}
-
-int sdc_runner_short_shares(const struct sdc_run *run, const struct sdc_plan *plan, double below, double *least)
-{
-	int n = 0;
-	*least = INFINITY;
-	for (int i = 0; i < plan->n; i++) {
-		const struct sdc_plan_entry *e = &plan->entries[i];
-		struct sdc_variant variants[SDC_VARIANTS_MAX];
-		char why[256];
-		if (((e->probe->needs & SDC_NEED_MPI) && e->common.optional && !sdc_mpi.active) ||
-		    !sdc_probe_usable(e->probe, run, why, sizeof(why)))
-			continue; /* (not run: said where the run gets to it) */
-		int gpu_only;
-		const int runnable = runnable_variants(run, e, variants, entry_variants(e, variants), &gpu_only);
-		for (int v = 0; v < runnable; v++) {
-			const double share = variant_share(e, &variants[v], runnable, gpu_only);
-			if (share < below)
-				n++, *least = fmin(*least, share);
-		}
-	}
-	return n;
-}
-
 /* A run in which no probe ran on any device tested nothing: UNKNOWN saying why, never "OK: 0
  * results clean" (a profile of only allreduce without mpirun, every probe's hardware missing). */
 static void check_tested_something(struct sdc_run *run, const struct sdc_plan *plan)
@@ -198,7 +124,7 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 	for (int i = 0; i < plan->n; i++) {
 		const struct sdc_plan_entry *e = &plan->entries[i];
 		struct sdc_variant variants[SDC_VARIANTS_MAX];
-		const int nv = entry_variants(e, variants);
+		const int nv = sdc_shares_variants(e, variants);
 		char why[256];
 		/* A cross-node probe in a profile that also runs alone (admit): not a WARNING on one host. */
 		if ((e->probe->needs & SDC_NEED_MPI) && e->common.optional && !sdc_mpi.active) {
@@ -215,7 +141,7 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 			continue;
 		}
 		int gpu_only = 0;
-		const int runnable = runnable_variants(run, e, variants, nv, &gpu_only);
+		const int runnable = sdc_shares_runnable(run, e, variants, nv, &gpu_only);
 		for (int v = 0; v < runnable; v++) {
 			poll_fleet_interrupt();
 			if (sdc_stop_interrupted()) {
@@ -223,7 +149,7 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 						  "the run was interrupted before this probe started");
 				continue;
 			}
-			const double share = variant_share(e, &variants[v], runnable, gpu_only);
+			const double share = sdc_shares_of(e, &variants[v], runnable, gpu_only);
 			if (sdc_variant_run(run, e, &variants[v], share, out, poll_fleet_interrupt)) {
 				sdc_hwerr_end(hwerr, NULL);
 				return -1;

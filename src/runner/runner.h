@@ -23,13 +23,4 @@ int sdc_runner_execute(struct sdc_run *run, const struct sdc_plan *plan, struct 
 int sdc_runner_check_injections(const struct sdc_run *run, const struct sdc_plan *plan);
 /* After the run: a spec that was never injected is a finding (UNKNOWN). */
 void sdc_runner_check_injected(struct sdc_run *run);
-/* How many of the plan's variants that will run here have a share of their probe's time under
- * `below` seconds, and the least share (*least). */
-int sdc_runner_short_shares(const struct sdc_run *run, const struct sdc_plan *plan, double below, double *least);
-
-/* Seconds a device's one iteration ran past its variant's time (span: the variant's seconds,
- * late: how long after the deadline it ended), 0 where it ran more than one or ended within
- * max(0.05 s, a quarter of the span): "too short a run to mean much" in the output. */
-double sdc_runner_overrun(uint64_t iterations, double span, double late);
-
 #endif

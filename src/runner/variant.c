@@ -4,6 +4,7 @@
  * device filed from what each worker reported and how its process ended.
  */
 #include "runner/variant.h"
+#include "runner/shares.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -93,21 +94,6 @@ static void on_digest(void *arg, int worker, uint64_t iteration, uint64_t digest
 {
 	struct variant_run *vr = arg;
 	sdc_vote_record(vr->vote, worker, iteration, digest);
-}
-
-bool sdc_variant_runs_on(const struct sdc_run *run, const struct sdc_probe *p, const struct sdc_variant *v, int d)
-{
-	if (!(v->devices & (1u << run->devices[d].kind)))
-		return false;
-	if (!v->per_rank && !(p->needs & SDC_NEED_MPI))
-		return true;
-	/* one such device: the first, or on GPUs the one the rank's place on its host picks (one rank a
-	 * GPU, as NCCL needs: two ranks on one GPU would be refused) */
-	int before = 0, all = 0;
-	for (int i = 0; i < run->ndevices; i++)
-		if (v->devices & (1u << run->devices[i].kind))
-			before += i < d, all++;
-	return before == (run->devices[d].kind == SDC_DEVICE_GPU ? sdc_mpi.local_rank % all : 0);
 }
 
 int sdc_variant_plain_results(struct sdc_run *run, const struct sdc_probe *p, const struct sdc_variant *v,
@@ -283,7 +269,7 @@ static void collect_results(struct variant_run *vr, double share)
 		sdc_strlcpy(r->kernel, wr->kernel, sizeof(r->kernel));
 		r->ref_rate = wr->ref_rate / su->rate_scale;
 		const double deadline = su->t_start + share;
-		r->overrun = w->reported ? sdc_runner_overrun(r->iterations, share, wr->t_end - deadline) : 0;
+		r->overrun = w->reported ? sdc_shares_overrun(r->iterations, share, wr->t_end - deadline) : 0;
 		sdc_strlcpy(r->ref_name, wr->ref_name, sizeof(r->ref_name));
 		r->corruptions = SDC_MAX(wr->corruptions, w->corruption_findings) + vr->dissents[i];
 		r->interrupted = was_interrupted;

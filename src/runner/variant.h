@@ -6,8 +6,6 @@
 #include "runner/plan.h"
 #include "probe/probe.h"
 
-/* Whether device d runs variant v: its kind, and for a per-rank variant the one device of the rank. */
-bool sdc_variant_runs_on(const struct sdc_run *run, const struct sdc_probe *p, const struct sdc_variant *v, int d);
 /* Results of a variant that did not run, one per device it would have run on; returns how many. */
 int sdc_variant_plain_results(struct sdc_run *run, const struct sdc_probe *p, const struct sdc_variant *v,
 			      enum sdc_status st, const char *why);

@@ -1,4 +1,4 @@
-/* The remote side of the fleet's calls, for mpi/transport.c to hand them on (mpi/transport_remote.c, mpi/transport.h). */
+/* A burn's process's side of its MPI calls, which mpi/transport.c hands on to the run's parent (mpi/transport_remote.c). */
 #ifndef SDC_MPI_TRANSPORT_REMOTE_H
 #define SDC_MPI_TRANSPORT_REMOTE_H
 

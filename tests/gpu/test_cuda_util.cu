@@ -1,5 +1,5 @@
 /*
- * The host-side bookkeeping of the GPU module's no-wait rule (src/kernels/cuda/module.cu,
+ * The host-side bookkeeping of the GPU module's no-wait rule (src/kernels/cuda/cuda_util.cu,
  * cuda_util.h), without a GPU: a GPU marked hung refuses new work and gets nothing back for reuse
  * (its pinned staging and library handles are left where they are: a copy or kernel stuck there
  * may still write them); pinned staging given back is reused (best fit) instead of being freed; a

@@ -3,7 +3,7 @@
 The GPU module's rule (src/kernels/gpu_module.h): no call waits on a GPU past the probe's
 deadline, and a GPU found hung is given up, never freed. This lint reads the module's CUDA
 sources and fails on every call that can wait without a deadline, or that frees or copies in a way
-that can, outside the few helpers of module.cu that are written for it:
+that can, outside the few helpers of cuda_util.cu that are written for it:
 
   sync       calls that wait for a stream, an event or the device with no deadline
              (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, the synchronous
@@ -20,12 +20,12 @@ that can, outside the few helpers of module.cu that are written for it:
              from or to pageable memory it can wait for the stream with no deadline ("API
              synchronization behavior", CUDA Runtime API: a copy from device to pageable host memory
              returns only once it has completed), so such copies go through the helpers that take
-             a pinned staging buffer (struct sdc_cuda_pinned, made only in module.cu)
+             a pinned staging buffer (struct sdc_cuda_pinned, made only in cuda_util.cu)
   stream     work on the legacy default stream (a launch without a stream, stream 0 / NULL /
              cudaStreamLegacy / cudaStreamPerThread, or the C++ API's defaulted stream argument), and
              a stream made without cudaStreamNonBlocking: such work is ordered against the module's
              non-blocking streams only by accident (issue 28's stale-operand upload)
-  pinned     a struct sdc_cuda_pinned filled outside module.cu (it would let pageable memory past
+  pinned     a struct sdc_cuda_pinned filled outside cuda_util.cu (it would let pageable memory past
              the host-copy rule)
 
 usage: wait_lint.py FILE_OR_DIR...   (a directory: its *.cu and *.h)
@@ -50,23 +50,23 @@ FREE = {'cudaFree', 'cudaFreeHost', 'cudaFreeArray', 'cudaFreeMipmappedArray', '
         'cublasLtDestroy', 'cudaHostUnregister', 'cudaMallocManaged', 'cudaHostRegister'}
 # call -> the (file, function) pairs allowed to make it
 SANCTIONED = {
-    'cudaFreeAsync': {('module.cu', 'sdc_cuda_free')},
-    'cudaMallocAsync': {('module.cu', 'sdc_cuda_malloc')},
-    'cudaMalloc': {('module.cu', 'sdc_cuda_malloc')},  # (a GPU without the stream-ordered allocator)
+    'cudaFreeAsync': {('cuda_util.cu', 'sdc_cuda_free')},
+    'cudaMallocAsync': {('cuda_util.cu', 'sdc_cuda_malloc')},
+    'cudaMalloc': {('cuda_util.cu', 'sdc_cuda_malloc')},  # (a GPU without the stream-ordered allocator)
     'cudaMallocPitch': set(),
     'cudaMalloc3D': set(),
-    'cudaMallocHost': {('module.cu', 'sdc_cuda_pinned_get')},
-    'cudaHostAlloc': {('module.cu', 'sdc_cuda_pinned_get')},
-    'cudaEventQuery': {('module.cu', 'sdc_cuda_poll'), ('module.cu', 'sdc_cuda_settle')},
+    'cudaMallocHost': {('cuda_util.cu', 'sdc_cuda_pinned_get')},
+    'cudaHostAlloc': {('cuda_util.cu', 'sdc_cuda_pinned_get')},
+    'cudaEventQuery': {('cuda_util.cu', 'sdc_cuda_poll'), ('cuda_util.cu', 'sdc_cuda_settle')},
     # (nccl.cu's sdc_nccl_drain polls every member's stream and NCCL's async error to its deadline)
-    'cudaStreamQuery': {('module.cu', 'sdc_cuda_idle'), ('nccl.cu', 'sdc_nccl_drain')},
+    'cudaStreamQuery': {('cuda_util.cu', 'sdc_cuda_idle'), ('nccl.cu', 'sdc_nccl_drain')},
 }
 # the helper allowed each host copy
 HOST_COPY = {'cudaMemcpyAsync': 3, 'cudaMemcpy2DAsync': 6, 'cudaMemcpy3DAsync': None, 'cudaMemcpyPeerAsync': None,
              'cudaMemcpyToSymbolAsync': 4, 'cudaMemcpyFromSymbolAsync': 4, 'cudaMemcpy2DToArrayAsync': None,
              'cudaMemcpy2DFromArrayAsync': None}
-HOST_COPY_OK = {('module.cu', 'sdc_cuda_to_device'), ('module.cu', 'sdc_cuda_from_device'),
-                ('module.cu', 'sdc_cuda_from_device_2d')}
+HOST_COPY_OK = {('cuda_util.cu', 'sdc_cuda_to_device'), ('cuda_util.cu', 'sdc_cuda_from_device'),
+                ('cuda_util.cu', 'sdc_cuda_from_device_2d')}
 # call -> the index of its stream argument (the C++ API defaults most of them to 0)
 STREAM_ARG = {'cudaMemcpyAsync': 4, 'cudaMemcpy2DAsync': 7, 'cudaMemcpy3DAsync': 1, 'cudaMemcpyPeerAsync': 5,
               'cudaMemcpyToSymbolAsync': 5, 'cudaMemcpyFromSymbolAsync': 5, 'cudaMemsetAsync': 3,
@@ -261,11 +261,11 @@ def lint_text(name, src):
         cfg = [a.strip() for a in args_of('(' + m.group(1) + ')', 0)[0]]
         if len(cfg) < 4 or cfg[3].replace(' ', '') in LEGACY:
             add(m.start(), where(m.start()), 'stream', 'a launch on the legacy default stream (<<<%s>>>)' % m.group(1).strip())
-    if base != 'module.cu':
+    if base != 'cuda_util.cu':
         for m in re.finditer(r'(\.|->)\s*p\s*=(?!=)|struct\s+sdc_cuda_pinned\s+\w+(\s*\[[^]]*\])?\s*=\s*\{', text):
             # .p assignments count only where the object is a pinned buffer: the name before them
-            # is looked at loosely (any x.p = / x->p = outside module.cu is suspect)
-            add(m.start(), where(m.start()), 'pinned', 'a pinned staging buffer filled outside module.cu')
+            # is looked at loosely (any x.p = / x->p = outside cuda_util.cu is suspect)
+            add(m.start(), where(m.start()), 'pinned', 'a pinned staging buffer filled outside cuda_util.cu')
     return found
 
 
@@ -285,7 +285,7 @@ CANARIES = [
     ('a.cu', 'void f(void **d) { cudaMalloc(d, 4); }', ['helper']),
     ('a.cu', 'void f(void **h) { cudaMallocHost(h, 4); }', ['helper']),
     ('a.cu', 'int f(cudaEvent_t e) { while (cudaEventQuery(e) == cudaErrorNotReady) ; return 0; }', ['helper']),
-    ('module.cu', 'void sdc_cuda_free(int dev, void *d, cudaStream_t s) { cudaFreeAsync(d, s); }', ['helper']),
+    ('cuda_util.cu', 'void sdc_cuda_free(int dev, void *d, cudaStream_t s) { cudaFreeAsync(d, s); }', ['helper']),
     ('a.cu', 'void f(float *h, float *d, cudaStream_t s) {\n cudaMemcpyAsync(h, d, 4, cudaMemcpyDeviceToHost, s);\n}',
      ['host-copy']),
     ('a.cu', 'void f(float *h, float *d, cudaStream_t s) { cudaMemcpyAsync(d, h, 4, cudaMemcpyHostToDevice, s); }',
@@ -312,9 +312,9 @@ CANARIES = [
     ('a.cu', 'void f(float *a, float *b, cudaStream_t s) { cudaMemcpyAsync(a, b, 4, cudaMemcpyDeviceToDevice, s); }', []),
     ('a.cu', 'void f(cudaStream_t *s) { cudaStreamCreateWithFlags(s, cudaStreamNonBlocking); }', []),
     ('a.cu', 'void f(cudaStream_t s, cudaEvent_t e) { cudaEventRecord(e, s); cudaStreamDestroy(s); }', []),
-    ('module.cu', 'void sdc_cuda_free(int dev, void *d, cudaStream_t s) {\n if (sdc_cuda_is_hung(dev)) return;\n'
+    ('cuda_util.cu', 'void sdc_cuda_free(int dev, void *d, cudaStream_t s) {\n if (sdc_cuda_is_hung(dev)) return;\n'
      ' cudaFreeAsync(d, s);\n}', []),
-    ('module.cu', 'cudaError_t sdc_cuda_from_device(struct sdc_cuda_pinned *h, size_t off, const void *d, size_t n,'
+    ('cuda_util.cu', 'cudaError_t sdc_cuda_from_device(struct sdc_cuda_pinned *h, size_t off, const void *d, size_t n,'
      ' cudaStream_t s) { return cudaMemcpyAsync(h->p + off, d, n, cudaMemcpyDeviceToHost, s); }', []),
     ('a.cu', 'void f(struct sdc_cuda_pinned *h, int *x) { memcpy(x, h->p, 4); if (h->p == NULL) return; }', []),
 ]

@@ -1,5 +1,5 @@
 /*
- * What the GPU module's CUDA files share (module.cu): error text, waits that poll against a
+ * What the GPU module's CUDA files share (cuda_util.cu): error text, waits that poll against a
  * deadline, and the only ways the module frees, allocates and copies to or from host memory, none
  * of which can wait on a hung GPU (tests/gpu/wait_lint.py checks that nothing else does).
  *
@@ -145,7 +145,7 @@ int sdc_cuda_work_host(struct sdc_cuda_work *w, size_t bytes, char *err, size_t 
 	} while (0)
 
 /*
- * The CRC32C of device bytes on the GPU (ring.cu): pieces of 256 bytes each CRC'd by a thread,
+ * The CRC32C of device bytes on the GPU (probes/allreduce/crc.cu): pieces of 256 bytes each CRC'd by a thread,
  * then joined pairwise into the value sdc_crc32c gives. The scratch: two levels of the pieces'
  * CRCs (c) and lengths (l), sdc_cuda_crc_pieces(len) entries each. The result ends in
  * sc->c[*which][0], on stream s.
@@ -164,7 +164,7 @@ void sdc_cuda_xgemm_launch(int m, int n, int k, const float *a, int lda, const f
 /* Each family's table is made by its own code, sdc_cuda_NAME_family (module.cu); parts of one made
  * in another file fill their entries: the exact class's in minitrain's (xgemm.cu), and where the
  * module has NCCL, minitrain's data-parallel mean (mt_nccl.cu) and allreduce's collectives and
- * checked ring (nccl_check.cu); the core's communicators and ping are nccl.cu's. */
+ * checked ring (nccl_check.cu); the module's communicators and ping are nccl.cu's. */
 void sdc_cuda_xops(struct sdc_gpu_minitrain_ops *t);
 void sdc_cuda_nccl_minitrain(struct sdc_gpu_minitrain_ops *t);
 void sdc_cuda_nccl_allreduce(struct sdc_gpu_allreduce_ops *t);

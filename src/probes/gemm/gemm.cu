@@ -41,17 +41,6 @@ static void blas_error(char *err, size_t errlen, const char *what, cublasStatus_
 		}                                                                                 \
 	} while (0)
 
-int sdc_cuda_gemm_wait(struct sdc_gpu_gemm *g, const char *what, char *err, size_t errlen)
-{
-	if (g->hung) {
-		snprintf(err, errlen, "%s: the GPU hung earlier in this run", what);
-		return -1;
-	}
-	const int r = sdc_cuda_wait(g->s, g->ev, g->c.timeout, what, err, errlen);
-	g->hung = r > 0;
-	return r ? -1 : 0;
-}
-
 static void g_destroy(struct sdc_gpu_gemm *g)
 {
 	if (!g)
@@ -155,12 +144,6 @@ static int pick_algo(struct sdc_gpu_gemm *g, cublasLtMatrixLayout_t la, cublasLt
 	*id = -1;
 	cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_ID, id, sizeof(*id), &written);
 	return 0;
-}
-
-/* Device memory in the engine's stream order (freed the same way: g_destroy). */
-cudaError_t sdc_cuda_gemm_malloc(struct sdc_gpu_gemm *g, void **p, size_t bytes)
-{
-	return sdc_cuda_malloc(g->dev, p, bytes, g->s);
 }
 
 static int g_init(struct sdc_gpu_gemm *g, char *err, size_t errlen)

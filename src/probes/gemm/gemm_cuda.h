@@ -134,12 +134,25 @@ __device__ __forceinline__ uint64_t dev_get(const uint8_t *buf, int esz, size_t 
 	return esz == 1 ? *p : esz == 2 ? *(const uint16_t *)p : *(const uint32_t *)p;
 }
 
-/* ---- gemm.cu ---- */
+/* ---- the engine's stream, for each of its .cu files ---- */
 
 /* Waits for everything queued on the engine's stream, to its deadline; a GPU found hung is marked. */
-int sdc_cuda_gemm_wait(struct sdc_gpu_gemm *g, const char *what, char *err, size_t errlen);
+static inline int sdc_cuda_gemm_wait(struct sdc_gpu_gemm *g, const char *what, char *err, size_t errlen)
+{
+	if (g->hung) {
+		snprintf(err, errlen, "%s: the GPU hung earlier in this run", what);
+		return -1;
+	}
+	const int r = sdc_cuda_wait(g->s, g->ev, g->c.timeout, what, err, errlen);
+	g->hung = r > 0;
+	return r ? -1 : 0;
+}
+
 /* Device memory in the engine's stream order (freed the same way: g_destroy). */
-cudaError_t sdc_cuda_gemm_malloc(struct sdc_gpu_gemm *g, void **p, size_t bytes);
+static inline cudaError_t sdc_cuda_gemm_malloc(struct sdc_gpu_gemm *g, void **p, size_t bytes)
+{
+	return sdc_cuda_malloc(g->dev, p, bytes, g->s);
+}
 
 /* ---- gemm_abft.cu ---- */
 

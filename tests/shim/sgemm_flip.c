@@ -4,7 +4,9 @@
  * every 20th result. sdcscan did not write it and cannot see it; a test that uses it sees what a
  * real CRITICAL does to the node's state, its outputs and the fleet. SGEMM_FLIP_EVERY changes 20.
  */
+#ifndef _GNU_SOURCE /* (meson gives it to every C file) */
 #define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "base/message.h"
+#include "base/parse.h"
 
 const struct sdc_option *sdc_opt_find(const struct sdc_option *table, const char *name)
 {

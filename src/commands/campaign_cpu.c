@@ -34,7 +34,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/message.h"
+#include "base/parse.h"
 #include "inject/campaign_html.h"
 #include "commands/campaign_cpu.h"
 #include "commands/commands.h"

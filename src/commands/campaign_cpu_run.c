@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "base/rng.h"
-#include "base/util.h"
+#include "base/message.h"
 #include "commands/campaign_cpu.h"
 #include "runner/plan.h"
 #include "runner/crash.h"

@@ -17,6 +17,8 @@
 #include "device/cpu.h"
 #include "mpi/transport.h"
 #include "sdc_config.h"
+#include "base/message.h"
+#include "base/parse.h"
 
 static const struct sdc_command *const commands[] = {
 	&sdc_command_run,     &sdc_command_status,    &sdc_command_clear,     &sdc_command_list,     &sdc_command_selftest,

@@ -25,7 +25,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/message.h"
+#include "base/parse.h"
+#include "base/clock.h"
+#include "base/files.h"
 #include "commands/commands.h"
 #include "commands/fleet_data.h"
 #include "runner/report.h"

@@ -25,7 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/message.h"
+#include "base/clock.h"
+#include "base/files.h"
 #include "commands/commands.h"
 #include "commands/fleet_data.h"
 #include "runner/report_read.h"

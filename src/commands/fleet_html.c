@@ -18,7 +18,10 @@
 #include <string.h>
 
 #include "base/builtin.h"
-#include "base/util.h"
+#include "base/message.h"
+#include "base/parse.h"
+#include "base/clock.h"
+#include "base/files.h"
 #include "base/verdict.h"
 #include "commands/fleet_data.h"
 

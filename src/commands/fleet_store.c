@@ -10,7 +10,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "base/util.h"
+#include "base/parse.h"
 #include "base/verdict.h"
 #include "commands/fleet_data.h"
 

@@ -18,6 +18,10 @@
 #include "run/facts_json.h"
 #include "mpi/transport.h"
 #include "probe/golden_file.h"
+#include "base/message.h"
+#include "base/parse.h"
+#include "base/clock.h"
+#include "base/files.h"
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 

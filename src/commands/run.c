@@ -24,6 +24,10 @@
 #include "inject/fatal.h"
 #include "mpi/transport.h"
 #include "runner/idle.h"
+#include "base/message.h"
+#include "base/parse.h"
+#include "base/clock.h"
+#include "base/files.h"
 
 struct run_opts {
 	const char *profile, *variant;

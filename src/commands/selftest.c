@@ -20,7 +20,8 @@
 #include "runner/report.h"
 #include "runner/report_read.h"
 #include "runner/runner.h"
-#include "base/util.h"
+#include "base/message.h"
+#include "base/clock.h"
 
 /* Iterations per device: faults are planned in the first eight (run/inject.h). */
 #define SELFTEST_ITERATIONS 12

@@ -16,6 +16,9 @@
 #include "runner/state.h"
 #include "base/json_load.h"
 #include "sdc_config.h"
+#include "base/message.h"
+#include "base/clock.h"
+#include "base/files.h"
 
 struct status_opts {
 	const char *state_dir, *prom, *is;

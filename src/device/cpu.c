@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "base/message.h"
+#include "base/parse.h"
 
 int sdc_cpu_list_parse(const char *s, cpu_set_t *set, char *err, size_t errlen)
 {

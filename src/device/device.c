@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "base/parse.h"
 #include "device/cpu.h"
 #include "device/gpu.h"
 

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "base/env.h"
-#include "base/util.h"
+#include "base/message.h"
 #include "device/nvml.h"
 #include "sdc_config.h"
 

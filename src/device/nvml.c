@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "base/message.h"
 
 typedef int nvml_ret;
 typedef struct nvml_device *nvml_dev;

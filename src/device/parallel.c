@@ -4,7 +4,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "base/util.h"
+#include "base/message.h"
 #include "base/stop.h"
 
 struct pool {

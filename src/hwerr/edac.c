@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "base/message.h"
+#include "base/parse.h"
 
 /* The first line of dir/name, without its newline; false when it cannot be read. */
 static bool read_line(const char *dir, const char *name, char *buf, size_t len)

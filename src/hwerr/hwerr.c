@@ -24,7 +24,8 @@
 
 #include "mpi/transport.h"
 #include "device/nvml.h"
-#include "base/util.h"
+#include "base/message.h"
+#include "base/clock.h"
 
 #define POLL_SECONDS 0.1
 #define KMSG_TICKS 10

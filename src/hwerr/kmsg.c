@@ -42,7 +42,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/message.h"
+#include "base/clock.h"
 
 /* Enough for any record: the kernel's records are at most CONSOLE_EXT_LOG_MAX (8 KiB). */
 #define RECORD_MAX 16384

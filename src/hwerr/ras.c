@@ -27,7 +27,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "base/util.h"
+#include "base/message.h"
 
 typedef struct sqlite3 sqlite3;
 typedef struct sqlite3_stmt sqlite3_stmt;

@@ -17,7 +17,7 @@
  */
 #include "hwerr/hwerr.h"
 
-#include "base/util.h"
+#include "base/macros.h"
 
 struct xid_class {
 	unsigned xid;

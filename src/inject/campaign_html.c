@@ -14,7 +14,8 @@
 #include <string.h>
 
 #include "base/html.h"
-#include "base/util.h"
+#include "base/message.h"
+#include "base/files.h"
 #include "inject/campaign_html.h"
 #include "run/facts_json.h"
 

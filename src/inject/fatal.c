@@ -1,7 +1,8 @@
 /* Faults that kill or hang a worker, met the way a sick core meets them (inject/fatal.h). */
 #include "inject/fatal.h"
 
-#include "base/util.h"
+#include "base/message.h"
+#include "base/clock.h"
 
 #include <errno.h>
 #include <signal.h>

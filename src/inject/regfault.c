@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/clock.h"
 
 #define GPR(r) { #r, offsetof(struct user_regs_struct, r) }
 static const struct {

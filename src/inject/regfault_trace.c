@@ -36,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/clock.h"
 #include "inject/fatal.h"
 
 /* The load address of process pid's executable: its mapping at file offset 0. */

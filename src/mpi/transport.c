@@ -14,7 +14,8 @@
 #include <unistd.h>
 
 #include "sdc_config.h"
-#include "base/util.h"
+#include "base/message.h"
+#include "base/clock.h"
 #include "mpi/transport_remote.h"
 
 #if HAVE_MPI
@@ -720,8 +721,8 @@ int sdc_mpi_test(void *req, int *flag)
 	return watched_test(req, flag, -1, -1);
 }
 
-void *sdc_fleet_comm(void);
-void *sdc_fleet_comm(void)
+void *sdc_mpi_comm(void);
+void *sdc_mpi_comm(void)
 {
 	return &comm;
 }

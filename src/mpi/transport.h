@@ -122,14 +122,14 @@ int sdc_mpi_allreduce_f32(const float *in, float *out, int64_t n, double timeout
  * takes the reply; the payloads lie in window, mapped by both. The hosts of the ranks come with
  * the burn's order (sdc_mpi_host works without a call).
  */
-#define SDC_FLEET_REMOTE_MAX_RANKS 4096
+#define SDC_MPI_REMOTE_MAX_RANKS 4096
 typedef int (*sdc_mpi_remote_fn)(void *arg, const void *req, size_t reqlen, void *reply, size_t replymax,
 				   size_t *replylen, double timeout);
 void sdc_mpi_set_remote(sdc_mpi_remote_fn fn, void *arg, void *window, size_t bytes);
 void sdc_mpi_set_hosts(const char (*hosts)[64], int n);
 /* The parent's side: makes the call req asks for, its payloads in the window; the reply in reply
  * (at most max bytes, *rlen used). A call whose bytes do not check out (a part outside the window,
- * a rank that is none, a tag the fleet keeps for itself, a stall no --inject asked for) is answered
+ * a rank that is none, a tag the transport keeps for itself, a stall no --inject asked for) is answered
  * as failed, and a deadline past max_timeout is cut to it. Returns 0, or -1 when the call was
  * refused or failed (a request given up on may still write the window later). */
 struct sdc_mpi_serving {
@@ -140,7 +140,7 @@ struct sdc_mpi_serving {
 };
 int sdc_mpi_serve(const void *req, size_t len, const struct sdc_mpi_serving *sv, void *reply, size_t max,
 		    size_t *rlen);
-/* Whether a probe may use tag: the fleet's own (its notices, heartbeats, the reports' gather) are
+/* Whether a probe may use tag: the transport's own (its notices, heartbeats, the reports' gather) are
  * kept apart. */
 bool sdc_mpi_probe_tag(int tag);
 

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "base/message.h"
 #include "sdc_config.h"
 
 #include "mpi/transport_wire.h"
@@ -67,7 +67,7 @@ const char *sdc_mpi_remote_host(int rank)
 
 /* A call being built: its record, and the window filled from the start. */
 struct building {
-	unsigned char rec[sizeof(struct call) + MAX_PARTS * sizeof(struct part_at) + SDC_FLEET_REMOTE_MAX_RANKS];
+	unsigned char rec[sizeof(struct call) + MAX_PARTS * sizeof(struct part_at) + SDC_MPI_REMOTE_MAX_RANKS];
 	struct call *c;
 	struct part_at *parts;
 	size_t used; /* of the window */
@@ -104,13 +104,13 @@ static size_t part(struct building *b, const void *src, size_t bytes)
 static int call(struct building *b, const bool *live, int n, double timeout, struct answer *a, uint64_t *lens,
 		bool *live_out)
 {
-	if (b->too_big || n > SDC_FLEET_REMOTE_MAX_RANKS)
+	if (b->too_big || n > SDC_MPI_REMOTE_MAX_RANKS)
 		return -1;
 	b->c->nlive = live ? (uint32_t)n : 0;
 	unsigned char *lv = b->rec + sizeof(struct call) + b->c->nparts * sizeof(struct part_at);
 	for (int r = 0; live && r < n; r++)
 		lv[r] = live[r];
-	unsigned char out[sizeof(struct answer) + MAX_PARTS * 8 + SDC_FLEET_REMOTE_MAX_RANKS];
+	unsigned char out[sizeof(struct answer) + MAX_PARTS * 8 + SDC_MPI_REMOTE_MAX_RANKS];
 	size_t got = 0;
 	/* the parent's own deadline, then its watchdog's grace, then some: past that it is gone */
 	if (remote.fn(remote.arg, b->rec, (size_t)(lv - b->rec) + b->c->nlive, out, sizeof(out), &got,
@@ -210,8 +210,8 @@ int sdc_mpi_remote_alltoall(const struct sdc_mpi_part *send, struct sdc_mpi_part
 	const int P = sdc_mpi.size;
 	struct building b;
 	begin(&b, OP_ALLTOALL);
-	size_t at[SDC_FLEET_REMOTE_MAX_RANKS];
-	if (P > SDC_FLEET_REMOTE_MAX_RANKS)
+	size_t at[SDC_MPI_REMOTE_MAX_RANKS];
+	if (P > SDC_MPI_REMOTE_MAX_RANKS)
 		return -1;
 	for (int p = 0; p < P; p++)
 		part(&b, send[p].buf, (size_t)send[p].bytes);

@@ -7,7 +7,7 @@
 
 #include "mpi/transport.h"
 
-/* Whether this process's fleet calls go to the run's parent (a burn's process under MPI). */
+/* Whether this process's MPI calls go to the run's parent (a burn's process under MPI). */
 bool sdc_mpi_remote_on(void);
 const char *sdc_mpi_remote_host(int rank);
 int sdc_mpi_remote_exchange(const struct sdc_mpi_part *send, int nsend, int dst, const struct sdc_mpi_part *recv,

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "base/macros.h"
 #include "sdc_config.h"
 
 /* ---- the parent's side (with MPI: without it, no burn process makes a call; mpi/transport_single.c) ---- */
@@ -66,16 +66,16 @@ int sdc_mpi_serve(const void *req, size_t len, const struct sdc_mpi_serving *sv,
 	void *window = sv->window;
 	const size_t wbytes = sv->bytes;
 	static struct sdc_mpi_part p[MAX_PARTS];
-	static bool live[SDC_FLEET_REMOTE_MAX_RANKS];
+	static bool live[SDC_MPI_REMOTE_MAX_RANKS];
 	struct call c = { .op = OP_N };
 	struct answer a = { .rc = -1, .late = -1 };
 	*rlen = 0;
-	if (len < sizeof(c) || max < sizeof(a) + MAX_PARTS * 8 + SDC_FLEET_REMOTE_MAX_RANKS)
+	if (len < sizeof(c) || max < sizeof(a) + MAX_PARTS * 8 + SDC_MPI_REMOTE_MAX_RANKS)
 		goto out;
 	memcpy(&c, req, sizeof(c));
 	const struct part_at *pa = (const struct part_at *)(const void *)((const unsigned char *)req + sizeof(c));
 	const unsigned char *lv = (const unsigned char *)(pa + c.nparts);
-	if (c.nparts > MAX_PARTS || c.nlive > SDC_FLEET_REMOTE_MAX_RANKS ||
+	if (c.nparts > MAX_PARTS || c.nlive > SDC_MPI_REMOTE_MAX_RANKS ||
 	    len != sizeof(c) + c.nparts * sizeof(*pa) + c.nlive || !parts_in(&c, pa, window, wbytes, p) || !shaped(&c, p) ||
 	    !(c.d >= 0) || (c.op == OP_STALL && !sv->may_stall))
 		goto out;

@@ -1,4 +1,4 @@
-/* The fleet's functions in a build without MPI (mpi/transport.c holds them with it): one process, alone;
+/* The MPI transport's functions in a build without MPI (mpi/transport.c holds them with it): one process, alone;
  * exchanges with others fail, collectives over one rank are the identity. */
 #include "mpi/transport.h"
 

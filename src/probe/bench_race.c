@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "base/util.h"
+#include "base/parse.h"
+#include "base/clock.h"
 #include "run/facts.h"
 
 #define ROUNDS SDC_BENCH_ROUNDS

@@ -14,6 +14,10 @@
 #include "run/facts_json.h"
 #include "mpi/transport.h"
 #include "run/record.h"
+#include "base/message.h"
+#include "base/parse.h"
+#include "base/clock.h"
+#include "base/files.h"
 
 int sdc_cli_bad(const struct sdc_cli *cli, const char *fmt, ...)
 {

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "base/util.h"
+#include "base/macros.h"
 #include "base/verdict.h"
 #include "device/device.h"
 #include "base/options.h"

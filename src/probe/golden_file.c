@@ -11,7 +11,8 @@
 #include <unistd.h>
 
 #include "base/digest.h"
-#include "base/util.h"
+#include "base/message.h"
+#include "base/files.h"
 #include "base/json_load.h"
 #include "run/facts_json.h"
 #include "mpi/transport.h"

@@ -32,7 +32,7 @@
 #include "base/options.h"
 #include "run/record.h"
 #include "base/stop.h"
-#include "base/util.h"
+#include "base/clock.h"
 
 struct sdc_command;
 

@@ -14,7 +14,8 @@
 #include <sys/mman.h>
 
 #include "base/digest.h"
-#include "base/util.h"
+#include "base/message.h"
+#include "base/clock.h"
 #include "mpi/transport.h"
 #include "run/inject.h"
 #include "probe/probe.h"

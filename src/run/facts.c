@@ -12,7 +12,8 @@
 #include <string.h>
 
 #include "base/digest.h"
-#include "base/util.h"
+#include "base/message.h"
+#include "base/files.h"
 #include "base/json_load.h"
 #include "run/record.h"
 

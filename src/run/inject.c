@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "base/message.h"
+#include "base/parse.h"
 
 static int parse_key(struct sdc_inject_spec *spec, const char *key, const char *val, char *err,
 		     size_t errlen)

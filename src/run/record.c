@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "base/message.h"
 
 const char *sdc_status_name(enum sdc_status s)
 {

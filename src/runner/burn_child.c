@@ -25,7 +25,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/message.h"
+#include "base/clock.h"
 #include "runner/burn_records.h"
 #include "runner/registry.h"
 #include "run/facts_json.h"

@@ -12,7 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/message.h"
+#include "base/clock.h"
 #include "run/facts_json.h"
 #include "base/json_load.h"
 

@@ -20,7 +20,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/message.h"
+#include "base/clock.h"
 #include "sdc_config.h"
 #include "mpi/transport.h"
 #include "probe/golden_file.h"

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "base/message.h"
 
 const char *sdc_signal_name(int sig)
 {

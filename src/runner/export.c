@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/util.h"
+#include "base/files.h"
 #include "runner/report_read.h"
 #include "run/record.h"
 

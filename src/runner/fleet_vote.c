@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "base/message.h"
 #include "base/json_load.h"
 #include "mpi/transport.h"
 

@@ -11,7 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/message.h"
+#include "base/clock.h"
+#include "base/files.h"
 #include "base/json_load.h"
 #include "runner/export.h"
 #include "runner/report_read.h"

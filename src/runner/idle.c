@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/message.h"
 #include "device/nvml.h"
 
 static void add(char *buf, size_t len, const char *fmt, const char *a, const char *b)

@@ -12,7 +12,7 @@
 #include "runner/registry.h"
 #include "inject/fatal.h"
 #include "mpi/transport.h"
-#include "base/util.h"
+#include "base/message.h"
 
 /* The variant, rank and iteration a spec names: there in this run. 0, or -1 (said). */
 static int check_reach(const struct sdc_inject_spec *s, const struct sdc_probe *p, const struct sdc_plan_entry *e)

@@ -10,7 +10,7 @@
 #include "runner/shares.h"
 #include "mpi/transport.h"
 #include "sdc_config.h"
-#include "base/util.h"
+#include "base/message.h"
 
 #define RED "\033[1;31m"
 #define YELLOW "\033[1;33m"

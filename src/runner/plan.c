@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "runner/registry.h"
-#include "base/util.h"
+#include "base/message.h"
 
 #define OPT(field) offsetof(struct sdc_common_opts, field)
 

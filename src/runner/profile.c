@@ -8,7 +8,9 @@
 #include <yaml.h>
 
 #include "runner/registry.h"
-#include "base/util.h"
+#include "base/message.h"
+#include "base/parse.h"
+#include "base/files.h"
 
 /* A small document tree that keeps each node's position for error messages. */
 enum node_type { NODE_SCALAR, NODE_SEQ, NODE_MAP };

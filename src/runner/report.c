@@ -16,7 +16,8 @@
 #include "runner/output.h"
 #include "runner/replay_cmd.h"
 #include "sdc_config.h"
-#include "base/util.h"
+#include "base/message.h"
+#include "base/clock.h"
 
 static json_t *nullable_int(int64_t v)
 {

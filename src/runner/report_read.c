@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/util.h"
 #include "base/json_load.h"
 #include "runner/export.h"
 #include "runner/report.h"

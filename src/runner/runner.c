@@ -25,7 +25,7 @@
 #include "runner/shares.h"
 #include "runner/variant.h"
 #include "hwerr/hwerr.h"
-#include "base/util.h"
+#include "base/message.h"
 
 /* Under MPI an interrupt on one rank stops them all: this rank's is passed on, a peer's taken. */
 static void poll_fleet_interrupt(void)

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "base/macros.h"
 #include "mpi/transport.h"
 #include "runner/registry.h"
 

@@ -12,7 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/clock.h"
+#include "base/files.h"
 
 const char *sdc_state_dir(const char *dir)
 {

@@ -21,7 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/message.h"
+#include "base/clock.h"
 #include "runner/burn_records.h"
 #include "runner/crash.h"
 #include "mpi/transport.h"

@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "base/message.h"
+#include "base/clock.h"
 #include "runner/burn.h"
 #include "runner/runner.h"
 #include "runner/vote.h"

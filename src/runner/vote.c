@@ -3,7 +3,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "base/util.h"
+#include "base/macros.h"
 
 #define RING_LOG2 16
 #define RING (1u << RING_LOG2)

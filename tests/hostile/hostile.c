@@ -34,6 +34,7 @@
 #include "runner/burn_records.h"
 #include "inject/fatal.h"
 #include "probe/probe.h"
+#include "base/message.h"
 
 static const char *const targets[] = {
 	"HEAP: one bit of a freed chunk's link in the allocator's free list flipped, then allocated (SIGABRT)",

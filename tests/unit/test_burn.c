@@ -14,6 +14,7 @@
 #include "runner/registry.h"
 #include "mpi/transport.h"
 #include "sdc_config.h"
+#include "base/clock.h"
 
 static struct sdc_burn burn_of(struct sdc_run *run, struct sdc_plan_entry *e, struct sdc_variant *v,
 			       struct sdc_burn_worker *w)

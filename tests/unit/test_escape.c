@@ -1,5 +1,5 @@
 /*
- * base/util.c sdc_escape and sdc_print_line: what status, fleet and the MPI summary print from
+ * base/message.c sdc_escape and sdc_print_line: what status, fleet and the MPI summary print from
  * reports and peers. Expected strings are written by hand from the rule (C0 and DEL per ASCII,
  * C1 = U+0080..U+009F per ISO 6429) and the UTF-8 cases from RFC 3629's table of well-formed
  * sequences and Markus Kuhn's decoder stress test (UTF-8-test.txt: overlong forms, surrogates,
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "base/message.h"
 #include "check.h"
 #include "runner/output.h"
 

@@ -1,5 +1,5 @@
 /*
- * base/util.c: the comparator for doubles (sdc_cmp_double), which the benchmarks' medians and
+ * base/parse.c: the comparator for doubles (sdc_cmp_double), which the benchmarks' medians and
  * quartiles sort with: its sign for pairs worked by hand, and an array sorted with it against the
  * order written out here (negative, zero, equal values, a huge one, an infinity). The number
  * parsers, decimal only (0x40 was read as 64, 010 as 8). The file reader on a procfs file, which
@@ -12,7 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/parse.h"
+#include "base/files.h"
 #include "check.h"
 
 static int cmp(double x, double y)

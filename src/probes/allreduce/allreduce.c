@@ -36,6 +36,7 @@
 #include "probe/probe.h"
 #include "inject/fatal.h"
 #include "sdc_config.h"
+#include "base/message.h"
 
 int sdc_bench_allreduce(int argc, char **argv);
 

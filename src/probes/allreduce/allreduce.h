@@ -8,6 +8,7 @@
 
 #include "probes/allreduce/ring_check.h"
 #include "probe/probe.h"
+#include "base/macros.h"
 
 struct ar_shared {
 	int64_t n; /* floats */

@@ -22,6 +22,7 @@
 #include "kernels/crc32c.h"
 #include "probes/allreduce/ring_check.h"
 #include "probe/probe.h"
+#include "base/message.h"
 
 struct hop_opts {
 	int64_t max_bytes;

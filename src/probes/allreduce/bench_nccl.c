@@ -24,6 +24,7 @@
 #include "probes/allreduce/ring_hd.h"
 #include "probe/probe.h"
 #include "probes/allreduce/allreduce.h"
+#include "base/message.h"
 
 struct nccl_bench_opts {
 	int64_t min_bytes, max_bytes, target_bytes, reps;

@@ -38,6 +38,7 @@
 #include "probes/allreduce/gpu_ops.h"
 #include "probes/allreduce/ring_hd.h"
 #include "probes/allreduce/allreduce.h"
+#include "base/message.h"
 
 /* The paths (option nccl_paths' choices) and the NCCL_ALGO / NCCL_PROTO values they set. */
 const char *const sdc_ar_nccl_paths[] = { "auto",	"ring/simple", "ring/ll", "ring/ll128",

@@ -23,7 +23,8 @@
 
 #if HAVE_MPI
 #include <mpi.h>
-void *sdc_fleet_comm(void);
+#include "base/clock.h"
+void *sdc_mpi_comm(void);
 #endif
 
 /* sdcscan bench allreduce */
@@ -295,7 +296,7 @@ static int bench_main(struct sdc_cmd *cmd)
 	if (!sdc_mpi.active || sdc_mpi.size < 2)
 		return sdc_cli_bad(&cmd->cli, "needs mpirun (or srun) with 2 or more ranks");
 	const int P = sdc_mpi.size;
-	MPI_Comm comm = *(MPI_Comm *)sdc_fleet_comm();
+	MPI_Comm comm = *(MPI_Comm *)sdc_mpi_comm();
 	struct sdc_run run;
 	if (sdc_run_init(&run))
 		return SDC_UNKNOWN;

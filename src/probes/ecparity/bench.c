@@ -27,6 +27,8 @@
 #include "probes/ecparity/parity.h"
 #include "probe/probe.h"
 #include "probes/ecparity/ecparity.h"
+#include "base/message.h"
+#include "base/clock.h"
 
 struct bench_opts {
 	int64_t servers, rows, dim, updates, steps, batch;

@@ -31,6 +31,7 @@
 #include "probe/probe.h"
 #include "probes/ecparity/ecparity.h"
 #include "probes/ecparity/host.h"
+#include "base/message.h"
 
 #define OPT(f) offsetof(struct sdc_ec_opts, f)
 static const struct sdc_option ec_options[] = {

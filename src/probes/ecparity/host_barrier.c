@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "probes/ecparity/host.h"
+#include "base/clock.h"
 
 /*
  * Sleeps while *word holds seen: until a wake, or 50 ms at most (so a hard stop or a lost peer is

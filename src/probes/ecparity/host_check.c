@@ -14,6 +14,8 @@
 #include "run/facts.h"
 #include "probes/ecparity/host.h"
 #include "base/stop.h"
+#include "base/message.h"
+#include "base/clock.h"
 
 /* The lost server's state after the rounds up to the loss's, replayed from the seed. */
 void *sdc_ec_host_replay_pass(void *arg)

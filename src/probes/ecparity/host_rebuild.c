@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "probes/ecparity/host.h"
+#include "base/clock.h"
 
 /* L: server s is lost this round: its shard and the parities it held are gone. R with it: its
  * rebuild's helper will be slow (a survivor busy), so that training moves rows under it. */

@@ -14,6 +14,7 @@
  */
 #include "inject/fatal.h"
 #include "probes/ecparity/host.h"
+#include "base/clock.h"
 
 static void step_train(struct sdc_worker *w, struct sdc_ec_host *sh, uint64_t round)
 {

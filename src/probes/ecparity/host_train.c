@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "probes/ecparity/host.h"
+#include "base/message.h"
 
 void sdc_ec_host_add_event(struct sdc_ec_host *sh, const struct sdc_ec_event *e)
 {

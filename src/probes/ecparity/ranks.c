@@ -39,6 +39,8 @@
 
 #include "inject/fatal.h"
 #include "probes/ecparity/ranks.h"
+#include "base/message.h"
+#include "base/clock.h"
 
 /* The list of the servers held here, after host[] or srv[] changed. */
 void sdc_ec_rk_hosts_changed(struct sdc_ec_rk *k)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "probes/ecparity/ranks.h"
+#include "base/message.h"
 
 /*
  * Every live rank's view of who is still there, and whether it goes on; repeated until every

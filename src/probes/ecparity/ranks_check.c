@@ -14,6 +14,8 @@
 #include "run/facts.h"
 #include "probes/ecparity/ranks.h"
 #include "base/stop.h"
+#include "base/message.h"
+#include "base/clock.h"
 
 /* A step of a rebuilt server's replay: on until the run's end stops it. */
 static bool replay_tick(void *arg)

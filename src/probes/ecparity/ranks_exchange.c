@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "probes/ecparity/ranks.h"
+#include "base/message.h"
 
 /* *buf made to hold at least `words` words (at least doubling). 0, or -1 out of memory. */
 int sdc_ec_rk_grow(uint32_t **buf, size_t *cap, size_t words)

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "probes/ecparity/ranks.h"
+#include "base/message.h"
+#include "base/clock.h"
 
 /* Who holds a part of lost server D's entry r: its stripe's other members (to subtract) and its
  * parity (to add), by server. */

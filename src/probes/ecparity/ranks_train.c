@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "probes/ecparity/ranks.h"
+#include "base/clock.h"
 
 /* Server s's steps a step in round `round`: 1, or more for a rebuilt server catching up (the
  * rounds it missed and this one, in this round's steps). Every rank knows every server's. */

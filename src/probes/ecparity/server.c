@@ -10,6 +10,7 @@
 #include "run/inject.h"
 #include "probe/probe.h"
 #include "probes/ecparity/ecparity.h"
+#include "base/message.h"
 
 /* A stripe break and a column break that can be one word's: the same word and amount, and the
  * column's server a member of the stripe at that row. */

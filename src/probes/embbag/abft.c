@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "kernels/crc32c.h"
-#include "base/util.h"
+#include "base/memory.h"
 
 void sdc_eb_variant_name(const struct sdc_eb_cfg *cfg, char *buf, size_t len)
 {

@@ -18,7 +18,9 @@
 #include "run/record.h"
 #include "probes/embbag/embbag.h"
 #include "probes/embbag/abft.h"
-#include "base/util.h"
+#include "base/message.h"
+#include "base/parse.h"
+#include "base/clock.h"
 
 /* Batches each call looks up; the pool they come from is POOL_BATCHES long. */
 #define CALL_BATCHES 32

@@ -23,7 +23,8 @@
 #include "run/record.h"
 #include "probes/embbag/abft.h"
 #include "probes/embbag/embbag.h"
-#include "base/util.h"
+#include "base/message.h"
+#include "base/clock.h"
 
 #define TARGET_OVERHEAD 0.10
 /* Batches (of 10 bags) a launch looks up: about a million rows at the default pooling. */

@@ -20,7 +20,7 @@
 #include "device/parallel.h"
 #include "probe/probe.h"
 #include "probes/embbag/abft.h"
-#include "base/util.h"
+#include "base/message.h"
 
 #define MAX_WORKERS 1024
 

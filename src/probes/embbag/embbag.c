@@ -34,6 +34,8 @@
 #include "probes/embbag/abft.h"
 #include "probes/embbag/embbag.h"
 #include "probes/embbag/lane.h"
+#include "base/message.h"
+#include "base/memory.h"
 
 static const char *const format_names[] = { "8bit", "4bit", NULL };
 static const char *const class_names[] = { "exact", "fast", NULL };

@@ -12,6 +12,7 @@
 #include "probe/probe.h"
 #include "probes/embbag/abft.h"
 #include "probes/embbag/lane.h"
+#include "base/macros.h"
 
 /* Elements reported in detail per bag, and bags per batch. */
 #define ELEMENTS_DETAILED 8

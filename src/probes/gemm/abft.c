@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "base/digest.h"
-#include "base/util.h"
+#include "base/memory.h"
 #include "kernels/abft_sums.h"
 #include "kernels/clones.h"
 #include "probes/gemm/abft.h"

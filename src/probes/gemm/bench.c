@@ -25,7 +25,9 @@
 #include "probes/gemm/gemm_int8.h"
 #include "probes/gemm/abft.h"
 #include "base/rng.h"
-#include "base/util.h"
+#include "base/message.h"
+#include "base/clock.h"
+#include "base/memory.h"
 
 #define bench_size sdc_size3
 

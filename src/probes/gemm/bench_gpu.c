@@ -17,7 +17,8 @@
 #include "probe/bench_race.h"
 #include "device/gpu.h"
 #include "mpi/gpu_ranks.h"
-#include "base/util.h"
+#include "base/message.h"
+#include "base/clock.h"
 #include "probes/gemm/gemm.h"
 
 #define TARGET_SHARE 0.95

@@ -28,7 +28,9 @@
 #include "probes/gemm/abft.h"
 #include "run/record.h"
 #include "sdc_config.h"
-#include "base/util.h"
+#include "base/message.h"
+#include "base/clock.h"
+#include "base/files.h"
 
 #define MAX_SIZES 8
 #define MARGIN 0.2

@@ -13,7 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "base/message.h"
+#include "base/clock.h"
 #include "run/facts.h"
 #include "device/gpu.h"
 #include "probes/gemm/calibration.h"

@@ -13,7 +13,7 @@
 #include "run/facts.h"
 #include "kernels/gemm_float.h"
 #include "sdc_config.h"
-#include "base/util.h"
+#include "base/message.h"
 
 /* Where the built-in e_max of a precision comes from (calibration.h). */
 static const char *builtin_why(const char *precision)

@@ -26,7 +26,7 @@
 #include "probe/probe.h"
 #include "probes/gemm/abft.h"
 #include "run/record.h"
-#include "base/util.h"
+#include "base/message.h"
 #include "probes/gemm/campaign.h"
 
 #define size3 sdc_size3

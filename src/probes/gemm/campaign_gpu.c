@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "base/message.h"
 #include "run/facts.h"
 #include "device/gpu.h"
 #include "mpi/gpu_ranks.h"

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "base/rng.h"
-#include "base/util.h"
+#include "base/message.h"
 #include "probes/gemm/abft.h"
 #include "probes/gemm/campaign.h"
 #include "base/stop.h"

@@ -24,6 +24,7 @@
 #include "probes/gemm/abft.h"
 #include "probes/gemm/gemm.h"
 #include "device/gpu.h"
+#include "base/message.h"
 
 static const char *const int8_kernels[] = { "auto", "portable", "avx2", "avx512bw", "avx512vnni", NULL };
 static const char *const float_kernels[] = { "auto", "portable", "openblas", NULL };

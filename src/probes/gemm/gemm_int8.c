@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "base/memory.h"
 
 int sdc_i8_packed_alloc(struct sdc_i8_packed *bp, int k, int n)
 {

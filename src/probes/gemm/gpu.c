@@ -30,6 +30,8 @@
 #include "device/gpu.h"
 #include "probes/gemm/calibration.h"
 #include "probes/gemm/gpu_lane.h"
+#include "base/message.h"
+#include "base/clock.h"
 
 const char *const sdc_gemm_gpu_type_names[] = { "int8", "fp32", "bf16", "fp16", "fp32-fast", "tf32-fast", "bf16-fast", NULL };
 const char *const sdc_gemm_gpu_variant_names[] = { "gpu-int8",      "gpu-fp32",      "gpu-bf16",      "gpu-fp16",

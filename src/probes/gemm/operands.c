@@ -11,7 +11,7 @@
 
 #include "base/digest.h"
 #include "base/rng.h"
-#include "base/util.h"
+#include "base/macros.h"
 #include "kernels/abft_sums.h"
 #include "probes/gemm/gemm_data.h"
 #include "probes/gemm/abft.h"

@@ -15,7 +15,8 @@
 #include "kernels/exact_gemm.h"
 #include "kernels/gemm_float.h"
 #include "probes/minitrain/model.h"
-#include "base/util.h"
+#include "base/message.h"
+#include "base/memory.h"
 
 struct gemm_case {
 	sdc_sgemm_fn fn;

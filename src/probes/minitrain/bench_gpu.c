@@ -25,6 +25,8 @@
 #include "kernels/exact_gemm.h"
 #include "kernels/exactmath.h"
 #include "probes/minitrain/minitrain.h"
+#include "base/message.h"
+#include "base/clock.h"
 
 #define TARGET_SHARE 0.30
 

@@ -9,6 +9,7 @@
 #include "probes/minitrain/gpu_ops.h"
 #include "kernels/xops.h"
 #include "probes/minitrain/minitrain.h"
+#include "base/message.h"
 
 /*
  * The global gradient: every rank's, summed in rank order (so every rank gets the same bits),

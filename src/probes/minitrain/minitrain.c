@@ -23,6 +23,7 @@
 #include "mpi/transport.h"
 #include "inject/fatal.h"
 #include "probes/minitrain/minitrain.h"
+#include "base/message.h"
 
 static const char *const model_names[] = { "dlrm", "xfmr", NULL };
 static const char *const kernel_names[] = { "tiled", "plain", NULL };

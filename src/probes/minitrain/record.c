@@ -5,6 +5,7 @@
 
 #include "mpi/transport.h"
 #include "probes/minitrain/minitrain.h"
+#include "base/message.h"
 
 struct recorder {
 	struct sdc_mt_model *m;

@@ -1,3 +1,4 @@
+/* SHA-256 and XXH3-64 digests of results (base/digest.h). */
 #include "base/digest.h"
 
 #include <jansson.h>

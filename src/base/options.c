@@ -1,3 +1,4 @@
+/* Options declared as tables: defaults, parsing, ranges and help (base/options.h). */
 #include "base/options.h"
 
 #include <inttypes.h>

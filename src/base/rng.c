@@ -1,3 +1,4 @@
+/* Philox streams keyed by seed, probe, rank, device and purpose (base/rng.h). */
 #include "base/rng.h"
 
 #include <stdbool.h>

@@ -1,3 +1,4 @@
+/* When to stop: the signals that end a run with a report, and deadlines (base/stop.h). */
 #include "base/stop.h"
 
 #include <signal.h>

@@ -1,3 +1,4 @@
+/* Verdicts, their names and exit codes (base/verdict.h). */
 #include "base/verdict.h"
 
 const char *sdc_verdict_name(enum sdc_verdict v)

@@ -1,3 +1,4 @@
+/* The logical CPUs a run burns, with core, package, model and microcode (device/cpu.h). */
 #include "device/cpu.h"
 
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* Devices, CPUs and GPUs in one model: selection and naming (device/device.h). */
 #include "device/device.h"
 
 #include <stdio.h>

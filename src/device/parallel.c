@@ -1,3 +1,4 @@
+/* A parallel loop a device for the tools that are not the burn (device/parallel.h). */
 #include "device/parallel.h"
 
 #include <pthread.h>

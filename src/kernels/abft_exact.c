@@ -1,3 +1,4 @@
+/* ABFT for the exact class: checksum-extended B, located and confirmed errors (kernels/abft_exact.h). */
 #include "kernels/abft_exact.h"
 
 #include <math.h>

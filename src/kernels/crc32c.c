@@ -1,3 +1,4 @@
+/* CRC32C, with the SSE4.2 instruction where the CPU has it (kernels/crc32c.h). */
 #include "kernels/crc32c.h"
 
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* fp32 and fp64 GEMM: OpenBLAS where built with it, a portable kernel otherwise (kernels/gemm_float.h). */
 #include "kernels/gemm_float.h"
 
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* The instruction-set levels the kernels are written for, and this CPU's (kernels/isa.h). */
 #include "kernels/isa.h"
 
 bool sdc_isa_supported(enum sdc_isa isa)

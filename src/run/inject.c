@@ -1,3 +1,4 @@
+/* --inject specs: parsed, planned, and due to a worker (run/inject.h). */
 #include "run/inject.h"
 
 #include <stdbool.h>

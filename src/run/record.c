@@ -1,3 +1,4 @@
+/* The run record: results, findings, injections, kept for the report (run/record.h). */
 #include "run/record.h"
 
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* Human output: header, progress, a line a result, findings, the verdict (runner/output.h). */
 #include "runner/output.h"
 
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* A plan: probes, options and times, from a profile and the command line (runner/plan.h). */
 #include "runner/plan.h"
 
 #include <stdio.h>

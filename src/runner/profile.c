@@ -1,3 +1,4 @@
+/* YAML profiles read with libyaml (runner/profile.h). */
 #include "runner/profile.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* The one list of probes, and whether each is usable here (runner/registry.h). */
 #include "runner/registry.h"
 
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* The JSON report of a run (runner/report.h). */
 #include "runner/report.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* The vote across devices on each iteration's digests (runner/vote.h). */
 #include "runner/vote.h"
 
 #include <stdatomic.h>

@@ -1,3 +1,4 @@
+/* The allreduce probe's data and the checks of every hop (probes/allreduce/ring_check.h). */
 #include "probes/allreduce/ring_check.h"
 
 #include "kernels/crc32c.h"

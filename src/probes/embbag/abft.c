@@ -1,3 +1,4 @@
+/* The ABFT-checked EmbeddingBag engine (probes/embbag/abft.h). */
 #include "probes/embbag/abft.h"
 
 #include <math.h>

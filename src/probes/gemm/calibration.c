@@ -1,3 +1,4 @@
+/* V-ABFT e_max calibration files: read, matched, written (probes/gemm/calibration.h). */
 #include "probes/gemm/calibration.h"
 
 #include <errno.h>

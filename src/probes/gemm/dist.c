@@ -1,3 +1,4 @@
+/* The fast class's value distributions (probes/gemm/dist.h). */
 #include "probes/gemm/dist.h"
 
 #include <math.h>

@@ -1,3 +1,4 @@
+/* u8 x s8 -> s32 GEMM: the portable kernel and the dispatch to x86's (probes/gemm/gemm_int8.h). */
 #include "probes/gemm/gemm_int8.h"
 
 #include <stdlib.h>

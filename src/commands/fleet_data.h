@@ -2,7 +2,7 @@
  * sdcscan fleet's data, shared by its files: fleet_read.c reads one report into a record of the
  * few fields the comparison needs; fleet_store.c keeps what stands for each host, compactly
  * (memory grows with the hosts and the distinct kinds of report, not with the reports' bytes),
- * and votes; mpi/transport.c is the command (reading in threads, text and JSON); fleet_html.c writes
+ * and votes; fleet.c is the command (reading in threads, text and JSON); fleet_html.c writes
  * --html and --csv; fleet_bench.c is `sdcscan bench fleet`.
  *
  * What is kept of a host: its name, path, times and verdict, its first findings, its "shape"
@@ -212,7 +212,7 @@ uint32_t sdc_fl_host_status(const struct fl_store *st, const struct fl_host *h, 
 int sdc_fl_host_level(const struct fl_store *st, const struct fl_host *h, bool minority, double max_age, char *why,
 		      size_t len);
 
-/* Reader threads: asked (> 0), else one an online CPU (mpi/transport.c). */
+/* Reader threads: asked (> 0), else one an online CPU (fleet.c). */
 int sdc_fleet_threads(int64_t asked);
 
 /* ---- outputs (fleet_html.c) ---- */

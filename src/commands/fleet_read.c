@@ -4,7 +4,7 @@
  * every report a reader takes (runner/report_read.c): this schema major, a verdict whose code and
  * status agree, run.start and duration, results, devices and findings lists, a verdict no less
  * than its findings and results say. A key the reader reads given twice refuses the report
- * (jansson's JSON_REJECT_DUPLICATES). The reason a report is refused is jansson's (mpi/transport.c).
+ * (jansson's JSON_REJECT_DUPLICATES). The reason a report is refused is jansson's (fleet.c).
  */
 #include <jansson.h>
 #include <stdlib.h>

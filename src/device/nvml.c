@@ -1,6 +1,6 @@
 /*
  * NVML, loaded with dlopen (device/nvml.h). There is no NVML header on the build machines, so the few
- * prototypes and constants used are declared here, from NVIDIA's device/nvml.h (CUDA 12/13): functions
+ * prototypes and constants used are declared here, from NVIDIA's nvml.h (CUDA 12/13): functions
  * return nvmlReturn_t (0 success, 7 insufficient size), a device is an opaque pointer.
  * Events: NVML API Reference, "Event Handling Methods" (nvmlEventSetCreate,
  * nvmlDeviceRegisterEvents, nvmlEventSetWait_v2, nvmlEventSetFree), docs.nvidia.com/deploy/nvml-api.

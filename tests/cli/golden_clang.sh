@@ -15,6 +15,6 @@ src="$root/src"
 printf '#define HAVE_CUDA 0\n' > "$tmp/sdc_config.h"
 clang -std=c11 -O2 -D_GNU_SOURCE -ffp-contract=off -Wall -Werror -I"$tmp" -I"$src" \
 	"$root/tests/golden/golden_check.c" "$src/probes/minitrain/attn_check.c" "$src/kernels/exact_gemm.c" \
-	"$src/kernels/exactmath.c" "$src/probes/minitrain/model.c" "$src/probes/minitrain/mt_dlrm.c" "$src/probes/minitrain/mt_xfmr.c" \
+	"$src/kernels/exactmath.c" "$src/probes/minitrain/model.c" "$src/probes/minitrain/model_make.c" "$src/probes/minitrain/mt_dlrm.c" "$src/probes/minitrain/mt_xfmr.c" \
 	"$src/base/rng.c" -lcrypto -ljansson -lxxhash -lm -o "$tmp/golden_check"
 "$tmp/golden_check" "$@"

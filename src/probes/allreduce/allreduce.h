@@ -19,6 +19,8 @@ struct ar_shared {
 	char operation[96];
 };
 
+/* ---- hops.c: what the rings share ---- */
+
 /* A member as findings name it: "rank 2 (host)", or with no launcher "GPU 2 (0000:3b:00.0)". */
 void sdc_ar_member(const struct ar_shared *sh, int m, char *buf, size_t len);
 

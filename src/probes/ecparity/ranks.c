@@ -42,37 +42,6 @@
 #include "base/message.h"
 #include "base/clock.h"
 
-/* The list of the servers held here, after host[] or srv[] changed. */
-void sdc_ec_rk_hosts_changed(struct sdc_ec_rk *k)
-{
-	k->at.nhere = 0;
-	for (int s = 0; s < k->S; s++) {
-		if (k->at.srv[s])
-			k->at.here[k->at.nhere++] = s;
-	}
-}
-
-struct sdc_ec_rk_server *sdc_ec_rk_server_new(const struct sdc_ec_rk *k)
-{
-	struct sdc_ec_rk_server *v = calloc(1, sizeof(*v));
-	const size_t shard = (size_t)k->l.rows * (size_t)k->l.words;
-	if (!v || !(v->shard = calloc(shard, 4)) || !(v->held = calloc(shard, 4)) ||
-	    !(v->touched = calloc((size_t)k->l.rows, sizeof(*v->touched)))) {
-		if (v)
-			free(v->shard), free(v->held);
-		free(v);
-		return NULL;
-	}
-	return v;
-}
-
-void sdc_ec_rk_server_free(struct sdc_ec_rk_server *v)
-{
-	if (v)
-		free(v->shard), free(v->held), free(v->touched), free(v->outbox), free(v->kept.at), free(v->kept.v);
-	free(v);
-}
-
 int sdc_ec_ranks_setup(struct sdc_probe_ctx *ctx)
 {
 	const struct sdc_ec_opts *o = ctx->opts;

@@ -1,6 +1,7 @@
 /*
  * ecparity across MPI ranks (ranks.c opens with how it works): this rank's state, grouped by job,
  * and the parts that act on it, one file a job:
+ *   ranks_servers.c   the servers held here: made, freed, listed, their rows kept at the cut
  *   ranks_exchange.c  the all-to-all exchanges, and the difference messages read from them
  *   ranks_train.c     a round's training, each step's messages exchanged and applied
  *   ranks_agree.c     the agreement on who is lost, and what a loss undoes
@@ -180,10 +181,14 @@ static inline size_t sdc_ec_rk_record(const struct sdc_ec_rk *k)
 	return (size_t)(SDC_EC_RK_HDR + k->l.words);
 }
 
-/* ranks.c */
+/* ranks_servers.c */
 void sdc_ec_rk_hosts_changed(struct sdc_ec_rk *k);
 struct sdc_ec_rk_server *sdc_ec_rk_server_new(const struct sdc_ec_rk *k);
 void sdc_ec_rk_server_free(struct sdc_ec_rk_server *v);
+int sdc_ec_rk_grow(uint32_t **buf, size_t *cap, size_t words);
+void sdc_ec_rk_keep(struct sdc_ec_rk *k, struct sdc_ec_rk_server *v, int kind, int r);
+/* Slice j's first row: slice j holds rows [row(j), row(j + 1)) of 0 .. rows (the last one the column). */
+int sdc_ec_rk_rb_row(const struct sdc_ec_rk *k, int j);
 /* Server s when it is held here and not being rebuilt. */
 static inline struct sdc_ec_rk_server *sdc_ec_rk_trains(const struct sdc_ec_rk *k, int s)
 {
@@ -192,7 +197,6 @@ static inline struct sdc_ec_rk_server *sdc_ec_rk_trains(const struct sdc_ec_rk *
 }
 
 /* ranks_exchange.c */
-int sdc_ec_rk_grow(uint32_t **buf, size_t *cap, size_t words);
 int sdc_ec_rk_put(struct sdc_ec_rk *k, int p, const uint32_t *v, size_t words);
 void sdc_ec_rk_clear_out(struct sdc_ec_rk *k);
 const uint32_t *sdc_ec_rk_take(struct sdc_ec_rk *k, int p, size_t words);
@@ -216,7 +220,6 @@ int sdc_ec_rk_share_breaks(struct sdc_ec_rk *k);
 void sdc_ec_rk_localise(struct sdc_ec_rk *k, uint64_t round);
 
 /* ranks_rebuild.c */
-void sdc_ec_rk_keep(struct sdc_ec_rk *k, struct sdc_ec_rk_server *v, int kind, int r);
 int sdc_ec_rk_rb_start(struct sdc_ec_rk *k, int D, int was, uint64_t round);
 int sdc_ec_rk_rb_put(struct sdc_ec_rk *k, int j0, int j1);
 void sdc_ec_rk_rb_caps(const struct sdc_ec_rk *k, int j0, int j1, size_t *cap);

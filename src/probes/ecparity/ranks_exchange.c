@@ -13,19 +13,6 @@
 #include "probes/ecparity/ranks.h"
 #include "base/message.h"
 
-/* *buf made to hold at least `words` words (at least doubling). 0, or -1 out of memory. */
-int sdc_ec_rk_grow(uint32_t **buf, size_t *cap, size_t words)
-{
-	if (words <= *cap)
-		return 0;
-	const size_t want = words > 2 * *cap ? words : 2 * *cap;
-	uint32_t *b = realloc(*buf, want * 4);
-	if (!b)
-		return -1;
-	*buf = b, *cap = want;
-	return 0;
-}
-
 /* Words to rank p in the next exchange, after what is already there. */
 int sdc_ec_rk_put(struct sdc_ec_rk *k, int p, const uint32_t *v, size_t words)
 {

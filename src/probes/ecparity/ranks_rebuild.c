@@ -52,32 +52,11 @@ static int rb_parts(const struct sdc_ec_rk *k, int r, struct sdc_ec_rk_rb_part *
 	return n;
 }
 
-/* Slice j's rows: [row(j), row(j + 1)) of 0 .. rows (the last one the column). */
-static int rb_row(const struct sdc_ec_rk *k, int j)
-{
-	return (int)((int64_t)j * (k->l.rows + 1) / k->rb.slices);
-}
-
 /* Row r of server v (kind 0: its entry, 1: the stripe parity it holds) as it was at the cut. */
 static const uint32_t *cut_value(const struct sdc_ec_rk *k, const struct sdc_ec_rk_server *v, int kind, int r)
 {
 	const int32_t at = v->kept.at ? v->kept.at[2 * (size_t)r + kind] : -1;
 	return at >= 0 ? v->kept.v + (size_t)at * k->l.words : (kind ? v->held : v->shard) + (size_t)r * k->l.words;
-}
-
-/* Before row r of server v (kind as above) changes: its value kept if its slice has not gone. */
-void sdc_ec_rk_keep(struct sdc_ec_rk *k, struct sdc_ec_rk_server *v, int kind, int r)
-{
-	struct sdc_ec_rk_rebuild *b = &k->rb;
-	if (!b->on || !v->kept.at || r < rb_row(k, b->next) || v->kept.at[2 * (size_t)r + kind] >= 0)
-		return;
-	if (sdc_ec_rk_grow(&v->kept.v, &v->kept.cap, v->kept.n + (size_t)k->l.words)) {
-		b->short_of_memory = true;
-		return;
-	}
-	memcpy(v->kept.v + v->kept.n, (kind ? v->held : v->shard) + (size_t)r * k->l.words, 4 * (size_t)k->l.words);
-	v->kept.at[2 * (size_t)r + kind] = (int32_t)(v->kept.n / (size_t)k->l.words);
-	v->kept.n += (size_t)k->l.words;
 }
 
 static void rb_drop_kept(struct sdc_ec_rk *k)
@@ -137,7 +116,7 @@ int sdc_ec_rk_rb_put(struct sdc_ec_rk *k, int j0, int j1)
 	uint32_t part[SDC_EC_MAX_DIM + 1];
 	if (b->short_of_memory)
 		return sdc_worker_error(k->w, "out of memory for the values server %d's rebuild reads", b->D), -1;
-	for (int r = rb_row(k, j0); r < rb_row(k, j1); r++) {
+	for (int r = sdc_ec_rk_rb_row(k, j0); r < sdc_ec_rk_rb_row(k, j1); r++) {
 		/* the column's part: its rows summed slice by slice, sent with the last */
 		if (vc && r < k->l.rows) {
 			const uint32_t *e = cut_value(k, vc, 0, r);
@@ -170,7 +149,7 @@ void sdc_ec_rk_rb_caps(const struct sdc_ec_rk *k, int j0, int j1, size_t *cap)
 	struct sdc_ec_rk_rb_part *q = k->rb.q;
 	if (k->at.host[k->rb.D] != k->me)
 		return;
-	for (int r = rb_row(k, j0); r < rb_row(k, j1); r++) {
+	for (int r = sdc_ec_rk_rb_row(k, j0); r < sdc_ec_rk_rb_row(k, j1); r++) {
 		const int m = rb_parts(k, r, q);
 		for (int i = 0; i < m; i++)
 			if (k->x.live[k->at.host[q[i].x]])
@@ -189,7 +168,7 @@ int sdc_ec_rk_rb_take(struct sdc_ec_rk *k, int j0, int j1)
 	const double t0 = sdc_now();
 	struct sdc_ec_rk_server *v = k->at.srv[b->D];
 	const size_t words = (size_t)k->l.words;
-	for (int r = rb_row(k, j0); r < rb_row(k, j1); r++) {
+	for (int r = sdc_ec_rk_rb_row(k, j0); r < sdc_ec_rk_rb_row(k, j1); r++) {
 		const int m = rb_parts(k, r, q);
 		for (int i = 0; i < m; i++) {
 			const int p = k->at.host[q[i].x];

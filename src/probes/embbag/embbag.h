@@ -8,7 +8,7 @@
 
 struct sdc_run;
 
-extern const struct sdc_command sdc_embbag_bench;    /* probe/bench_race.c: sdcscan bench embbag */
+extern const struct sdc_command sdc_embbag_bench;    /* bench.c: sdcscan bench embbag */
 extern const struct sdc_command sdc_embbag_campaign; /* campaign.c: sdcscan campaign embbag */
 
 /* bench_gpu.c: sdcscan bench embbag --gpus, on the run's first GPU; the command's exit code. */

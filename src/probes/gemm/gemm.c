@@ -641,7 +641,7 @@ static int gemm_setup(struct sdc_probe_ctx *ctx)
 	return 0;
 }
 
-/* The GPU lane (device/gpu.c): set up for every GPU of the run in setup, or said why not there. */
+/* The GPU lane (gpu.c): set up for every GPU of the run in setup, or said why not there. */
 static void gemm_gpu_lane(struct sdc_worker *w)
 {
 	const struct gemm_shared *sh = w->ctx->shared;

@@ -52,7 +52,7 @@ extern const char *const sdc_gemm_gpu_type_names[];
 /* The GPU variants' names ("gpu-int8", ...), in enum sdc_gpu_type order. */
 extern const char *const sdc_gemm_gpu_variant_names[];
 
-/* device/gpu.c: the GPU lanes of the probe */
+/* gpu.c: the GPU lanes of the probe */
 /* A fast type's e_max on a GPU model at inner dimension k: from the calibration file's "gpus"
  * section (calibration: a path, or "" for the default), else V-ABFT Table 7 (H100); source says
  * which. -1 with err for a file that cannot be used. */
@@ -107,8 +107,8 @@ int sdc_gemm_campaign_gpu(struct sdc_run *run, const int *sizes, int nsizes, uin
 			  struct sdc_facts *out, bool *targets_met);
 
 /* Tools, listed in the descriptor (gemm.c). */
-extern const struct sdc_command sdc_gemm_bench;          /* probe/bench_race.c: sdcscan bench gemm */
-extern const struct sdc_command sdc_gemm_bench_overhead; /* probe/bench_race.c: sdcscan bench overhead */
+extern const struct sdc_command sdc_gemm_bench;          /* bench.c: sdcscan bench gemm */
+extern const struct sdc_command sdc_gemm_bench_overhead; /* bench.c: sdcscan bench overhead */
 extern const struct sdc_command sdc_gemm_campaign;       /* campaign.c: sdcscan campaign gemm */
 extern const struct sdc_command sdc_gemm_calibrate;      /* calibrate.c: sdcscan calibrate */
 

@@ -215,32 +215,6 @@ int sdc_gemm_gpu_setup(struct sdc_probe_ctx *ctx, struct gemm_shared *sh, const 
 
 /* ---- one GPU lane ---- */
 
-/* A platform failure: the GPU could not be tested (UNKNOWN), named with its bus id. */
-void sdc_gemm_lane_error(struct gemm_lane *l, const char *what)
-{
-	sdc_worker_device_lost(l->w, "%s (%s): %s: %s", l->w->dev->id, l->w->dev->gpu.pci_bus_id, what, l->err);
-}
-
-int sdc_gemm_lane_load(struct gemm_lane *l, uint64_t set)
-{
-	l->set = set;
-	l->pool = sdc_gpu_type_exact(l->sh->gcfg.type) ? NULL : l->sh->pools[set % (uint64_t)l->sh->npools].v;
-	l->truth.valid = false;
-	l->loaded = !l->m->gemm_load(l->g, set, l->pool, l->err, sizeof(l->err));
-	return l->loaded ? 0 : -1;
-}
-
-int sdc_gemm_lane_truth(struct gemm_lane *l)
-{
-	if (l->truth.valid && l->truth.set == l->set)
-		return 0;
-	if (sdc_gpu_truth_load(&l->truth, l->set, l->pool)) {
-		snprintf(l->err, sizeof(l->err), "out of memory for the host's copy of B");
-		return -1;
-	}
-	return 0;
-}
-
 /* ---- fault injection ---- */
 
 static void inject(struct gemm_lane *l, char target)

@@ -1,7 +1,7 @@
 /*
  * The gemm probe's GPU lane (the GPU module's gemm family, probes/gemm/gpu_ops.h), shared by its two
  * files and by nothing else:
- *   device/gpu.c       the lanes' configuration and set-up, and a lane's run: its engine made, its operands
+ *   gpu.c       the lanes' configuration and set-up, and a lane's run: its engine made, its operands
  *               drawn and compared with the host's twin, the GPU's reference rate, faults injected,
  *               iterations submitted two in flight
  *   gpu_look.c  an iteration looked at: collected, the operands' fingerprints, failing rows read back
@@ -38,7 +38,7 @@ struct gemm_lane {
 	char err[256];
 };
 
-/* device/gpu.c */
+/* gpu.c */
 /* A platform failure: the GPU could not be tested (UNKNOWN), named with its bus id; l->err says why. */
 void sdc_gemm_lane_error(struct gemm_lane *l, const char *what);
 /* Draws operand set `set` on the device (and forgets the host's twin of the last). -1: l->err. */

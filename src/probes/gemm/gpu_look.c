@@ -1,5 +1,5 @@
 /*
- * The gemm probe's GPU lane (device/gpu.c) looking at an iteration: its results collected from the engine,
+ * The gemm probe's GPU lane (gpu.c) looking at an iteration: its results collected from the engine,
  * the operands' fingerprints compared with the load's (a changed operand read back, located, named
  * and reloaded), failing rows read back and recomputed on the host from the regenerated operands
  * (gpu_truth.c), the failing tile recomputed on every SM (the SM replay), the closed form of extreme
@@ -17,6 +17,34 @@
 #include "kernels/abft_ref.h"
 #include "probes/gemm/gemm_data.h"
 #include "probes/gemm/gpu_lane.h"
+
+/* ---- the lane's operands and their truth, which gpu.c's burn and the look below share ---- */
+
+/* A platform failure: the GPU could not be tested (UNKNOWN), named with its bus id. */
+void sdc_gemm_lane_error(struct gemm_lane *l, const char *what)
+{
+	sdc_worker_device_lost(l->w, "%s (%s): %s: %s", l->w->dev->id, l->w->dev->gpu.pci_bus_id, what, l->err);
+}
+
+int sdc_gemm_lane_load(struct gemm_lane *l, uint64_t set)
+{
+	l->set = set;
+	l->pool = sdc_gpu_type_exact(l->sh->gcfg.type) ? NULL : l->sh->pools[set % (uint64_t)l->sh->npools].v;
+	l->truth.valid = false;
+	l->loaded = !l->m->gemm_load(l->g, set, l->pool, l->err, sizeof(l->err));
+	return l->loaded ? 0 : -1;
+}
+
+int sdc_gemm_lane_truth(struct gemm_lane *l)
+{
+	if (l->truth.valid && l->truth.set == l->set)
+		return 0;
+	if (sdc_gpu_truth_load(&l->truth, l->set, l->pool)) {
+		snprintf(l->err, sizeof(l->err), "out of memory for the host's copy of B");
+		return -1;
+	}
+	return 0;
+}
 
 static const char *lane_op(const struct gemm_lane *l)
 {

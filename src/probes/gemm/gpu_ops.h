@@ -1,6 +1,6 @@
 /*
  * The gemm family: the checked GEMM engine on a GPU (probes/gemm/gemm.cu), the table the gemm
- * probe's GPU lanes, benchmark, calibration and campaign call (device/gpu.c, bench_gpu.c, calibrate_gpu.c,
+ * probe's GPU lanes, benchmark, calibration and campaign call (gpu.c, bench_gpu.c, calibrate_gpu.c,
  * campaign_gpu.c). Bump SDC_GPU_GEMM_VERSION with any change to what this file declares.
  */
 #ifndef SDC_PROBES_GEMM_GPU_OPS_H

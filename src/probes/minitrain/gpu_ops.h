@@ -1,7 +1,7 @@
 /*
  * The minitrain family: the exact class on a GPU (probes/minitrain/xgemm.cu: the exact GEMM, exp and
  * log, the bits the CPU gets) and minitrain's training steps there (probes/minitrain/minitrain.cu),
- * the table minitrain's GPU backend (device/gpu.c), benchmark (bench_gpu.c) and data-parallel training
+ * the table minitrain's GPU backend (gpu.c), benchmark (bench_gpu.c) and data-parallel training
  * over NCCL (dp.c) call. Bump
  * SDC_GPU_MINITRAIN_VERSION with any change to what this file declares.
  */

@@ -1,7 +1,7 @@
 /*
  * minitrain: deterministic mini-training (model.h) on every selected core and GPU, as
  * Adept ran it on every node: the same model, seed and data everywhere, so any difference is a
- * fault. A GPU trains with the same operations (mt_ops.h, device/gpu.c): the same bits.
+ * fault. A GPU trains with the same operations (mt_ops.h, gpu.c): the same bits.
  *
  * One iteration is one training step; a run of `steps` steps starts from the seed's weights and
  * repeats while time remains. Every step is checked three ways:
@@ -142,83 +142,6 @@ static int minitrain_variants(const void *opts, struct sdc_variant *out, int max
 	return n;
 }
 
-void sdc_mt_cfg_from_opts(const struct minitrain_opts *o, const struct sdc_variant *v, uint64_t seed,
-			  struct sdc_mt_cfg *c)
-{
-	memset(c, 0, sizeof(*c));
-	c->seed = sdc_variant_seed(v, seed);
-	if (v->param[0] == MODEL_DLRM) {
-		c->kind = SDC_MT_DLRM;
-		c->batch = (int)o->dlrm_batch, c->dense = 16, c->bottom = 64, c->emb_dim = (int)o->dlrm_dim;
-		c->tables = (int)o->dlrm_tables, c->rows = (int)o->dlrm_rows, c->pooling = (int)o->dlrm_pooling;
-		c->top = 64;
-	} else {
-		c->kind = SDC_MT_XFMR;
-		if (v->world_dependent)
-			c->shard = sdc_mpi.rank, c->nshards = sdc_mpi.size;
-		c->batch = (int)o->xfmr_batch, c->seq = (int)o->xfmr_seq, c->dmodel = (int)o->xfmr_dim;
-		c->heads = (int)o->xfmr_heads, c->dff = (int)o->xfmr_ff;
-	}
-}
-
-int sdc_mt_check_cfg(const struct sdc_mt_cfg *c, char *err, size_t len)
-{
-	if (c->kind == SDC_MT_DLRM && (long)c->batch * (2 * c->pooling - 1) > 60000) {
-		snprintf(err, len, "dlrm_batch x (2 dlrm_pooling - 1) must be at most 60000 indices per table");
-		return -1;
-	}
-	if (c->kind == SDC_MT_XFMR && c->dmodel % c->heads) {
-		snprintf(err, len, "xfmr_heads (%d) must divide xfmr_dim (%d)", c->heads, c->dmodel);
-		return -1;
-	}
-	return 0;
-}
-
-/* ---- hashing ---- */
-
-/* Tensor bytes are hashed little-endian, as the golden files define them. */
-static uint64_t tensor_xxh(const struct sdc_mt_tensor *t)
-{
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	return sdc_xxh64(t->data, sdc_mt_numel(t) * sizeof(float));
-#else
-#error "minitrain hashes tensors as little-endian bytes; add a byte swap for this host"
-#endif
-}
-
-uint64_t sdc_mt_tensors_hash(const struct sdc_mt_tensor *t, int n, uint64_t *out)
-{
-	uint64_t h[64];
-	for (int i = 0; i < n && i < 64; i++) {
-		h[i] = tensor_xxh(&t[i]);
-		if (out)
-			out[i] = h[i];
-	}
-	return sdc_xxh64(h, sizeof(uint64_t) * (size_t)(n < 64 ? n : 64));
-}
-
-void sdc_mt_tensors_to_flat(const struct sdc_mt_tensor *t, int n, float *flat)
-{
-	for (int i = 0; i < n; i++) {
-		memcpy(flat, t[i].data, sdc_mt_numel(&t[i]) * sizeof(float));
-		flat += sdc_mt_numel(&t[i]);
-	}
-}
-
-void sdc_mt_tensors_from_flat(struct sdc_mt_tensor *t, int n, const float *flat)
-{
-	for (int i = 0; i < n; i++) {
-		memcpy(t[i].data, flat, sdc_mt_numel(&t[i]) * sizeof(float));
-		flat += sdc_mt_numel(&t[i]);
-	}
-}
-
-void sdc_mt_tensors_sha(struct sdc_sha256 *s, const struct sdc_mt_tensor *t, int n, uint8_t *out)
-{
-	for (int i = 0; i < n; i++)
-		sdc_sha256_buf(s, t[i].data, sdc_mt_numel(&t[i]) * sizeof(float), out + (size_t)i * SDC_SHA256_LEN);
-}
-
 /* ---- setup ---- */
 
 static bool golden_matches_shape(const struct sdc_golden_entry *g, const struct mt_shared *sh, int ntraj)
@@ -271,14 +194,6 @@ static int minitrain_setup(struct sdc_probe_ctx *ctx)
 	return 0;
 }
 
-
-/* ---- findings ---- */
-
-void sdc_mt_finding_init(struct sdc_finding *f, const struct mt_worker *mw, const char *kind, const char *target,
-			 int64_t row, int64_t col)
-{
-	sdc_finding_corruption(f, kind, mw->sh->operation, target, mw->iter, row, col);
-}
 
 /* ---- fault injection ---- */
 
@@ -593,7 +508,7 @@ static void minitrain_cpu_lane(struct sdc_worker *w)
 	train(&mw);
 }
 
-/* The GPU lane: the GPU's backend opened (device/gpu.c), the same training on it, the backend closed. */
+/* The GPU lane: the GPU's backend opened (gpu.c), the same training on it, the backend closed. */
 static void minitrain_gpu_lane(struct sdc_worker *w)
 {
 	struct mt_worker mw = { .w = w, .sh = w->ctx->shared };
@@ -604,13 +519,6 @@ static void minitrain_gpu_lane(struct sdc_worker *w)
 	}
 	train(&mw);
 	sdc_mt_gpu_close(&mw);
-}
-
-struct sdc_mt_model *sdc_mt_model_new(struct mt_worker *mw, char *err, size_t len)
-{
-	const struct mt_shared *sh = mw->sh;
-	const sdc_xgemm_fn gemm = sh->plain ? sdc_xgemm_plain : sdc_xgemm;
-	return mw->gpu ? sdc_mt_create_on(&sh->cfg, gemm, &mw->be, err, len) : sdc_mt_create(&sh->cfg, gemm, err, len);
 }
 
 static const struct sdc_command *const minitrain_benches[] = { &sdc_minitrain_bench, NULL };

@@ -1,13 +1,15 @@
 /*
  * The minitrain probe's own parts, shared by the files of its folder and by nothing outside it:
  *   minitrain.c  the probe: options, variants, setup, fault injection, the burn loop
+ *   training.c   what its parts share: a model configured and made, tensor hashes, a finding
  *   record.c     the golden recorder (sdcscan golden record): a trajectory on the reference kernel
  *   replay.c     a divergence from the golden, replayed from the seed to name step, tensor, element
  *   dp.c         data parallel across MPI ranks: the gradient all-reduce and the per-step state check
- *   probe/bench_race.c      sdcscan bench minitrain
+ *   bench.c      sdcscan bench minitrain
  * and the models themselves, which know nothing of the probe (tests/layers.py: its arithmetic):
- *   model.h      the two models and their backend; mt_dlrm.c, mt_xfmr.c, model.c (mt_internal.h),
- *                their operations (mt_ops.h) and the attention GEMMs' check (attn_check.h)
+ *   model.h      the two models and their backend; mt_dlrm.c, mt_xfmr.c (made by model_make.c),
+ *                model.c (mt_internal.h), their operations (mt_ops.h) and the attention GEMMs'
+ *                check (attn_check.h)
  */
 #ifndef SDC_PROBES_MINITRAIN_H
 #define SDC_PROBES_MINITRAIN_H
@@ -85,13 +87,12 @@ struct mt_worker {
 	bool dp_failed;
 	struct sdc_gpu_comm *dp_nccl; /* the gradients over NCCL between the ranks' GPUs, or NULL: MPI */
 	bool dp_entry_golden; /* the state entering this step matched the golden */
-	/* on a GPU (device/gpu.c): the module's training kernels as the models' backend */
+	/* on a GPU (gpu.c): the module's training kernels as the models' backend */
 	void *gpu;
 	struct sdc_mt_backend be;
 };
 
-
-/* minitrain.c */
+/* training.c */
 void sdc_mt_cfg_from_opts(const struct minitrain_opts *o, const struct sdc_variant *v, uint64_t seed,
 			  struct sdc_mt_cfg *c);
 int sdc_mt_check_cfg(const struct sdc_mt_cfg *c, char *err, size_t len);
@@ -112,13 +113,13 @@ static inline const char *mt_device_word(const struct mt_worker *mw)
 /* A model of the worker's configuration where the worker runs (its core, or its GPU: mw->gpu). */
 struct sdc_mt_model *sdc_mt_model_new(struct mt_worker *mw, char *err, size_t len);
 
-/* device/gpu.c: a GPU as the models' backend (bound to the calling thread), or -1 with err; closed. */
+/* gpu.c: a GPU as the models' backend (bound to the calling thread), or -1 with err; closed. */
 int sdc_mt_gpu_backend(const struct sdc_device *dev, double timeout, struct sdc_mt_backend *be, char *err, size_t len);
 void sdc_mt_gpu_backend_close(struct sdc_mt_backend *be);
 /* ... the worker's GPU, as mw->be (mw->gpu set). */
 int sdc_mt_gpu_open(struct mt_worker *mw, double timeout, char *err, size_t len);
 void sdc_mt_gpu_close(struct mt_worker *mw);
-/* probe/bench_race.c: the quick profile's two models, which the benchmarks train. */
+/* bench.c: the quick profile's two models, which the benchmarks train. */
 extern const struct sdc_mt_cfg sdc_mt_bench_dlrm, sdc_mt_bench_xfmr;
 
 /* record.c: the trajectory of one variant, on the calling thread (the descriptor's golden_record). */
@@ -162,7 +163,7 @@ void sdc_mt_dp_close(struct mt_worker *mw);
 /* Before each step: every rank's state compared, the odd one named; false to stop. */
 bool sdc_mt_dp_step_check(struct mt_worker *mw, uint64_t *entry_io);
 
-/* probe/bench_race.c */
+/* bench.c */
 extern const struct sdc_command sdc_minitrain_bench; /* sdcscan bench minitrain */
 struct sdc_cmd;
 struct sdc_size_list;

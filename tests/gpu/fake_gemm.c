@@ -29,6 +29,7 @@
 #include "probes/gemm/gemm_data.h"
 #include "fake.h"
 #include "probes/gemm/gpu_ops.h"
+#include "probes/gemm/gemm_elements.h"
 
 struct sdc_gpu_gemm {
 	struct sdc_gpu_gemm_cfg c;
@@ -72,35 +73,6 @@ static uint64_t get(const uint8_t *buf, int esz, size_t idx)
 	uint64_t v = 0;
 	memcpy(&v, buf + idx * (size_t)esz, (size_t)esz);
 	return v;
-}
-
-/* The element type's bits for x, and back (the device converts the same way: half.h). */
-static uint64_t bits_of(enum sdc_gpu_type t, double x)
-{
-	const float f = (float)x;
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	if (t == SDC_GPU_INT8)
-		return (uint8_t)(int8_t)x;
-	if (t == SDC_GPU_BF16 || t == SDC_GPU_BF16_FAST)
-		return sdc_float_to_bf16(f);
-	if (t == SDC_GPU_FP16)
-		return sdc_float_to_half(f);
-	return u;
-}
-
-static double value_of(enum sdc_gpu_type t, uint64_t bits)
-{
-	if (t == SDC_GPU_INT8)
-		return (int8_t)(uint8_t)bits;
-	if (t == SDC_GPU_BF16 || t == SDC_GPU_BF16_FAST)
-		return sdc_bf16_to_float((uint16_t)bits);
-	if (t == SDC_GPU_FP16)
-		return sdc_half_to_float((uint16_t)bits);
-	float f;
-	uint32_t u = (uint32_t)bits;
-	memcpy(&f, &u, 4);
-	return f;
 }
 
 /* Position-weighted sum of the words (mod 2^64): the device's fingerprint of an operand. */
@@ -174,9 +146,9 @@ static int fake_load(struct sdc_gpu_gemm *g, uint64_t set, const double *pool, c
 		for (int i = 0; i < c->m; i++)
 			for (int p = 0; p < c->k; p++)
 				put(g->a, g->esz, (size_t)i * g->kp + p,
-				    c->extreme ? bits_of(t, (double)sdc_gd_extreme_a(t == SDC_GPU_INT8, c->amax))
+				    c->extreme ? sdc_gemm_bits_of(t, (double)sdc_gd_extreme_a(t == SDC_GPU_INT8, c->amax))
 				    : t == SDC_GPU_INT8 ? (uint64_t)sdc_gd_int8_a(&ra, set, c->k, i, p)
-							: bits_of(t, (double)sdc_gd_small_a(&ra, set, c->k, i, p, c->amax)));
+							: sdc_gemm_bits_of(t, (double)sdc_gd_small_a(&ra, set, c->k, i, p, c->amax)));
 		int64_t row[64];
 		for (int p = 0; p < c->k; p++) {
 			int64_t s1 = 0, s2 = 0;
@@ -184,14 +156,14 @@ static int fake_load(struct sdc_gpu_gemm *g, uint64_t set, const double *pool, c
 				const int64_t v = c->extreme ? sdc_gd_extreme_b(t == SDC_GPU_INT8, c->bmax)
 						  : t == SDC_GPU_INT8 ? sdc_gd_int8_b(&rb, set, n, p, j)
 								      : sdc_gd_small_b(&rb, set, n, p, j, c->bmax);
-				put(g->bt, g->esz, (size_t)j * g->kp + p, bits_of(t, (double)v));
+				put(g->bt, g->esz, (size_t)j * g->kp + p, sdc_gemm_bits_of(t, (double)v));
 				s1 += v;
 				s2 += (int64_t)(j + 1) * v;
 			}
 			sdc_ref_digits(s1, c->base_log2, c->nd1, row);
 			sdc_ref_digits(s2, c->base_log2, c->nd2, row + c->nd1);
 			for (int d = 0; d < c->nd1 + c->nd2; d++)
-				put(g->bt, g->esz, (size_t)(n + d) * g->kp + p, bits_of(t, (double)row[d]));
+				put(g->bt, g->esz, (size_t)(n + d) * g->kp + p, sdc_gemm_bits_of(t, (double)row[d]));
 		}
 	} else {
 		const struct sdc_rng wr = sdc_gd_rng(c->seed, c->cls, SDC_GD_WINDOW);
@@ -199,22 +171,22 @@ static int fake_load(struct sdc_gpu_gemm *g, uint64_t set, const double *pool, c
 		for (int i = 0; i < c->m; i++)
 			for (int p = 0; p < c->k; p++)
 				put(g->a, g->esz, (size_t)i * g->kp + p,
-				    bits_of(t, sdc_gd_window_at(pool, c->pool_size, w.a0, w.as, (uint64_t)i * c->k + p)));
+				    sdc_gemm_bits_of(t, sdc_gd_window_at(pool, c->pool_size, w.a0, w.as, (uint64_t)i * c->k + p)));
 		struct sdc_ref_bstats bs = { 0 };
 		for (int p = 0; p < c->k; p++) {
 			double r1 = 0, r2 = 0, sum = 0, mn = INFINITY, mx = -INFINITY;
 			for (int j = 0; j < n; j++) {
-				const uint64_t b = bits_of(t, sdc_gd_window_at(pool, c->pool_size, w.b0, w.bs, (uint64_t)p * n + j));
+				const uint64_t b = sdc_gemm_bits_of(t, sdc_gd_window_at(pool, c->pool_size, w.b0, w.bs, (uint64_t)p * n + j));
 				put(g->bt, g->esz, (size_t)j * g->kp + p, b);
-				const double v = value_of(t, b);
+				const double v = sdc_gemm_value_of(t, b);
 				r1 += v;
 				r2 += (double)(j + 1) * v;
 				sum += v;
 				mn = v < mn ? v : mn;
 				mx = v > mx ? v : mx;
 			}
-			put(g->bt, g->esz, (size_t)n * g->kp + p, bits_of(t, r1));
-			put(g->bt, g->esz, (size_t)(n + 1) * g->kp + p, bits_of(t, r2));
+			put(g->bt, g->esz, (size_t)n * g->kp + p, sdc_gemm_bits_of(t, r1));
+			put(g->bt, g->esz, (size_t)(n + 1) * g->kp + p, sdc_gemm_bits_of(t, r2));
 			double mu, var;
 			sdc_ref_row_stats(sum, mn, mx, n, &mu, &var);
 			bs.absmu += fabs(mu);
@@ -224,7 +196,7 @@ static int fake_load(struct sdc_gpu_gemm *g, uint64_t set, const double *pool, c
 		for (int i = 0; i < c->m; i++) {
 			double sum = 0, mn = INFINITY, mx = -INFINITY, mu, var;
 			for (int p = 0; p < c->k; p++) {
-				const double v = value_of(t, get(g->a, g->esz, (size_t)i * g->kp + p));
+				const double v = sdc_gemm_value_of(t, get(g->a, g->esz, (size_t)i * g->kp + p));
 				sum += v;
 				mn = v < mn ? v : mn;
 				mx = v > mx ? v : mx;
@@ -267,8 +239,8 @@ static uint32_t product(const struct sdc_gpu_gemm *g, int i, int j, int ncols_da
 	if (c->type == SDC_GPU_INT8 || acc_bits > 0) {
 		int64_t s = 0;
 		for (int p = 0; p < c->k; p++) {
-			s += (int64_t)value_of(c->type, get(g->a, g->esz, (size_t)i * g->kp + p)) *
-			     (int64_t)value_of(c->type, get(g->bt, g->esz, (size_t)j * g->kp + p));
+			s += (int64_t)sdc_gemm_value_of(c->type, get(g->a, g->esz, (size_t)i * g->kp + p)) *
+			     (int64_t)sdc_gemm_value_of(c->type, get(g->bt, g->esz, (size_t)j * g->kp + p));
 			if (acc_bits > 0)
 				s = truncate_bits(s, acc_bits);
 		}
@@ -282,8 +254,8 @@ static uint32_t product(const struct sdc_gpu_gemm *g, int i, int j, int ncols_da
 	(void)ncols_data;
 	double s = 0;
 	for (int p = 0; p < c->k; p++)
-		s += value_of(c->type, get(g->a, g->esz, (size_t)i * g->kp + p)) *
-		     value_of(c->type, get(g->bt, g->esz, (size_t)j * g->kp + p));
+		s += sdc_gemm_value_of(c->type, get(g->a, g->esz, (size_t)i * g->kp + p)) *
+		     sdc_gemm_value_of(c->type, get(g->bt, g->esz, (size_t)j * g->kp + p));
 	const float f = (float)s;
 	uint32_t u;
 	memcpy(&u, &f, 4);
@@ -367,10 +339,8 @@ static void fake_check(struct sdc_gpu_gemm *g, struct fake_slot *sl)
 /* The work is done here, at once; collect hands over what it found. */
 static int fake_submit(struct sdc_gpu_gemm *g, int slot, int what, char *err, size_t errlen)
 {
-	if (slot < 0 || slot >= SDC_GPU_SLOTS || !what || ((what & SDC_GPU_MULTIPLY) && (what & SDC_GPU_PLAIN))) {
-		snprintf(err, errlen, "gemm_submit: slot %d, what %#x: not a submission", slot, what);
+	if (sdc_gpu_gemm_submission_check(slot, what, err, errlen))
 		return -1;
-	}
 	if (g->hung) {
 		snprintf(err, errlen, "the GPU hung earlier in this run (fake)");
 		return -1;

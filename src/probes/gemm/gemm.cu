@@ -238,10 +238,8 @@ static struct sdc_gpu_gemm *g_create(const struct sdc_gpu_gemm_cfg *cfg, char *e
 static int g_submit(struct sdc_gpu_gemm *g, int slot, int what, char *err, size_t errlen)
 {
 	const struct sdc_gpu_gemm_cfg c = g->c;
-	if (slot < 0 || slot >= SDC_GPU_SLOTS || !what || (what & SDC_GPU_MULTIPLY && what & SDC_GPU_PLAIN)) {
-		snprintf(err, errlen, "gemm_submit: slot %d, what %#x: not a submission", slot, what);
+	if (sdc_gpu_gemm_submission_check(slot, what, err, errlen))
 		return -1;
-	}
 	if (g->hung) {
 		snprintf(err, errlen, "the GPU hung earlier in this run");
 		return -1;

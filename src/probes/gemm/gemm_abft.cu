@@ -41,7 +41,7 @@ __global__ void k_gen_exact(struct sdc_gpu_gemm_cfg c, uint64_t set, int matrix,
 		if (c.extreme) {
 			const int64_t v = matrix == SDC_GD_A ? sdc_gd_extreme_a(c.type == SDC_GPU_INT8, c.amax)
 							    : sdc_gd_extreme_b(c.type == SDC_GPU_INT8, c.bmax);
-			bits = dev_bits_of(c.type, (double)v);
+			bits = sdc_gemm_bits_of(c.type, (double)v);
 		} else if (c.type == SDC_GPU_INT8) {
 			const uint8_t byte = (uint8_t)(w.v[q / 4] >> (8 * (q % 4)));
 			bits = matrix == SDC_GD_A ? (uint64_t)(byte & 0x7F) : (uint64_t)byte;
@@ -50,7 +50,7 @@ __global__ void k_gen_exact(struct sdc_gpu_gemm_cfg c, uint64_t set, int matrix,
 			int64_t v = sdc_gd_int_of(w.v[q], matrix == SDC_GD_A ? c.amax : c.bmax);
 			if (matrix == SDC_GD_A && col == 0 && v < 0)
 				v = -v; /* the row's first entry non-negative (gemm_data.h) */
-			bits = dev_bits_of(c.type, (double)v);
+			bits = sdc_gemm_bits_of(c.type, (double)v);
 		}
 		size_t idx;
 		if (matrix == SDC_GD_A)
@@ -72,10 +72,10 @@ __global__ void k_gen_fast(struct sdc_gpu_gemm_cfg c, struct sdc_gd_window w, co
 	const int esz = sdc_gpu_type_esz(c.type);
 	if (matrix == SDC_GD_A)
 		dev_put(out, esz, (size_t)(e / (uint64_t)c.k) * kp + (size_t)(e % (uint64_t)c.k),
-			dev_bits_of(c.type, sdc_gd_window_at(pool, c.pool_size, w.a0, w.as, e)));
+			sdc_gemm_bits_of(c.type, sdc_gd_window_at(pool, c.pool_size, w.a0, w.as, e)));
 	else
 		dev_put(out, esz, (size_t)(e % (uint64_t)c.n) * kp + (size_t)(e / (uint64_t)c.n),
-			dev_bits_of(c.type, sdc_gd_window_at(pool, c.pool_size, w.b0, w.bs, e)));
+			sdc_gemm_bits_of(c.type, sdc_gd_window_at(pool, c.pool_size, w.b0, w.bs, e)));
 }
 
 /* Block-wide sum of an int64 (exact: any order). */
@@ -143,7 +143,7 @@ __global__ void k_encode_exact(struct sdc_gpu_gemm_cfg c, int kp, uint8_t *bt)
 	const int p = blockIdx.x, esz = sdc_gpu_type_esz(c.type);
 	int64_t s1 = 0, s2 = 0;
 	for (int j = threadIdx.x; j < c.n; j += blockDim.x) {
-		const int64_t v = (int64_t)dev_value(c.type, dev_get(bt, esz, (size_t)j * kp + p));
+		const int64_t v = (int64_t)sdc_gemm_value_of(c.type, dev_get(bt, esz, (size_t)j * kp + p));
 		s1 += v;
 		s2 += (int64_t)(j + 1) * v;
 	}
@@ -155,7 +155,7 @@ __global__ void k_encode_exact(struct sdc_gpu_gemm_cfg c, int kp, uint8_t *bt)
 	sdc_ref_digits(s1, c.base_log2, c.nd1, d);
 	sdc_ref_digits(s2, c.base_log2, c.nd2, d + c.nd1);
 	for (int t = 0; t < c.nd1 + c.nd2; t++)
-		dev_put(bt, esz, (size_t)(c.n + t) * kp + p, dev_bits_of(c.type, (double)d[t]));
+		dev_put(bt, esz, (size_t)(c.n + t) * kp + p, sdc_gemm_bits_of(c.type, (double)d[t]));
 }
 
 /*
@@ -170,14 +170,14 @@ __global__ void k_encode_fast(struct sdc_gpu_gemm_cfg c, int kp, uint8_t *bt, do
 	const int esz = sdc_gpu_type_esz(c.type);
 	double r1 = 0, r2 = 0, mn = INFINITY, mx = -INFINITY;
 	for (int j = 0; j < c.n; j++) {
-		const double v = dev_value(c.type, dev_get(bt, esz, (size_t)j * kp + p));
+		const double v = sdc_gemm_value_of(c.type, dev_get(bt, esz, (size_t)j * kp + p));
 		r1 += v;
 		r2 += (double)(j + 1) * v;
 		mn = fmin(mn, v);
 		mx = fmax(mx, v);
 	}
-	dev_put(bt, esz, (size_t)c.n * kp + p, dev_bits_of(c.type, r1));
-	dev_put(bt, esz, (size_t)(c.n + 1) * kp + p, dev_bits_of(c.type, r2));
+	dev_put(bt, esz, (size_t)c.n * kp + p, sdc_gemm_bits_of(c.type, r1));
+	dev_put(bt, esz, (size_t)(c.n + 1) * kp + p, sdc_gemm_bits_of(c.type, r2));
 	double mu, var;
 	sdc_ref_row_stats(r1, mn, mx, c.n, &mu, &var);
 	brow[2 * p] = mu;
@@ -212,7 +212,7 @@ __global__ void k_thresholds(struct sdc_gpu_gemm_cfg c, int kp, const uint8_t *a
 	const int i = blockIdx.x, esz = sdc_gpu_type_esz(c.type);
 	double s = 0, mn = INFINITY, mx = -INFINITY;
 	for (int p = threadIdx.x; p < c.k; p += blockDim.x) {
-		const double v = dev_value(c.type, dev_get(a, esz, (size_t)i * kp + p));
+		const double v = sdc_gemm_value_of(c.type, dev_get(a, esz, (size_t)i * kp + p));
 		s += v;
 		mn = fmin(mn, v);
 		mx = fmax(mx, v);

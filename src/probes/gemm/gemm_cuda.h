@@ -22,6 +22,7 @@
 #include "kernels/cuda/cuda_util.h"
 #include "probes/gemm/gpu_ops.h"
 #include "probes/gemm/gemm_data.h"
+#include "probes/gemm/gemm_elements.h"
 #include "kernels/half.h"
 
 #define THREADS 256
@@ -87,35 +88,7 @@ struct sdc_gpu_gemm {
 		}                                                                                 \
 	} while (0)
 
-/* ---- element conversions, as gpu_truth.c does them on the host ---- */
-
-__device__ __forceinline__ uint64_t dev_bits_of(enum sdc_gpu_type t, double x)
-{
-	const float f = (float)x;
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	if (t == SDC_GPU_INT8)
-		return (uint8_t)(int8_t)x;
-	if (t == SDC_GPU_BF16 || t == SDC_GPU_BF16_FAST)
-		return sdc_float_to_bf16(f);
-	if (t == SDC_GPU_FP16)
-		return sdc_float_to_half(f);
-	return u;
-}
-
-__device__ __forceinline__ double dev_value(enum sdc_gpu_type t, uint64_t bits)
-{
-	if (t == SDC_GPU_INT8)
-		return (int8_t)(uint8_t)bits;
-	if (t == SDC_GPU_BF16 || t == SDC_GPU_BF16_FAST)
-		return sdc_bf16_to_float((uint16_t)bits);
-	if (t == SDC_GPU_FP16)
-		return sdc_half_to_float((uint16_t)bits);
-	float f;
-	uint32_t u = (uint32_t)bits;
-	memcpy(&f, &u, 4);
-	return f;
-}
+/* ---- elements in memory (their conversions: gemm_elements.h, shared with the host) ---- */
 
 __device__ __forceinline__ void dev_put(uint8_t *buf, int esz, size_t idx, uint64_t bits)
 {

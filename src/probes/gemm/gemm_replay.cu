@@ -36,8 +36,8 @@ __global__ void k_sm_replay(struct sdc_gpu_gemm_cfg c, int kp, const uint8_t *a,
 		const int i = row0 + e / cols, j = col0 + e % cols;
 		int64_t s = 0;
 		for (int p = 0; p < c.k; p++)
-			s += (int64_t)dev_value(c.type, dev_get(a, esz, (size_t)i * kp + p)) *
-			     (int64_t)dev_value(c.type, dev_get(bt, esz, (size_t)j * kp + p));
+			s += (int64_t)sdc_gemm_value_of(c.type, dev_get(a, esz, (size_t)i * kp + p)) *
+			     (int64_t)sdc_gemm_value_of(c.type, dev_get(bt, esz, (size_t)j * kp + p));
 		uint32_t out;
 		if (c.type == SDC_GPU_INT8) {
 			out = (uint32_t)(int32_t)s;

@@ -6,6 +6,8 @@
 #ifndef SDC_PROBES_GEMM_GPU_OPS_H
 #define SDC_PROBES_GEMM_GPU_OPS_H
 
+#include <stdio.h>
+
 #include "kernels/gpu_module.h"
 
 #define SDC_GPU_GEMM_VERSION 1
@@ -128,5 +130,15 @@ struct sdc_gpu_gemm_ops {
 	/* What ran: "cuBLASLt algo 23, tile 128x256, ..." */
 	const char *(*gemm_kernel)(struct sdc_gpu_gemm *g);
 };
+
+/* Whether slot and what make a submission (gemm_submit's contract, checked alike by the module
+ * and its fake twin): 0, or -1 with err. */
+static inline int sdc_gpu_gemm_submission_check(int slot, int what, char *err, size_t errlen)
+{
+	if (slot >= 0 && slot < SDC_GPU_SLOTS && what && !((what & SDC_GPU_MULTIPLY) && (what & SDC_GPU_PLAIN)))
+		return 0;
+	snprintf(err, errlen, "gemm_submit: slot %d, what %#x: not a submission", slot, what);
+	return -1;
+}
 
 #endif

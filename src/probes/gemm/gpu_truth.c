@@ -13,27 +13,9 @@
 
 #include "kernels/abft_ref.h"
 #include "probes/gemm/gemm_data.h"
+#include "probes/gemm/gemm_elements.h"
 #include "kernels/half.h"
 #include "probes/gemm/gemm.h"
-
-/* The value an element type stores for x (exact types: x is a small integer). */
-static uint64_t bits_of(enum sdc_gpu_type type, double x)
-{
-	const float f = (float)x;
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	switch (type) {
-	case SDC_GPU_INT8:
-		return (uint8_t)(int8_t)x;
-	case SDC_GPU_BF16:
-	case SDC_GPU_BF16_FAST:
-		return sdc_float_to_bf16(f);
-	case SDC_GPU_FP16:
-		return sdc_float_to_half(f);
-	default:
-		return u;
-	}
-}
 
 double sdc_gpu_value(enum sdc_gpu_type type, int c_elem, uint64_t bits)
 {
@@ -90,14 +72,14 @@ uint64_t sdc_gpu_truth_a(const struct sdc_gpu_truth *t, int i, int p)
 	if (sdc_gpu_type_exact(c->type)) {
 		const struct sdc_rng r = sdc_gd_rng(c->seed, c->cls, SDC_GD_A);
 		if (c->extreme)
-			return bits_of(c->type, (double)sdc_gd_extreme_a(c->type == SDC_GPU_INT8, c->amax));
+			return sdc_gemm_bits_of(c->type, (double)sdc_gd_extreme_a(c->type == SDC_GPU_INT8, c->amax));
 		if (c->type == SDC_GPU_INT8)
 			return (uint64_t)sdc_gd_int8_a(&r, t->set, c->k, i, p);
-		return bits_of(c->type, (double)sdc_gd_small_a(&r, t->set, c->k, i, p, c->amax));
+		return sdc_gemm_bits_of(c->type, (double)sdc_gd_small_a(&r, t->set, c->k, i, p, c->amax));
 	}
 	const struct sdc_rng wr = sdc_gd_rng(c->seed, c->cls, SDC_GD_WINDOW);
 	const struct sdc_gd_window w = sdc_gd_window_of(&wr, t->set, c->pool_size);
-	return bits_of(c->type, sdc_gd_window_at(t->pool, c->pool_size, w.a0, w.as, (uint64_t)i * (uint64_t)c->k + (uint64_t)p));
+	return sdc_gemm_bits_of(c->type, sdc_gd_window_at(t->pool, c->pool_size, w.a0, w.as, (uint64_t)i * (uint64_t)c->k + (uint64_t)p));
 }
 
 int sdc_gpu_truth_load(struct sdc_gpu_truth *t, uint64_t set, const double *pool)
@@ -126,7 +108,7 @@ int sdc_gpu_truth_load(struct sdc_gpu_truth *t, uint64_t set, const double *pool
 			sdc_ref_digits(s1, c->base_log2, c->nd1, row + n);
 			sdc_ref_digits(s2, c->base_log2, c->nd2, row + n + c->nd1);
 			for (int j = 0; j < ne; j++)
-				put(t->b_ext, esz, (size_t)p * ne + j, bits_of(c->type, (double)row[j]));
+				put(t->b_ext, esz, (size_t)p * ne + j, sdc_gemm_bits_of(c->type, (double)row[j]));
 		}
 		free(row);
 	} else {
@@ -135,15 +117,15 @@ int sdc_gpu_truth_load(struct sdc_gpu_truth *t, uint64_t set, const double *pool
 		for (int p = 0; p < c->k; p++) {
 			double r1 = 0, r2 = 0;
 			for (int j = 0; j < n; j++) {
-				const uint64_t b = bits_of(c->type, sdc_gd_window_at(pool, c->pool_size, w.b0, w.bs,
+				const uint64_t b = sdc_gemm_bits_of(c->type, sdc_gd_window_at(pool, c->pool_size, w.b0, w.bs,
 										  (uint64_t)p * (uint64_t)n + (uint64_t)j));
 				put(t->b_ext, esz, (size_t)p * ne + j, b);
 				const double v = sdc_gpu_value(c->type, 0, b);
 				r1 += v;
 				r2 += (double)(j + 1) * v;
 			}
-			put(t->b_ext, esz, (size_t)p * ne + n, bits_of(c->type, r1));
-			put(t->b_ext, esz, (size_t)p * ne + n + 1, bits_of(c->type, r2));
+			put(t->b_ext, esz, (size_t)p * ne + n, sdc_gemm_bits_of(c->type, r1));
+			put(t->b_ext, esz, (size_t)p * ne + n + 1, sdc_gemm_bits_of(c->type, r2));
 		}
 	}
 	t->valid = true;

@@ -110,28 +110,6 @@ static int fake_eb_draw(struct sdc_gpu_eb *g, uint64_t first, int n)
 	return 0;
 }
 
-/* FAKE_GPU_EB_BUG's column: the multiply and the add rounded apart; *sq (when not NULL) the sum
- * of the squared partial sums as sdc_eb_bag_column gives it (the fast check reads it: left unset,
- * it was whatever the stack held, and clang's build named gpu1 in the fast checks too). */
-static float unfused_column(const struct sdc_eb_layout *l, const uint8_t *table, const uint32_t *idx, const float *w,
-			    int len, int j, double *sq)
-{
-	float acc = 0.0f;
-	double s2 = 0;
-	for (int r = 0; r < len; r++) {
-		const uint8_t *row = table + (size_t)idx[r] * l->stride;
-		float scale, bias;
-		sdc_eb_row_params(l, row, &scale, &bias);
-		const float wr = w ? w[r] : 1.0f, s = wr * scale, b = wr * bias, t = acc + b;
-		const float prod = s * (float)sdc_eb_row_q(l, row, j);
-		acc = prod + t;
-		s2 += (double)t * t;
-	}
-	if (sq)
-		*sq = s2;
-	return acc;
-}
-
 static int fake_eb_lookup(struct sdc_gpu_eb *g, int sums_in, const struct sdc_gpu_flip *flips, int nflips, float *out,
 			  struct sdc_eb_verdict *v)
 {
@@ -157,7 +135,7 @@ static int fake_eb_lookup(struct sdc_gpu_eb *g, int sums_in, const struct sdc_gp
 		struct sdc_eb_expect es[32];
 		for (int t = d - 1; t >= 0; t--) {
 			double *sq_t = sums == SDC_EB_SUMS_STATS && t < 16 ? &sq[t] : NULL;
-			o[t] = g->bug && t == 3 ? unfused_column(l, g->table, bi, bw, g->len[bag], t, sq_t)
+			o[t] = g->bug && t == 3 ? sdc_eb_bag_column_as(l, g->table, bi, bw, g->len[bag], t, sq_t, true)
 						: sdc_eb_bag_column(l, g->table, bi, bw, g->len[bag], t, sq_t);
 		}
 		if (sums == SDC_EB_NO_SUMS)

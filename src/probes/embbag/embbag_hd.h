@@ -189,10 +189,11 @@ SDC_HD uint32_t sdc_eb_stream_word(const struct sdc_rng *r, uint64_t first, uint
 /*
  * Output column j of a bag of len rows idx[] (weights w[], NULL: sum pooling), as the CPU kernels
  * compute it; *sq (unless NULL) gets the sum over rows of t^2, the rounding statistic of the fast
- * class's threshold (sdc_eb_expect.sq_t, which the CPU takes over columns 0..15).
+ * class's threshold (sdc_eb_expect.sq_t, which the CPU takes over columns 0..15). apart: each
+ * row's multiply and add rounded apart (the fake module's planted bug), else fused, as the kernels do.
  */
-SDC_HD float sdc_eb_bag_column(const struct sdc_eb_layout *l, const uint8_t *table, const uint32_t *idx,
-			       const float *w, int len, int j, double *sq)
+SDC_HD float sdc_eb_bag_column_as(const struct sdc_eb_layout *l, const uint8_t *table, const uint32_t *idx,
+				  const float *w, int len, int j, double *sq, bool apart)
 {
 	float acc = 0.0f;
 	double s2 = 0;
@@ -203,13 +204,20 @@ SDC_HD float sdc_eb_bag_column(const struct sdc_eb_layout *l, const uint8_t *tab
 		const float wr = w ? w[r] : 1.0f;
 		const float s = wr * scale, b = wr * bias;
 		const float t = acc + b;
-		acc = SDC_EB_FMAF(s, (float)sdc_eb_row_q(l, row, j), t);
+		acc = apart ? s * (float)sdc_eb_row_q(l, row, j) + t : SDC_EB_FMAF(s, (float)sdc_eb_row_q(l, row, j), t);
 		if (sq)
 			s2 += (double)t * t;
 	}
 	if (sq)
 		*sq = s2;
 	return acc;
+}
+
+/* The column as the kernels compute it: each row's multiply and add fused. */
+SDC_HD float sdc_eb_bag_column(const struct sdc_eb_layout *l, const uint8_t *table, const uint32_t *idx,
+			       const float *w, int len, int j, double *sq)
+{
+	return sdc_eb_bag_column_as(l, table, idx, w, len, j, sq, false);
 }
 
 /* Lane `lane` of nlanes' share of a bag's expectation: rows lane, lane + nlanes, ... */

@@ -144,30 +144,17 @@ int sdc_cuda_work_host(struct sdc_cuda_work *w, size_t bytes, char *err, size_t 
 		}                                                                                              \
 	} while (0)
 
-/*
- * The CRC32C of device bytes on the GPU (probes/allreduce/crc.cu): pieces of 256 bytes each CRC'd by a thread,
- * then joined pairwise into the value sdc_crc32c gives. The scratch: two levels of the pieces'
- * CRCs (c) and lengths (l), sdc_cuda_crc_pieces(len) entries each. The result ends in
- * sc->c[*which][0], on stream s.
- */
+/* The scratch of the CRC32C of device bytes (probes/allreduce/allreduce_cuda.h), here because the
+ * module's NCCL communicators keep one a member (nccl_comm.h): two levels of the pieces' CRCs (c)
+ * and lengths (l), one entry a piece of 256 bytes. */
 struct sdc_crc_scratch {
 	uint32_t *c[2];
 	uint64_t *l[2];
 };
-uint64_t sdc_cuda_crc_pieces(uint64_t len);
-void sdc_cuda_crc_enqueue(const uint8_t *p, uint64_t len, struct sdc_crc_scratch *sc, int *which, cudaStream_t s);
-
-/* The exact GEMM kernel (xgemm.cu) on device matrices, row-major with leading dimensions; m, n >= 1. */
-void sdc_cuda_xgemm_launch(int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c, int ldc,
-			   cudaStream_t s);
 
 /* Each family's table is made by its own code, sdc_cuda_NAME_family (module.cu); parts of one made
- * in another file fill their entries: the exact class's in minitrain's (xgemm.cu), and where the
- * module has NCCL, minitrain's data-parallel mean (mt_nccl.cu) and allreduce's collectives and
- * checked ring (nccl_check.cu); the module's communicators and ping are nccl.cu's. */
-void sdc_cuda_xops(struct sdc_gpu_minitrain_ops *t);
-void sdc_cuda_nccl_minitrain(struct sdc_gpu_minitrain_ops *t);
-void sdc_cuda_nccl_allreduce(struct sdc_gpu_allreduce_ops *t);
+ * in another file of its folder fill their entries (the probe's CUDA header declares them); the
+ * module's communicators and ping are nccl.cu's. */
 void sdc_cuda_nccl_entries(struct sdc_gpu_module *m);
 
 #endif

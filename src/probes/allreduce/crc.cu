@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "probes/allreduce/allreduce_cuda.h"
 #include "kernels/cuda/cuda_util.h"
 #include "probes/allreduce/ring_hd.h"
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "probes/allreduce/allreduce_cuda.h"
 #include "kernels/cuda/nccl_comm.h"
 #include "probes/allreduce/gpu_ops.h"
 #include "probes/allreduce/ring_hd.h"

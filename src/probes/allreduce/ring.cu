@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "probes/allreduce/allreduce_cuda.h"
 #include "kernels/cuda/cuda_util.h"
 #include "probes/allreduce/gpu_ops.h"
 #include "sdc_config.h"

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "probes/minitrain/minitrain_cuda.h"
 #include "kernels/cuda/cuda_util.h"
 #include "probes/minitrain/gpu_ops.h"
 #include "sdc_config.h"

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "probes/minitrain/minitrain_cuda.h"
 #include "kernels/cuda/nccl_comm.h"
 #include "kernels/xops.h"
 #include "probes/minitrain/gpu_ops.h"

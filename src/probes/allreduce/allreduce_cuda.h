@@ -1,0 +1,20 @@
+/* What the allreduce lane's CUDA files (ring.cu, crc.cu, nccl_check.cu) declare to each other. */
+#ifndef SDC_PROBES_ALLREDUCE_CUDA_H
+#define SDC_PROBES_ALLREDUCE_CUDA_H
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "kernels/cuda/cuda_util.h"
+#include "probes/allreduce/gpu_ops.h"
+
+/* The CRC32C of device bytes on the GPU (crc.cu): pieces of 256 bytes each CRC'd by a thread, then
+ * joined pairwise into the value sdc_crc32c gives, in sc (sdc_cuda_crc_pieces(len) entries a
+ * level). The result ends in sc->c[*which][0], on stream s. */
+uint64_t sdc_cuda_crc_pieces(uint64_t len);
+void sdc_cuda_crc_enqueue(const uint8_t *p, uint64_t len, struct sdc_crc_scratch *sc, int *which, cudaStream_t s);
+
+/* The family table's collectives and checked ring, where the module has NCCL (nccl_check.cu). */
+void sdc_cuda_nccl_allreduce(struct sdc_gpu_allreduce_ops *t);
+
+#endif

@@ -347,7 +347,7 @@ def draw(root):
         if r in busy:
             return 0
         busy.add(r)
-        height[r] = 1 + max((floor_of(t) for t in rooms[r]), default=-1)
+        height[r] = 1 + max((floor_of(t) for t in sorted(rooms[r])), default=-1)
         return height[r]
 
     for r in sorted(rooms):

@@ -384,7 +384,7 @@ def self_test(root):
         ('run/record.c', '#include "probe/probe.h"\n',
          '(run record) includes probe/probe.h (probe interface)'),
         ('mpi/transport.c', '#include "probe/command.h"\n', '(mpi) includes probe/command.h'),
-        ('device/gpu.c', '#include "mpi/transport.h"\n', '(device) includes mpi/transport.h (mpi)'),
+        ('device/gpu_loader.c', '#include "mpi/transport.h"\n', '(device) includes mpi/transport.h (mpi)'),
         # calls count as arrows: a function that one file alone defines, called from below
         ('base/verdict.c', 'static void planted(void) { sdc_runner_execute(0, 0, 0); }\n',
          'calls runner/runner.c (runner) (sdc_runner_execute): an arrow back up'),

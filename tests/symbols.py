@@ -6,7 +6,7 @@ file's name when the archives are linked (a second mt_gemm, a library's own "sta
 the symbol tables with readelf and fails, naming each, on a defined global or weak symbol of
 default visibility whose name does not start with sdc_:
   - a static library (.a) or object (.o): its symbol table (-s), member by member;
-  - a shared object (.so, the GPU module): the symbols it exports (--dyn-syms), of which device/gpu.c
+  - a shared object (.so, the GPU module): the symbols it exports (--dyn-syms), of which device/gpu_loader.c
     looks up one with dlsym (SDC_GPU_MODULE_SYMBOL, "sdc_gpu_module", kernels/gpu_module.h).
 Hidden symbols (the module's CUDA code, built with -fvisibility=hidden) are not exported and are
 not checked. EXCEPTIONS lists the names allowed without the prefix, with why.

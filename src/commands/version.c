@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "commands/commands.h"
-#include "device/gpu.h"
+#include "device/gpu_loader.h"
 #include "sdc_config.h"
 
 static int version_main(struct sdc_cmd *c)

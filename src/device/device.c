@@ -7,7 +7,7 @@
 
 #include "base/parse.h"
 #include "device/cpu.h"
-#include "device/gpu.h"
+#include "device/gpu_loader.h"
 
 const char *sdc_device_kind_name(enum sdc_device_kind k)
 {

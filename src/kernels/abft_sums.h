@@ -35,7 +35,7 @@ const struct sdc_abft_sums_fns *sdc_abft_sums(void);
 const struct sdc_abft_sums_fns *sdc_abft_sums_isa(enum sdc_isa isa);
 
 /*
- * The same sums on a GPU (kernels/cuda/, in the GPU module, device/gpu.h): rows rows of C, ldc elements
+ * The same sums on a GPU (kernels/cuda/, in the GPU module, device/gpu_loader.h): rows rows of C, ldc elements
  * apart, each row's s1 and s2 into s1[i], s2[i]; every pointer on the device, enqueued on a stream
  * (a cudaStream_t). Returns 0 or a CUDA error.
  */

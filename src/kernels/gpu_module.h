@@ -1,6 +1,6 @@
 /*
  * The GPU module's interface: the CUDA code is built into a shared module that sdcscan loads at
- * run time (device/gpu.c, dlopen), so the one binary starts on hosts without the CUDA libraries or driver
+ * run time (device/gpu_loader.c, dlopen), so the one binary starts on hosts without the CUDA libraries or driver
  * and says why no GPU can be tested there. The module exports one symbol, sdc_gpu_module, returning
  * the main table below; a module whose abi differs is refused.
  *
@@ -9,7 +9,7 @@
  * probe with a GPU lane is a family: its own table of operations, declared in its folder (as
  * probes/gemm/gpu_ops.h) with its own version, and its CUDA code beside it. The core holds one
  * pointer a family, NULL where the module was built without it; sdcscan checks each family's
- * version on its own (device/gpu.c), so a change to one family's table bumps only that family's version
+ * version on its own (device/gpu_loader.c), so a change to one family's table bumps only that family's version
  * and a module of another version turns off that family's lanes alone, saying why.
  *
  * Every call takes the calling thread's current GPU (bind), reports failure as a non-zero return
@@ -61,8 +61,8 @@ struct sdc_gpu_flip {
  * struct sdc_gpu_NAME_ops, declared in the probe's folder (gemm's in probes/gemm/gpu_ops.h) with
  * the version that header defines, the table's first member (`int version`). Where the list is
  * expanded, the module declares each family's constructor (sdc_cuda_NAME_family, module.cu) and
- * sdcscan names the families (device/gpu.c); each probe asks for its own table with its own version
- * (device/gpu.h, SDC_GPU_FAMILY), as only it may include its header (tests/layers.py).
+ * sdcscan names the families (device/gpu_loader.c); each probe asks for its own table with its own version
+ * (device/gpu_loader.h, SDC_GPU_FAMILY), as only it may include its header (tests/layers.py).
  */
 #define SDC_GPU_FAMILIES(X) X(gemm) X(minitrain) X(embbag) X(allreduce)
 
@@ -98,7 +98,7 @@ struct sdc_gpu_module {
 	 * one under mpirun (one rank a GPU), every GPU of the host in a single process (initialised in
 	 * one group, as ncclCommInitAll does); at most 64. Its initialisation is polled until the
 	 * deadline and aborted past it. algo and proto (NULL or "": NCCL's choice) name the path: the
-	 * caller sets NCCL_ALGO and NCCL_PROTO around this call (device/gpu.c, sdc_gpu_nccl_init: NCCL's tuning
+	 * caller sets NCCL_ALGO and NCCL_PROTO around this call (device/gpu_loader.c, sdc_gpu_nccl_init: NCCL's tuning
 	 * reads them while the communicator initialises; the module never touches the environment,
 	 * which other threads read); n: floats a collective moves, device buffers for them made here.
 	 * The families' entries act on every member, launching them in one group so none waits for

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/gpu.h"
+#include "device/gpu_loader.h"
 #include "mpi/transport.h"
 #include "run/record.h"
 

@@ -400,7 +400,7 @@ bool sdc_burn_fork_safe(char *why, size_t len)
 			 "workers cannot be forked from it", threads);
 		return false;
 	}
-	/* the GPU module loads the driver's library (device/gpu.c), which is harmless; a driver cuInit made
+	/* the GPU module loads the driver's library (device/gpu_loader.c), which is harmless; a driver cuInit made
 	 * ready is not fork-safe. Before cuInit, every driver call returns CUDA_ERROR_NOT_INITIALIZED
 	 * (3) (CUDA Driver API, "Initialization"): cuCtxGetCurrent asks without initialising. */
 	void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);

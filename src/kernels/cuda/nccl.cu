@@ -13,7 +13,7 @@
  * libnccl.so.2 is opened here at run time (dlopen) and its few entry points looked up, so the
  * module still loads, and the GEMM and exact-class work still runs, on a host without NCCL; nccl.h
  * gives the types only. NCCL_ALGO and NCCL_PROTO are set by the caller while a communicator
- * initialises (device/gpu.c: NCCL reads them there, getenv in its tuning model, per communicator), so
+ * initialises (device/gpu_loader.c: NCCL reads them there, getenv in its tuning model, per communicator), so
  * each (algorithm, protocol) path gets a communicator of its own.
  */
 #include <cuda_runtime.h>

@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "mpi/transport.h"
-#include "device/gpu.h"
+#include "device/gpu_loader.h"
 #include "probes/allreduce/allreduce.h"
 #include "probes/allreduce/ring_check.h"
 #include "probes/allreduce/ring_hd.h"

@@ -16,7 +16,7 @@
 #include "base/rng.h"
 #include "probe/command.h"
 #include "run/facts.h"
-#include "device/gpu.h"
+#include "device/gpu_loader.h"
 #include "mpi/gpu_ranks.h"
 #include "probes/allreduce/gpu_ops.h"
 #include "kernels/crc32c.h"

@@ -33,7 +33,7 @@
 
 #include "run/facts.h"
 #include "mpi/transport.h"
-#include "device/gpu.h"
+#include "device/gpu_loader.h"
 #include "mpi/gpu_ranks.h"
 #include "probes/allreduce/gpu_ops.h"
 #include "probes/allreduce/ring_hd.h"

@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "base/digest.h"
-#include "device/gpu.h"
+#include "device/gpu_loader.h"
 #include "probes/embbag/gpu_ops.h"
 #include "device/parallel.h"
 #include "probe/probe.h"

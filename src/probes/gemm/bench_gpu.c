@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "probe/bench_race.h"
-#include "device/gpu.h"
+#include "device/gpu_loader.h"
 #include "mpi/gpu_ranks.h"
 #include "base/message.h"
 #include "base/clock.h"

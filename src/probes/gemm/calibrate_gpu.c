@@ -16,7 +16,7 @@
 #include "base/message.h"
 #include "base/clock.h"
 #include "run/facts.h"
-#include "device/gpu.h"
+#include "device/gpu_loader.h"
 #include "probes/gemm/calibration.h"
 #include "probes/gemm/gemm.h"
 #include "base/stop.h"

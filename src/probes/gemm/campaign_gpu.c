@@ -15,7 +15,7 @@
 
 #include "base/message.h"
 #include "run/facts.h"
-#include "device/gpu.h"
+#include "device/gpu_loader.h"
 #include "mpi/gpu_ranks.h"
 #include "probes/gemm/gemm.h"
 #include "base/stop.h"

@@ -23,7 +23,7 @@
 #include "inject/fatal.h"
 #include "probes/gemm/abft.h"
 #include "probes/gemm/gemm.h"
-#include "device/gpu.h"
+#include "device/gpu_loader.h"
 #include "base/message.h"
 
 static const char *const int8_kernels[] = { "auto", "portable", "avx2", "avx512bw", "avx512vnni", NULL };

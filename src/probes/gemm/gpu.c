@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/gpu.h"
+#include "device/gpu_loader.h"
 #include "probes/gemm/calibration.h"
 #include "probes/gemm/gpu_lane.h"
 #include "base/message.h"

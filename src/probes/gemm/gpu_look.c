@@ -13,7 +13,7 @@
 
 #include "base/digest.h"
 #include "inject/fatal.h"
-#include "device/gpu.h"
+#include "device/gpu_loader.h"
 #include "kernels/abft_ref.h"
 #include "probes/gemm/gemm_data.h"
 #include "probes/gemm/gpu_lane.h"

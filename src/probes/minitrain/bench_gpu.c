@@ -18,7 +18,7 @@
 
 #include "probe/bench_race.h"
 #include "run/facts.h"
-#include "device/gpu.h"
+#include "device/gpu_loader.h"
 #include "mpi/gpu_ranks.h"
 #include "probes/minitrain/gpu_ops.h"
 #include "base/rng.h"

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "mpi/transport.h"
-#include "device/gpu.h"
+#include "device/gpu_loader.h"
 #include "mpi/gpu_ranks.h"
 #include "probes/minitrain/gpu_ops.h"
 #include "kernels/xops.h"

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "device/gpu.h"
+#include "device/gpu_loader.h"
 #include "probes/minitrain/gpu_ops.h"
 #include "probes/minitrain/minitrain.h"
 

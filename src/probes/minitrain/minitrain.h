@@ -1,11 +1,11 @@
 /*
  * The minitrain probe's own parts, shared by the files of its folder and by nothing outside it:
- *   minitrain.c  the probe: options, variants, setup, fault injection, the burn loop
- *   training.c   what its parts share: a model configured and made, tensor hashes, a finding
- *   record.c     the golden recorder (sdcscan golden record): a trajectory on the reference kernel
- *   replay.c     a divergence from the golden, replayed from the seed to name step, tensor, element
- *   dp.c         data parallel across MPI ranks: the gradient all-reduce and the per-step state check
- *   bench.c      sdcscan bench minitrain
+ *   minitrain.c      the probe: options, variants, setup, fault injection, the burn loop
+ *   training.c       what its parts share: a model configured and made, tensor hashes, a finding
+ *   golden_record.c  the golden recorder (sdcscan golden record): a trajectory on the reference kernel
+ *   replay.c         a divergence from the golden, replayed from the seed to name step, tensor, element
+ *   dp.c             data parallel across MPI ranks: the gradient all-reduce and the per-step state check
+ *   bench.c          sdcscan bench minitrain
  * and the models themselves, which know nothing of the probe (tests/layers.py: its arithmetic):
  *   model.h      the two models and their backend; mt_dlrm.c, mt_xfmr.c (made by model_make.c),
  *                model.c (mt_internal.h), their operations (mt_ops.h) and the attention GEMMs'
@@ -122,7 +122,7 @@ void sdc_mt_gpu_close(struct mt_worker *mw);
 /* bench.c: the quick profile's two models, which the benchmarks train. */
 extern const struct sdc_mt_cfg sdc_mt_bench_dlrm, sdc_mt_bench_xfmr;
 
-/* record.c: the trajectory of one variant, on the calling thread (the descriptor's golden_record). */
+/* golden_record.c: the trajectory of one variant, on the calling thread (the descriptor's golden_record). */
 struct sdc_facts *sdc_mt_golden_record(const void *opts, const struct sdc_variant *variant, uint64_t seed, char *err,
 				       size_t len);
 

@@ -1,7 +1,7 @@
 /*
  * What every part of the minitrain probe uses (minitrain.h): a model's configuration from the
  * options and its making on a worker's CPU or GPU, the tensors' hashes and flat copies, and a
- * finding's start. Below the probe (minitrain.c) and its parts (dp.c, record.c, replay.c), which
+ * finding's start. Below the probe (minitrain.c) and its parts (dp.c, golden_record.c, replay.c), which
  * call each other only downwards.
  */
 #include <stdio.h>

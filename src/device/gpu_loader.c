@@ -1,5 +1,5 @@
 /*
- * The GPU module loader (device/gpu.h). The module is looked for, in order: $SDCSCAN_GPU_MODULE; next to
+ * The GPU module loader (device/gpu_loader.h). The module is looked for, in order: $SDCSCAN_GPU_MODULE; next to
  * the running binary (a build tree, or a bundle); the installed module directory; the last two
  * only where the NVIDIA driver's libcuda.so.1 is found, or --gpus asked for a GPU. A module that
  * cannot be loaded (no CUDA libraries), has another ABI, or finds no usable GPU (no driver, a
@@ -8,7 +8,7 @@
  * version it was built with: one not built into the module, or of another version, turns off that
  * family's lanes alone (sdc_gpu_family_why says why).
  */
-#include "device/gpu.h"
+#include "device/gpu_loader.h"
 
 #include <dlfcn.h>
 #include <libgen.h>

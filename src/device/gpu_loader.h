@@ -3,8 +3,8 @@
  * sdcscan loads at run time (dlopen), so the one binary starts on every host and says why no GPU
  * can be tested where the module, the CUDA libraries or the driver are missing.
  */
-#ifndef SDC_GPU_H
-#define SDC_GPU_H
+#ifndef SDC_DEVICE_GPU_LOADER_H
+#define SDC_DEVICE_GPU_LOADER_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -8,6 +8,13 @@
 #include "kernels/cuda/cuda_util.h"
 #include "probes/allreduce/gpu_ops.h"
 
+/* Blocks of 256 threads for n elements, one at the least, 65536 at the most (the kernels stride). */
+static inline unsigned sdc_ar_blocks_for(uint64_t n)
+{
+	const uint64_t b = (n + 255) / 256;
+	return (unsigned)(b < 65536 ? (b ? b : 1) : 65536);
+}
+
 /* The CRC32C of device bytes on the GPU (crc.cu): pieces of 256 bytes each CRC'd by a thread, then
  * joined pairwise into the value sdc_crc32c gives, in sc (sdc_cuda_crc_pieces(len) entries a
  * level). The result ends in sc->c[*which][0], on stream s. */

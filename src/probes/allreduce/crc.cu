@@ -25,12 +25,6 @@ __global__ void k_join(const uint32_t *crc, const uint64_t *len, int64_t n, uint
 		sdc_crc32c_join(crc, len, n, i, &ocrc[i], &olen[i]);
 }
 
-static unsigned blocks_for(uint64_t n)
-{
-	const uint64_t b = (n + 255) / 256;
-	return (unsigned)(b < 65536 ? (b ? b : 1) : 65536);
-}
-
 uint64_t sdc_cuda_crc_pieces(uint64_t len)
 {
 	return len ? (len + PIECE - 1) / PIECE : 1;
@@ -39,9 +33,9 @@ uint64_t sdc_cuda_crc_pieces(uint64_t len)
 void sdc_cuda_crc_enqueue(const uint8_t *p, uint64_t len, struct sdc_crc_scratch *sc, int *which, cudaStream_t s)
 {
 	int64_t n = (int64_t)sdc_cuda_crc_pieces(len);
-	k_pieces<<<blocks_for((uint64_t)n), 256, 0, s>>>(p, len, (uint64_t)n, sc->c[0], sc->l[0]);
+	k_pieces<<<sdc_ar_blocks_for((uint64_t)n), 256, 0, s>>>(p, len, (uint64_t)n, sc->c[0], sc->l[0]);
 	int w = 0;
 	for (; n > 1; n = (n + 1) / 2, w ^= 1)
-		k_join<<<blocks_for((uint64_t)(n + 1) / 2), 256, 0, s>>>(sc->c[w], sc->l[w], n, sc->c[w ^ 1], sc->l[w ^ 1]);
+		k_join<<<sdc_ar_blocks_for((uint64_t)(n + 1) / 2), 256, 0, s>>>(sc->c[w], sc->l[w], n, sc->c[w ^ 1], sc->l[w ^ 1]);
 	*which = w;
 }

@@ -30,12 +30,6 @@ __global__ void k_check(int64_t n, uint32_t salt, int count, int rsum, const flo
 		atomicAdd(wrong, bad);
 }
 
-static unsigned blocks_for(uint64_t n)
-{
-	const uint64_t b = (n + 255) / 256;
-	return (unsigned)(b < 65536 ? (b ? b : 1) : 65536);
-}
-
 static int m_crc32c(const void *buf, uint64_t len, uint32_t *crc, double timeout, char *err, size_t errlen)
 {
 	struct sdc_cuda_work w;
@@ -82,7 +76,7 @@ static int m_ring_check(int64_t n, uint64_t it, int count, int rsum, const float
 	SDC_CUDA_TRY(sdc_cuda_to_device(w.buf[0], &w.host, 0, nb, w.s), "cudaMemcpyAsync");
 	SDC_CUDA_TRY(sdc_cuda_to_device(w.buf[1], &w.host, nb, nb, w.s), "cudaMemcpyAsync");
 	SDC_CUDA_TRY(cudaMemsetAsync(w.buf[3], 0, 8, w.s), "cudaMemset");
-	k_check<<<blocks_for((uint64_t)n), 256, 0, w.s>>>(n, sdc_ring_salt(it), count, rsum, (const float *)w.buf[0],
+	k_check<<<sdc_ar_blocks_for((uint64_t)n), 256, 0, w.s>>>(n, sdc_ring_salt(it), count, rsum, (const float *)w.buf[0],
 							   (const uint32_t *)w.buf[1], (float *)w.buf[2],
 							   (unsigned long long *)w.buf[3]);
 	sdc_cuda_crc_enqueue((const uint8_t *)w.buf[2], nb, &sc, &which, w.s);
@@ -122,7 +116,7 @@ static int m_ring_bench(uint64_t bytes, int reps, double *crc_s, double *check_s
 			if (r == 0)
 				SDC_CUDA_TRY(cudaEventRecord(w.t0, w.s), "cudaEventRecord");
 			if (who)
-				k_check<<<blocks_for((uint64_t)n), 256, 0, w.s>>>(n, 1, 2, 1, (const float *)w.buf[0],
+				k_check<<<sdc_ar_blocks_for((uint64_t)n), 256, 0, w.s>>>(n, 1, 2, 1, (const float *)w.buf[0],
 										   (const uint32_t *)w.buf[1], (float *)w.buf[2],
 										   (unsigned long long *)w.buf[3]);
 			sdc_cuda_crc_enqueue((const uint8_t *)w.buf[who ? 2 : 0], bytes, &sc, &which, w.s);

@@ -27,9 +27,10 @@ is an arrow when it names a function that one .c or .cu file alone defines):
   3 device/             CPUs and GPUs: discovery, the GPU module's loader, NVML
   2 probes/NAME/ arithmetic
                         the probe's model or workload and its checks: the folder's files built
-                        into libraries that do not link the framework (src/meson.build: every
-                        probe source outside framework_sources, the exact class and -O3 kernels)
-                        or into the GPU module (.cu), and the headers of the folder they include
+                        into libraries that do not link the framework (its meson.build: every
+                        list but probe_framework_sources, the exact class, -O3 kernels and the
+                        fake module's twin) or into the GPU module (.cu), and the headers of the
+                        folder they include
                         (but X.h where X.c is built into the framework: that is the probe's);
                         only base/, kernels/ and its own folder's arithmetic, so it builds and
                         is tested without the framework (the golden suite rebuilds it alone)
@@ -37,7 +38,8 @@ is an arrow when it names a function that one .c or .cu file alone defines):
   0 base/               services: messages, parsing, options, signals, time, RNG, digests
 
 src/ holds main.c, meson.build and folders only, and no two files are tied in a circle (a file
-that reaches itself through includes and calls).
+that reaches itself through includes and calls). Every probe folder is in the probe list
+(src/probes/meson.build), and its meson.build names each of its .c and .cu files in a list.
 
 A CUDA source (.cu, .cuh) is the GPU module's side of one probe, wherever it lies: besides the
 layers below its own it may include the headers of one probe folder, and no other probe's (and
@@ -63,8 +65,11 @@ FOLDERS = {'base': 0, 'kernels': 1, 'device': 3, 'run': 4, 'mpi': 5, 'hwerr': 6,
 NAMES = {0: 'base', 1: 'kernels', 2: 'probe arithmetic', 3: 'device', 4: 'run record', 5: 'mpi',
          6: 'hwerr', 7: 'probe interface', 8: 'inject', 9: 'probes', 10: 'runner', 11: 'commands',
          12: 'main'}
-CORE_SOURCES = re.compile(r'framework_sources\s*=\s*files\((.*?)\)', re.S)
-MESON_PROBE_SOURCE = re.compile(r"'(probes/[^']+\.(?:c|cu))'")
+MESON_PROBE_NAMES = re.compile(r'probe_names\s*=\s*\[(.*?)\]', re.S)
+MESON_LIST_ADD = re.compile(r'^(\w+)\s*\+=\s*(files\(.*?\)|\[.*?\])', re.S | re.M)
+FRAMEWORK_LIST = 'probe_framework_sources'
+# Headers the build writes (meson.build, src/probes/meson.build): no file under src/ to follow.
+WRITTEN_BY_BUILD = {'sdc_config.h', 'probes/probe_list.h'}
 
 
 def layer(rel, arithmetic):
@@ -88,27 +93,61 @@ def sources(root):
                 yield os.path.relpath(os.path.join(d, f), root)
 
 
-def build_split(root, files):
-    """From src/meson.build: the probe files built outside the framework (named there but not
-    among framework_sources, or CUDA) and the headers of the probe sources inside it (X.h beside an
-    X.c of framework_sources). Returns (seeds, framework headers, problem or None)."""
-    seeds = {f for f in files if probe_folder(f) and f.endswith(CUDA)}
-    unknown = ': cannot tell which probe files are arithmetic'
+def probe_lists(root):
+    """The probe list and each probe folder's build lists, from src/probes/meson.build and
+    src/probes/NAME/meson.build: (probe names, {(folder, list name): [file under src/]}, problems).
+    A name with a / is relative to src/ (the CUDA lists'), others to the probe's folder."""
+    problems, lists = [], {}
     try:
-        with open(os.path.join(root, 'meson.build'), encoding='utf-8') as fh:
-            meson = fh.read()
+        with open(os.path.join(root, 'probes', 'meson.build'), encoding='utf-8') as fh:
+            names = MESON_PROBE_NAMES.search(fh.read())
     except OSError as e:
-        return seeds, set(), f'meson.build: {e.strerror}{unknown}'
-    core = CORE_SOURCES.search(meson)
-    if not core:
-        return seeds, set(), f'meson.build: no framework_sources = files(...){unknown}'
-    outside = meson[:core.start()] + meson[core.end():]
-    inside = MESON_PROBE_SOURCE.findall(core.group(1))
-    for name in MESON_PROBE_SOURCE.findall(outside) + inside:
-        if name not in files:
-            return seeds, set(), f'meson.build names {name}, which is not a file under src/'
-    seeds |= set(MESON_PROBE_SOURCE.findall(outside))
-    return seeds, {name[:-2] + '.h' for name in inside if name[:-2] + '.h' in files}, None
+        return [], {}, [f'probes/meson.build: {e.strerror}: cannot tell which probes are built']
+    if not names:
+        return [], {}, ['probes/meson.build: no probe_names = [...]: cannot tell which probes '
+                        'are built']
+    names = re.findall(r"'([^']+)'", names.group(1))
+    for name in names:
+        path = os.path.join('probes', name, 'meson.build')
+        try:
+            with open(os.path.join(root, path), encoding='utf-8') as fh:
+                meson = re.sub(r'#[^\n]*', '', fh.read())
+        except OSError as e:
+            problems.append(f'{path}: {e.strerror}: the probe list names {name}, whose folder '
+                            'does not say its sources')
+            continue
+        for m in MESON_LIST_ADD.finditer(meson):
+            for f in re.findall(r"'([^']+)'", m.group(2)):
+                lists.setdefault((name, m.group(1)), []).append(
+                    f if '/' in f else f'probes/{name}/{f}')
+    return names, lists, problems
+
+
+def build_split(root, files):
+    """From the probes' meson.build: the probe files built outside the framework (in any list but
+    probe_framework_sources, or CUDA) and the headers of the probe sources inside it (X.h beside an
+    X.c of probe_framework_sources). Returns (seeds, framework headers, problems). A probe folder
+    left out of the probe list, a source no list names and a name that is no file are problems:
+    each would leave a file unbuilt or the split unknown."""
+    seeds = {f for f in files if probe_folder(f) and f.endswith(CUDA)}
+    names, lists, problems = probe_lists(root)
+    inside, named = set(), set()
+    for (name, which), entries in sorted(lists.items()):
+        for f in entries:
+            if f not in files:
+                problems.append(f'probes/{name}/meson.build names {f} in {which}, which is not a '
+                                'file under src/')
+                continue
+            named.add(f)
+            (inside if which == FRAMEWORK_LIST else seeds).add(f)
+    for f in sorted(files):
+        folder = probe_folder(f)
+        if folder and names and folder not in names:
+            problems.append(f'{f}: probes/{folder}/ is not in probes/meson.build\'s probe list')
+        elif folder and names and f.endswith(('.c', '.cu')) and f not in named:
+            problems.append(f'{f}: no list of probes/{folder}/meson.build names it (not built)')
+    seeds -= inside
+    return seeds, {f[:-2] + '.h' for f in inside if f[:-2] + '.h' in files}, problems
 
 
 def arithmetic_closure(seeds, framework_headers, edges):
@@ -137,7 +176,7 @@ def read_edges(root, files, problems, json_direct):
         if JSON_SYSTEM in SYSTEM_INCLUDE.findall(text):
             json_direct[f] = f'<{JSON_SYSTEM}>'
         for inc in INCLUDE.findall(text):
-            if inc == 'sdc_config.h' or inc.startswith('builtin_'):
+            if inc in WRITTEN_BY_BUILD or inc.startswith('builtin_'):
                 continue
             target = os.path.normpath(os.path.join(os.path.dirname(f), inc))
             if target not in files:
@@ -293,9 +332,8 @@ def check(root):
     json_direct = {}
     edges = read_edges(root, files, problems, json_direct)
     problems += json_reach(files, edges, json_direct)
-    seeds, framework_headers, problem = build_split(root, files)
-    if problem:
-        problems.append(problem)
+    seeds, framework_headers, split_problems = build_split(root, files)
+    problems += split_problems
     why = arithmetic_closure(seeds, framework_headers, edges)
     calls = call_edges(root, files)
     cuda_probe = {}
@@ -395,8 +433,16 @@ def self_test(root):
          'circle: runner/export.c, runner/report_fields.c'),
         # src/ holds main.c and folders
         ('loose.c', '/* a file left in the hallway */\n', 'src/ holds main.c, meson.build and folders only'),
-        # the split is read from the build: a name there that is no file is said, not skipped
-        ('meson.build', "x = files('probes/gemm/gone.c')\n", 'which is not a file under src/'),
+        # the split is read from the probes' build lists: a name there that is no file, a source
+        # no list names and a probe folder the probe list leaves out are said, not skipped
+        ('probes/gemm/meson.build', "probe_kernel_sources += files('gone.c')\n",
+         'which is not a file under src/'),
+        ('probes/gemm/stray.c', '/* a source the build never compiles */\n',
+         'no list of probes/gemm/meson.build names it (not built)'),
+        ('probes/newprobe/newprobe.c', '/* a probe left out of the list */\n',
+         "probes/newprobe/ is not in probes/meson.build's probe list"),
+        ('probes/minitrain/meson.build', "probe_framework_sources += files('model.c')\n",
+         "minitrain's arithmetic"),
         ('probe/golden_file.c', '#include "run/record.h"\n', None),
         # the JSON format stays out of the probes: directly, through the framework's headers, or
         # through a probe's own header; the framework itself may include it
@@ -422,6 +468,7 @@ def self_test(root):
             if os.path.exists(target):
                 with open(target, encoding='utf-8') as fh:
                     text = fh.read()
+            os.makedirs(os.path.dirname(target), exist_ok=True)
             with open(target, 'w', encoding='utf-8') as fh:
                 fh.write(line + text)
             problems = check(copy)[0]

@@ -20,9 +20,9 @@
  * a wait on a GPU has passed its deadline that GPU is given up: nothing more is started on it and
  * nothing of it is freed (kernels/cuda/cuda_util.h; tests/gpu/wait_lint.py checks the sources).
  *
- * tests/gpu/fake_module.c and one file a family beside it (fake_gemm.c, ...) implement the same
- * tables on the CPU, from the same reference arithmetic, so CI tests the host side of every GPU
- * path.
+ * kernels/fake/fake_module.c and one twin a family in its probe folder (probes/gemm/fake_gemm.c,
+ * ...) implement the same tables on the CPU, from the same reference arithmetic, so CI tests the
+ * host side of every GPU path.
  */
 #ifndef SDC_GPU_MODULE_H
 #define SDC_GPU_MODULE_H

@@ -4,18 +4,16 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const struct sdc_probe sdc_probe_embbag;
-extern const struct sdc_probe sdc_probe_minitrain;
-extern const struct sdc_probe sdc_probe_allreduce;
-extern const struct sdc_probe sdc_probe_gemm;
-extern const struct sdc_probe sdc_probe_ecparity;
+/* SDC_PROBE_LIST(X): X(name) for each probe, in the order of src/probes/meson.build's list (the
+ * build writes the header from it), each probe's descriptor being sdc_probe_NAME. */
+#include "probes/probe_list.h"
 
+#define SDC_PROBE_DECLARE(name) extern const struct sdc_probe sdc_probe_##name;
+SDC_PROBE_LIST(SDC_PROBE_DECLARE)
+
+#define SDC_PROBE_ENTRY(name) &sdc_probe_##name,
 const struct sdc_probe *const sdc_probes[] = {
-	&sdc_probe_gemm,
-	&sdc_probe_embbag,
-	&sdc_probe_minitrain,
-	&sdc_probe_allreduce,
-	&sdc_probe_ecparity,
+	SDC_PROBE_LIST(SDC_PROBE_ENTRY)
 	NULL,
 };
 

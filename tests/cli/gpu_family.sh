@@ -2,7 +2,7 @@
 # Each GPU family's table is versioned on its own (kernels/gpu_module.h): a module whose embbag
 # table is of another version than this sdcscan's turns off embbag's GPU lanes alone, saying why,
 # while gemm's GPU lanes run; and the other way round. The fake module reports a family one version
-# older on request (FAKE_GPU_STALE, tests/gpu/fake_module.c).
+# older on request (FAKE_GPU_STALE, src/kernels/fake/fake_module.c).
 # usage: gpu_family.sh SDCSCAN FAKE_GPU_MODULE FAKE_NVML
 . "$(dirname "$0")/lib.sh"
 FAKE_GPU=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The host side of every GPU path, on a machine without a GPU: sdcscan loads a GPU module that runs
-# on the CPU (tests/gpu/fake_module.c and a file a family, the same element definitions and check
-# arithmetic as the CUDA kernels) and an NVML stand-in (tests/gpu/fake_nvml.c). Checked: GPU
+# on the CPU (src/kernels/fake/fake_module.c and a twin a family, the same element definitions and
+# check arithmetic as the CUDA kernels) and an NVML stand-in (tests/gpu/fake_nvml.c). Checked: GPU
 # devices and their identity in the report, the GPU lanes of int8/fp32 voting with the cores
 # (bit-identical results), every GPU fault kind found and located (selftest), a persistent SM fault named with its SM, a new
 # uncorrectable ECC error, extreme data against its closed form (and a narrow accumulator), a sticky CUDA error (UNKNOWN naming the GPU), a missing GPU (WARNING),

@@ -29,8 +29,8 @@
 #      sizes and times (tools/gpu-check.sh's --scale), for the fake module on a 2-core machine;
 #      with rehearsal, $SDCSCAN_GPU_MODULE and $SDCSCAN_NVML_LIBRARY are kept (the fake may stand
 #      in for the GPU), otherwise they are unset (the module next to sdcscan, and the driver's NVML).
-# On the fake module (tests/gpu/fake_module.c and its families, which run the GPU's work on the CPU
-# with the CPU's own functions) every assertion is made as on a GPU; the end says which of them can say nothing
+# On the fake module (src/kernels/fake/fake_module.c and its families' twins, which run the GPU's
+# work on the CPU with the CPU's own functions) every assertion is made as on a GPU; the end says which of them can say nothing
 # about a GPU there (bits by construction, emulated SMs and NCCL, timings), never silently.
 . "$(dirname "$0")/../cli/lib.sh"
 shift

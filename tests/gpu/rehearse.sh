@@ -1,7 +1,7 @@
 #!/bin/sh
 # The GPU validation rehearsed without a GPU (issue 28), as it will run on a GPU machine: a bundle
-# made by tools/gpu-check.sh with the fake module (tests/gpu/fake_module.c) and fake NVML in the
-# place of the real ones, unpacked into an empty folder inside a bare Debian (debootstrap
+# made by tools/gpu-check.sh with the fake module (src/kernels/fake/) and fake NVML in the place
+# of the real ones, unpacked into an empty folder inside a bare Debian (debootstrap
 # --variant=minbase bookworm, plus python3: no compiler, no MPI, none of sdcscan's libraries),
 # and `gpu-bundle/tools/gpu-check.sh run --scale rehearsal OUT` run there with 1, 2 and 8 fake
 # GPUs. Every stage must pass, or say why it cannot be judged without a GPU (summary.txt).

@@ -1,6 +1,6 @@
 #!/bin/sh
-# The allreduce probe's nccl variant across 4 ranks, with the fake GPU module (tests/gpu/
-# fake_nccl.c) standing in for the GPUs and for NCCL (its collectives go through shared memory
+# The allreduce probe's nccl variant across 4 ranks, with the fake GPU module (src/kernels/
+# fake/fake_nccl.c) standing in for the GPUs and for NCCL (its collectives go through shared memory
 # between the ranks' burn processes, found from the unique id as NCCL's are, and are checked by
 # the twin of the device's check): what CI can prove of the host side without a GPU.
 # One rank a GPU (the rank's place on its host picks it: two ranks on one GPU are refused, as NCCL

@@ -1,9 +1,9 @@
 /*
- * What the fake GPU module's files share (tests/gpu/fake_module.c and one file a family): the
+ * What the fake GPU module's files share (kernels/fake/fake_module.c and one twin a family, in its probe folder): the
  * environment knobs, the GPU bound to the calling thread, the clock, and each family's table.
  */
-#ifndef SDC_TESTS_FAKE_H
-#define SDC_TESTS_FAKE_H
+#ifndef SDC_KERNELS_FAKE_H
+#define SDC_KERNELS_FAKE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,11 +1,11 @@
 /*
  * A GPU module that runs on the CPU (kernels/gpu_module.h), for testing the host side of every GPU
  * path without a GPU: sdcscan loads it as it loads the CUDA module ($SDCSCAN_GPU_MODULE). This is
- * its core (the devices and the main table, as kernels/cuda/module.cu; NCCL's communicators in
- * fake_nccl.c); each family's operations are a file of their own, doing what that family's CUDA
- * code does from the same element definitions and check arithmetic: fake_gemm.c,
- * fake_minitrain.c, fake_embbag.c, fake_allreduce.c (each lists the knobs that exercise its
- * failure paths).
+ * its base (the devices and the main table, as kernels/cuda/module.cu; NCCL's communicators in
+ * fake_nccl.c); each family's operations are a twin in the family's probe folder, doing what that
+ * family's CUDA code does from the same element definitions and check arithmetic:
+ * probes/gemm/fake_gemm.c, probes/minitrain/fake_minitrain.c, probes/embbag/fake_embbag.c,
+ * probes/allreduce/fake_allreduce.c (each lists the knobs that exercise its failure paths).
  *
  * Environment:
  *   FAKE_GPU_COUNT=N      GPUs (default 1); 0: "no GPU found"
@@ -14,34 +14,9 @@
  *                         sdcscan): sdcscan must turn off that family's lanes alone
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "fake_nccl.h"
-
-_Thread_local int fake_bound = -1;
-
-int fake_env_int(const char *name, int def)
-{
-	const char *v = getenv(name);
-	return v && *v ? atoi(v) : def;
-}
-
-
-double fake_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-void fake_wait_out(double t0, double timeout)
-{
-	while (fake_now() - t0 < timeout)
-		usleep(20000);
-}
+#include "kernels/fake/fake_nccl.h"
 
 static int fake_count(char *why, size_t len)
 {
@@ -75,12 +50,6 @@ static int fake_bind(int index, char *err, size_t errlen)
 	}
 	fake_bound = index;
 	return 0;
-}
-
-int fake_stale(const char *name)
-{
-	const char *stale = getenv("FAKE_GPU_STALE");
-	return stale && !strcmp(stale, name);
 }
 
 const struct sdc_gpu_module *sdc_gpu_module(void);

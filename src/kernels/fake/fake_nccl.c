@@ -1,5 +1,5 @@
 /*
- * The fake GPU module's NCCL, in its core (kernels/gpu_module.h's nccl_ entries and ping; the
+ * The fake GPU module's NCCL, in its base (kernels/gpu_module.h's nccl_ entries and ping; the
  * shared parts in fake_nccl.h): communicators of every fake GPU in one process, or of members in
  * several processes of one host (one rank a GPU under mpirun), and the shared-memory transport
  * between those. The work the families run on them: fake_allreduce.c, fake_minitrain.c. Its knobs
@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fake_nccl.h"
+#include "kernels/fake/fake_nccl.h"
 
 /* FAKE_GPU_NCCL_HANG, FAKE_GPU_NCCL_STUCK: a communicator rank (members in several processes), a
  * GPU (its ordinal) in one process. */

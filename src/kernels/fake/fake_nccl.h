@@ -1,5 +1,5 @@
 /*
- * The fake module's NCCL (tests/gpu/fake_nccl.c): a communicator's members and what the families
+ * The fake module's NCCL (kernels/fake/fake_nccl.c): a communicator's members and what the families
  * that run work on one share (fake_allreduce.c's collectives and ring, fake_minitrain.c's
  * data-parallel mean). With every member in one process (no launcher) the collectives are done in
  * memory between them; with members in other processes (one rank a GPU under mpirun, each in a
@@ -7,13 +7,13 @@
  * members find from the unique id alone, as real NCCL bootstraps from it over its own sockets: no
  * MPI in the fake. All of a communicator's processes must be on one host.
  */
-#ifndef SDC_TESTS_FAKE_NCCL_H
-#define SDC_TESTS_FAKE_NCCL_H
+#ifndef SDC_KERNELS_FAKE_NCCL_H
+#define SDC_KERNELS_FAKE_NCCL_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "fake.h"
+#include "kernels/fake/fake.h"
 
 struct fmember {
 	int rank, ordinal;

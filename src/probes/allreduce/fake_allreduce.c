@@ -1,5 +1,5 @@
 /*
- * The fake GPU module's allreduce family (probes/allreduce/gpu_ops.h; the core: fake_module.c): the
+ * The fake GPU module's allreduce family (probes/allreduce/gpu_ops.h; the base: kernels/fake/fake_module.c): the
  * hop checks (crc32c, ring_check) are the device code's host twins, the same ring_hd.h functions
  * over every index as the kernels' threads; NCCL's collectives are done on host memory, in memory
  * between the members with no launcher, through the communicator's shared-memory segment
@@ -45,7 +45,7 @@
 
 #include "probes/allreduce/ring_hd.h"
 #include "kernels/xops.h"
-#include "fake_nccl.h"
+#include "kernels/fake/fake_nccl.h"
 #include "probes/allreduce/gpu_ops.h"
 
 static int fake_crc32c(const void *buf, uint64_t len, uint32_t *out, double timeout, char *err, size_t errlen)

@@ -3,7 +3,7 @@
  * table's true rows and the batches drawn from the seed, one output element of a bag, a bag's
  * expectation from its rows' tails, the output's two sums and the check. The CPU probe calls them
  * through probes/embbag/abft.c; the GPU module's kernels (probes/embbag/embbag.cu) call the same
- * functions, and the fake module (tests/gpu/fake_embbag.c) runs them on the host in the kernels'
+ * functions, and the fake module (fake_embbag.c) runs them on the host in the kernels'
  * shape, so CI compares the GPU's source with the CPU's kernels without a GPU.
  *
  * Which CPU loop each mirrors:

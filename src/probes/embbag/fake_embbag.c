@@ -1,5 +1,5 @@
 /*
- * The fake GPU module's embbag family (probes/embbag/gpu_ops.h; the core: fake_module.c): embbag's
+ * The fake GPU module's embbag family (probes/embbag/gpu_ops.h; the base: kernels/fake/fake_module.c): embbag's
  * operations (eb_ entries) run embbag_hd.h's functions in the shape of embbag.cu's kernels: a
  * bag's columns, its 32 expectation lanes joined in the same tree, then the check, threads and
  * bags in reverse order.
@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "probes/embbag/embbag_hd.h"
-#include "fake.h"
+#include "kernels/fake/fake.h"
 #include "probes/embbag/gpu_ops.h"
 
 /* ---- embbag's lookups ---- */

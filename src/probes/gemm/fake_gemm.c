@@ -1,5 +1,5 @@
 /*
- * The fake GPU module's gemm family (probes/gemm/gpu_ops.h; the module's base: fake_module.c): it
+ * The fake GPU module's gemm family (probes/gemm/gpu_ops.h; the base: kernels/fake/fake_module.c): it
  * does what the CUDA engine does (probes/gemm/gemm.cu) from the same element definitions and the
  * same check arithmetic (gemm_data.h, kernels/abft_ref.h): operands drawn per element, B's
  * checksum columns encoded per row, every row of C checked, fingerprints of the operands, the SM
@@ -27,7 +27,7 @@
 #include "kernels/abft_ref.h"
 #include "kernels/half.h"
 #include "probes/gemm/gemm_data.h"
-#include "fake.h"
+#include "kernels/fake/fake.h"
 #include "probes/gemm/gpu_ops.h"
 #include "probes/gemm/gemm_elements.h"
 

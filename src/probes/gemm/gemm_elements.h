@@ -1,7 +1,7 @@
 /*
  * An element type's bits for a value, and its value for bits, written once for the device (the
  * engine's kernels, gemm_cuda.h), the host's regenerated truth (gpu_truth.c) and the fake module
- * (tests/gpu/fake_gemm.c), so all three convert the same way (kernels/half.h: round to nearest
+ * (fake_gemm.c), so all three convert the same way (kernels/half.h: round to nearest
  * even, as cuBLASLt stores bf16 and fp16).
  */
 #ifndef SDC_GEMM_ELEMENTS_H

@@ -1,5 +1,5 @@
 /*
- * The fake GPU module's minitrain family (probes/minitrain/gpu_ops.h; the core: fake_module.c): the
+ * The fake GPU module's minitrain family (probes/minitrain/gpu_ops.h; the base: kernels/fake/fake_module.c): the
  * exact class (xgemm, xmath) is the device code's host twin, the same xops.h functions over every
  * index as the kernels' threads; minitrain's operations (mt_ entries) run mt_ops.h's threads in
  * reverse order, as a GPU may run them in any order, on "device memory" that is host memory the
@@ -23,7 +23,7 @@
 
 #include "kernels/xops.h"
 #include "probes/minitrain/mt_ops.h"
-#include "fake_nccl.h"
+#include "kernels/fake/fake_nccl.h"
 #include "probes/minitrain/gpu_ops.h"
 
 static int fake_xgemm(int m, int n, int k, const float *a, const float *b, float *c, double timeout, char *err,

@@ -219,23 +219,26 @@ def code_of(text):
 
 
 IDENT = re.compile(r'[A-Za-z_]\w*')
-TOKEN = re.compile(r'[{}()=;]|[A-Za-z_]\w*')
+TOKEN = re.compile(r'[{}()\[\]=;,]|[A-Za-z_]\w*')
 
 
 def definitions(code):
-    """The functions a .c or .cu file defines for others: at file scope, a name, its parameters
-    and a body, not static (a name under __attribute__(( )) or a macro's arguments is not one)."""
-    out, depth, paren, decl, name = set(), 0, 0, [], None
+    """The functions and data a .c or .cu file defines for others: at file scope, not static,
+    extern or typedef; a function is a name, its parameters and a body (a name under
+    __attribute__(( )) or a macro's arguments is not one), data a name with or without an
+    initializer (a table another file reads is as much an arrow as a function it calls)."""
+    out, depth, paren, bracket, decl, name, prefix = set(), 0, 0, 0, [], None, []
+    hidden = {'static', 'typedef', 'extern'}
     for m in TOKEN.finditer(code):
         s = m.group(0)
         if s == '{':
-            if depth == 0 and paren == 0 and name and not {'static', 'typedef', '='} & set(decl):
+            if depth == 0 and paren == 0 and name and not (hidden | {'='}) & set(decl):
                 out.add(name)
             depth += paren == 0
             name = None
         elif s == '}':
             depth -= paren == 0
-            if depth == 0:
+            if depth == 0 and '=' not in decl:  # a body ends a definition; an initializer, not
                 decl, name = [], None
         elif depth:
             continue
@@ -245,17 +248,34 @@ def definitions(code):
             paren += 1
         elif s == ')':
             paren -= 1
-        elif s == ';':
-            decl, name = [], None
-        elif paren == 0:
+        elif paren:
+            continue
+        elif s in '[]':  # an array's size is no name of its own
+            bracket += 1 if s == '[' else -1
+        elif bracket:
+            continue
+        elif s in ('=', ';', ','):  # data: int x = ...; int x; int x, y = ...;
+            if '=' not in decl and not name:
+                prefix = decl[:-1]
+                if len(decl) >= 2 and decl[-2] not in ('struct', 'union', 'enum') \
+                        and not hidden & set(decl):
+                    out.add(decl[-1])
+            if s == ';':
+                decl, name = [], None
+            elif s == ',':
+                decl = list(prefix)
+            else:
+                decl.append(s)
+        else:
             decl.append(s)
     return out
 
 
 def call_edges(root, files):
     """{file: {callee file: a name it calls there}} for every .c or .cu file's use of a function
-    that one other .c or .cu file alone defines (two definers, such as the MPI and the single
-    process transports, or a kernel and its fake twin, are a choice the build makes: no arrow)."""
+    or data that one other .c or .cu file alone defines (two definers, such as the MPI and the
+    single process transports, or a kernel and its fake twin, are a choice the build makes: no
+    arrow)."""
     code = {}
     for f in files:
         if f.endswith(('.c', '.cu')):
@@ -428,6 +448,12 @@ def self_test(root):
          'calls runner/runner.c (runner) (sdc_runner_execute): an arrow back up'),
         ('probes/embbag/lane.c', 'static void planted(void) { sdc_calibration_find(0, 0, 0, 0); }\n',
          "a probe folder's files are its own"),
+        # data counts as calls do: a table or a state one file alone defines, read from below
+        # (a second name after a comma counts as the first)
+        ('kernels/crc32c.c', 'static void *planted(void) { return &sdc_mpi; }\n',
+         'calls mpi/rank.c (mpi) (sdc_mpi): an arrow back up'),
+        ('base/verdict.c', 'static const void *planted(void) { return sdc_vabft_t5; }\n',
+         '(sdc_vabft_t5): an arrow back up'),
         # a circle of files on one floor: the report's fields calling up into its export
         ('runner/report_fields.c', 'static void planted(void) { sdc_export_junit(0, 0, 0, 0); }\n',
          'circle: runner/export.c, runner/report_fields.c'),

@@ -43,8 +43,6 @@
 #include "run/facts_json.h"
 #include "base/stop.h"
 
-const char *const sdc_cc_class_names[] = { "gpr", "vector", NULL };
-const char *const sdc_cc_instant_names[] = { "anywhere", "random", "start", NULL };
 static const char *const bp_choices[] = { "auto", "hardware", "software", NULL };
 
 /* ---- the table ---- */

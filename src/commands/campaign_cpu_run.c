@@ -27,6 +27,9 @@ const char *const sdc_cc_outcome_keys[O_N] = { "masked", "found_located", "vote_
 					   "hang",   "no_verdict",    "other",            "missed" };
 const char *const sdc_cc_outcome_heads[O_N] = { "masked", "found+loc", "vote/gold", "crash",
 					    "hang",   "no-verdict", "other",    "missed" };
+/* The choices of --classes and --instant (campaign_cpu.c's options read them too). */
+const char *const sdc_cc_class_names[] = { "gpr", "vector", NULL };
+const char *const sdc_cc_instant_names[] = { "anywhere", "random", "start", NULL };
 
 /* The sizes a probe runs at here: one run of 16 iterations takes well under a second. */
 static const struct {

@@ -22,8 +22,6 @@
 #include <mpi.h>
 #endif
 
-struct sdc_mpi sdc_mpi = { .rank = 0, .size = 1, .local_size = 1, .timeout = 30 };
-
 /* The task count the launcher or scheduler announced (0: none). */
 static long announced_tasks(const char **who)
 {

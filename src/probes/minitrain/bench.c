@@ -85,12 +85,6 @@ static int bench_gemm(int n, double seconds)
 	return same ? 0 : -1;
 }
 
-/* The quick profile's models. */
-const struct sdc_mt_cfg sdc_mt_bench_dlrm = { .kind = SDC_MT_DLRM, .seed = 1, .batch = 128, .dense = 16, .bottom = 64,
-					  .emb_dim = 32, .tables = 4, .rows = 4096, .pooling = 8, .top = 64 };
-const struct sdc_mt_cfg sdc_mt_bench_xfmr = { .kind = SDC_MT_XFMR, .seed = 1, .batch = 4, .seq = 32, .dmodel = 64,
-					  .heads = 2, .dff = 256 };
-
 static int bench_steps(const struct sdc_mt_cfg *cfg, double seconds)
 {
 	char err[256];

@@ -144,14 +144,6 @@ int sdc_cuda_work_host(struct sdc_cuda_work *w, size_t bytes, char *err, size_t 
 		}                                                                                              \
 	} while (0)
 
-/* The scratch of the CRC32C of device bytes (probes/allreduce/allreduce_cuda.h), here because the
- * module's NCCL communicators keep one a member (nccl_comm.h): two levels of the pieces' CRCs (c)
- * and lengths (l), one entry a piece of 256 bytes. */
-struct sdc_crc_scratch {
-	uint32_t *c[2];
-	uint64_t *l[2];
-};
-
 /* Each family's table is made by its own code, sdc_cuda_NAME_family (module.cu); parts of one made
  * in another file of its folder fill their entries (the probe's CUDA header declares them); the
  * module's communicators and ping are nccl.cu's. */

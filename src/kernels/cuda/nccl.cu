@@ -246,7 +246,7 @@ static void member_free(struct sdc_nccl_member *m)
 {
 	const int d = m->ordinal;
 	void *const bufs[] = { m->in, m->out, m->stat, m->recv, m->sums, m->fault, m->hdr_send, m->dev.stat,
-			       m->dev.crc, m->dev.hdr, m->dev.got, m->sc.c[0], m->sc.c[1], m->sc.l[0], m->sc.l[1],
+			       m->dev.crc, m->dev.hdr, m->dev.got, m->crc_c[0], m->crc_c[1], m->crc_l[0], m->crc_l[1],
 			       m->dp_local, m->dp_all, m->dp_out };
 	if (sdc_cuda_is_hung(d) || !m->s)
 		return;

@@ -66,7 +66,8 @@ struct sdc_nccl_member {
 	uint32_t *hdr_send;
 	struct sdc_nccl_ring_out dev, host; /* host: views into ring_stage */
 	struct sdc_cuda_pinned ring_stage;
-	struct sdc_crc_scratch sc;
+	uint32_t *crc_c[2]; /* the CRC's scratch (struct sdc_crc_scratch of the allreduce lane) */
+	uint64_t *crc_l[2];
 	/* the data-parallel mean's (made at its first use, for total floats): this rank's gradient, every
 	 * rank's, the mean; pinned host copies of the first and the last */
 	int64_t dp_total;

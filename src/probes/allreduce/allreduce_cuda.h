@@ -15,6 +15,13 @@ static inline unsigned sdc_ar_blocks_for(uint64_t n)
 	return (unsigned)(b < 65536 ? (b ? b : 1) : 65536);
 }
 
+/* The scratch of the CRC32C of device bytes: two levels of the pieces' CRCs (c) and lengths (l),
+ * one entry a piece of 256 bytes (a checked ring's member keeps its buffers: nccl_comm.h). */
+struct sdc_crc_scratch {
+	uint32_t *c[2];
+	uint64_t *l[2];
+};
+
 /* The CRC32C of device bytes on the GPU (crc.cu): pieces of 256 bytes each CRC'd by a thread, then
  * joined pairwise into the value sdc_crc32c gives, in sc (sdc_cuda_crc_pieces(len) entries a
  * level). The result ends in sc->c[*which][0], on stream s. */

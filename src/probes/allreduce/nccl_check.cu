@@ -251,8 +251,8 @@ static int ring_alloc(struct sdc_nccl_member *m, int P, int64_t n, char *err, si
 	m->host.hdr = (uint32_t *)(m->ring_stage.p + (size_t)hops * 20);
 	m->host.got = (float *)(m->ring_stage.p + (size_t)hops * 36);
 	for (int k = 0; k < 2; k++) {
-		SDC_CUDA_TRY(sdc_cuda_malloc(d, (void **)&m->sc.c[k], np * 4, m->s), "cudaMallocAsync");
-		SDC_CUDA_TRY(sdc_cuda_malloc(d, (void **)&m->sc.l[k], np * 8, m->s), "cudaMallocAsync");
+		SDC_CUDA_TRY(sdc_cuda_malloc(d, (void **)&m->crc_c[k], np * 4, m->s), "cudaMallocAsync");
+		SDC_CUDA_TRY(sdc_cuda_malloc(d, (void **)&m->crc_l[k], np * 8, m->s), "cudaMallocAsync");
 	}
 	return 0;
 fail:
@@ -260,6 +260,12 @@ fail:
 }
 
 /* Where member m stands in the ring (order[position] = rank). */
+/* The member's CRC scratch, as crc.cu takes it. */
+static struct sdc_crc_scratch member_crc(const struct sdc_nccl_member *m)
+{
+	return { { m->crc_c[0], m->crc_c[1] }, { m->crc_l[0], m->crc_l[1] } };
+}
+
 static int position(const int *order, int P, int rank)
 {
 	int p = 0;
@@ -283,8 +289,9 @@ static const float *step_send(struct sdc_nccl_member *m, int P, int64_t cn, int 
 			       : phase == 0	     ? m->sums
 						     : m->out + (int64_t)st.send_c * cn;
 	uint32_t *hdr = m->hdr_send + 4 * h;
-	sdc_cuda_crc_enqueue((const uint8_t *)payload, cb, &m->sc, &which, m->s);
-	k_header<<<1, 1, 0, m->s>>>(hdr, m->sc.c[which], (uint32_t)(phase << 16 | s));
+	struct sdc_crc_scratch sc = member_crc(m);
+	sdc_cuda_crc_enqueue((const uint8_t *)payload, cb, &sc, &which, m->s);
+	k_header<<<1, 1, 0, m->s>>>(hdr, sc.c[which], (uint32_t)(phase << 16 | s));
 	for (int k = 0; k < nfaults; k++) {
 		const struct sdc_gpu_ring_fault *f = &faults[k];
 		if (f->member != mi || (f->kind != 'H' && f->kind != 'h') || f->phase != phase || f->step != s)
@@ -314,8 +321,9 @@ static void step_check(struct sdc_nccl_member *m, const int *order, int P, int64
 	const int64_t off = (int64_t)st.recv_c * cn;
 	float *into = phase == 0 ? m->recv : m->out + off;
 	int which = 0;
-	sdc_cuda_crc_enqueue((const uint8_t *)into, cb, &m->sc, &which, m->s);
-	k_copy_word<<<1, 1, 0, m->s>>>(m->dev.crc + h, m->sc.c[which]);
+	struct sdc_crc_scratch sc = member_crc(m);
+	sdc_cuda_crc_enqueue((const uint8_t *)into, cb, &sc, &which, m->s);
+	k_copy_word<<<1, 1, 0, m->s>>>(m->dev.crc + h, sc.c[which]);
 	const int rsum = sdc_ring_rank_sum(order, P, st.first, st.count);
 	unsigned long long *stat = m->dev.stat + 2 * h;
 	if (phase == 0) {

@@ -10,7 +10,7 @@ usage: layers.py SRC_DIR          check the tree; exit 1 and name every include 
                                   planted each way: each must be caught (so this test can fail)
 
 Floors, top to bottom (a file may include or call its own floor or any floor below it; a call
-is an arrow when it names a function that one .c or .cu file alone defines):
+is an arrow when it names a function or data that one .c or .cu file alone defines):
  12 main.c
  11 commands/           the subcommands and their driver
  10 runner/             the run: plans, profiles, registry, burns and their supervisor, report,
@@ -34,7 +34,9 @@ is an arrow when it names a function that one .c or .cu file alone defines):
                         (but X.h where X.c is built into the framework: that is the probe's);
                         only base/, kernels/ and its own folder's arithmetic, so it builds and
                         is tested without the framework (the golden suite rebuilds it alone)
-  1 kernels/            the arithmetic probes share, and the GPU module's base (kernels/cuda/)
+  1 kernels/            the arithmetic probes share, the GPU module's base (kernels/cuda/) and
+                        the fake module's (kernels/fake/; each family's twin, fake_NAME.c, is
+                        its probe's arithmetic)
   0 base/               services: messages, parsing, options, signals, time, RNG, digests
 
 src/ holds main.c, meson.build and folders only, and no two files are tied in a circle (a file
@@ -66,7 +68,8 @@ NAMES = {0: 'base', 1: 'kernels', 2: 'probe arithmetic', 3: 'device', 4: 'run re
          6: 'hwerr', 7: 'probe interface', 8: 'inject', 9: 'probes', 10: 'runner', 11: 'commands',
          12: 'main'}
 MESON_PROBE_NAMES = re.compile(r'probe_names\s*=\s*\[(.*?)\]', re.S)
-MESON_LIST_ADD = re.compile(r'^(\w+)\s*\+=\s*(files\(.*?\)|\[.*?\])', re.S | re.M)
+MESON_LIST_ADD = re.compile(r'^[ \t]*(\w+)\s*\+=\s*(files\([^()]*\)|\[[^\]]*\])\s*$', re.M)
+MESON_ANY_ADD = re.compile(r'^[ \t]*\w+\s*\+=', re.M)
 FRAMEWORK_LIST = 'probe_framework_sources'
 # Headers the build writes (meson.build, src/probes/meson.build): no file under src/ to follow.
 WRITTEN_BY_BUILD = {'sdc_config.h', 'probes/probe_list.h'}
@@ -93,33 +96,42 @@ def sources(root):
                 yield os.path.relpath(os.path.join(d, f), root)
 
 
+def read_meson(root, path):
+    """A meson.build's text without its comments (None when it cannot be read, with why)."""
+    try:
+        with open(os.path.join(root, path), encoding='utf-8') as fh:
+            return re.sub(r'#[^\n]*', '', fh.read()), None
+    except OSError as e:
+        return None, e.strerror
+
+
 def probe_lists(root):
     """The probe list and each probe folder's build lists, from src/probes/meson.build and
     src/probes/NAME/meson.build: (probe names, {(folder, list name): [file under src/]}, problems).
-    A name with a / is relative to src/ (the CUDA lists'), others to the probe's folder."""
-    problems, lists = [], {}
-    try:
-        with open(os.path.join(root, 'probes', 'meson.build'), encoding='utf-8') as fh:
-            names = MESON_PROBE_NAMES.search(fh.read())
-    except OSError as e:
-        return [], {}, [f'probes/meson.build: {e.strerror}: cannot tell which probes are built']
+    The forms read: probe_names = ['a', ...]; LIST += files('x.c', ...) (names in the folder) and
+    LIST += ['probes/NAME/x.cu', ...] (names under src/: the CUDA lists'); any other += is said."""
+    meson, why = read_meson(root, os.path.join('probes', 'meson.build'))
+    names = MESON_PROBE_NAMES.search(meson or '')
     if not names:
-        return [], {}, ['probes/meson.build: no probe_names = [...]: cannot tell which probes '
-                        'are built']
+        return [], {}, [f'probes/meson.build: {why or "no probe_names = [...]"}: cannot tell '
+                        'which probes are built']
     names = re.findall(r"'([^']+)'", names.group(1))
+    problems, lists = [], {}
     for name in names:
         path = os.path.join('probes', name, 'meson.build')
-        try:
-            with open(os.path.join(root, path), encoding='utf-8') as fh:
-                meson = re.sub(r'#[^\n]*', '', fh.read())
-        except OSError as e:
-            problems.append(f'{path}: {e.strerror}: the probe list names {name}, whose folder '
-                            'does not say its sources')
+        meson, why = read_meson(root, path)
+        if meson is None:
+            problems.append(f'{path}: {why}: the probe list names {name}, whose folder does not '
+                            'say its sources')
             continue
+        read = {m.start() for m in MESON_LIST_ADD.finditer(meson)}
+        problems += [f'{path}: cannot read "{m.group(0).strip()} ...": a list grows by '
+                     "LIST += files('x.c', ...) or LIST += ['probes/NAME/x.cu', ...]"
+                     for m in MESON_ANY_ADD.finditer(meson) if m.start() not in read]
         for m in MESON_LIST_ADD.finditer(meson):
+            here = m.group(2).startswith('files(')
             for f in re.findall(r"'([^']+)'", m.group(2)):
-                lists.setdefault((name, m.group(1)), []).append(
-                    f if '/' in f else f'probes/{name}/{f}')
+                lists.setdefault((name, m.group(1)), []).append(f'probes/{name}/{f}' if here else f)
     return names, lists, problems
 
 
@@ -131,14 +143,17 @@ def build_split(root, files):
     each would leave a file unbuilt or the split unknown."""
     seeds = {f for f in files if probe_folder(f) and f.endswith(CUDA)}
     names, lists, problems = probe_lists(root)
-    inside, named = set(), set()
+    inside, named = set(), {}
     for (name, which), entries in sorted(lists.items()):
         for f in entries:
             if f not in files:
                 problems.append(f'probes/{name}/meson.build names {f} in {which}, which is not a '
                                 'file under src/')
                 continue
-            named.add(f)
+            if f in named:
+                problems.append(f'probes/{name}/meson.build names {f} in {named[f]} and in '
+                                f'{which}: a source is built once')
+            named[f] = which
             (inside if which == FRAMEWORK_LIST else seeds).add(f)
     for f in sorted(files):
         folder = probe_folder(f)
@@ -215,58 +230,91 @@ def code_of(text):
     text = re.sub(r'//[^\n]*', ' ', text)
     text = re.sub(r'"(\\.|[^"\\\n])*"', '""', text)
     text = re.sub(r"'(\\.|[^'\\\n])*'", "''", text)
+    text = re.sub(r'__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)', ' ', text)
     return re.sub(r'^[ \t]*#(?:\\\n|[^\n])*', ' ', text, flags=re.M)  # with its continued lines
 
 
 IDENT = re.compile(r'[A-Za-z_]\w*')
-TOKEN = re.compile(r'[{}()\[\]=;,]|[A-Za-z_]\w*')
+MACRO = re.compile(r'[A-Z][A-Z0-9_]*$')  # FAKE_HIDDEN after a name: an attribute, not the name
+TOKEN = re.compile(r'[{}()\[\]=;,*]|[A-Za-z_]\w*')
+HIDDEN = {'static', 'typedef', 'extern'}
 
 
-def definitions(code):
+def data_name(decl, fptr, cuda):
+    """The name a file-scope declarator defines as data, or None: decl is the declaration's tokens
+    up to the declarator's end (its = , or ;), fptr the name inside (*NAME)."""
+    if '=' in decl or HIDDEN & set(decl) or (cuda and {'const', 'constexpr'} & set(decl)):
+        return None  # (namespace-scope const in C++ is the file's own)
+    if fptr:
+        return fptr
+    words = list(decl)
+    while len(words) > 2 and MACRO.match(words[-1]):
+        words.pop()
+    if len(words) < 2 or not IDENT.fullmatch(words[-1]) or words[-2] in ('struct', 'union', 'enum'):
+        return None
+    return words[-1]
+
+
+def definitions(code, cuda=False):
     """The functions and data a .c or .cu file defines for others: at file scope, not static,
-    extern or typedef; a function is a name, its parameters and a body (a name under
-    __attribute__(( )) or a macro's arguments is not one), data a name with or without an
-    initializer (a table another file reads is as much an arrow as a function it calls)."""
-    out, depth, paren, bracket, decl, name, prefix = set(), 0, 0, 0, [], None, []
-    hidden = {'static', 'typedef', 'extern'}
-    for m in TOKEN.finditer(code):
-        s = m.group(0)
+    extern or typedef; a function is a name, its parameters and a body (a name under a macro's
+    arguments is not one), data a name with or without an initializer, after a comma, under
+    struct {...}, or a pointer to a function (a table another file reads is as much an arrow as a
+    function it calls). A macro's use with no semicolon after it ends its declaration."""
+    out, tokens = set(), TOKEN.findall(code)
+    depth = paren = bracket = 0
+    decl, name, fptr, prefix, closed, body = [], None, None, [], False, False
+    for i, s in enumerate(tokens):
+        if depth:  # inside a body or an initializer: only its braces count
+            depth += {'{': 1, '}': -1}.get(s, 0)
+            if depth == 0:
+                if body:
+                    decl, name, body = [], None, False
+                else:
+                    decl.append('}')  # struct {...} x; or = {...}
+            continue
+        if bracket:  # an array's size is no name of its own
+            bracket += {'[': 1, ']': -1}.get(s, 0)
+            continue
+        if paren:  # parameters, a macro's arguments, (*NAME)
+            paren += {'(': 1, ')': -1}.get(s, 0)
+            closed = paren == 0
+            if fptr == '' and IDENT.fullmatch(s):
+                fptr = s
+            continue
         if s == '{':
-            if depth == 0 and paren == 0 and name and not (hidden | {'='}) & set(decl):
+            body = bool(name) and '=' not in decl
+            if body and not HIDDEN & set(decl):
                 out.add(name)
-            depth += paren == 0
-            name = None
-        elif s == '}':
-            depth -= paren == 0
-            if depth == 0 and '=' not in decl:  # a body ends a definition; an initializer, not
-                decl, name = [], None
-        elif depth:
-            continue
+            depth = 1
+        elif s == '[':
+            bracket = 1
         elif s == '(':
-            if paren == 0 and decl and IDENT.fullmatch(decl[-1]) and not decl[-1].startswith('__'):
-                name = decl[-1]
-            paren += 1
-        elif s == ')':
-            paren -= 1
-        elif paren:
-            continue
-        elif s in '[]':  # an array's size is no name of its own
-            bracket += 1 if s == '[' else -1
-        elif bracket:
-            continue
-        elif s in ('=', ';', ','):  # data: int x = ...; int x; int x, y = ...;
+            if '=' not in decl and fptr is None and not name:
+                if i + 1 < len(tokens) and tokens[i + 1] == '*':
+                    fptr = ''  # void (*NAME)(...): data, named inside
+                elif decl and IDENT.fullmatch(decl[-1]) and not decl[-1].startswith('_'):
+                    name = decl[-1]
+            paren, closed = 1, False
+        elif s in ('=', ';', ','):
             if '=' not in decl and not name:
-                prefix = decl[:-1]
-                if len(decl) >= 2 and decl[-2] not in ('struct', 'union', 'enum') \
-                        and not hidden & set(decl):
-                    out.add(decl[-1])
+                found = data_name(decl, fptr, cuda)
+                if found:
+                    out.add(found)
+                prefix = [t for t in decl if t != '*'][:-1] if not fptr else []
             if s == ';':
-                decl, name = [], None
+                decl, name, fptr, prefix = [], None, None, []
             elif s == ',':
-                decl = list(prefix)
+                decl, name, fptr = list(prefix), None, None
             else:
                 decl.append(s)
+            closed = False
+        elif s in ('}', ')'):
+            continue
         else:
+            if closed and name:  # MACRO(args) with no ; after it: a declaration of its own
+                decl, name = [], None
+            closed = False
             decl.append(s)
     return out
 
@@ -283,7 +331,7 @@ def call_edges(root, files):
                 code[f] = code_of(fh.read())
     definers = {}
     for f, c in code.items():
-        for name in definitions(c):
+        for name in definitions(c, f.endswith('.cu')):
             definers.setdefault(name, set()).add(f)
     edges = {f: {} for f in files}
     for f, c in code.items():
@@ -346,6 +394,8 @@ def check(root):
     files = set(sources(root))
     problems = [f'{f}: src/ holds main.c, meson.build and folders only' for f in sorted(files)
                 if '/' not in f and f != 'main.c']
+    problems += [f'{f}: src/probes/ holds the probe list and a folder a probe' for f in sorted(files)
+                 if f.startswith('probes/') and f.count('/') == 1]
     problems += [f'{f}: {f.split("/")[0]}/ is no floor of the house (tests/layers.py FOLDERS)'
                  for f in sorted(files) if '/' in f and f.split('/')[0] not in FOLDERS
                  and f.split('/')[0] != 'probes']
@@ -420,6 +470,40 @@ def draw(root):
     return 0
 
 
+# File-scope C and what it defines for other files (C11 6.9, 6.7): the parse that calls and data
+# arrows rest on, checked on each form before the planted trees.
+PARSE_CASES = [
+    ('int a = 1, b;', {'a', 'b'}),
+    ('int a = f(1), b;', {'a', 'b'}),
+    ('static int s; extern int e; typedef int t;', set()),
+    ('char x[sizeof(long)];', {'x'}),
+    ('void (*hook)(void);', {'hook'}),
+    ('_Atomic(int) counter;', {'counter'}),
+    ('_Alignas(64) char buf[64];', {'buf'}),
+    ('struct { int a; } anon_x;', {'anon_x'}),
+    ('enum e { A, B } chosen = A;', {'chosen'}),
+    ('struct foo { int a; };', set()),
+    ('int marked __attribute__((unused)) = 1;', {'marked'}),
+    ('int v FAKE_HIDDEN = 1;', {'v'}),
+    ('DECLARE(x)\nconst int *const table[] = { 0 };', {'table'}),
+    ('DECL(x)\nstruct foo { int a; };', set()),
+    ('int f(void) { return 0; }\nstatic int g(void) { return 1; }', {'f'}),
+    ('int proto(void);', set()),
+    ('const struct row t4[5] = { { 1 } }, t5[5] = { { 2 } };', {'t4', 't5'}),
+]
+
+
+def parse_self_test():
+    failures = 0
+    for text, want in PARSE_CASES + [('.cu: const int k = 3; int d = 1;', {'d'})]:
+        cuda = text.startswith('.cu: ')
+        got = definitions(code_of(text[5:] if cuda else text), cuda)
+        if got != want:
+            print(f'FAIL self-test: {text!r} defines {sorted(want)}, the parse said {sorted(got)}')
+            failures += 1
+    return failures
+
+
 def self_test(root):
     """Plants one bad include of each kind in a copy of the tree; each must be reported."""
     plants = [
@@ -469,6 +553,12 @@ def self_test(root):
          "probes/newprobe/ is not in probes/meson.build's probe list"),
         ('probes/minitrain/meson.build', "probe_framework_sources += files('model.c')\n",
          "minitrain's arithmetic"),
+        ('probes/gemm/meson.build', "probe_kernel_sources += files('dist.c')\n",
+         'in probe_framework_sources and in probe_kernel_sources: a source is built once'),
+        ('probes/gemm/meson.build', "if true\n  probe_kernel_sources += other_list\nendif\n",
+         'cannot read "probe_kernel_sources += ..."'),
+        ('probes/loose.c', '/* beside the probes, in none */\n', 'src/probes/ holds the probe list'),
+        ('probes/meson.build', "# probe_names = ['gemm'] (a comment, not the list)\n", None),
         ('probe/golden_file.c', '#include "run/record.h"\n', None),
         # the JSON format stays out of the probes: directly, through the framework's headers, or
         # through a probe's own header; the framework itself may include it
@@ -484,7 +574,7 @@ def self_test(root):
         ('base/rng.h', '#include "base/philox.h"\n#include "base/message.h"\n', None),
         ('base/message.h', '#include "base/message.h"\n', 'circle'),
     ]
-    failures = 0
+    failures = parse_self_test()
     for path, line, expect in plants:
         with tempfile.TemporaryDirectory() as tmp:
             copy = os.path.join(tmp, 'src')

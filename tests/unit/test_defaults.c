@@ -421,6 +421,23 @@ static void timeouts(const char *man)
 	free(ar);
 }
 
+/* The probes in the order the man page lists them, which is the order a run takes them and its
+ * report lists them (src/probes/meson.build's probe list, through runner/registry.c). */
+static void probe_order(const char *man)
+{
+	const char *p = strstr(man, "\n@SS Probes ");
+	const char *end = p ? strstr(p + 1, "\n@SS") : NULL;
+	char listed[256] = "", names[256];
+	size_t n = 0;
+	while (p && (p = strstr(p + 1, "\n@TP ")) && (!end || p < end)) {
+		const char *w = p + 5;
+		const size_t len = strcspn(w, " ");
+		n += (size_t)snprintf(listed + n, sizeof(listed) - n, "%s%.*s", n ? ", " : "", (int)len, w);
+	}
+	sdc_probe_names(names, sizeof(names));
+	CHECK_MSG(!strcmp(names, listed), "probes in the order \"%s\", the man page's \"%s\"", names, listed);
+}
+
 int main(void)
 {
 	char *man = man_load();
@@ -432,6 +449,7 @@ int main(void)
 	embbag_bound(eb);
 	attn();
 	timeouts(man);
+	probe_order(man);
 	free(gemm);
 	free(eb);
 	free(man);

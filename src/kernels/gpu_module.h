@@ -4,10 +4,10 @@
  * and says why no GPU can be tested there. The module exports one symbol, sdc_gpu_module, returning
  * the main table below; a module whose abi differs is refused.
  *
- * The core is what every GPU lane shares: the devices (count, props, bind) here, and inside the
+ * The main table is what every GPU lane shares: the devices (count, props, bind) here, and inside the
  * module the streams, workspaces, deadlines and sticky errors of kernels/cuda/cuda_util.h. Each
  * probe with a GPU lane is a family: its own table of operations, declared in its folder (as
- * probes/gemm/gpu_ops.h) with its own version, and its CUDA code beside it. The core holds one
+ * probes/gemm/gpu_ops.h) with its own version, and its CUDA code beside it. The main table holds one
  * pointer a family, NULL where the module was built without it; sdcscan checks each family's
  * version on its own (device/gpu_loader.c), so a change to one family's table bumps only that family's version
  * and a module of another version turns off that family's lanes alone, saying why.
@@ -57,7 +57,7 @@ struct sdc_gpu_flip {
 };
 
 /*
- * The families, one a probe with a GPU lane: its name is the core's field, a pointer to its table,
+ * The families, one a probe with a GPU lane: its name is the main table's field, a pointer to its table,
  * struct sdc_gpu_NAME_ops, declared in the probe's folder (gemm's in probes/gemm/gpu_ops.h) with
  * the version that header defines, the table's first member (`int version`). Where the list is
  * expanded, the module declares each family's constructor (sdc_cuda_NAME_family, module.cu) and

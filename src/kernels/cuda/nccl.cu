@@ -245,9 +245,9 @@ static int comm_call_bounded(ncclResult_t (*fn)(ncclComm_t), ncclComm_t comm, in
 static void member_free(struct sdc_nccl_member *m)
 {
 	const int d = m->ordinal;
-	void *const bufs[] = { m->in, m->out, m->stat, m->recv, m->sums, m->fault, m->hdr_send, m->dev.stat,
-			       m->dev.crc, m->dev.hdr, m->dev.got, m->crc_c[0], m->crc_c[1], m->crc_l[0], m->crc_l[1],
-			       m->dp_local, m->dp_all, m->dp_out };
+	void *const bufs[] = { m->in, m->out, m->stat, m->recv, m->sums, m->fault, m->hdr_send,
+			       m->dev.stat, m->dev.crc, m->dev.hdr, m->dev.got, m->crc_c[0], m->crc_c[1],
+			       m->crc_l[0], m->crc_l[1], m->dp_local, m->dp_all, m->dp_out };
 	if (sdc_cuda_is_hung(d) || !m->s)
 		return;
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)

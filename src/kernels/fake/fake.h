@@ -1,6 +1,7 @@
 /*
- * What the fake GPU module's files share (kernels/fake/fake_module.c and one twin a family, in its probe folder): the
- * environment knobs, the GPU bound to the calling thread, the clock, and each family's table.
+ * What the fake GPU module's files share (kernels/fake/fake_module.c and one twin a family, in its
+ * probe folder): the environment knobs, the GPU bound to the calling thread, the clock, and each
+ * family's table.
  */
 #ifndef SDC_KERNELS_FAKE_H
 #define SDC_KERNELS_FAKE_H

@@ -1,5 +1,5 @@
 /*
- * The CRC32C of device bytes on the GPU (kernels/cuda/cuda_util.h: sdc_cuda_crc_enqueue): pieces
+ * The CRC32C of device bytes on the GPU (probes/allreduce/allreduce_cuda.h: sdc_cuda_crc_enqueue): pieces
  * of 256 bytes each CRC'd by a thread, joined pairwise on the device into the value the CPU's
  * sdc_crc32c gives (probes/allreduce/ring_hd.h). Below both of the allreduce lane's users: the hop
  * checks (ring.cu) and NCCL's checked ring (nccl_check.cu).

@@ -1,9 +1,10 @@
 /*
- * The fake GPU module's allreduce family (probes/allreduce/gpu_ops.h; the base: kernels/fake/fake_module.c): the
- * hop checks (crc32c, ring_check) are the device code's host twins, the same ring_hd.h functions
- * over every index as the kernels' threads; NCCL's collectives are done on host memory, in memory
- * between the members with no launcher, through the communicator's shared-memory segment
- * (fake_nccl.c) between the processes of its ranks under mpirun (one rank a GPU).
+ * The fake GPU module's allreduce family (probes/allreduce/gpu_ops.h; the base:
+ * kernels/fake/fake_module.c): the hop checks (crc32c, ring_check) are the device code's host
+ * twins, the same ring_hd.h functions over every index as the kernels' threads; NCCL's collectives
+ * are done on host memory, in memory between the members with no launcher, through the
+ * communicator's shared-memory segment (fake_nccl.c) between the processes of its ranks under
+ * mpirun (one rank a GPU).
  *
  * Environment, to exercise the failure paths:
  *   FAKE_GPU_CRC_BUG=1    the GPU's CRC32C joins its pieces wrong (the pieces' lengths swapped)

@@ -1,6 +1,6 @@
 /*
  * The allreduce family: the hop checks of sdcscan's ring on a GPU (probes/allreduce/ring.cu) and, on
- * the core's NCCL communicators, NCCL's collectives checked exactly and the checked ring over NCCL
+ * the main table's NCCL communicators, NCCL's collectives checked exactly and the checked ring over NCCL
  * (probes/allreduce/nccl_check.cu): the table the allreduce probe (nccl.c, bench_gpu.c, bench_nccl.c)
  * calls. Bump SDC_GPU_ALLREDUCE_VERSION with any change to what this file declares.
  */
@@ -55,7 +55,7 @@ struct sdc_gpu_allreduce_ops {
 			  size_t errlen);
 
 	/* ---- NCCL's native collectives, checked exactly (ring_hd.h, probes/allreduce/nccl_check.cu), on a
-	 * communicator of the core (kernels/gpu_module.h, nccl_init); NULL in a module built without
+	 * communicator of the main table (kernels/gpu_module.h, nccl_init); NULL in a module built without
 	 * nccl.h ---- */
 	/* One collective (op 'A' ncclAllReduce, 'R' ncclReduceScatter, 'G' ncclAllGather; counts as
 	 * ring_hd.h's sdc_coll_*) on iteration it's exact data, drawn on the device; its output checked

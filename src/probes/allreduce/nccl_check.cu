@@ -251,21 +251,23 @@ static int ring_alloc(struct sdc_nccl_member *m, int P, int64_t n, char *err, si
 	m->host.hdr = (uint32_t *)(m->ring_stage.p + (size_t)hops * 20);
 	m->host.got = (float *)(m->ring_stage.p + (size_t)hops * 36);
 	for (int k = 0; k < 2; k++) {
-		SDC_CUDA_TRY(sdc_cuda_malloc(d, (void **)&m->crc_c[k], np * 4, m->s), "cudaMallocAsync");
-		SDC_CUDA_TRY(sdc_cuda_malloc(d, (void **)&m->crc_l[k], np * 8, m->s), "cudaMallocAsync");
+		SDC_CUDA_TRY(sdc_cuda_malloc(d, (void **)&m->crc_c[k], np * 4, m->s),
+			     "cudaMallocAsync");
+		SDC_CUDA_TRY(sdc_cuda_malloc(d, (void **)&m->crc_l[k], np * 8, m->s),
+			     "cudaMallocAsync");
 	}
 	return 0;
 fail:
 	return -1; /* (what was made is freed with the communicator) */
 }
 
-/* Where member m stands in the ring (order[position] = rank). */
 /* The member's CRC scratch, as crc.cu takes it. */
 static struct sdc_crc_scratch member_crc(const struct sdc_nccl_member *m)
 {
 	return { { m->crc_c[0], m->crc_c[1] }, { m->crc_l[0], m->crc_l[1] } };
 }
 
+/* Where member m stands in the ring (order[position] = rank). */
 static int position(const int *order, int P, int rank)
 {
 	int p = 0;

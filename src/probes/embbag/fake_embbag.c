@@ -1,8 +1,8 @@
 /*
- * The fake GPU module's embbag family (probes/embbag/gpu_ops.h; the base: kernels/fake/fake_module.c): embbag's
- * operations (eb_ entries) run embbag_hd.h's functions in the shape of embbag.cu's kernels: a
- * bag's columns, its 32 expectation lanes joined in the same tree, then the check, threads and
- * bags in reverse order.
+ * The fake GPU module's embbag family (probes/embbag/gpu_ops.h; the base:
+ * kernels/fake/fake_module.c): embbag's operations (eb_ entries) run embbag_hd.h's functions in the
+ * shape of embbag.cu's kernels: a bag's columns, its 32 expectation lanes joined in the same tree,
+ * then the check, threads and bags in reverse order.
  *
  * Environment, to exercise the failure paths:
  *   FAKE_GPU_EB_BUG=D     GPU D's lookups compute column 3 of every bag with a separate multiply and

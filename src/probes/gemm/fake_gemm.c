@@ -1,9 +1,9 @@
 /*
- * The fake GPU module's gemm family (probes/gemm/gpu_ops.h; the base: kernels/fake/fake_module.c): it
- * does what the CUDA engine does (probes/gemm/gemm.cu) from the same element definitions and the
- * same check arithmetic (gemm_data.h, kernels/abft_ref.h): operands drawn per element, B's
- * checksum columns encoded per row, every row of C checked, fingerprints of the operands, the SM
- * replay of a tile. The product is a plain loop (exact in int64; fast in double, rounded to fp32).
+ * The fake GPU module's gemm family (probes/gemm/gpu_ops.h; the base: kernels/fake/fake_module.c):
+ * it does what the CUDA engine does (probes/gemm/gemm.cu) from the same element definitions and the
+ * same check arithmetic (gemm_data.h, kernels/abft_ref.h): operands drawn per element, B's checksum
+ * columns encoded per row, every row of C checked, fingerprints of the operands, the SM replay of a
+ * tile. The product is a plain loop (exact in int64; fast in double, rounded to fp32).
  *
  * Environment, to exercise the failure paths:
  *   FAKE_GPU_BAD_SM=S     SM S computes C[0][0] wrong (bit 3) in every product and in the replay

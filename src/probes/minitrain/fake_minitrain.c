@@ -1,9 +1,9 @@
 /*
- * The fake GPU module's minitrain family (probes/minitrain/gpu_ops.h; the base: kernels/fake/fake_module.c): the
- * exact class (xgemm, xmath) is the device code's host twin, the same xops.h functions over every
- * index as the kernels' threads; minitrain's operations (mt_ entries) run mt_ops.h's threads in
- * reverse order, as a GPU may run them in any order, on "device memory" that is host memory the
- * fake allocates.
+ * The fake GPU module's minitrain family (probes/minitrain/gpu_ops.h; the base:
+ * kernels/fake/fake_module.c): the exact class (xgemm, xmath) is the device code's host twin, the
+ * same xops.h functions over every index as the kernels' threads; minitrain's operations (mt_
+ * entries) run mt_ops.h's threads in reverse order, as a GPU may run them in any order, on "device
+ * memory" that is host memory the fake allocates.
  *
  * Environment, to exercise the failure paths:
  *   FAKE_GPU_XGEMM_BUG=1  the exact GEMM fuses the multiply-add of C[1][2] (a port of the exact

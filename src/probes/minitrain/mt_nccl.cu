@@ -1,6 +1,6 @@
 /*
  * minitrain's data-parallel mean over NCCL (xfmr-dp, one rank a GPU): every rank's gradient
- * all-gathered on a communicator of the core (nccl_comm.h), then each element's mean in rank order
+ * all-gathered on a communicator of the main table (nccl_comm.h), then each element's mean in rank order
  * on the GPU (xops.h's sdc_xrank_mean, the bits the CPU's dp.c gets). Every wait is polled against
  * the caller's deadline.
  */

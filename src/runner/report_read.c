@@ -2,6 +2,7 @@
 #include "runner/report_read.h"
 
 #include <inttypes.h>
+#include <stdint.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -103,10 +104,23 @@ int sdc_report_read_summary(const char *text, size_t len, struct sdc_report_summ
 	s->nfindings = (int)json_array_size(findings);
 	snprintf(s->warning, sizeof(s->warning), "%s", json_string_value(json_array_get(json_object_get(run, "warnings"), 0)) ?
 								json_string_value(json_array_get(json_object_get(run, "warnings"), 0)) : "");
-	size_t i;
+	/* the headline: the first finding at the verdict's level that names a device, else the first
+	 * (a vote's "host" disagreement and the located fault of the same iteration reach the report
+	 * in the order the burns' records and the vote happen to arrive) */
+	size_t i, pick = SIZE_MAX;
 	json_t *f;
 	json_array_foreach(findings, i, f) {
 		if (!class_gives(sdc_json_str(f, "class"), s->verdict))
+			continue;
+		if (pick == SIZE_MAX)
+			pick = i;
+		if (strcmp(sdc_json_str(f, "device"), "host")) {
+			pick = i;
+			break;
+		}
+	}
+	json_array_foreach(findings, i, f) {
+		if (i != pick)
 			continue;
 		json_t *row = json_object_get(f, "row"), *col = json_object_get(f, "col");
 		char where[64] = "";

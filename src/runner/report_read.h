@@ -20,7 +20,8 @@ struct sdc_report_summary {
 	char host[64];
 	char summary[160]; /* the report's own verdict line */
 	int nfindings;
-	/* the first finding at the verdict's level: "cpu3 gemm/int8 checksum-mismatch C[3][4]" */
+	/* the first finding at the verdict's level that names a device (else the first): "cpu3
+	 * gemm/int8 checksum-mismatch C[3][4]" */
 	char first[160];
 	char first_detail[320];
 	char warning[240]; /* the run's first warning (run.warnings: a metrics folder missing), "" when none */

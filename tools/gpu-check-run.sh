@@ -3,33 +3,64 @@
 # (sourced by gpu-check.sh, in a checkout and in the bundle alike; its help says what each stage
 # does and how long it should take).
 
-# est STAGE: seconds the stage should take: full scale on one H100 (its sizes at the H100's rates,
-# plus the fixed costs of each command measured on the fake: process and module start, the CPU's
-# share), or the rehearsal on the fake module with 8 GPUs on 2 cores (measured).
-# GPU_CHECK_ESTIMATES="STAGE=SECONDS ..." overrides some (for tests of the budget).
+# The stages, most valuable first (the default list), one a line: NAME|FULL|REHEARSAL|PROCESSES|BASIS.
+# FULL: seconds on one H100 at full scale, from what the stage runs: PROCESSES sdcscan processes
+# at about 3 s each (a CUDA context and cuBLASLt's 540 MB loaded: an assumption until a GPU's info
+# stage measures it, "one process's fixed cost" in info.log), the run's own timed seconds (a
+# --duration, a bench's --seconds), the GPU's work at its sizes by a roofline (H100 SXM: 990
+# dense TFLOP/s bf16/fp16, 1979 TOP/s int8, 67 FP32, 3.35 TB/s; nvidia.com/en-us/data-center/h100),
+# and the CPU's share as the fake runs it (the rehearsal's REHEARSAL: measured, 8 fake GPUs on 2
+# cores). GPU_CHECK_ESTIMATES="STAGE=SECONDS ..." overrides some (for tests of the budget).
+stage_table() {
+	cat <<'TABLE'
+info|10|2|4|sdcscan version (timed: one process's fixed cost), nvidia-smi -q, 2 tiny CPU-only MPI runs
+selftest|45|20|1|every probe's faults on a core and the GPU; the CPU's share dominates, the GPU's burns < 1 s
+gemm|30|20|2|32 iterations of 7 types at 2048^3 (3.9 TOP: < 0.1 s) and 4 at k = 32768 on extreme data; CPU < 2 s
+minitrain|40|25|2|the goldens: --duration 20 (timed), then the faults: --duration 5 (timed)
+bench-minitrain|20|5|1|20 training steps and the bits at tile edges, then 2 sizes x 2 contenders x 0.5 s (timed)
+embbag|40|20|2|16 rounds at 4,000,000 rows: a core's lookups (~15 s) and the table's fill; then 16 rounds with faults
+bench-ring-hops|15|3|1|CRC32C and the hop check up to 64 MiB: GPU < 0.1 s at 3.35 TB/s, the CPU's at ~10 GB/s ~7 s
+sm-replay|12|5|1|4 iterations at 512x512x512 bf16, one tile replayed on each of the 132 SMs (< 0.1 s)
+quick|50|20|1|the quick profile, --duration 30 (timed) and gemm.gpu_duration=12
+calibrate|45|5|1|3000 trials of fp32, tf32 and bf16 at the calibration's sizes: 9000 GEMMs and their checks
+tightness|25|3|1|V-ABFT's table: 5 sizes x 100 trials, each a GEMM and its fp64 reference on the CPU
+tightness-cal|25|3|1|the same with the calibration's e_max
+bench-overhead|40|10|1|6 types x 2 sizes x 3 contenders x 0.5 s (timed, 18 s) and each size's operands drawn
+bench-embbag|25|5|1|4 dims x 3 contenders x 0.5 s (timed) and a table at 4,000,000 rows
+nccl|90|20|4|2 GPUs or more: checked NCCL runs (25 s timed) and bench nccl (60 s); one GPU: 1 s, it says why
+sanitizer|75|5|1|memcheck on selftest --cpus 0 --gpus 0: 45 s, its kernels (< 1 s) 10-100x slower
+sanitizer-race|150|5|6|racecheck and synccheck on short gemm, embbag and minitrain runs
+suite|300|110|16|the whole gpu suite (tests/gpu/gpu_suite.sh, steps 1-11): not in the default list
+TABLE
+}
+DEFAULT_STAGES="info selftest gemm minitrain bench-minitrain embbag bench-ring-hops sm-replay quick calibrate
+tightness tightness-cal bench-overhead bench-embbag nccl sanitizer sanitizer-race"
+
+# est STAGE: the stage's estimate at this scale (above), in seconds
 est() {
 	for o in ${GPU_CHECK_ESTIMATES:-}; do
 		[ "${o%%=*}" = "$1" ] && { echo "${o#*=}"; return; }
 	done
-	if [ "$1" = bench-nccl ] && [ "${gpus%% *}" -lt 2 ] 2>/dev/null; then
+	if [ "$1" = nccl ] && [ "${gpus%% *}" -lt 2 ] 2>/dev/null; then
 		echo 1 # (it says why it does not run)
 		return
 	fi
-	if [ "$scale" = rehearsal ]; then
-		case $1 in
-		info) echo 2 ;; suite) echo 110 ;; selftest) echo 65 ;; quick) echo 15 ;; calibrate) echo 5 ;;
-		tightness | tightness-cal) echo 2 ;; bench-overhead) echo 10 ;; bench-minitrain) echo 3 ;;
-		bench-ring-hops) echo 2 ;; bench-embbag) echo 5 ;; bench-nccl) echo 15 ;; sanitizer) echo 3 ;;
-		*) echo 0 ;;
-		esac
-		return
-	fi
-	case $1 in
-	info) echo 10 ;; suite) echo 240 ;; selftest) echo 45 ;; quick) echo 110 ;; calibrate) echo 45 ;;
-	tightness | tightness-cal) echo 25 ;; bench-overhead) echo 90 ;; bench-minitrain) echo 50 ;;
-	bench-ring-hops) echo 30 ;; bench-embbag) echo 100 ;; bench-nccl) echo 60 ;; sanitizer) echo 240 ;;
-	*) echo 0 ;;
-	esac
+	stage_table | awk -F'|' -v n="$1" -v r="$([ "$scale" = rehearsal ] && echo 3 || echo 2)" '$1 == n { print $r; f = 1 } END { if (!f) print 0 }'
+}
+
+# plan [--budget SECONDS]: each default stage, its estimate and basis, and where the budget ends
+plan() {
+	budget=480 scale=full gpus=1
+	[ "${1:-}" = --budget ] && budget=${2:?}
+	echo "The default stages at full scale on one H100, most valuable first; the first call (--budget $budget)"
+	echo "runs those that end inside the budget by their estimates, the next call the rest."
+	t=0 call=1
+	for s in $DEFAULT_STAGES; do
+		e=$(est "$s")
+		[ $((t + e)) -gt "$budget" ] && { call=$((call + 1)); t=0; }
+		t=$((t + e))
+		printf 'call %d %-16s %4d s (ends at %3d s)  %s\n' "$call" "$s" "$e" "$t" "$(stage_table | awk -F'|' -v n="$s" '$1 == n { print "processes " $4 ": " $5 }')"
+	done
 }
 
 # sz FULL REHEARSAL: the value for this scale
@@ -44,8 +75,10 @@ stage_info() {
 	unset SDCSCAN_BUNDLE_DIR SDCSCAN_BUNDLE_LIBPATH
 	bundle_env "$B"
 	echo "== sdcscan version"
+	t0=$(date +%s%N)
 	v=$("$S" version) || rc=1
 	echo "$v"
+	echo "one process's fixed cost here (sdcscan version: its start, the module and the GPUs' discovery; a run adds contexts and cuBLASLt): $((($(date +%s%N) - t0) / 1000000)) ms"
 	case $(echo "$v" | sed -n 's/^gpus: //p') in
 	none:* | "") echo "FAIL: no GPU can be tested: $(echo "$v" | sed -n 's/^gpus: //p')"; rc=1 ;;
 	esac
@@ -80,7 +113,7 @@ stage_info() {
 		fi
 	done
 	cs=$(sanitizer_path)
-	echo "compute-sanitizer: ${cs:-none}"
+	echo "compute-sanitizer: ${cs:-$SANITIZER_NONE}"
 	if command -v nvidia-smi >/dev/null 2>&1; then
 		echo
 		echo "== nvidia-smi -q"
@@ -102,82 +135,165 @@ stage_info() {
 	return $rc
 }
 
+SANITIZER_NONE="none found (PATH, the toolkit, pip's nvidia packages, Nsight's folders)"
+
+# sanitizer_path: "PATH (where)" of the first compute-sanitizer found: PATH, the toolkit
+# ($CUDA_HOME, /usr/local/cuda*, /opt/cuda*, the HPC SDK's), pip's nvidia packages (nvidia/cu13/bin
+# and nvidia/cuda_nvcc/bin, as cuda-python's cuda_pathfinder looks: supported_nvidia_binaries.py),
+# and Nsight's folders (/opt/nvidia/nsight-*, pip's nvidia/nsight_compute/bin); nothing if none.
 sanitizer_path() {
-	for c in "$(command -v compute-sanitizer 2>/dev/null)" "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer" \
-		/usr/local/cuda/bin/compute-sanitizer; do
-		[ -n "$c" ] && [ -x "$c" ] && { echo "$c"; return; }
+	c=$(command -v compute-sanitizer 2>/dev/null) && [ -x "$c" ] && { echo "$c (PATH)"; return; }
+	for c in "${CUDA_HOME:-/usr/local/cuda}"/bin/compute-sanitizer "${CUDA_HOME:-/usr/local/cuda}"/compute-sanitizer/compute-sanitizer \
+		$(ls -d /usr/local/cuda /usr/local/cuda-* /opt/cuda* /opt/nvidia/hpc_sdk/Linux_x86_64/*/cuda/* 2>/dev/null | sort -r -V |
+			sed 's|$|/bin/compute-sanitizer|'); do
+		[ -x "$c" ] && { echo "$c (toolkit)"; return; }
+	done
+	for site in ${VIRTUAL_ENV:+$VIRTUAL_ENV/lib/python3*/site-packages} ${CONDA_PREFIX:+$CONDA_PREFIX/lib/python3*/site-packages} \
+		/usr/local/lib/python3*/dist-packages /usr/lib/python3/dist-packages /usr/local/lib/python3*/site-packages \
+		"${HOME:-/root}"/.local/lib/python3*/site-packages /opt/conda/lib/python3*/site-packages; do
+		for c in "$site"/nvidia/cu13/bin/compute-sanitizer "$site"/nvidia/cuda_nvcc/bin/compute-sanitizer \
+			"$site"/nvidia/cuda_sanitizer_api/compute-sanitizer/compute-sanitizer; do
+			[ -x "$c" ] && { echo "$c (pip)"; return; }
+		done
+		c=$site/nvidia/nsight_compute/bin/compute-sanitizer
+		[ -x "$c" ] && { echo "$c (Nsight)"; return; }
+	done
+	for c in $(ls -d /opt/nvidia/nsight-compute/* /opt/nvidia/nsight-systems/* /usr/local/NVIDIA-Nsight-Compute* 2>/dev/null | sort -r -V); do
+		for f in "$c"/compute-sanitizer "$c"/bin/compute-sanitizer "$c"/target/linux-desktop-glibc_2_11_3-x64/compute-sanitizer; do
+			[ -x "$f" ] && { echo "$f (Nsight)"; return; }
+		done
 	done
 }
 
-# compute-sanitizer's memcheck, racecheck and synccheck on short gemm, embbag and minitrain runs;
-# where there is none (or the module is the fake), the same runs without it: their arguments are
-# right, the sanitizer's checks are not made, and the result says so.
+# sanitized TOOL COMMAND...: COMMAND under compute-sanitizer's TOOL (plain where $cs is empty);
+# status 0 clean (or a finding its injection planted: exit 2), 1 an error, 3 the sanitizer refused
+# (its own "========= Error:" line, not a finding in a kernel: then $refused says it).
+sanitized() {
+	tool=$1
+	shift
+	echo "-- ${cs:+compute-sanitizer --tool $tool }$*"
+	if [ -z "$cs" ]; then
+		"$@" && return 0
+		[ $? = 2 ] && return 0
+		return 1
+	fi
+	"$cs" --tool "$tool" --target-processes all --error-exitcode 9 "$@" >"$out/sanitizer.cmd.log" 2>&1
+	r=$?
+	cat "$out/sanitizer.cmd.log"
+	e=$(grep -m 1 -E '^========= (Error|ERROR): ' "$out/sanitizer.cmd.log" | grep -v 'ERROR SUMMARY')
+	if [ $r != 0 ] && [ $r != 2 ] && [ -n "$e" ] && ! grep -q '^========= ERROR SUMMARY: [1-9]' "$out/sanitizer.cmd.log"; then
+		refused=$(echo "$e" | sed 's/^========= *//' | cut -c1-120)
+		return 3
+	fi
+	[ $r = 0 ] || [ $r = 2 ]
+}
+
+# compute-sanitizer on this GPU: "sanitizer", memcheck on a short selftest (every probe's GPU
+# kernels, faults planted); "sanitizer-race", racecheck and synccheck on short gemm, embbag and
+# minitrain runs. Where there is none, the module is the fake, or the sanitizer refuses this
+# device, the same commands run without it, and the claim is "not tested here" with why.
 stage_sanitizer() {
-	cs=$(sanitizer_path)
-	why=""
+	found=$(sanitizer_path)
+	cs=${found% (*}
+	echo "compute-sanitizer: ${found:-$SANITIZER_NONE}"
+	why="" refused=""
 	[ "${BUNDLE_FAKE:-0}" = 1 ] && why="the fake module runs no GPU kernel for compute-sanitizer to check"
-	[ -z "$cs" ] && why="no compute-sanitizer (CUDA's, on PATH or in \$CUDA_HOME/bin)"
-	tools="memcheck racecheck synccheck"
-	[ -n "$why" ] && tools=none
-	G=$(sz 256 64)
-	small="--probe gemm --gpus 0 --cpus 0 --set gemm.dtypes=int8 --set gemm.m=64 --set gemm.n=64 --set gemm.k=256
+	[ -z "$cs" ] && why="no compute-sanitizer here (PATH, the toolkit, pip's nvidia packages, Nsight's folders)"
+	rc=0
+	if [ "$1" = memcheck ]; then
+		sanitized memcheck "$S" selftest --cpus 0 --gpus 0 --json "$out/sanitizer-selftest.json" || rc=$?
+	else
+		G=$(sz 256 64)
+		small="--probe gemm --gpus 0 --cpus 0 --set gemm.dtypes=int8 --set gemm.m=64 --set gemm.n=64 --set gemm.k=256
 --set gemm.gpu_dtypes=int8,bf16,fp32-fast --set gemm.gpu_m=$G --set gemm.gpu_n=$G --set gemm.gpu_k=$((2 * G))
 --set gemm.iterations=3 --set gemm.gpu_timeout=600"
-	rc=0
-	for tool in $tools; do
-		echo "== $tool"
-		pre="$cs --tool $tool --target-processes all --error-exitcode 9"
-		[ "$tool" = none ] && pre=""
-		# shellcheck disable=SC2086
-		$pre "$S" run $small --inject gemm/gpu-int8:C:iter=1,row=5,col=9,bit=4 || [ $? = 2 ] || rc=1
-		# embbag's kernels (the expectation warp's tree in shared memory) and minitrain's
-		# shellcheck disable=SC2086,SC2046
-		$pre "$S" run --probe embbag --gpus 0 --cpus 0 --set embbag.rows=$(sz 65536 16384) --set embbag.batches=4 \
-			--set embbag.iterations=3 --set embbag.gpu_timeout=600 \
-			--inject embbag/8bit-fast-d64:R:iter=1,device=gpu0 || [ $? = 2 ] || rc=1
-		# shellcheck disable=SC2086
-		$pre "$S" run --probe minitrain --gpus 0 --cpus 0 --set minitrain.models=dlrm --set minitrain.iterations=2 \
-			--set minitrain.gpu_timeout=600 || rc=1
-	done
-	if [ -n "$why" ]; then
-		echo "skipped: $why (its runs' commands ran without it$([ $rc = 0 ] && echo ", and passed" || echo ", and FAILED"))" \
-			>"$out/sanitizer.result"
+		for tool in racecheck synccheck; do
+			[ $rc = 3 ] && break
+			# shellcheck disable=SC2086
+			sanitized $tool "$S" run $small --inject gemm/gpu-int8:C:iter=1,row=5,col=9,bit=4 || rc=$?
+			# embbag's kernels (the expectation warp's tree in shared memory) and minitrain's
+			# shellcheck disable=SC2046
+			sanitized $tool "$S" run --probe embbag --gpus 0 --cpus 0 --set embbag.rows=$(sz 65536 16384) --set embbag.batches=4 \
+				--set embbag.iterations=3 --set embbag.gpu_timeout=600 --inject embbag/8bit-fast-d64:R:iter=1,device=gpu0 || rc=$?
+			sanitized $tool "$S" run --probe minitrain --gpus 0 --cpus 0 --set minitrain.models=dlrm --set minitrain.iterations=2 \
+				--set minitrain.gpu_timeout=600 || rc=$?
+		done
 	fi
-	return $rc
+	[ $rc = 3 ] && why="the sanitizer refused this device ($refused)"
+	if [ -n "$why" ] && [ $rc = 1 ]; then
+		echo "FAILED: its commands failed (run without the sanitizer: $why)" >"$out/$stage.result"
+	elif [ -n "$why" ]; then
+		echo "not tested here: $why ($([ $rc = 3 ] && echo "it refused the first command" ||
+			echo "the commands ran ${cs:+under $cs }and passed"))" >"$out/$stage.result"
+	fi
+	[ $rc != 1 ]
 }
 
-# bench nccl under the bundled mpirun, one rank a GPU, where there are 2 or more.
+# NCCL between the GPUs, one rank a GPU, where there are 2 or more: the gpu suite's step 8 (every
+# path clean, a fault named at its rank) and bench nccl under the bundled mpirun.
 stage_nccl() {
 	n=$("$S" version | sed -n 's/^gpus: \([0-9]*\) .*/\1/p')
 	if [ "${n:-0}" -lt 2 ]; then
-		echo "not run: needs 2 GPUs or more (${n:-0} here; NCCL takes no two ranks on one GPU)" >"$out/bench-nccl.result"
+		echo "not tested here: one GPU (${n:-0} here; NCCL takes no two ranks on one GPU, and the vote across GPUs needs two)" >"$out/nccl.result"
 		return 0
 	fi
+	GPU_SUITE_KEEP=$out/json sh "$B/tests/gpu/gpu_suite.sh" "$S" 8 || return 1
 	# shellcheck disable=SC2046
 	mpirun --allow-run-as-root --oversubscribe -np "$n" "$S" bench nccl --gpus all --json "$out/bench-nccl.json" \
 		$(sz "" "--max-bytes 4194304 --reps 2")
 }
 
 # The command of one stage (stages run as commands, so that timeout can stop their whole group).
+# Stages that are steps of the gpu suite run those steps only; their reports land in OUT/json.
 stage_cmd() {
 	c="$self/gpu-check.sh __stage"
+	suite="env GPU_SUITE_KEEP=$out/json sh $B/tests/gpu/gpu_suite.sh $S"
 	case $1 in
 	info) echo "$c info" ;;
-	suite) echo "sh $B/tests/gpu/gpu_suite.sh $S" ;;
-	selftest) echo "$S selftest --json $out/selftest.json" ;;
-	quick) echo "$S run --profile quick --json $out/quick.json$(sz "" " --duration 5 --set gemm.gpu_duration=1 \
+	suite) echo "$suite" ;;
+	selftest) echo "$suite 2" ;;
+	gemm) echo "$suite 1 3" ;;
+	minitrain) echo "$suite 9" ;;
+	embbag) echo "$suite 10" ;;
+	sm-replay) echo "$suite 4" ;;
+	quick) echo "$S run --profile quick --json $out/quick.json$(sz " --duration 30 --set gemm.gpu_duration=12" " --duration 5 --set gemm.gpu_duration=1 \
 --set gemm.m=64 --set gemm.n=64 --set gemm.k=256 --set gemm.gpu_m=64 --set gemm.gpu_n=64 --set gemm.gpu_k=128 \
 --set embbag.rows=65536")" ;;
 	calibrate) echo "$S calibrate gemm --gpus all --trials $(sz 3000 200)$(sz "" " --gpu-sizes 16,32") -o $out/calibration.json" ;;
 	tightness) echo "$S campaign gemm --gpus 0 --json $out/tightness.json$(sz "" " --tightness 64,128 --tightness-trials 3")" ;;
 	tightness-cal) echo "$S campaign gemm --gpus 0 --calibration $out/calibration.json --json $out/tightness-calibrated.json$(sz "" " --tightness 64,128 --tightness-trials 3")" ;;
-	bench-overhead) echo "$S bench overhead --gpus 0 --json $out/bench.json$(sz "" " --sizes 32 --seconds 0.1")" ;;
-	bench-minitrain) echo "$S bench minitrain --gpus 0 --json $out/bench-minitrain.json$(sz "" " --sizes 64,96 --seconds 0.3")" ;;
+	bench-overhead) echo "$S bench overhead --gpus 0 --json $out/bench.json$(sz " --seconds 0.5" " --sizes 32 --seconds 0.1")" ;;
+	bench-minitrain) echo "$S bench minitrain --gpus 0 --json $out/bench-minitrain.json --sizes $(sz 512,1536 64,96) --seconds $(sz 0.5 0.3)" ;;
 	bench-ring-hops) echo "$S bench ring-hops --gpus 0 --json $out/bench-ring-hops.json$(sz "" " --max-bytes 4194304")" ;;
-	bench-embbag) echo "$S bench embbag --gpus 0 --json $out/bench-embbag.json$(sz "" " --dims 32,64 --rows 16384 --pooling 10 --seconds 0.1")" ;;
-	bench-nccl) echo "$c nccl" ;;
+	bench-embbag) echo "$S bench embbag --gpus 0 --json $out/bench-embbag.json$(sz " --seconds 0.5" " --dims 32,64 --rows 16384 --pooling 10 --seconds 0.1")" ;;
+	nccl) echo "$c nccl" ;;
 	sanitizer) echo "$c sanitizer" ;;
+	sanitizer-race) echo "$c sanitizer-race" ;;
 	esac
+}
+
+# The claims of README.md's GPU section, one a line: ID|STAGES|CLAIM. A claim is tested when
+# every stage named ran on a GPU and passed; "gpu-check.sh claims" prints the IDs (the rehearsal
+# checks README's table against them).
+claim_table() {
+	cat <<'TABLE'
+module|info|the GPU module loads, sees every GPU, and its CUDA libraries and Open MPI resolve
+faults-found|selftest|every GPU check finds and locates its planted faults (selftest)
+exact-bits|gemm|int8, bf16, fp16 and fp32 exact on the tensor cores: the CPU's bits, and exact at the deepest k
+vabft-clean|gemm|fp32, tf32 and bf16 on real data clean under V-ABFT's thresholds
+sm-replay|sm-replay|a failing tile recomputed on every SM, a transient fault told from a persistent one
+minitrain-goldens|minitrain|minitrain's shipped goldens bit for bit on every GPU; faults in GPU memory located
+exact-class-bits|bench-minitrain|the exact class's GEMM, exp, log and 20 training steps: the CPU's bits
+embbag-bits|embbag|embbag's lookups the core's bits on every GPU; faults in GPU memory located
+hop-bits|bench-ring-hops|the hop checks (CRC32C, received sums) the CPU's bits
+quick-clean|quick|the quick profile OK on a healthy GPU, NVML health recorded before and after
+calibration|calibrate tightness tightness-cal|a GPU model's e_max calibration, and V-ABFT's tightness table with it
+gemm-speed|bench-overhead|the checked GEMM at least 95% of plain cuBLASLt
+exact-gemm-speed|bench-minitrain|the exact GEMM at least 30% of cuBLAS sgemm
+embbag-speed|bench-embbag|embbag's check at most 10% over the plain lookups
+nccl|nccl|NCCL's paths checked, the checked ring over NCCL, minitrain's data-parallel mean, the vote across GPUs
+sanitizer|sanitizer sanitizer-race|compute-sanitizer finds no memory error, race or barrier error in the kernels
+TABLE
 }
 
 # judge STAGE RC: the stage's result line on stdout; status 0 if it passed (or cannot be judged
@@ -201,16 +317,25 @@ judge() {
 		return 1
 	fi
 	fake_note=""
-	case $1 in calibrate | tightness* | bench-*)
-		[ "${BUNDLE_FAKE:-0}" = 1 ] && fake_note=" (its figures are the fake's, not a GPU's: GPU run owed)" ;;
-	esac
-	case $1:$2 in
-	suite:0)
+	if [ "${BUNDLE_FAKE:-0}" = 1 ]; then
+		case $1 in
+		calibrate | tightness* | bench-*) fake_note=" (its figures are the fake's, not a GPU's: GPU run owed)" ;;
+		*) fake_note=" on the fake module (it says nothing of a GPU: GPU run owed)" ;;
+		esac
+	fi
+	case $1 in suite | selftest | gemm | minitrain | embbag | sm-replay) is_suite=1 ;; *) is_suite=0 ;; esac
+	if [ $is_suite = 1 ] && [ "$2" = 0 ]; then
+		# the suite's own account at its end: what it could not assert here, what the fake cannot judge
+		t=$(sed -n '/^NOT TESTED here/,/^[^ ]/p' "$log" | grep '^  - ' | head -n 1 | sed 's/^  - [0-9]*\. *//')
 		n=$(sed -n '/^NOT JUDGED/,$p' "$log" | grep -c '^  - ')
-		echo "ok$([ "$n" -gt 0 ] && echo "; $n assertions held but are NOT JUDGED on the fake (suite.log's end)")"
+		if [ -n "$t" ]; then
+			echo "not tested here: $t"
+		else
+			echo "ok$fake_note$([ "$n" -gt 0 ] && echo "; $n assertions say nothing of a GPU even as a rehearsal (the log's end)")"
+		fi
 		return 0
-		;;
-	suite:77) echo "SKIPPED: no GPU could be tested ($(grep -m 1 '^SKIP' "$log"))"; return 1 ;;
+	fi
+	case $1:$2 in
 	*:0) echo "ok$fake_note"; return 0 ;;
 	esac
 	if [ "${BUNDLE_FAKE:-0}" = 1 ]; then
@@ -225,7 +350,7 @@ judge() {
 				echo "NOT JUDGED on the fake: no false positive row (met); V-ABFT's 7-20x range is a GPU's rounding, not the fake's: $(grep -m 1 "7-20x" "$log" | sed 's/.*: \([0-9]* of [0-9]* sizes\).*/\1 in range/')"
 				return 0
 				;;
-			bench-*)
+			bench-* | nccl)
 				echo "NOT JUDGED on the fake: its speed targets ($(grep -c 'MISSED' "$log") MISSED) are a GPU's; no bits differ"
 				return 0
 				;;
@@ -233,13 +358,66 @@ judge() {
 		fi
 	fi
 	case $1:$2 in
-	bench-*:2 | tightness*:2) echo "MISSED A TARGET (exit 2): $(grep -m 1 'MISSED' "$log" | cut -c1-120)" ;;
+	bench-*:2 | nccl:2 | tightness*:2) echo "MISSED A TARGET (exit 2): $(grep -m 1 'MISSED' "$log" | cut -c1-120)" ;;
 	*)
 		f=$(grep -m 1 '^FAIL' "$log")
 		echo "FAILED (exit $2): $(echo "${f:-$(grep -v '^ *$' "$log" | tail -n 1)}" | cut -c1-160)"
 		;;
 	esac
 	return 1
+}
+
+# claim_state STAGES: one claim's state from its stages' results in OUT/.stages, the worst of
+# them: FAILED, not tested here (why), not run yet (a later call), rehearsed (passed on the fake:
+# it says nothing of a GPU), tested. A speed claim is judged by its bench's targets, a bits claim
+# by its bits (a bench that missed a speed target still proved its bits).
+claim_state() {
+	awk -F'|' -v want=" $1 " -v id="$2" -v fake="${BUNDLE_FAKE:-0}" '
+	function rank(r) {
+		if (r ~ /^(FAILED|CUT SHORT|SKIPPED)/) return 5
+		if (r ~ /^MISSED/) return id ~ /bits$/ ? (fake ? 2 : 1) : 5
+		if (r ~ /^not tested here/) return 4
+		if (r ~ /^(pending|not started|RUNNING|not run)/ || r == "") return 3
+		return fake ? 2 : 1
+	}
+	index(want, " " $1 " ") { seen++; k = rank($2); if (k > worst) { worst = k; why = $2 } }
+	END {
+		if (!seen) { print "not run yet: not in this call"; exit }
+		if (worst == 5) print "FAILED: " why
+		else if (worst == 4) print why
+		else if (worst == 3) print "not run yet: the next call"
+		else if (worst == 2) print "rehearsed on the fake module only: says nothing of a GPU"
+		else print "tested"
+	}' "$out/.stages"
+}
+
+# The claims section of the summary, and the verdict: "ok" only when every claim was tested.
+claims_summary() {
+	echo "claims of README.md's GPU section on this machine:"
+	nt=0 nn=0 nf=0 nr=0 nl=0 all=0
+	while IFS='|' read -r id st text; do
+		c=$(claim_state "$st" "$id")
+		all=$((all + 1))
+		case $c in
+		tested) nt=$((nt + 1)); tag=tested ;;
+		FAILED*) nf=$((nf + 1)); tag=FAILED ;;
+		"not tested here"*) nn=$((nn + 1)); tag="NOT TESTED" ;;
+		rehearsed*) nr=$((nr + 1)); tag=rehearsed ;;
+		*) nl=$((nl + 1)); tag="not run yet" ;;
+		esac
+		printf '  %-12s %-18s %s\n' "$tag" "$id" "$text"
+		[ "$tag" = tested ] || printf '  %-12s %-18s   (%s: %s)\n' "" "" "$st" "$c"
+	done <<EOF2
+$(claim_table)
+EOF2
+	echo "claims: $all: $nt tested, $nf failed, $nn not tested here, $nr rehearsed on the fake only, $nl not run yet"
+	if [ $nf -gt 0 ]; then
+		echo "verdict: FAILED: $nf of $all claims failed"
+	elif [ $nt = "$all" ]; then
+		echo "verdict: ok: every claim tested on this machine's GPUs"
+	else
+		echo "verdict: INCOMPLETE: $((all - nt)) of $all claims not tested on a GPU here (none failed)"
+	fi
 }
 
 # OUT/summary.txt from OUT/.stages (NAME|RESULT|SECONDS|ESTIMATE lines), written whole each time a
@@ -255,6 +433,8 @@ summary() {
 		while IFS='|' read -r n r t e; do
 			printf '%-16s %6s %6s  %s\n' "$n" "${t:+${t}s}" "${e}s" "$r"
 		done <"$out/.stages"
+		echo
+		claims_summary
 		echo
 		left=$(awk -F'|' '$2 ~ /^(RUNNING|not started|CUT SHORT|pending)/ { printf "%s ", $1 }' "$out/.stages")
 		if [ -z "$left" ]; then
@@ -310,17 +490,18 @@ run() {
 	unset SDCSCAN_BUNDLE_DIR SDCSCAN_BUNDLE_LIBPATH
 	bundle_env "$B"
 	stages=""
-	[ $# = 0 ] && set -- info suite selftest quick calibrate tightness bench sanitizer
+	# shellcheck disable=SC2086
+	[ $# = 0 ] && set -- $DEFAULT_STAGES
 	for s in "$@"; do
 		case $s in
-		bench) stages="$stages bench-overhead bench-minitrain bench-ring-hops bench-embbag bench-nccl" ;;
-		tightness) stages="$stages tightness tightness-cal" ;;
+		bench) stages="$stages bench-overhead bench-minitrain bench-ring-hops bench-embbag" ;;
 		*)
-			[ -n "$(stage_cmd "$s")" ] || { echo "gpu-check: no stage '$s'" >&2; return 2; }
+			[ -n "$(stage_cmd "$s")" ] || { echo "gpu-check: no stage '$s' (gpu-check.sh plan lists them)" >&2; return 2; }
 			stages="$stages $s"
 			;;
 		esac
 	done
+	mkdir -p "$out/json"
 	started=$(date '+%F %T') t_start=$(date +%s) failed=0
 	gpus=$("$S" version 2>&1 | sed -n 's/^gpus: //p')
 	: >"$out/.stages"
@@ -365,7 +546,8 @@ run_stage() {
 	[ -r "$B/bin/bundle.conf" ] && . "$B/bin/bundle.conf"
 	case $1 in
 	info) stage_info ;;
-	sanitizer) stage_sanitizer ;;
+	sanitizer) stage=sanitizer; stage_sanitizer memcheck ;;
+	sanitizer-race) stage=sanitizer-race; stage_sanitizer race ;;
 	nccl) stage_nccl ;;
 	esac
 }

@@ -19,34 +19,42 @@
 #
 #   gpu-bundle/tools/gpu-check.sh run [--budget SECONDS] [--scale full|rehearsal] OUT_DIR [STAGE...]
 #       There, from anywhere (this script inside the unpacked bundle; or tools/gpu-check.sh in a
-#       checkout beside gpu-bundle/ or gpu-bundle.tar.gz): every stage, or those named, each
-#       log and report into OUT_DIR, and OUT_DIR/summary.txt: each stage's result and time, and
-#       the command for the next call when some did not run. --budget: start no stage that its
-#       estimate says would end past SECONDS from the start, and stop one still running then
-#       (cut short); --scale rehearsal: the same stages and commands at the sizes the fake
-#       module (2 CPU cores) runs in minutes. Stages, with their estimate on one H100 at full
-#       scale (from their sizes, H100 rates and the fake run's fixed costs; no GPU has run them):
-#         info             10 s  bundle, driver, where each library resolved, nvidia-smi -q, MPI
-#         suite           240 s  the gpu suite (tests/gpu/gpu_suite.sh: bits, faults, NCCL)
-#         selftest         45 s  sdcscan selftest, GPUs included (selftest.json)
-#         quick           110 s  sdcscan run --profile quick (quick.json)
-#         calibrate        45 s  sdcscan calibrate gemm --gpus all --trials 3000
-#         tightness        50 s  campaign gemm --gpus 0: Table 7's e_max, then the calibration's
-#                                (tightness-cal)
-#         bench           270 s  bench-overhead (plain cuBLASLt against checked, 90 s),
-#                                bench-minitrain (the exact class's bits, against sgemm, 50 s),
-#                                bench-ring-hops (the hop checks' bits and GB/s, 30 s),
-#                                bench-embbag (bits, lookups/s and overhead, 100 s), and
-#                                bench-nccl under mpirun with 2 GPUs or more (60 s; not on one)
-#         sanitizer       240 s  compute-sanitizer memcheck, racecheck and synccheck on short
-#                                gemm, embbag and minitrain runs ("skipped" where there is none)
-#       About 17 minutes in all: three calls of under 9 minutes (--budget 480 each), e.g.
-#         1: info suite selftest quick      (~405 s)
-#         2: calibrate tightness bench      (~365 s)
-#         3: sanitizer                      (~240 s, and whatever a cut left)
-#       (README.md's GPU section has the device tool's commands.)
-#       Exit status: 0 when every stage that ran passed (or could not be judged without a GPU and
-#       says why), 1 otherwise.
+#       checkout beside gpu-bundle/ or gpu-bundle.tar.gz): the stages, most valuable first, or
+#       those named; each log and report into OUT_DIR, and OUT_DIR/summary.txt: each stage's
+#       result, time and estimate; each claim of README.md's GPU section as tested, FAILED, not
+#       tested here (and why: one GPU, no sanitizer), rehearsed on the fake only, or not run yet;
+#       a verdict that is "ok" only when every claim was tested; and the command for the next call
+#       when some stages did not run. --budget: start no stage that its estimate says would end
+#       past SECONDS from the start, and stop one still running then (cut short); --scale
+#       rehearsal: the same stages and commands at the sizes the fake module (2 CPU cores) runs in
+#       minutes. The default stages, in order (estimates, their basis and which fit a first call
+#       of --budget 480: "gpu-check.sh plan"):
+#         info             the bundle, driver, where each library and compute-sanitizer resolved,
+#                          nvidia-smi -q, the bundled MPI
+#         selftest         every GPU check finds and locates its planted faults
+#         gemm             the exact types' bits against the CPU, at the deepest k; V-ABFT clean
+#         minitrain        the shipped goldens bit for bit on every GPU; faults in GPU memory
+#         bench-minitrain  the exact class's bits; its GEMM against cuBLAS sgemm (>= 30%)
+#         embbag           lookups the core's bits on every GPU; faults in GPU memory
+#         bench-ring-hops  the hop checks' bits against the CPU's, and their GB/s
+#         sm-replay        a faulty tile recomputed on every SM (transient or persistent)
+#         quick            sdcscan run --profile quick, 30 s (quick.json)
+#         calibrate        sdcscan calibrate gemm --gpus all --trials 3000 (calibration.json)
+#         tightness        campaign gemm --gpus 0: V-ABFT's tightness table with Table 7's e_max,
+#         tightness-cal    then with the calibration's (calibrate in the same call)
+#         bench-overhead   plain cuBLASLt against the checked GEMM (>= 95%), and the roofline's
+#         bench-embbag     the checked lookups' overhead (<= 10%)
+#         nccl             2 GPUs or more: NCCL's paths checked, a fault named, bench nccl
+#         sanitizer        compute-sanitizer memcheck on a short selftest
+#         sanitizer-race   racecheck and synccheck on short gemm, embbag and minitrain runs
+#       Also: suite (the whole gpu suite), bench (the four bench- stages).
+#       Exit status: 0 when every stage that ran passed (or could not be judged here and says
+#       why), 1 otherwise; summary.txt's verdict says what was proven.
+#
+#   tools/gpu-check.sh plan [--budget SECONDS]
+#       Each default stage's estimate on one H100 and its basis, and which call it falls in.
+#   tools/gpu-check.sh claims
+#       The IDs of README.md's GPU claims, as summary.txt names them.
 set -u
 self=$(cd "$(dirname "$0")" && pwd)
 cmd=${1:-}
@@ -234,6 +242,8 @@ bundle_mpi() {
 case $cmd in
 bundle) bundle "$@" ;;
 run) run "$@" ;;
+plan) plan "$@" ;;
+claims) claim_table | cut -d'|' -f1 ;;
 __stage) run_stage "$@" ;;
 *)
 	sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'

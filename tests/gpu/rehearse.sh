@@ -6,10 +6,14 @@
 # and `gpu-bundle/tools/gpu-check.sh run --scale rehearsal OUT` run there with 1, 2 and 8 fake
 # GPUs. Every stage must pass, or say why it cannot be judged without a GPU (summary.txt).
 # Each run also checks one way of finding CUDA's libraries (stubs, since the fake loads none):
-#   1 GPU:  a driver older than CUDA 13 needs (570) with $CUDA_HOME/compat: compat USED
-#   2 GPUs: cuBLAS and NCCL only in pip's site-packages/nvidia/cu13/lib: found there
+#   1 GPU:  a driver older than CUDA 13 needs (570) with $CUDA_HOME/compat: compat USED; no
+#           compute-sanitizer anywhere
+#   2 GPUs: cuBLAS and NCCL only in pip's site-packages/nvidia/cu13/lib: found there; a
+#           compute-sanitizer in pip's nvidia/cu13/bin that refuses the device
 #   8 GPUs: a driver new enough (580) and a toolkit in CUDA_HOME=/opt/cuda-13.0: found there,
-#           compat not used although present
+#           compat not used although present; a compute-sanitizer in Nsight Compute's folder
+# and the summary's claims table: never "tested" on the fake, never a verdict "ok"; NCCL's claim
+# "not tested here: one GPU" with 1, rehearsed with 2 and 8; the sanitizer's not tested, with why.
 #
 # usage (as root: debootstrap, chroot, mount): tests/gpu/rehearse.sh BUILD_DIR OUT_DIR [COUNT...]
 #   The root file system is made once and kept in $SDCSCAN_CI_ROOTFS (default
@@ -66,6 +70,14 @@ mkdir -p "$stubs"
 for so in libcublas.so.13 libcublasLt.so.13 libnccl.so.2 libcuda.so.580.65.06; do
 	cc -shared -x c /dev/null -Wl,-soname,"$so" -o "$stubs/$so" || exit 1
 done
+# compute-sanitizers standing for NVIDIA's: one that refuses the device with an error of its own
+# (the form "========= Error: ..." its errors take; the exact words a refusal uses vary), and one
+# that runs the program it is given, as a clean memcheck would.
+printf '#!/bin/sh\necho "========= COMPUTE-SANITIZER"\necho "========= Error: Device not supported"\nexit 1\n' \
+	>"$stubs/sanitizer-refuses"
+printf '#!/bin/sh\nwhile [ $# -gt 0 ]; do case $1 in --*) shift 2 ;; *) break ;; esac; done\n%s\n' \
+	'echo "========= COMPUTE-SANITIZER"; "$@"; r=$?; echo "========= ERROR SUMMARY: 0 errors"; exit $r' >"$stubs/sanitizer-runs"
+chmod +x "$stubs/sanitizer-refuses" "$stubs/sanitizer-runs"
 
 # One run inside the bare system, in a mount namespace of its own: NAME (its OUT_DIR is copied to
 # OUT_DIR/NAME), N GPUS, a shell command (run inside the chroot first) that lays out its stubs,
@@ -93,6 +105,34 @@ inside() {
 	' inside "$root" "$out" "$n" "$setup" "$stubs" "$args" "$name" "$@"
 }
 
+# claim N SUMMARY ID PATTERN: the summary's line for claim ID (and the line below it) has PATTERN
+claim() {
+	sed -n "/^  [A-Za-z ]* $3 /{N;p}" "$2" | tr '\n' ' ' | grep -q -- "$4" ||
+		{ echo "rehearse: $1 GPUs: claim $3 is not '$4': $(grep "^  [A-Za-z ]* $3 " "$2")" >&2; bad=1; }
+}
+
+# claims N SUMMARY: the claims table, honest on the fake: every claim of README.md's GPU section
+# there, none "tested" (a fake proves nothing of a GPU), the verdict never "ok"; NCCL and the
+# sanitizer not tested, with why, where this run's machine cannot test them.
+claims() {
+	for id in $("$here/tools/gpu-check.sh" claims); do
+		grep -q "^  [A-Za-z ]* $id " "$2" || { echo "rehearse: $1 GPUs: no claim $id in summary.txt" >&2; bad=1; }
+	done
+	grep -q '^  tested ' "$2" && { echo "rehearse: $1 GPUs: a claim 'tested' on the fake" >&2; bad=1; }
+	grep -q '^verdict: INCOMPLETE: [0-9]* of [0-9]* claims not tested on a GPU here (none failed)$' "$2" ||
+		{ echo "rehearse: $1 GPUs: the verdict is not INCOMPLETE: $(grep '^verdict' "$2")" >&2; bad=1; }
+	claim "$1" "$2" module "^  rehearsed "
+	claim "$1" "$2" exact-bits "^  rehearsed "
+	case $1 in
+	1) claim 1 "$2" nccl "^  NOT TESTED .*not tested here: one GPU"
+		claim 1 "$2" sanitizer "not tested here: no compute-sanitizer here" ;;
+	2) claim 2 "$2" nccl "^  rehearsed "
+		claim 2 "$2" sanitizer "not tested here: the sanitizer refused this device (Error: Device not supported)" ;;
+	*) claim "$1" "$2" nccl "^  rehearsed "
+		claim "$1" "$2" sanitizer "not tested here: the fake module runs no GPU kernel .*the commands ran under /opt/nvidia/nsight-compute/2025.3.1/compute-sanitizer and passed" ;;
+	esac
+}
+
 # expect N PATTERN WHAT: the run's info.log has PATTERN
 expect() {
 	grep -q -- "$2" "$out/gpus-$1/info.log" || { echo "rehearse: $1 GPUs: $3: '$2' not in info.log" >&2; bad=1; }
@@ -105,11 +145,13 @@ for n in $counts; do
 	1) setup='mkdir -p /usr/local/cuda/compat && cp /rehearsal/stubs/libcuda.so.580.65.06 /usr/local/cuda/compat/ &&
 ln -s libcuda.so.580.65.06 /usr/local/cuda/compat/libcuda.so.1'
 		env="SDCSCAN_BUNDLE_DRIVER_VERSION=570.86.10" ;;
-	2) setup='p=/usr/local/lib/python3.11/dist-packages/nvidia/cu13/lib && mkdir -p $p &&
-cp /rehearsal/stubs/libcublas.so.13 /rehearsal/stubs/libcublasLt.so.13 /rehearsal/stubs/libnccl.so.2 $p/'
+	2) setup='p=/usr/local/lib/python3.11/dist-packages/nvidia/cu13 && mkdir -p $p/lib $p/bin &&
+cp /rehearsal/stubs/libcublas.so.13 /rehearsal/stubs/libcublasLt.so.13 /rehearsal/stubs/libnccl.so.2 $p/lib/ &&
+cp /rehearsal/stubs/sanitizer-refuses $p/bin/compute-sanitizer'
 		env="SDCSCAN_BUNDLE_DRIVER_VERSION=" ;;
 	*) setup='mkdir -p /opt/cuda-13.0/lib64 /opt/cuda-13.0/compat && cp /rehearsal/stubs/libcu* /rehearsal/stubs/libnccl* /opt/cuda-13.0/lib64/ &&
-cp /rehearsal/stubs/libcuda.so.580.65.06 /opt/cuda-13.0/compat/ && ln -s libcuda.so.580.65.06 /opt/cuda-13.0/compat/libcuda.so.1'
+cp /rehearsal/stubs/libcuda.so.580.65.06 /opt/cuda-13.0/compat/ && ln -s libcuda.so.580.65.06 /opt/cuda-13.0/compat/libcuda.so.1 &&
+mkdir -p /opt/nvidia/nsight-compute/2025.3.1 && cp /rehearsal/stubs/sanitizer-runs /opt/nvidia/nsight-compute/2025.3.1/compute-sanitizer'
 		env="SDCSCAN_BUNDLE_DRIVER_VERSION=580.95.05 CUDA_HOME=/opt/cuda-13.0" ;;
 	esac
 	t0=$(date +%s)
@@ -126,21 +168,25 @@ cp /rehearsal/stubs/libcuda.so.580.65.06 /opt/cuda-13.0/compat/ && ln -s libcuda
 	else
 		grep -q '^next call: none: every stage ran' "$s" || { echo "rehearse: $n GPUs: a stage did not run" >&2; bad=1; }
 		grep -q "^GPUs: $n (" "$s" || { echo "rehearse: $n GPUs: the run did not see $n fake GPUs" >&2; bad=1; }
-		for st in info suite selftest quick calibrate tightness tightness-cal bench-overhead bench-minitrain \
-			bench-ring-hops bench-embbag bench-nccl sanitizer; do
+		for st in info selftest gemm minitrain bench-minitrain embbag bench-ring-hops sm-replay quick calibrate \
+			tightness tightness-cal bench-overhead bench-embbag nccl sanitizer sanitizer-race; do
 			grep -q "^$st " "$s" || { echo "rehearse: $n GPUs: no $st in summary.txt" >&2; bad=1; }
 		done
+		claims "$n" "$s"
 		expect "$n" "^libnvidia-ml.so.1: /rehearsal/gpu-bundle/lib/libnvidia-ml.so.1 (the bundle: fake)" "the fake NVML"
 		expect "$n" "^-- mpirun -np 2" "the bundled mpirun"
 		case $n in
-		1) expect 1 "(\$CUDA_HOME/compat): USED: driver 570.86.10 is older than CUDA 13.x needs (580): forward compatibility from /usr/local/cuda/compat (libcuda 580.65.06)" "compat"
+		1) expect 1 "^compute-sanitizer: none found" "no sanitizer"
+			expect 1 "(\$CUDA_HOME/compat): USED: driver 570.86.10 is older than CUDA 13.x needs (580): forward compatibility from /usr/local/cuda/compat (libcuda 580.65.06)" "compat"
 			expect 1 "^library path: /rehearsal/gpu-bundle/lib:/usr/local/cuda/compat" "compat on the library path"
 			expect 1 "^libcublasLt.so.13: NOT FOUND" "cuBLASLt nowhere" ;;
 		2) expect 2 "^libcublasLt.so.13: /usr/local/lib/python3.11/dist-packages/nvidia/cu13/lib/libcublasLt.so.13 (pip)" "cuBLASLt from pip"
+			expect 2 "^compute-sanitizer: /usr/local/lib/python3.11/dist-packages/nvidia/cu13/bin/compute-sanitizer (pip)" "the sanitizer from pip"
 			expect 2 "^libnccl.so.2: /usr/local/lib/python3.11/dist-packages/nvidia/cu13/lib/libnccl.so.2 (pip)" "NCCL from pip"
 			expect 2 "no NVIDIA driver loaded" "no driver" ;;
 		*) expect "$n" "^libcublas.so.13: /opt/cuda-13.0/lib64/libcublas.so.13 (toolkit)" "cuBLAS from CUDA_HOME"
-			expect "$n" "not used: driver 580.95.05 runs CUDA 13.x" "compat left alone over a new driver" ;;
+			expect "$n" "not used: driver 580.95.05 runs CUDA 13.x" "compat left alone over a new driver"
+			expect "$n" "^compute-sanitizer: /opt/nvidia/nsight-compute/2025.3.1/compute-sanitizer (Nsight)" "the sanitizer from Nsight" ;;
 		esac
 	fi
 	say "$n fake GPU(s): $secs s, $([ $bad = 0 ] && echo passed || echo FAILED)"
@@ -151,8 +197,9 @@ done
 # The judge and the budget: a stage whose bits differ fails also on the fake (its timings there
 # are not judged, its bits are); a stage that would not fit is not started, one that runs past the
 # budget is cut short, and the summary names both for the next call. The budget case has 8 GPUs:
-# selftest then takes about 36 s here (11 s on 1 GPU, which a machine twice as fast could finish
-# inside the 5 s it gets), and info still ends in about 1 s of the 4 s that let selftest start.
+# selftest then takes about 36 s here (a machine three times as fast would still not finish it in
+# the 8-10 s it gets), and info ends in 1-3 s (a busy CI machine's) of the 10 s that let selftest
+# start.
 if [ -z "${REHEARSE_STAGES:-}" ]; then
 	t0=$(date +%s)
 	bad=0
@@ -162,12 +209,24 @@ if [ -z "${REHEARSE_STAGES:-}" ]; then
 	for st in bench-minitrain bench-ring-hops bench-embbag; do
 		grep -q "^$st .*FAILED (exit [0-9]*): bits differ" "$s" || { echo "rehearse: a planted bits bug in $st was not a failure" >&2; bad=1; }
 	done
-	inside budget 8 : "--budget 6 --scale rehearsal rehearsal/out info selftest quick" GPU_CHECK_ESTIMATES="info=1 selftest=2"
+	inside budget 8 : "--budget 12 --scale rehearsal rehearsal/out info selftest quick" GPU_CHECK_ESTIMATES="info=1 selftest=2"
 	s=$out/budget/summary.txt
-	grep -q "^selftest .*CUT SHORT: still running at the end of the budget (6 s)" "$s" || { echo "rehearse: selftest was not cut short" >&2; bad=1; }
+	grep -q "^selftest .*CUT SHORT: still running at the end of the budget (12 s)" "$s" || { echo "rehearse: selftest was not cut short" >&2; bad=1; }
 	grep -q "^quick .*not started: would end past the budget" "$s" || { echo "rehearse: quick was started past the budget" >&2; bad=1; }
-	grep -q "^next call: .* run --budget 6 --scale rehearsal OUT_DIR selftest quick$" "$s" || { echo "rehearse: no next call for selftest and quick" >&2; bad=1; }
+	grep -q "^next call: .* run --budget 12 --scale rehearsal OUT_DIR selftest quick$" "$s" || { echo "rehearse: no next call for selftest and quick" >&2; bad=1; }
 	say "judge and budget checks: $(($(date +%s) - t0)) s, $([ $bad = 0 ] && echo passed || echo FAILED)"
 	[ $bad = 0 ] || { cat "$out/bits-bug/summary.txt" "$out/budget/summary.txt"; failed=1; }
 fi
+# README.md's GPU claims are the summary's, and one call proves the most: by the plan's estimates
+# (tools/gpu-check.sh plan), every stage up to the quick profile fits a first call of 480 s.
+bad=0
+readme=$(sed -n '/^## GPUs/,/^## /p' "$here/README.md" | sed -n 's/^| `\([a-z-]*\)` | .*/\1/p' | tr '\n' ' ')
+ours=$("$here/tools/gpu-check.sh" claims | tr '\n' ' ')
+[ "$readme" = "$ours" ] || { echo "rehearse: README.md's GPU claims ($readme) are not summary.txt's ($ours)" >&2; bad=1; }
+p=$("$here/tools/gpu-check.sh" plan --budget 480)
+for st in info selftest gemm minitrain bench-minitrain embbag bench-ring-hops sm-replay quick; do
+	echo "$p" | grep -q "^call 1 $st " || { echo "rehearse: $st is not in the first call of 480 s: $(echo "$p" | grep " $st ")" >&2; bad=1; }
+done
+say "README's claims and the plan: $([ $bad = 0 ] && echo passed || echo FAILED)"
+[ $bad = 0 ] || { echo "$p"; failed=1; }
 exit $failed

@@ -1,0 +1,81 @@
+#!/bin/sh
+# summary.txt's claims and verdict as a GPU machine's run would write them (tools/gpu-check-run.sh),
+# from stage results made up here: the rehearsal's fake module can only ever show "rehearsed", so
+# the GPU's own cases (tested, a missed target, one GPU, a refused sanitizer) are checked here.
+#   - every stage passed on a GPU: every claim tested, verdict ok;
+#   - one stage not tested here (one GPU: nccl): that claim NOT TESTED, the verdict INCOMPLETE, never ok;
+#   - a bench that missed its speed target: its speed claim FAILED, its bits claim still tested;
+#   - a stage not run in this call: "not run yet", INCOMPLETE;
+#   - the same stages passed on the fake module: "rehearsed", never tested.
+# usage: claims.sh REPO_ROOT
+set -u
+root=${1:?usage: claims.sh REPO_ROOT}
+. "$root/tools/gpu-check-run.sh"
+out=$(mktemp -d "${TMPDIR:-/tmp}/sdcscan-claims.XXXXXX")
+trap 'rm -rf "$out"' EXIT
+FAILED=0
+fail() {
+	echo "FAIL: $*" >&2
+	FAILED=1
+}
+
+# stages RESULT [STAGE=RESULT ...]: OUT/.stages with every default stage at RESULT but those named
+stages() {
+	all=$1
+	shift
+	: >"$out/.stages"
+	for s in $DEFAULT_STAGES; do
+		r=$all
+		for o in "$@"; do [ "${o%%=*}" = "$s" ] && r=${o#*=}; done
+		echo "$s|$r|1|1" >>"$out/.stages"
+	done
+}
+# expect WHAT PATTERN: the claims summary has a line matching PATTERN
+expect() {
+	claims_summary >"$out/claims.txt"
+	grep -q -- "$2" "$out/claims.txt" || { fail "$1: no '$2' in:"; sed 's/^/    /' "$out/claims.txt" >&2; }
+}
+# never WHAT PATTERN: no line matches
+never() {
+	grep -q -- "$2" "$out/claims.txt" && fail "$1: '$2' in the summary: $(grep -- "$2" "$out/claims.txt")"
+}
+
+BUNDLE_FAKE=0
+n=$(claim_table | wc -l)
+stages ok
+expect "all passed" "^claims: $n: $n tested, 0 failed, 0 not tested here, 0 rehearsed on the fake only, 0 not run yet$"
+expect "all passed" "^verdict: ok: every claim tested"
+
+stages ok "nccl=not tested here: one GPU (1 here)"
+expect "one GPU" "^  NOT TESTED   nccl "
+expect "one GPU" "^verdict: INCOMPLETE: 1 of $n claims not tested on a GPU here (none failed)$"
+never "one GPU" "^verdict: ok"
+
+stages ok "sanitizer=not tested here: the sanitizer refused this device (Error: x)" "sanitizer-race=ok"
+expect "refused" "^  NOT TESTED   sanitizer "
+never "refused" "^verdict: ok"
+
+stages ok "bench-minitrain=MISSED A TARGET (exit 2): exact GEMM 24% of sgemm: MISSED"
+expect "missed" "^  FAILED       exact-gemm-speed "
+expect "missed" "^  tested       exact-class-bits "
+expect "missed" "^verdict: FAILED: 1 of $n claims failed$"
+
+stages ok "bench-minitrain=FAILED (exit 1): bits differ: DIFFER"
+expect "bits" "^  FAILED       exact-class-bits "
+expect "bits" "^  FAILED       exact-gemm-speed "
+
+stages ok "calibrate=not started: would end past the budget" "tightness=pending" "tightness-cal=pending"
+expect "cut" "^  not run yet  calibration "
+expect "cut" "^verdict: INCOMPLETE"
+# a stage the call never listed (a second call's subset) is not run yet either
+grep -v '^quick|' "$out/.stages" >"$out/.s" && mv "$out/.s" "$out/.stages"
+expect "subset" "^  not run yet  quick-clean "
+
+BUNDLE_FAKE=1
+stages "ok on the fake module (it says nothing of a GPU: GPU run owed)"
+expect "fake" "^claims: $n: 0 tested, 0 failed, 0 not tested here, $n rehearsed on the fake only, 0 not run yet$"
+never "fake" "^  tested "
+never "fake" "^verdict: ok"
+
+[ $FAILED = 0 ] && echo PASS
+exit $FAILED

@@ -13,6 +13,11 @@ import json
 import sys
 
 MACHINE = {'host', 'devices', 'tool', 'node', 'environment', 'kernel'}
+# Changes made on purpose since the reference was written, each with why: (path, before, after).
+MEANT = [
+    # issue 39: the GPU burn deepened so the row check's re-read of C is within 5% by the roofline
+    ('report.run.probes[0].options.gpu_k', '4096', '32768'),
+]
 
 
 def timeless(x):
@@ -41,7 +46,8 @@ def main():
         print(__doc__)
         return 2
     before, after = (timeless(json.load(open(p, encoding='utf-8'))) for p in sys.argv[1:])
-    found = differences(before, after)
+    meant = {f'{p}: {a!r:.80} became {b!r:.80}' for p, a, b in MEANT}
+    found = [d for d in differences(before, after) if d not in meant]
     for d in found:
         print('FAIL', d)
     # the comparison must have had something to compare: results with digests, and findings

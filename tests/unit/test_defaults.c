@@ -218,29 +218,63 @@ static void calibration_rules(const char *man)
 		  SDC_CALIBRATION_MIN_GEMMS, doc);
 }
 
-/* The GPU burn's fast types without a calibration: V-ABFT Table 7's H100 rows. */
+/*
+ * The GPU burn's fast types without a calibration (src/probes/gemm/gpu.c derives them), from the
+ * formats' significand bits (implicit one included; TF32 keeps fp16's 10 stored bits, PTX ISA 5.2.3)
+ * and V-ABFT Table 7's H100 rows: fp32's accumulation 5.0e-9 sqrt(N) + 1.2e-7 (N the depth), plus
+ * 2 u of the format the tensor cores convert the fp32 operands to (tf32) or the checksums are
+ * rounded to (bf16, Table 7's "about 2u" BF16 row). And the report says the bound is a default.
+ */
 static void vabft_gpu(const char *gemm_man)
 {
-	const int ks[] = { 1024, 4096 };
-	for (int i = 0; i < 2; i++) {
+	const int ks[] = { 256, 1024, 4096 };
+	const double u_tf32 = ldexp(1, -(10 + 1)), u_bf16 = ldexp(1, -(7 + 1));
+	for (int i = 0; i < 3; i++) {
 		const int k = ks[i];
+		const double acc = 5.0e-9 * sqrt((double)k) + 1.2e-7;
 		struct sdc_gpu_gemm_cfg c;
 		char err[256];
-		/* fp32: 5.0e-9 sqrt(N) + 1.2e-7 (N the accumulation depth). */
 		CHECK(sdc_gemm_gpu_burn_cfg(SDC_GPU_FP32_FAST, 256, 256, k, 1, &c, err, sizeof(err)) == 0);
-		CHECK_MSG(rel_close(c.emax, 5.0e-9 * sqrt((double)k) + 1.2e-7, 1e-12), "fp32-fast e_max %g at K=%d",
-			  c.emax, k);
+		CHECK_MSG(rel_close(c.emax, acc, 1e-12), "fp32-fast e_max %g at K=%d", c.emax, k);
+		/* Table 7's constant is 2 u32 (one rounding a path), as its BF16/FP16 rows are 2 u */
+		CHECK(rel_close(1.2e-7, 2 * U32, 0.01));
 		CHECK(c.c_sigma == 2.5);
 		/* the deadline of calibrate --gpus and campaign --gpus: the burn's documented default */
 		CHECK_MSG(c.timeout == man_number_after(gemm_man, "gpu_timeout"), "burn cfg timeout %g", c.timeout);
-		/* bf16: 8e-3, about 2 u_bf16 = 2^-7 (fp32 accumulation, one rounding per path). */
-		CHECK(sdc_gemm_gpu_burn_cfg(SDC_GPU_BF16_FAST, 256, 256, k, 1, &c, err, sizeof(err)) == 0);
-		CHECK_MSG(c.emax == 8e-3 && rel_close(c.emax, 2 * 0x1p-8, 0.03), "bf16-fast e_max %g", c.emax);
-		/* tf32: no row; its significand is fp16's (10 bits), accumulation fp32, so fp16's row,
-		 * 1e-3, about 2 u = 2^-10. */
 		CHECK(sdc_gemm_gpu_burn_cfg(SDC_GPU_TF32_FAST, 256, 256, k, 1, &c, err, sizeof(err)) == 0);
-		CHECK_MSG(c.emax == 1e-3 && rel_close(c.emax, 2 * 0x1p-11, 0.03), "tf32-fast e_max %g", c.emax);
+		CHECK_MSG(rel_close(c.emax, 2 * u_tf32 + acc, 1e-12), "tf32-fast e_max %g at K=%d, want %g", c.emax, k,
+			  2 * u_tf32 + acc);
+		CHECK(sdc_gemm_gpu_burn_cfg(SDC_GPU_BF16_FAST, 256, 256, k, 1, &c, err, sizeof(err)) == 0);
+		CHECK_MSG(rel_close(c.emax, 2 * u_bf16 + acc, 1e-12), "bf16-fast e_max %g at K=%d, want %g", c.emax, k,
+			  2 * u_bf16 + acc);
+		/* within 3% of Table 7's rounded BF16 figure */
+		CHECK_MSG(rel_close(c.emax, 8e-3, 0.03), "bf16-fast e_max %g, Table 7 8e-3", c.emax);
 	}
+
+	/* A run on a GPU model no calibration names: the report's source says it is a default. */
+	char dir[] = "/tmp/sdcscan-gpu-defaults-XXXXXX", path[128], source[512], err[512];
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/absent.json", dir);
+	char prev[256] = "";
+	if (getenv("SDCSCAN_CALIBRATION"))
+		snprintf(prev, sizeof(prev), "%s", getenv("SDCSCAN_CALIBRATION"));
+	setenv("SDCSCAN_CALIBRATION", path, 1);
+	const char *const want[] = { "Table 7's H100 FP32 row", "TF32's unit roundoff", "bf16's unit roundoff" };
+	const enum sdc_gpu_type types[] = { SDC_GPU_FP32_FAST, SDC_GPU_TF32_FAST, SDC_GPU_BF16_FAST };
+	for (int t = 0; t < 3; t++) {
+		double e = 0;
+		CHECK(sdc_gemm_gpu_emax("", "NVIDIA H100 80GB HBM3", types[t], 4096, &e, source, sizeof(source), err,
+					sizeof(err)) == 0);
+		CHECK_MSG(!strncmp(source, "default, not a calibration: ", 28) && strstr(source, want[t]) &&
+				  strstr(source, "no calibration for NVIDIA H100 80GB HBM3") &&
+				  strstr(source, "`sdcscan calibrate gemm --gpus all` makes one"),
+			  "source: %s", source);
+	}
+	if (prev[0])
+		setenv("SDCSCAN_CALIBRATION", prev, 1);
+	else
+		unsetenv("SDCSCAN_CALIBRATION");
+	rmdir(dir);
 }
 
 /*

@@ -8,6 +8,12 @@
  * and the checked one (rows with their sums, the expectation and the check of every bag on the
  * GPU) between events, one launch each, in alternating order; the overhead is the median over
  * turns of checked / plain - 1. Target: the same bits, and the overhead at most 10%.
+ *
+ * Beside each overhead, the design's by the roofline (probe/roofline.h) on the GPU's model: the
+ * lookups are bound by the rows they fetch from memory, so the check costs the DRAM bytes it adds
+ * (the rows' sums, in whatever sectors the plain rows do not already fetch, and each bag's
+ * verdict) at the memory's bandwidth. What a roofline does not see, the check's extra warp a bag
+ * and thread 0's serial check of the output, only the measurement shows.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -16,6 +22,7 @@
 #include <string.h>
 
 #include "probe/bench_race.h"
+#include "probe/roofline.h"
 #include "run/facts.h"
 #include "device/gpu_loader.h"
 #include "mpi/gpu_ranks.h"
@@ -85,6 +92,29 @@ static long check_bits(struct gpu_case *c, char *first, size_t len)
 	return bad;
 }
 
+void sdc_eb_gpu_roofline(const struct sdc_rl_gpu *gpu, const struct sdc_eb_cfg *cfg, struct sdc_eb_roofline *out)
+{
+	/*
+	 * k_eb_bags (embbag.cu), a block a bag: its start, length and weighted flag (9 bytes); each of
+	 * its rows' indices (4 bytes) and, in weighted batches (every other one: sdc_eb_batch_weighted),
+	 * weights (4 bytes); each row whole (the column threads read its values and scale and bias; the
+	 * checked one's expectation warp its tail, scale, bias and sums: the same sectors, fetched once
+	 * and re-read from the caches); the output written (d floats) and, checked, the verdict. The
+	 * output's re-read by thread 0 comes from the caches too. Rows are random: each its mean sectors.
+	 */
+	struct sdc_eb_layout lp, lc;
+	sdc_eb_layout_init(&lp, cfg->fmt, cfg->d, false);
+	sdc_eb_layout_init(&lc, cfg->fmt, cfg->d, true);
+	const double len = (sdc_eb_min_len(cfg) + sdc_eb_max_len(cfg)) / 2.0;
+	const double per_row = 4 + 4 * 0.5;
+	out->plain_bytes = 9 + len * (per_row + sdc_rl_row_bytes(lp.stride, lp.stride)) + 4.0 * cfg->d;
+	out->extra_bytes = len * (sdc_rl_row_bytes(lc.stride, lc.stride) - sdc_rl_row_bytes(lp.stride, lp.stride)) +
+			   (double)sizeof(struct sdc_eb_verdict);
+	out->t_plain = out->plain_bytes / gpu->bandwidth;
+	out->t_check = out->extra_bytes / gpu->bandwidth;
+	out->overhead = out->t_check / out->t_plain;
+}
+
 static void case_release(struct gpu_case *c)
 {
 	if (c->plain)
@@ -95,8 +125,8 @@ static void case_release(struct gpu_case *c)
 	sdc_eb_batch_release(&c->batch);
 }
 
-static int bench_case(const struct sdc_gpu_embbag_ops *m, const struct sdc_eb_cfg *cfg, double seconds, struct sdc_facts *out,
-		      bool *met, char *err, size_t errlen)
+static int bench_case(const struct sdc_gpu_embbag_ops *m, const struct sdc_rl_gpu *gpu, const struct sdc_eb_cfg *cfg,
+		      double seconds, struct sdc_facts *out, bool *met, char *err, size_t errlen)
 {
 	struct gpu_case c = { .m = m, .cfg = *cfg };
 	const int nbags = LAUNCH_BATCHES * cfg->batch, d = cfg->d;
@@ -151,12 +181,20 @@ static int bench_case(const struct sdc_gpu_embbag_ops *m, const struct sdc_eb_cf
 	lookups /= turns; /* per launch */
 	const double over = sdc_median(ratio, turns), mp = sdc_median(tp, turns), mc = sdc_median(tc, turns);
 	const double rp = lookups / mp, rcheck = lookups / mc;
-	const bool ok = !bad && over <= TARGET_OVERHEAD;
+	struct sdc_eb_roofline rl;
+	char design[64] = "", rls[16] = "-";
+	bool design_ok = true;
+	if (gpu) {
+		sdc_eb_gpu_roofline(gpu, cfg, &rl);
+		design_ok = sdc_rl_verdict(rl.overhead, TARGET_OVERHEAD, false, design, sizeof(design));
+		snprintf(rls, sizeof(rls), "%+.2f%%", 100 * rl.overhead);
+	}
+	const bool measured_ok = !bad && over <= TARGET_OVERHEAD, ok = measured_ok && design_ok;
 	*met &= ok;
-	printf("%-5s %4d %5zu %5zu  %9.1f %7.1f  %9.1f %7.1f  %+8.2f%%  %-10s %5d  %s\n",
+	printf("%-5s %4d %5zu %5zu  %9.1f %7.1f  %9.1f %7.1f  %+8.2f%% %9s  %-10s %5d  %s%s%s\n",
 	       cfg->fmt == SDC_EB_8BIT ? "8bit" : "4bit", d, lp.stride, c.truth.l.stride, rp / 1e6, rp * lp.stride / 1e9,
-	       rcheck / 1e6, rcheck * c.truth.l.stride / 1e9, 100 * over, bad ? "DIFFERENT" : "same", turns,
-	       ok ? "met" : "MISSED");
+	       rcheck / 1e6, rcheck * c.truth.l.stride / 1e9, 100 * over, rls, bad ? "DIFFERENT" : "same", turns,
+	       measured_ok ? "met" : "MISSED", gpu ? ", " : "", design);
 	if (bad)
 		printf("      %ld elements or checks differ, first %s\n", bad, first);
 	struct sdc_facts *row = sdc_facts_row(out, "rows");
@@ -168,6 +206,12 @@ static int bench_case(const struct sdc_gpu_embbag_ops *m, const struct sdc_eb_cf
 	sdc_facts_real(row, "checked_mlookups", rcheck / 1e6);
 	sdc_facts_real(row, "checked_gbps", rcheck * c.truth.l.stride / 1e9);
 	sdc_facts_real(row, "overhead", over);
+	if (gpu) {
+		sdc_facts_real(row, "roofline_overhead", rl.overhead);
+		sdc_facts_real(row, "roofline_plain_bytes_per_bag", rl.plain_bytes);
+		sdc_facts_real(row, "roofline_check_bytes_per_bag", rl.extra_bytes);
+		sdc_facts_bool(row, "design_met", design_ok);
+	}
 	sdc_facts_int(row, "turns", turns);
 	sdc_facts_bool(row, "target_met", ok);
 	rc = 0;
@@ -202,14 +246,21 @@ int sdc_embbag_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const int *di
 	       "bits, overhead <= %.0f%%\n\n",
 	       gpu->id, gpu->model, gpu->gpu.sm_count, gpu->gpu.pci_bus_id, sdc_gpu_ops()->cuda_runtime, rows, LAUNCH_BATCHES,
 	       pooling, BAGS_COMPARED, 100 * TARGET_OVERHEAD);
-	printf("%-5s %4s %5s %5s  %9s %7s  %9s %7s  %9s  %-10s %5s  %s\n", "rows", "d", "B/row", "+sums", "plain",
-	       "GB/s", "checked", "GB/s", "overhead", "bits", "turns", "target");
+	char why[160];
+	const struct sdc_rl_gpu *rl = sdc_rl_find(gpu->model, why, sizeof(why));
+	sdc_rl_print(rl, why);
+	if (rl)
+		printf("roofline column: the overhead by design, the DRAM bytes the check adds to a mean bag's (rows in "
+		       "32-byte sectors)\nat the memory's bandwidth; the extra warp and the serial check are not in it.\n");
+	printf("%-5s %4s %5s %5s  %9s %7s  %9s %7s  %9s %9s  %-10s %5s  %s\n", "rows", "d", "B/row", "+sums", "plain",
+	       "GB/s", "checked", "GB/s", "overhead", "roofline", "bits", "turns", "target");
 	printf("%-5s %4s %5s %5s  %9s %7s  %9s\n", "", "", "", "", "Mlook/s", "", "Mlook/s");
 	struct sdc_facts *out = sdc_facts_new();
 	sdc_facts_str(out, "gpu.device", gpu->id);
 	sdc_facts_str(out, "gpu.name", gpu->model);
 	sdc_facts_str(out, "gpu.uuid", gpu->gpu.uuid);
 	sdc_facts_real(out, "target_overhead", TARGET_OVERHEAD);
+	sdc_rl_facts(out, rl, why);
 	sdc_facts_list(out, "rows");
 	bool met = true;
 	for (int f = 0; f < 2; f++)
@@ -217,7 +268,7 @@ int sdc_embbag_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const int *di
 			struct sdc_eb_cfg cfg = base;
 			cfg.fmt = (enum sdc_eb_format)f;
 			cfg.d = dims[i];
-			if (bench_case(m, &cfg, seconds, out, &met, err, sizeof(err))) {
+			if (bench_case(m, rl, &cfg, seconds, out, &met, err, sizeof(err))) {
 				sdc_error("bench embbag: %s: %s", gpu->id, err);
 				sdc_facts_free(out);
 				return sdc_cli_unknown(&cmd->cli);

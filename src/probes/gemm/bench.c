@@ -339,7 +339,7 @@ static const struct sdc_option bench_options[] = {
 	{ .name = "sizes", .short_name = 'z', .metavar = "LIST", .type = SDC_OPT_CUSTOM, .offset = OPT(sizes),
 	  .parse = sdc_cli_opt_sizes,
 	  .help = "MxNxK or N (square) sizes; default 256x272x1024,1024 for gemm, 1024,2048,4096 for overhead, "
-		  "4096,8192 with --gpus" },
+		  "4096x4096x32768,8192x8192x32768 with --gpus (the burn's depth)" },
 	{ .name = "seconds", .short_name = 't', .metavar = "S", .type = SDC_OPT_CUSTOM, .offset = OPT(seconds),
 	  .parse = sdc_cli_opt_seconds, .help = "time per contender and size (default 1 for gemm, 3 for overhead, 2 with --gpus)" },
 	{ .name = "dtypes", .metavar = "LIST", .type = SDC_OPT_CUSTOM, .offset = OPT(gpu_dtypes), .parse = opt_gpu_dtypes,
@@ -364,8 +364,10 @@ static int bench_main(struct sdc_cmd *cmd, bool overhead)
 
 	struct sdc_run run;
 	if (cmd->cli.have_gpus) {
-		/* A GPU: plain cuBLASLt against checked, at n = 4096 and 8192 unless told. */
-		static const struct bench_size gpu_sizes[] = { { 4096, 4096, 4096 }, { 8192, 8192, 8192 } };
+		/* A GPU: plain cuBLASLt against checked unless told otherwise at the burn's size (gemm.gpu_m,
+		 * gpu_n, gpu_k: 4096 x 4096 x 32768, deep so the row check's re-read of C is a small share of
+		 * the product's time) and at twice its m and n. */
+		static const struct bench_size gpu_sizes[] = { { 4096, 4096, 32768 }, { 8192, 8192, 32768 } };
 		if (!o->sizes.n) {
 			nsizes = 2;
 			memcpy(sizes, gpu_sizes, sizeof(gpu_sizes));

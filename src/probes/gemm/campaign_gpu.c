@@ -3,7 +3,7 @@
  * (cuBLAS on an H100): U(-1,1) operands, n x n x n, the burn's engine (cuBLASLt, the checksum
  * columns in the same call, the check on the device summing each row in double); every row comes
  * back (report_all) with its verification difference |E| and its V-ABFT threshold T at the
- * e_max the burn would use (a calibration, else Table 7's H100 value).
+ * e_max the burn would use (a calibration, else the type's default: gpu.c's default_emax).
  * Targets: no row's threshold below its |E| (a false positive), for every type; for fp32-fast the
  * paper's FP32 range, 7-20x (Table 5), at every size.
  */

@@ -43,6 +43,7 @@ struct sdc_gpu_gemm {
 		uint64_t *sums;
 		struct sdc_gpu_bad_row *bad;
 		int nbad, what;
+		uint64_t check_bytes; /* what the check's loads read: the benchmark sets it beside its model */
 		uint64_t fp[2];
 		bool failed; /* FAKE_GPU_FAIL=check */
 	} slot[SDC_GPU_SLOTS];
@@ -278,6 +279,7 @@ static void fake_check(struct sdc_gpu_gemm *g, struct fake_slot *sl)
 {
 	const struct sdc_gpu_gemm_cfg *c = &g->c;
 	uint64_t *sums = sl->sums;
+	uint64_t bytes = 0; /* every load of C, the thresholds: sizeof what each reads */
 	sl->nbad = 0;
 	for (int i = 0; i < c->m; i++) {
 		const uint32_t *row = sl->cm + (size_t)i * c->ldc;
@@ -287,6 +289,7 @@ static void fake_check(struct sdc_gpu_gemm *g, struct fake_slot *sl)
 			int64_t d[64];
 			for (int j = 0; j < c->n_ext; j++) {
 				int64_t v;
+				bytes += sizeof(row[j]);
 				if (c->type == SDC_GPU_INT8) {
 					v = (int32_t)row[j];
 				} else {
@@ -317,6 +320,7 @@ static void fake_check(struct sdc_gpu_gemm *g, struct fake_slot *sl)
 			for (int j = 0; j < c->n; j++) {
 				float f;
 				memcpy(&f, &row[j], 4);
+				bytes += sizeof(f);
 				s1 += f;
 				s2 += (double)(j + 1) * f;
 			}
@@ -327,6 +331,7 @@ static void fake_check(struct sdc_gpu_gemm *g, struct fake_slot *sl)
 			b.d2 = r2 - s2;
 			b.t1 = g->thr[i];
 			b.t2 = g->thr2[i];
+			bytes += sizeof(r1) + sizeof(r2) + sizeof(g->thr[i]) + sizeof(g->thr2[i]);
 			bad = !(fabs(b.d1) <= b.t1) || !(fabs(b.d2) <= b.t2);
 			memcpy(&sums[2 * i], &s1, 8);
 			memcpy(&sums[2 * i + 1], &s2, 8);
@@ -334,6 +339,7 @@ static void fake_check(struct sdc_gpu_gemm *g, struct fake_slot *sl)
 		if (bad || c->report_all)
 			sl->bad[sl->nbad++] = b;
 	}
+	sl->check_bytes = bytes;
 }
 
 /* The work is done here, at once; collect hands over what it found. */
@@ -369,6 +375,7 @@ static int fake_collect(struct sdc_gpu_gemm *g, int slot, uint64_t *sums, struct
 {
 	out->nbad = 0;
 	out->a_intact = out->b_intact = 1;
+	out->check_bytes = 0;
 	if (slot < 0 || slot >= SDC_GPU_SLOTS || !g->slot[slot].what) {
 		snprintf(err, errlen, "gemm_collect: nothing was submitted to slot %d", slot);
 		return -1;
@@ -397,6 +404,7 @@ static int fake_collect(struct sdc_gpu_gemm *g, int slot, uint64_t *sums, struct
 		return -1;
 	}
 	out->nbad = sl->nbad;
+	out->check_bytes = sl->check_bytes;
 	memcpy(out->bad, sl->bad, sizeof(*sl->bad) * (size_t)sl->nbad);
 	if (sums)
 		memcpy(sums, sl->sums, sizeof(uint64_t) * 2 * (size_t)g->c.m);

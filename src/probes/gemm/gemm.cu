@@ -289,6 +289,7 @@ static int g_collect(struct sdc_gpu_gemm *g, int slot, uint64_t *sums, struct sd
 	const struct sdc_gpu_gemm_cfg *c = &g->c;
 	out->nbad = 0;
 	out->a_intact = out->b_intact = 1;
+	out->check_bytes = 0; /* (not counted on the device) */
 	if (slot < 0 || slot >= SDC_GPU_SLOTS || !g->slot[slot].what) {
 		snprintf(err, errlen, "gemm_collect: nothing was submitted to slot %d", slot);
 		return -1;

@@ -54,12 +54,13 @@ extern const char *const sdc_gemm_gpu_variant_names[];
 
 /* gpu.c: the GPU lanes of the probe */
 /* A fast type's e_max on a GPU model at inner dimension k: from the calibration file's "gpus"
- * section (calibration: a path, or "" for the default), else V-ABFT Table 7 (H100); source says
- * which. -1 with err for a file that cannot be used. */
+ * section (calibration: a path, or "" for the default), else the type's default (gpu.c: from its
+ * format's unit roundoff and V-ABFT Table 7's H100 rows); source says which, and for a default that
+ * it is one and how to calibrate. -1 with err for a file that cannot be used. */
 int sdc_gemm_gpu_emax(const char *calibration, const char *model, enum sdc_gpu_type type, int k, double *emax,
 		      char *source, size_t srclen, char *err, size_t errlen);
 /* A burn engine's configuration for type and size: random data, a 30 s deadline, the default
- * c_sigma, V-ABFT Table 7's e_max (fast types). -1 with err when the type cannot take it. */
+ * c_sigma, the fast types' default e_max (sdc_gemm_gpu_emax). -1 with err when the type cannot take it. */
 int sdc_gemm_gpu_burn_cfg(enum sdc_gpu_type type, int m, int n, int k, uint64_t seed, struct sdc_gpu_gemm_cfg *c,
 			  char *err, size_t errlen);
 int sdc_gemm_gpu_setup(struct sdc_probe_ctx *ctx, struct gemm_shared *sh, const struct gemm_opts *o);
@@ -89,6 +90,18 @@ double sdc_gpu_value(enum sdc_gpu_type type, int c_elem, uint64_t bits);
 /* bench_gpu.c: bench overhead --gpus, on the run's first GPU; returns the exit code. */
 int sdc_gemm_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const struct sdc_size3 *sizes, int nsizes,
 		       double seconds, uint32_t types);
+/* The bytes one row check of engine c moves (gemm_abft.cu's kernels): read and written as the
+ * kernel asks for them, and the DRAM traffic that makes (whole 32-byte sectors). */
+struct sdc_gemm_check_bytes {
+	double read, written, dram;
+};
+void sdc_gemm_gpu_check_bytes(const struct sdc_gpu_gemm_cfg *c, struct sdc_gemm_check_bytes *b);
+/* The checked GEMM's share of plain cuBLASLt by the roofline on gpu (probe/roofline.h), for engine c;
+ * and (burn_share, unless NULL) the burn's, which also fingerprints the operands after every GEMM. */
+struct sdc_rl_gpu;
+struct sdc_rl_checked;
+void sdc_gemm_gpu_roofline(const struct sdc_rl_gpu *gpu, const struct sdc_gpu_gemm_cfg *c, struct sdc_rl_checked *out,
+			   double *burn_share);
 
 /* calibrate_gpu.c: calibrate --gpus, every GPU of run; entries ("MODEL, LIBRARY") into gpus_section. */
 int sdc_gemm_calibrate_gpus(struct sdc_run *run, const int *sizes, int nsizes, uint64_t trials, uint32_t precisions,

@@ -72,17 +72,59 @@ static int exact_bounds(enum sdc_gpu_type type, int k, struct sdc_gpu_gemm_cfg *
 	return 0;
 }
 
-/* V-ABFT Table 7 (H100) e_max per type, as a function of the inner dimension; TF32 has no row:
- * it keeps FP16's 10-bit significand with FP32 accumulation, so FP16's 1e-3 (about 2u). */
-static double table7_emax(enum sdc_gpu_type type, int k)
+/*
+ * A fast type's default e_max, for a GPU no calibration names. V-ABFT (seeds/004, 3.2-3.4) needs
+ * e_max >= |alpha_k|, |beta_k|: the mean and RMS over row k of B of e_kn, the relative error with
+ * which B_kn reaches C through the product less that through its checksum column. A, B and their
+ * checksums are stored in the element type, C in fp32, and every path accumulates in fp32:
+ *  - fp32-fast rounds in fp32 only (the checksums, C, the K-deep sums): Table 7's H100 FP32 row;
+ *  - tf32-fast adds the tensor cores' TF32 conversion of B and its checksums (A's enters both paths
+ *    alike): e_kn = d_kn - d_k, two conversion errors of one kind, under 2 u_tf32 whether both round
+ *    to nearest (|d| <= u) or both drop the low 13 bits (d in (-2u, 0]);
+ *  - bf16-fast data is bf16 already and its checksums round to bf16 (|e_kn| <= u_bf16): Table 7's
+ *    BF16 row, "about 2u", keeps a margin of two.
+ * Sources for the conversion: PTX ISA 5.2.3 (tf32 keeps ">=10 bits") and cvt.rna.tf32.f32,
+ * docs.nvidia.com/cuda/parallel-thread-execution; cuBLAS's CUBLAS_COMPUTE_32F_FAST_TF32 does not
+ * say how it converts; CUTLASS rounds (github.com/NVIDIA/cutlass, its numeric conversions:
+ * PreferredRoundingMode<tfloat32_t, float> is round_half_ulp_truncate); PyTorch's notes say the
+ * tensor cores read the first 10 mantissa bits (TensorFloat-32 in
+ * pytorch.org/docs/stable/notes/numerical_accuracy.html).
+ */
+static double fp32_accumulation(int k)
+{
+	return 5.0e-9 * sqrt((double)k) + 1.2e-7;
+}
+
+/* The unit roundoff 2^-t of a format with t significand bits, the implicit one included. */
+static double unit_roundoff(int t)
+{
+	return ldexp(1, -t);
+}
+
+static double default_emax(enum sdc_gpu_type type, int k)
 {
 	switch (type) {
 	case SDC_GPU_FP32_FAST:
-		return 5.0e-9 * sqrt((double)k) + 1.2e-7;
+		return fp32_accumulation(k);
 	case SDC_GPU_TF32_FAST:
-		return 1e-3;
+		return 2 * unit_roundoff(11) + fp32_accumulation(k);
 	default:
-		return 8e-3; /* BF16 */
+		return 2 * unit_roundoff(8) + fp32_accumulation(k); /* BF16 */
+	}
+}
+
+/* What default_emax() rests on, for the report. */
+static const char *default_why(enum sdc_gpu_type type)
+{
+	switch (type) {
+	case SDC_GPU_FP32_FAST:
+		return "V-ABFT Table 7's H100 FP32 row, 5e-9 sqrt(K) + 1.2e-7";
+	case SDC_GPU_TF32_FAST:
+		return "derived from TF32's unit roundoff: 2 u_tf32 = 2^-10 (the tensor cores' conversion of the fp32 "
+		       "operands) + V-ABFT Table 7's H100 FP32 accumulation, 5e-9 sqrt(K) + 1.2e-7";
+	default:
+		return "derived from bf16's unit roundoff: 2 u_bf16 = 2^-7 (V-ABFT Table 7's BF16 row) + its H100 FP32 "
+		       "accumulation, 5e-9 sqrt(K) + 1.2e-7";
 	}
 }
 
@@ -113,7 +155,7 @@ int sdc_gemm_gpu_burn_cfg(enum sdc_gpu_type type, int m, int n, int k, uint64_t 
 		c->nd2 = l.nd2;
 	} else {
 		c->n_ext = n + 2;
-		c->emax = table7_emax(type, k);
+		c->emax = default_emax(type, k);
 	}
 	c->ldc = (c->n_ext + 15) / 16 * 16;
 	return 0;
@@ -165,9 +207,11 @@ int sdc_gemm_gpu_emax(const char *calibration, const char *model, enum sdc_gpu_t
 	if (sdc_calibration_find(calibration, &key, prec, emax, source, srclen, err, errlen) < 0)
 		return -1;
 	if (!source[0]) {
-		*emax = table7_emax(type, k);
-		snprintf(source, srclen, "V-ABFT Table 7 (H100) for %s at K=%d: no calibration for %s, %s", prec, k, model,
-			 key.library);
+		*emax = default_emax(type, k);
+		snprintf(source, srclen,
+			 "default, not a calibration: %.3g for %s at K=%d, %s; no calibration for %s, %s: "
+			 "`sdcscan calibrate gemm --gpus all` makes one",
+			 *emax, prec, k, default_why(type), model, key.library);
 	}
 	return 0;
 }
@@ -183,7 +227,7 @@ int sdc_gemm_gpu_setup(struct sdc_probe_ctx *ctx, struct gemm_shared *sh, const 
 	sh->gpu = true;
 	sh->gpu_refresh = sh->gpu_burn ? (uint64_t)o->gpu_refresh : sh->refresh;
 	if (!sdc_gpu_type_exact(c->type)) {
-		/* e_max: a calibration for this GPU model, else V-ABFT's Table 7 (the report says which). */
+		/* e_max: a calibration for this GPU model, else the type's default (the report says which). */
 		const struct sdc_device *gpu = NULL;
 		for (int d = 0; d < ctx->run->ndevices && !gpu; d++)
 			if (ctx->run->devices[d].kind == SDC_DEVICE_GPU)
@@ -449,7 +493,11 @@ void sdc_gemm_gpu_run(struct sdc_worker *w)
 		sdc_gemm_lane_error(&l, "setting up the GEMM");
 		goto out;
 	}
-	snprintf(w->kernel, sizeof(w->kernel), "%s", l.m->gemm_kernel(l.g));
+	/* A fast type's bound that no calibration of this GPU model gave says so on its line (the
+	 * report's emax_source says how the default was derived). */
+	const bool emax_default = sh->gpu_burn && !sdc_gpu_type_exact(c->type) && !strncmp(sh->emax_source, "default", 7);
+	snprintf(w->kernel, sizeof(w->kernel), "%s%s", emax_default ? "default e_max (uncalibrated), " : "",
+		 l.m->gemm_kernel(l.g));
 	if (sh->gpu_burn) {
 		if (sdc_gemm_lane_load(&l, 0)) {
 			sdc_gemm_lane_error(&l, "drawing the operands");

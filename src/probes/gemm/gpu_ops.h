@@ -10,7 +10,7 @@
 
 #include "kernels/gpu_module.h"
 
-#define SDC_GPU_GEMM_VERSION 1
+#define SDC_GPU_GEMM_VERSION 2
 
 /* The GEMM types the engine runs (probes/gemm/gemm.cu). */
 enum sdc_gpu_type {
@@ -68,6 +68,9 @@ struct sdc_gpu_check {
 	int nbad;
 	struct sdc_gpu_bad_row *bad; /* the caller's array of m entries */
 	int a_intact, b_intact;
+	/* bytes the row check read, where the module counts them (the fake twin: its check's every
+	 * load; the benchmark sets them beside its roofline's); 0 where it does not (the CUDA module) */
+	uint64_t check_bytes;
 };
 
 /*

@@ -9,6 +9,10 @@
  * operation a kernel, probes/minitrain/minitrain.cu) and on one core, their trajectories compared after
  * every step of the first 20 (the same bits, or a missed target), and steps per second of each side
  * by side (target: the GPU trains faster than one core, or it is not worth running there).
+ *
+ * Beside each size's share, the design's by the roofline (probe/roofline.h) on the GPU's model:
+ * what k_xgemm's loop asks of an SM (no FMA: a rounded product and a rounded sum each step, scalar
+ * shared-memory loads, their bank conflicts) against sgemm at the FP32 FMA peak.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -17,6 +21,7 @@
 #include <string.h>
 
 #include "probe/bench_race.h"
+#include "probe/roofline.h"
 #include "run/facts.h"
 #include "device/gpu_loader.h"
 #include "mpi/gpu_ranks.h"
@@ -25,10 +30,58 @@
 #include "kernels/exact_gemm.h"
 #include "kernels/exactmath.h"
 #include "probes/minitrain/minitrain.h"
+#include "probes/minitrain/xgemm_tile.h"
 #include "base/message.h"
 #include "base/clock.h"
 
 #define TARGET_SHARE 0.30
+
+void sdc_mt_xgemm_roofline(const struct sdc_rl_gpu *gpu, int n, int sms, struct sdc_mt_xgemm_roofline *out)
+{
+	enum { BM = SDC_XGEMM_BM, BN = SDC_XGEMM_BN, BK = SDC_XGEMM_BK, TM = SDC_XGEMM_TM, TN = SDC_XGEMM_TN,
+	       T = SDC_XGEMM_THREADS, AROW = BM + SDC_XGEMM_APAD };
+	/*
+	 * Warp 0's lanes (every warp's addresses are its own shifted alike): in a step p of the loop
+	 * each lane loads as[p][ty TM + i] and bs[p][tx TN + j], one float each (the PTX keeps them
+	 * scalar); every BK steps it stores its share of the tiles, as[p][r] (r = e / BK, p = e % BK)
+	 * and bs[p][col] (p = e / BN, col = e % BN) for e = tid, tid + T, ...
+	 */
+	uint32_t w[32];
+	double lds = 0, sts = 0;
+	for (int i = 0; i < TM; i++) {
+		for (int l = 0; l < 32; l++)
+			w[l] = (uint32_t)(l / (BN / TN) * TM + i);
+		lds += sdc_rl_wavefronts(w, gpu->smem_banks);
+	}
+	for (int j = 0; j < TN; j++) {
+		for (int l = 0; l < 32; l++)
+			w[l] = (uint32_t)(l % (BN / TN) * TN + j);
+		lds += sdc_rl_wavefronts(w, gpu->smem_banks);
+	}
+	for (int e0 = 0; e0 < BM * BK; e0 += T) {
+		for (int l = 0; l < 32; l++)
+			w[l] = (uint32_t)((e0 + l) % BK * AROW + (e0 + l) / BK);
+		sts += sdc_rl_wavefronts(w, gpu->smem_banks);
+	}
+	for (int e0 = 0; e0 < BK * BN; e0 += T) {
+		for (int l = 0; l < 32; l++)
+			w[l] = (uint32_t)((e0 + l) / BN * BN + (e0 + l) % BN);
+		sts += sdc_rl_wavefronts(w, gpu->smem_banks);
+	}
+	/* a step: TM TN elements, each a rounded product and a rounded sum (sdc_xmac: two FP32
+	 * instructions, no FMA), TM + TN loads; every BK steps the tiles' loads from memory and stores */
+	const double fp32 = 2.0 * TM * TN, moves = 2.0 * (BM * BK + BK * BN) / T;
+	out->fp32_clk = fp32 * 32 / gpu->fp32_lanes;
+	out->smem_clk = lds + sts / BK;
+	out->issue_clk = (fp32 + TM + TN + moves / BK) / SDC_RL_SCHEDULERS;
+	double clk = out->fp32_clk > out->smem_clk ? out->fp32_clk : out->smem_clk;
+	clk = clk > out->issue_clk ? clk : out->issue_clk;
+	out->per_sm = TM * TN * 32 / clk / gpu->fp32_lanes; /* (2 TM TN 32 flops / clk) / (2 lanes) */
+	const int nsm = sms > 0 ? sms : gpu->sms;
+	const double blocks = (double)((n + BN - 1) / BN) * ((n + BM - 1) / BM), busiest = ceil(blocks / nsm);
+	out->spread = blocks / (busiest * nsm);
+	out->share = out->per_sm * out->spread;
+}
 
 /* Full-mantissa operands in [-1, 1) from the seed: every rounding of the sum matters. */
 static void fill(float *p, size_t n, unsigned which)
@@ -222,16 +275,25 @@ int sdc_minitrain_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const stru
 	if (bench_train(gpu, &sdc_mt_bench_dlrm, seconds, out, &met, err, sizeof(err)) ||
 	    bench_train(gpu, &sdc_mt_bench_xfmr, seconds, out, &met, err, sizeof(err)))
 		goto fail;
-	/* (the JSON's order: the bits, the training, the GPU, the target, the rows) */
+	/* (the JSON's order: the bits, the training, the GPU, the target, the roofline, the rows) */
 	sdc_facts_str(out, "gpu.device", gpu->id);
 	sdc_facts_str(out, "gpu.name", gpu->model);
 	sdc_facts_str(out, "gpu.uuid", gpu->gpu.uuid);
 	sdc_facts_real(out, "target_share", TARGET_SHARE);
+	char why[160];
+	const struct sdc_rl_gpu *rl = sdc_rl_find(gpu->model, why, sizeof(why));
+	sdc_rl_facts(out, rl, why);
 	sdc_facts_list(out, "rows");
 	printf("\nGEMM, square n (bits: against this CPU's exact kernel, all rows up to 1024, else the first and "
-	       "last 8;\nspeed: best of three turns of back-to-back GEMMs; target: exact >= %.0f%% of cuBLAS sgemm)\n"
-	       "    n  bits       exact GFLOP/s  sgemm GFLOP/s  exact/sgemm  target\n",
+	       "last 8;\nspeed: best of three turns of back-to-back GEMMs; target: exact >= %.0f%% of cuBLAS sgemm)\n",
 	       100 * TARGET_SHARE);
+	sdc_rl_print(rl, why);
+	if (rl)
+		printf("roofline column: exact/sgemm by design: the SM clocks a step of k_xgemm's loop takes (the busiest of "
+		       "FP32 lanes,\nshared-memory wavefronts, schedulers), its blocks spread over %d SMs, against sgemm "
+		       "at the FP32 peak.\n",
+		       gpu->gpu.sm_count > 0 ? gpu->gpu.sm_count : rl->sms);
+	printf("    n  bits       exact GFLOP/s  sgemm GFLOP/s  exact/sgemm  roofline  target\n");
 	for (int i = 0; i < n_sizes; i++) {
 		const int n = sizes->n ? sizes->v[i].n : defaults[i];
 		bad = check_gemm(m, n, n, n, n <= 1024 ? n : 8, first, sizeof(first), err, sizeof(err));
@@ -242,10 +304,18 @@ int sdc_minitrain_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const stru
 		if (m->xgemm_bench(n, reps, &te, &ts, 120, err, sizeof(err)))
 			goto fail;
 		const double flops = 2.0 * n * n * n, share = ts / te;
-		const bool ok = !bad && share >= TARGET_SHARE;
+		struct sdc_mt_xgemm_roofline x;
+		char design[64] = "", rls[16] = "-";
+		bool design_ok = true;
+		if (rl) {
+			sdc_mt_xgemm_roofline(rl, n, gpu->gpu.sm_count, &x);
+			design_ok = sdc_rl_verdict(x.share, TARGET_SHARE, true, design, sizeof(design));
+			snprintf(rls, sizeof(rls), "%.1f%%", 100 * x.share);
+		}
+		const bool measured_ok = !bad && share >= TARGET_SHARE, ok = measured_ok && design_ok;
 		met &= ok;
-		printf("%5d  %-10s  %13.1f  %13.1f  %10.1f%%  %s\n", n, bad ? "DIFFERENT" : "same", flops / te / 1e9,
-		       flops / ts / 1e9, 100 * share, ok ? "met" : "MISSED");
+		printf("%5d  %-10s  %13.1f  %13.1f  %10.1f%%  %8s  %s%s%s\n", n, bad ? "DIFFERENT" : "same", flops / te / 1e9,
+		       flops / ts / 1e9, 100 * share, rls, measured_ok ? "met" : "MISSED", rl ? ", " : "", design);
 		if (bad)
 			printf("       %ld elements differ, first %s\n", bad, first);
 		struct sdc_facts *row = sdc_facts_row(out, "rows");
@@ -254,6 +324,10 @@ int sdc_minitrain_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const stru
 		sdc_facts_real(row, "exact_gflops", flops / te / 1e9);
 		sdc_facts_real(row, "sgemm_gflops", flops / ts / 1e9);
 		sdc_facts_real(row, "share", share);
+		if (rl) {
+			sdc_facts_real(row, "roofline_share", x.share);
+			sdc_facts_bool(row, "design_met", design_ok);
+		}
 		sdc_facts_bool(row, "target_met", ok);
 	}
 	const int code = sdc_cli_facts_end(&cmd->cli, out, met);

@@ -167,6 +167,21 @@ bool sdc_mt_dp_step_check(struct mt_worker *mw, uint64_t *entry_io);
 extern const struct sdc_command sdc_minitrain_bench; /* sdcscan bench minitrain */
 struct sdc_cmd;
 struct sdc_size_list;
+/*
+ * The exact GEMM's share of cuBLAS sgemm by the roofline on gpu (probe/roofline.h), n x n x n on sms
+ * SMs (0: the board's): per warp and step of k, the SM clocks its FP32 lanes, its shared memory
+ * (wavefronts, bank conflicts counted from the kernel's indices) and its schedulers need, the
+ * busiest of them; that share of the FP32 FMA peak, times the blocks' spread over the SMs; sgemm
+ * at the peak (bench_gpu.c).
+ */
+struct sdc_rl_gpu;
+struct sdc_mt_xgemm_roofline {
+	double fp32_clk, smem_clk, issue_clk; /* SM clocks a warp's step of k takes on each */
+	double per_sm;                        /* the FP32 FMA peak's share an SM reaches */
+	double spread;                        /* blocks / (SMs x the busiest SM's blocks) */
+	double share;                         /* per_sm x spread: of sgemm at the peak */
+};
+void sdc_mt_xgemm_roofline(const struct sdc_rl_gpu *gpu, int n, int sms, struct sdc_mt_xgemm_roofline *out);
 /* bench minitrain --gpus: the exact class on a GPU (bench_gpu.c). */
 int sdc_minitrain_bench_gpu(struct sdc_cmd *cmd, struct sdc_run *run, const struct sdc_size_list *sizes,
 			    double seconds);

@@ -19,19 +19,21 @@
 #include "kernels/cuda/cuda_util.h"
 #include "probes/minitrain/gpu_ops.h"
 #include "kernels/xops.h"
+#include "probes/minitrain/xgemm_tile.h"
 
 /* A block computes a BM x BN tile of C, BK of k at a time from shared memory; each of its 256
- * threads owns a TM x TN patch of the tile in registers. */
-#define BM 64
-#define BN 64
-#define BK 16
-#define TM 4
-#define TN 4
+ * threads owns a TM x TN patch of the tile in registers (xgemm_tile.h). */
+#define BM SDC_XGEMM_BM
+#define BN SDC_XGEMM_BN
+#define BK SDC_XGEMM_BK
+#define TM SDC_XGEMM_TM
+#define TN SDC_XGEMM_TN
+static_assert(SDC_XGEMM_THREADS == 256, "k_xgemm's loads assume 256 threads a block");
 
 __global__ void __launch_bounds__(256) k_xgemm(int m, int n, int k, const float *__restrict__ a, int lda,
 					       const float *__restrict__ b, int ldb, float *__restrict__ c, int ldc)
 {
-	__shared__ float as[BK][BM + 4]; /* A's tile transposed: as[p][row] */
+	__shared__ float as[BK][BM + SDC_XGEMM_APAD]; /* A's tile transposed: as[p][row] */
 	__shared__ float bs[BK][BN];
 	const int tid = threadIdx.x, tx = tid % (BN / TN), ty = tid / (BN / TN);
 	const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;

@@ -252,7 +252,7 @@ MUTATIONS = [
      [('offset = OPT(hang_timeout), .def = "120"', 'offset = OPT(hang_timeout), .def = "1200"')],
      ["defaults"]),
     ("default-fleet-timeout-x10", "the fleet's own wait (30 s in the man page) x10",
-     "src/mpi/transport.c",
+     "src/mpi/rank.c",
      [(".local_size = 1, .timeout = 30 }", ".local_size = 1, .timeout = 300 }")],
      ["defaults"]),
     ("default-watch-grace-x10", "the MPI watchdog's grace past the timeout (5 s in the man page) x10",

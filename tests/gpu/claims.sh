@@ -6,7 +6,9 @@
 #   - one stage not tested here (one GPU: nccl): that claim NOT TESTED, the verdict INCOMPLETE, never ok;
 #   - a bench that missed its speed target: its speed claim FAILED, its bits claim still tested;
 #   - a stage not run in this call: "not run yet", INCOMPLETE;
-#   - the same stages passed on the fake module: "rehearsed", never tested.
+#   - the same stages passed on the fake module: "rehearsed", never tested;
+#   - compute-sanitizer's outcomes: a finding or a race fails, a wrong exit fails, its own error is
+#     a refusal, no summary at all is nothing checked (never a pass).
 # usage: claims.sh REPO_ROOT
 set -u
 root=${1:?usage: claims.sh REPO_ROOT}
@@ -76,6 +78,35 @@ stages "ok on the fake module (it says nothing of a GPU: GPU run owed)"
 expect "fake" "^claims: $n: 0 tested, 0 failed, 0 not tested here, $n rehearsed on the fake only, 0 not run yet$"
 never "fake" "^  tested "
 never "fake" "^verdict: ok"
+
+# sanitized(): compute-sanitizer's outcomes, from stand-ins that print what NVIDIA's prints
+# (its "=========" lines: a finding and its summary, a clean summary, an error of its own, none).
+# usage of each stand-in: STANDIN --tool T --target-processes all --error-exitcode 9 PROGRAM...
+standin() { # standin NAME BODY: a compute-sanitizer printing BODY's lines, then running the program
+	printf '#!/bin/sh\nwhile [ $# -gt 0 ]; do case $1 in --*) shift 2 ;; *) break ;; esac; done\n%s\n' "$2" >"$out/$1"
+	chmod +x "$out/$1"
+}
+standin clean 'echo "========= COMPUTE-SANITIZER"; "$@"; r=$?; echo "========= ERROR SUMMARY: 0 errors"; exit $r'
+standin finding 'echo "========= Invalid __global__ read of size 4 bytes"; "$@"; echo "========= ERROR SUMMARY: 1 error"; exit 9'
+standin race 'echo "========= Error: Race reported between Write access at k_x+0x10"; "$@"; echo "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)"; exit 9'
+standin refuses 'echo "========= Error: Device not supported"; exit 1'
+standin nothing '"$@"'
+# sanitizes STANDIN EXPECT-EXIT PROGRAM-EXIT STATUS: sanitized() with that stand-in gives STATUS
+sanitizes() {
+	cs=$out/$1
+	sanitized memcheck "$2" sh -c "exit $3" >/dev/null
+	r=$?
+	[ $r = "$4" ] || fail "sanitized with a compute-sanitizer that is '$1' (the program exits $3, expected $2): status $r, not $4"
+}
+sanitizes clean 0 0 0
+sanitizes clean 2 2 0
+sanitizes clean 0 2 1
+sanitizes finding 0 0 1
+sanitizes race 0 0 1
+sanitizes refuses 0 0 3
+sanitizes nothing 0 0 4
+cs=""
+sanitized memcheck 2 sh -c "exit 2" >/dev/null || fail "sanitized without a sanitizer: the expected exit 2 was not a pass"
 
 [ $FAILED = 0 ] && echo PASS
 exit $FAILED

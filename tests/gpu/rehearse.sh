@@ -213,7 +213,7 @@ if [ -z "${REHEARSE_STAGES:-}" ]; then
 	s=$out/budget/summary.txt
 	grep -q "^selftest .*CUT SHORT: still running at the end of the budget (12 s)" "$s" || { echo "rehearse: selftest was not cut short" >&2; bad=1; }
 	grep -q "^quick .*not started: would end past the budget" "$s" || { echo "rehearse: quick was started past the budget" >&2; bad=1; }
-	grep -q "^next call: .* run --budget 12 --scale rehearsal OUT_DIR selftest quick$" "$s" || { echo "rehearse: no next call for selftest and quick" >&2; bad=1; }
+	grep -q "^next call: .* run --budget 12 --scale rehearsal /rehearsal/out selftest quick$" "$s" || { echo "rehearse: no next call for selftest and quick" >&2; bad=1; }
 	say "judge and budget checks: $(($(date +%s) - t0)) s, $([ $bad = 0 ] && echo passed || echo FAILED)"
 	[ $bad = 0 ] || { cat "$out/bits-bug/summary.txt" "$out/budget/summary.txt"; failed=1; }
 fi

@@ -239,6 +239,12 @@ stage_sanitizer() {
 	[ $rc != 1 ]
 }
 
+# suite_not_tested LOG: the first assertion the gpu suite's log says it could not make here (its
+# "NOT TESTED here" list at the end, the step's number dropped), or nothing
+suite_not_tested() {
+	sed -n '/^NOT TESTED here/,/^[^ ]/p' "$1" | grep '^  - ' | head -n 1 | sed 's/^  - [0-9]*\. *//'
+}
+
 # NCCL between the GPUs, one rank a GPU, where there are 2 or more: the gpu suite's step 8 (every
 # path clean, a fault named at its rank) and bench nccl under the bundled mpirun.
 stage_nccl() {
@@ -251,7 +257,7 @@ stage_nccl() {
 	r=$?
 	cat "$out/nccl.suite.log"
 	[ $r = 0 ] || return 1
-	t=$(sed -n '/^NOT TESTED here/,/^[^ ]/p' "$out/nccl.suite.log" | grep '^  - ' | head -n 1 | sed 's/^  - [0-9]*\. *//')
+	t=$(suite_not_tested "$out/nccl.suite.log")
 	[ -n "$t" ] && { echo "not tested here: $t" >"$out/nccl.result"; return 0; }
 	# shellcheck disable=SC2046
 	mpirun --allow-run-as-root --oversubscribe -np "$n" "$S" bench nccl --gpus all --json "$out/bench-nccl.json" \
@@ -341,7 +347,7 @@ judge() {
 	case $1 in suite | selftest | gemm | minitrain | embbag | sm-replay) is_suite=1 ;; *) is_suite=0 ;; esac
 	if [ $is_suite = 1 ] && [ "$2" = 0 ]; then
 		# the suite's own account at its end: what it could not assert here, what the fake cannot judge
-		t=$(sed -n '/^NOT TESTED here/,/^[^ ]/p' "$log" | grep '^  - ' | head -n 1 | sed 's/^  - [0-9]*\. *//')
+		t=$(suite_not_tested "$log")
 		n=$(sed -n '/^NOT JUDGED/,$p' "$log" | grep -c '^  - ')
 		if [ -n "$t" ]; then
 			echo "not tested here: $t"

@@ -138,7 +138,9 @@ class Sequence:
         self.dir = os.path.join(self.mnt, "st")
         self.log = []  # one line a step, for the failure's report
         self.notes = []  # what was not checked, and why
-        self.backup = None  # (path, bytes) of a file the last corrupt step spoiled
+        # the files corrupt steps spoiled since the last run that ended: name -> (path, bytes, the
+        # model's (crit, lenient, strict) when it was spoiled; a file put back brings that state back)
+        self.backup = {}
         self.report_lost = False  # the full disk kept the run's report from last.json
         self.only_in_state = False  # ... and its history entry: state.json alone holds the state
         self.prof = self.profile("p.yaml", 0.3)
@@ -291,10 +293,12 @@ class Sequence:
                 re.search(r"state\.json|last\.json", p.stderr):
             # it refused the spoiled file with an error naming it: allowed; a person puts it back
             self.log[-1] += " (refused the spoiled file; put back)"
-            path, data = self.backup
-            with open(path, "wb") as f:
-                f.write(data)
-            self.backup, m.rebuild = None, False
+            for name, (path, data, state) in self.backup.items():
+                with open(path, "wb") as f:
+                    f.write(data)
+                if name == "state.json":  # status read the spoiled file since: the model follows the file
+                    (m.crit, m.lenient, m.strict), m.rebuild = state, False
+            self.backup = {}
             return {"prom": None}
         if p.returncode not in expect:
             raise Failure("the run exited %d, expected %s\n%s" % (p.returncode, sorted(expect), self.outputs(p)))
@@ -308,7 +312,7 @@ class Sequence:
             raise Failure("the run was saved as %s: it is %sa full scheduled run\n%s" % (
                 " ".join(new), "" if full else "not ", self.outputs(p)))
         m.run(full, p.returncode == 2 and not injected, p.returncode == 0)
-        self.backup = None
+        self.backup = {}
         if not disk_full:
             self.report_lost = self.only_in_state = False
         return {"prom": prom, "ran": True, "run": p}
@@ -385,8 +389,9 @@ class Sequence:
             self.log[-1] += " (no %s yet: nothing done)" % name
             return {"prom": None}
         path = os.path.join(self.dir, name)
-        if self.backup is None:
-            self.backup = (path, data)
+        if name not in self.backup:
+            m = self.model
+            self.backup[name] = (path, data, (m.crit, m.lenient, m.strict))
         new = {"half": data[:len(data) // 2], "empty": b"", "garbage": b"\x00garbage\xff{[\n" * 7}[how]
         with open(path, "wb") as f:
             f.write(new)

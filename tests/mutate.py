@@ -587,6 +587,19 @@ MUTATIONS = [
      [("\t[ $r = 9 ] && return 1\n", "\t: $r\n"),
       ("\tgrep -Eq '^========= (ERROR SUMMARY: [1-9]|RACECHECK SUMMARY: [1-9])' \"$l\" && return 1\n", "")],
      ["gpu_claims"]),
+    ("gpu-fingerprint-set-end-off", "the burn fingerprints its operands only where a fault is injected, not at a set's end",
+     "src/probes/gemm/gpu.c",
+     [("\treturn (faults & FAULT_AB) || (iter + 1) % l->sh->gpu_refresh == 0;",
+       "\treturn (faults & FAULT_AB) || ((iter + 1) % l->sh->gpu_refresh == 0 && !l);")],
+     ["gpu_host"]),
+    ("gpu-fingerprint-end-off", "the burn's lane ends without fingerprinting operands its last iteration did not",
+     "src/probes/gemm/gpu.c",
+     [("\t\tsdc_gemm_lane_verify_at_end(&l, next, flight_iter);", "\t\t(void)next;")],
+     ["gpu_host"]),
+    ("roofline-burn-fingerprint-every-gemm", "the burn's roofline and bench overhead's burn take fingerprints every GEMM",
+     "src/probes/gemm/bench_gpu.c",
+     [("gpu->bandwidth / refresh;", "gpu->bandwidth / 1;")],
+     ["roofline"]),
 ]
 
 FAST_SUITES = ["unit", "cli"]

@@ -101,6 +101,31 @@ PY
 )
 [ "$check" = ok ] || fail "operands at rest: $check"
 
+# An operand that rots unannounced (the fake flips A[5][7] bit 3 after the Nth checked product, as a
+# page going bad under the burn would): the burn fingerprints its operands at each set's last GEMM
+# (gpu_refresh 4: iterations 3, 7, 11, ...) and at its own end, so the flip under iteration 5 is
+# found at 7, and one under the last iteration (13 of 14, mid-set) by the check at the end.
+rot() { # NAME N ITERATIONS WANT_ITERATION
+	expect_exit 2 "$1" env FAKE_GPU_ROT="$2" "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=bf16 \
+		--set gemm.gpu_refresh=4 --set gemm.iterations="$3" --json "$TMP/$1.json"
+	check=$(python3 - "$TMP/$1.json" "$3" "$4" <<'PY'
+import json, sys
+r, n, want = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3])
+bad = []
+its = [x["iterations"] for x in r["results"] if x["variant"] == "gpu-bf16"]
+if its != [n]:
+    bad.append("iterations %r, want [%d]" % (its, n))
+got = sorted((f["iteration"], f["kind"], f.get("target"), f.get("row"), f.get("col")) for f in r["findings"])
+if got != [(want, "operand-corrupt", "A", 5, 7)]:
+    bad.append("findings %r, want A[5][7] operand-corrupt at iteration %d" % (got, want))
+print(" ".join(bad) or "ok")
+PY
+)
+	[ "$check" = ok ] || fail "an operand rotting at rest ($1): $check"
+}
+rot rot_midset 6 16 7
+rot rot_at_end 14 14 13
+
 # selftest: every GPU fault kind (A, B, C of every GPU variant) found and located.
 expect_exit 0 selftest "$SDCSCAN" selftest --cpus 0 --json "$TMP/st.json"
 expect_grep selftest out "^OK: selftest passed"

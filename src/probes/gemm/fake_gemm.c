@@ -16,6 +16,9 @@
  *                         B[0][1] (a port of the generator that went wrong)
  *   FAKE_GPU_ACC_BITS=B   the bf16/fp16 accumulator keeps B significant bits (a tensor core whose
  *                         accumulator is narrower than the exactness bound assumes)
+ *   FAKE_GPU_ROT=N        after a burn engine's Nth checked product, A[5][7]'s bit 3 flips at rest,
+ *                         unannounced (a page that goes bad under a running burn; the injector's
+ *                         faults are announced to the burn, which checks their iteration at once)
  */
 #include <math.h>
 #include <stdbool.h>
@@ -50,6 +53,7 @@ struct sdc_gpu_gemm {
 	double *thr, *thr2;
 	uint64_t fp_a, fp_b;
 	bool hung;
+	long products; /* checked products submitted (FAKE_GPU_ROT) */
 	char kernel[96];
 };
 
@@ -357,6 +361,9 @@ static int fake_submit(struct sdc_gpu_gemm *g, int slot, int what, char *err, si
 		if (fail("multiply", err, errlen))
 			return -1;
 		fake_multiply(g, sl, what & SDC_GPU_MULTIPLY);
+		if ((what & SDC_GPU_MULTIPLY) && g->c.cls >= 16 && g->c.m > 5 && g->c.k > 7 && /* burn engines only */
+		    ++g->products == fake_env_int("FAKE_GPU_ROT", -1))
+			g->a[((size_t)5 * g->kp + 7) * g->esz] ^= 8; /* the element's low byte: bit 3 */
 	}
 	if (what & SDC_GPU_CHECK) {
 		sl->failed = fail("check", err, errlen);

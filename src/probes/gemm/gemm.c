@@ -19,6 +19,7 @@
 
 #include "probes/gemm/calibration.h"
 #include "base/digest.h"
+#include "base/macros.h"
 #include "probe/probe.h"
 #include "inject/fatal.h"
 #include "probes/gemm/abft.h"
@@ -88,8 +89,10 @@ static const struct sdc_option gemm_options[] = {
 	  .help = "GPU burn: inner dimension (deep, so checking costs under 5% by the roofline; exact bf16/fp16 data "
 		  "shrink to keep every sum below 2^22)",
 	  .imin = 16, .imax = 32768 },
-	{ .name = "gpu_refresh", .neutral = true, .type = SDC_OPT_INT, .offset = OPT(gpu_refresh), .def = "64",
-	  .help = "GPU burn: iterations that reuse one operand set", .imin = 1, .imax = 1 << 20 },
+	{ .name = "gpu_refresh", .neutral = true, .type = SDC_OPT_INT, .offset = OPT(gpu_refresh),
+	  .def = SDC_XSTR(SDC_GEMM_GPU_REFRESH),
+	  .help = "GPU burn: iterations that reuse one operand set (its fingerprints taken once, at its last)", .imin = 1,
+	  .imax = 1 << 20 },
 	{ .name = "gpu_data", .neutral = true, .type = SDC_OPT_ENUM, .offset = OPT(gpu_data), .def = "random", .choices = gpu_data_names,
 	  .help = "GPU exact burn data: random, or extreme (every element at its bound: the largest sums the "
 		  "exactness bound allows, checked against their closed form)" },

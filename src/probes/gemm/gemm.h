@@ -96,12 +96,16 @@ struct sdc_gemm_check_bytes {
 	double read, written, dram;
 };
 void sdc_gemm_gpu_check_bytes(const struct sdc_gpu_gemm_cfg *c, struct sdc_gemm_check_bytes *b);
+/* GEMMs the burn runs on one operand set (gemm.gpu_refresh's default): it fingerprints the
+ * operands once a set, at its last GEMM (gpu.c), and bench overhead's burn does the same. */
+#define SDC_GEMM_GPU_REFRESH 64
 /* The checked GEMM's share of plain cuBLASLt by the roofline on gpu (probe/roofline.h), for engine c;
- * and (burn_share, unless NULL) the burn's, which also fingerprints the operands after every GEMM. */
+ * and (burn_share, unless NULL) the burn's, which also fingerprints the operands once every
+ * refresh GEMMs. */
 struct sdc_rl_gpu;
 struct sdc_rl_checked;
-void sdc_gemm_gpu_roofline(const struct sdc_rl_gpu *gpu, const struct sdc_gpu_gemm_cfg *c, struct sdc_rl_checked *out,
-			   double *burn_share);
+void sdc_gemm_gpu_roofline(const struct sdc_rl_gpu *gpu, const struct sdc_gpu_gemm_cfg *c, int refresh,
+			   struct sdc_rl_checked *out, double *burn_share);
 
 /* calibrate_gpu.c: calibrate --gpus, every GPU of run; entries ("MODEL, LIBRARY") into gpus_section. */
 int sdc_gemm_calibrate_gpus(struct sdc_run *run, const int *sizes, int nsizes, uint64_t trials, uint32_t precisions,

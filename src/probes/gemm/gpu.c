@@ -333,18 +333,32 @@ static bool may_submit(const struct gemm_lane *l, uint64_t iter)
 }
 
 /*
- * Submits iteration l->iter into slot: A and B faults first, then the GEMM, the row checks and
- * the operands' fingerprints; with a C fault due, the GEMM alone, the fault, then the checks.
+ * Whether iteration iter takes the operands' fingerprints: the last of its operand set (the
+ * operands are compared with their load's before they are thrown away), and one with an A or B
+ * fault due. Every GEMM's would re-read A and B, bytes a deeper k does not shrink (the burn at
+ * 85% of plain by the roofline, issue 39); once a set, they cost 1/gpu_refresh of that. A change
+ * at rest is still found before the set is redrawn, or at the lane's end (verify_at_end), with
+ * the GEMMs since the last fingerprint in its window.
  */
-static int submit(struct gemm_lane *l, int slot, bool c_fault)
+static bool fingerprinted(const struct gemm_lane *l, uint64_t iter, int faults)
+{
+	return (faults & FAULT_AB) || (iter + 1) % l->sh->gpu_refresh == 0;
+}
+
+/*
+ * Submits iteration l->iter into slot: A and B faults first, then the GEMM, the row checks and
+ * (where fingerprinted) the operands' fingerprints; with a C fault due, the GEMM alone, the
+ * fault, then the checks.
+ */
+static int submit(struct gemm_lane *l, int slot, int faults)
 {
 	l->slot = slot;
 	inject(l, 'A');
 	inject(l, 'B');
 	if (l->w->failed)
 		return -1;
-	const int verify = SDC_GPU_CHECK | SDC_GPU_FINGERPRINT;
-	if (!c_fault)
+	const int verify = SDC_GPU_CHECK | (fingerprinted(l, l->iter, faults) ? SDC_GPU_FINGERPRINT : 0);
+	if (!(faults & FAULT_C))
 		return l->m->gemm_submit(l->g, slot, SDC_GPU_MULTIPLY | verify, l->err, sizeof(l->err));
 	if (l->m->gemm_submit(l->g, slot, SDC_GPU_MULTIPLY, l->err, sizeof(l->err)))
 		return -1;
@@ -533,7 +547,7 @@ void sdc_gemm_gpu_run(struct sdc_worker *w)
 			break;
 		}
 		l.iter = it;
-		if (submit(&l, next, faults & FAULT_C)) {
+		if (submit(&l, next, faults)) {
 			if (!w->failed)
 				sdc_gemm_lane_error(&l, "multiplying");
 			break;
@@ -558,8 +572,9 @@ void sdc_gemm_gpu_run(struct sdc_worker *w)
 		next = (next + 1) % SDC_GPU_SLOTS;
 		it++;
 	}
-	if (in_flight && !w->failed)
-		sdc_gemm_lane_look(&l, flight_slot, flight_iter, &redo);
+	if (in_flight && !w->failed && !sdc_gemm_lane_look(&l, flight_slot, flight_iter, &redo) &&
+	    !fingerprinted(&l, flight_iter, faults_due(&l, flight_iter)))
+		sdc_gemm_lane_verify_at_end(&l, next, flight_iter);
 out:
 	lane_release(&l);
 }

@@ -56,5 +56,8 @@ void sdc_gemm_lane_finding(struct sdc_finding *f, const struct gemm_lane *l, con
  * again. -1: the lane failed.
  */
 int sdc_gemm_lane_look(struct gemm_lane *l, int slot, uint64_t iter, bool *redo);
+/* The operands' fingerprints taken alone (slot's C untouched) against the load's, after the lane's
+ * last iteration iter took none: a change at rest since the last is filed at iter. */
+void sdc_gemm_lane_verify_at_end(struct gemm_lane *l, int slot, uint64_t iter);
 
 #endif

@@ -321,6 +321,19 @@ static bool verify_operands(struct gemm_lane *l, const struct sdc_gpu_check *chk
 	return true;
 }
 
+void sdc_gemm_lane_verify_at_end(struct gemm_lane *l, int slot, uint64_t iter)
+{
+	struct sdc_gpu_check chk = { .bad = l->bad };
+	l->iter = iter;
+	l->slot = slot;
+	if (l->m->gemm_submit(l->g, slot, SDC_GPU_FINGERPRINT, l->err, sizeof(l->err)) ||
+	    l->m->gemm_collect(l->g, slot, NULL, &chk, l->err, sizeof(l->err))) {
+		sdc_gemm_lane_error(l, "taking the operands' fingerprints");
+		return;
+	}
+	verify_operands(l, &chk);
+}
+
 static void report_rows(struct gemm_lane *l, const struct sdc_gpu_check *chk, bool operand_fault)
 {
 	const int listed = chk->nbad;

@@ -5,6 +5,7 @@
  * is reported (OpenDCDiag's selftest idea: tests that fail on purpose).
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,18 @@
 #include "runner/runner.h"
 #include "base/message.h"
 #include "base/clock.h"
+
+struct selftest_opts {
+	double gpu_timeout; /* 0: each probe's own */
+};
+#define OPT(f) offsetof(struct selftest_opts, f)
+static const struct sdc_option selftest_options[] = {
+	{ .name = "gpu-timeout", .metavar = "SECONDS", .type = SDC_OPT_DOUBLE, .offset = OPT(gpu_timeout), .dmin = 1,
+	  .dmax = 3600, /* the probes' own bound */
+	  .help = "every GPU probe's gpu_timeout, the longest one wait on a GPU may take before it is named hung (the "
+		  "probes' default 30 s): longer under compute-sanitizer, whose kernels run 10-100x slower" },
+	SDC_OPT_END,
+};
 
 /* Iterations per device: faults are planned in the first eight (run/inject.h). */
 #define SELFTEST_ITERATIONS 12
@@ -92,7 +105,7 @@ static const struct sdc_injection *as_seen_by(const struct sdc_injection *in, co
 	return &x;
 }
 
-static int build_plan(struct sdc_plan *plan, struct sdc_run *run, int *expected)
+static int build_plan(struct sdc_plan *plan, struct sdc_run *run, const struct selftest_opts *o, int *expected)
 {
 	memset(plan, 0, sizeof(*plan));
 	sdc_strlcpy(plan->name, "selftest", sizeof(plan->name));
@@ -125,6 +138,13 @@ static int build_plan(struct sdc_plan *plan, struct sdc_run *run, int *expected)
 				sdc_error("internal: selftest option of %s: %s", p->name, err);
 				return -1;
 			}
+		}
+		char timeout[32];
+		snprintf(timeout, sizeof(timeout), "%.17g", o->gpu_timeout);
+		if (o->gpu_timeout > 0 && sdc_opt_find(p->options, "gpu_timeout") &&
+		    sdc_plan_entry_set(e, "gpu_timeout", timeout, err, sizeof(err))) {
+			sdc_error("selftest: --gpu-timeout for %s: %s", p->name, err);
+			return -1;
 		}
 		/* every variant runs its SELFTEST_ITERATIONS (the faults are planned on them), however slow
 		 * the devices: 8 GPUs emulated on 2 cores got 1 to 3 of 12 in a share of 60 s, and 3 of 12
@@ -336,7 +356,7 @@ static int selftest_main(struct sdc_cmd *c)
 	struct sdc_golden recorded = { 0 };
 	if (sdc_cli_start_run(c, &run, cli->have_seed ? cli->seed : 1))
 		return sdc_cli_unknown(cli);
-	if (build_plan(&plan, &run, &expected) || sdc_runner_check_injections(&run, &plan)) {
+	if (build_plan(&plan, &run, c->opts, &expected) || sdc_runner_check_injections(&run, &plan)) {
 		rc = sdc_cli_unknown(cli);
 		goto out;
 	}
@@ -443,6 +463,8 @@ const struct sdc_command sdc_command_selftest = {
 	.name = "selftest",
 	.summary = "inject faults into every probe and check that each is found and located; exit 0 every fault "
 		   "found and located, 2 a fault missed or mislocated or a false alarm, 3 could not run",
+	.options = selftest_options,
+	.opts_size = sizeof(struct selftest_opts),
 	.common = SDC_CF_CPUS | SDC_CF_GPUS | SDC_CF_SEED | SDC_CF_JSON | SDC_CF_REPORTING,
 	.flags = SDC_CMD_JOINS_MPI | SDC_CMD_BURNS,
 	.fn = selftest_main,

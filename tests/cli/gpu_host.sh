@@ -127,8 +127,12 @@ rot rot_midset 6 16 7
 rot rot_at_end 14 14 13
 
 # selftest: every GPU fault kind (A, B, C of every GPU variant) found and located.
-expect_exit 0 selftest "$SDCSCAN" selftest --cpus 0 --json "$TMP/st.json"
+# (--gpu-timeout, as gpu-check's memcheck gives it: every GPU probe's deadline, no other probe's)
+expect_exit 0 selftest "$SDCSCAN" selftest --cpus 0 --gpu-timeout 600 --json "$TMP/st.json"
 expect_grep selftest out "^OK: selftest passed"
+[ "$(json_get "$TMP/st.json" "[p['options'].get('gpu_timeout') for n in ('gemm', 'embbag', 'minitrain', 'ecparity') \
+	for p in r['run']['probes'] if p['name'] == n]")" = "['600', '600', '600', None]" ] ||
+	fail "selftest --gpu-timeout 600: $(json_get "$TMP/st.json" "[(p['name'], p['options'].get('gpu_timeout')) for p in r['run']['probes']]")"
 [ "$(json_get "$TMP/st.json" "len([i for i in r['injections'] if i['device'] == 'gpu0'])")" -ge 20 ] ||
 	fail "selftest injected fewer than 20 faults into the GPU"
 [ "$(located "$TMP/st.json" same-step)" = ok ] || fail "selftest: $(located "$TMP/st.json" same-step)"

@@ -120,6 +120,8 @@ stage_info() {
 		echo
 		echo "== nvidia-smi -q"
 		nvidia-smi -q
+		gpus_compared "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')" "$(echo "$v" | sed -n 's/^gpus: \([0-9]*\) .*/\1/p')" ||
+			rc=1
 	fi
 	if [ -d "$B/mpi" ]; then
 		echo
@@ -135,6 +137,20 @@ stage_info() {
 		SLURM_NTASKS=1 "$S" $tiny || { echo "FAIL: MPI_Init as a singleton failed"; rc=1; }
 	fi
 	return $rc
+}
+
+# gpus_compared LISTED SEEN: the module sees every GPU the driver lists (nvidia-smi -L's GPU lines;
+# SEEN empty: none), or the line says FAIL (a GPU CUDA cannot open would go untested, unsaid).
+# Under CUDA_VISIBLE_DEVICES the two differ by design: not compared.
+gpus_compared() {
+	if [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then
+		echo "GPUs: the driver lists $1, sdcscan sees ${2:-none} (CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES: not compared)"
+	elif [ "$1" != "${2:-0}" ]; then
+		echo "FAIL: the driver lists $1 GPUs (nvidia-smi -L), sdcscan sees ${2:-none}"
+		return 1
+	else
+		echo "GPUs: the driver lists $1, sdcscan sees $2"
+	fi
 }
 
 SANITIZER_NONE="none found (PATH, the toolkit, pip's nvidia packages, Nsight's folders)"
@@ -210,7 +226,7 @@ stage_sanitizer() {
 	[ -z "$cs" ] && why="no compute-sanitizer here (PATH, the toolkit, pip's nvidia packages, Nsight's folders)"
 	rc=0
 	if [ "$1" = memcheck ]; then
-		sanitized memcheck 0 "$S" selftest --cpus 0 --gpus 0 --json "$out/sanitizer-selftest.json" || rc=$?
+		sanitized memcheck 0 "$S" selftest --cpus 0 --gpus 0 --gpu-timeout 600 --json "$out/sanitizer-selftest.json" || rc=$?
 	else
 		G=$(sz 256 64)
 		small="--probe gemm --gpus 0 --cpus 0 --set gemm.dtypes=int8 --set gemm.m=64 --set gemm.n=64 --set gemm.k=256
@@ -285,7 +301,7 @@ stage_cmd() {
 	tightness-cal) echo "$S campaign gemm --gpus 0 --calibration $out/calibration.json --json $out/tightness-calibrated.json$(sz "" " --tightness 64,128 --tightness-trials 3")" ;;
 	bench-overhead) echo "$S bench overhead --gpus 0 --json $out/bench.json$(sz " --seconds 0.5" " --sizes 32 --seconds 0.1")" ;;
 	bench-minitrain) echo "$S bench minitrain --gpus 0 --json $out/bench-minitrain.json --sizes $(sz 1024,2048 64,96) --seconds $(sz 0.5 0.3)" ;;
-	bench-ring-hops) echo "$S bench ring-hops --gpus 0 --json $out/bench-ring-hops.json$(sz "" " --max-bytes 4194304")" ;;
+	bench-ring-hops) echo "$S bench ring-hops --gpus 0 --json $out/bench-ring-hops.json --max-bytes $(sz 67108864 4194304)" ;;
 	bench-embbag) echo "$S bench embbag --gpus 0 --json $out/bench-embbag.json$(sz " --seconds 0.5" " --dims 32,64 --rows 16384 --pooling 10 --seconds 0.1")" ;;
 	nccl) echo "$c nccl" ;;
 	sanitizer) echo "$c sanitizer" ;;
@@ -477,9 +493,11 @@ summary() {
 	} >"$out/summary.txt.tmp" && mv "$out/summary.txt.tmp" "$out/summary.txt"
 }
 
-# set_stage NAME RESULT [SECONDS]
+# set_stage NAME RESULT [SECONDS] (a '|' or a line break in RESULT, from a command's own words,
+# would shift .stages' columns: each becomes '/' or a space)
 set_stage() {
-	awk -F'|' -v n="$1" -v r="$2" -v t="${3:-}" 'BEGIN { OFS = "|" } $1 == n { $2 = r; $3 = t } { print }' \
+	awk -F'|' -v n="$1" -v r="$2" -v t="${3:-}" 'BEGIN { OFS = "|"; gsub(/\|/, "/", r); gsub(/\n/, " ", r) }
+		$1 == n { $2 = r; $3 = t } { print }' \
 		"$out/.stages" >"$out/.stages.tmp" && mv "$out/.stages.tmp" "$out/.stages"
 	summary
 }

@@ -73,6 +73,18 @@ expect "cut" "^verdict: INCOMPLETE"
 grep -v '^quick|' "$out/.stages" >"$out/.s" && mv "$out/.s" "$out/.stages"
 expect "subset" "^  not run yet  quick-clean "
 
+# a result in a command's own words may hold a '|' (the .stages separator): set_stage keeps its columns
+stages ok
+echo "bundle made here" >"$out/MANIFEST"
+B=$out scale=full budget="" started=now gpus=1 failed="" t_start=$(date +%s)
+set_stage embbag "FAILED (exit 1): bits differ | table a|b" 3
+n=$(claim_table | wc -l) # (summary's loop reads into n)
+[ "$(awk -F'|' '$1 == "embbag" { print NF "|" $3 "|" $4 }' "$out/.stages")" = "4|3|1" ] ||
+	fail "set_stage with a '|' in the result: $(grep '^embbag|' "$out/.stages")"
+grep -q '^embbag  *3s  *1s  FAILED (exit 1): bits differ / table a/b$' "$out/summary.txt" ||
+	fail "summary.txt's embbag row: $(grep '^embbag ' "$out/summary.txt")"
+expect "bar" "^  FAILED       embbag-bits "
+
 BUNDLE_FAKE=1
 stages "ok on the fake module (it says nothing of a GPU: GPU run owed)"
 expect "fake" "^claims: $n: 0 tested, 0 failed, 0 not tested here, $n rehearsed on the fake only, 0 not run yet$"
@@ -107,6 +119,14 @@ sanitizes refuses 0 0 3
 sanitizes nothing 0 0 4
 cs=""
 sanitized memcheck 2 sh -c "exit 2" >/dev/null || fail "sanitized without a sanitizer: the expected exit 2 was not a pass"
+
+# the info stage: the module sees every GPU nvidia-smi -L lists, unless CUDA_VISIBLE_DEVICES chose some
+unset CUDA_VISIBLE_DEVICES
+gpus_compared 8 8 >/dev/null || fail "gpus_compared: 8 listed and 8 seen is a failure"
+[ "$(gpus_compared 8 7)" = "FAIL: the driver lists 8 GPUs (nvidia-smi -L), sdcscan sees 7" ] ||
+	fail "gpus_compared: 8 listed and 7 seen: '$(gpus_compared 8 7)'"
+gpus_compared 1 "" >/dev/null && fail "gpus_compared: 1 listed and none seen passed"
+CUDA_VISIBLE_DEVICES=0 gpus_compared 8 1 >/dev/null || fail "gpus_compared: a CUDA_VISIBLE_DEVICES choice is a failure"
 
 [ $FAILED = 0 ] && echo PASS
 exit $FAILED

@@ -77,7 +77,10 @@ printf '#!/bin/sh\necho "========= COMPUTE-SANITIZER"\necho "========= Error: De
 	>"$stubs/sanitizer-refuses"
 printf '#!/bin/sh\nwhile [ $# -gt 0 ]; do case $1 in --*) shift 2 ;; *) break ;; esac; done\n%s\n' \
 	'echo "========= COMPUTE-SANITIZER"; "$@"; r=$?; echo "========= ERROR SUMMARY: 0 errors"; exit $r' >"$stubs/sanitizer-runs"
-chmod +x "$stubs/sanitizer-refuses" "$stubs/sanitizer-runs"
+# nvidia-smi standing for the driver's: -L lists FAKE_GPU_COUNT GPUs, as the fake module sees them
+printf '#!/bin/sh\nif [ "$1" = -L ]; then i=0; while [ $i -lt "$FAKE_GPU_COUNT" ]; do echo "GPU $i: fake (UUID: GPU-$i)"; i=$((i + 1)); done; else echo "nvidia-smi stand-in"; fi\n' \
+	>"$stubs/nvidia-smi"
+chmod +x "$stubs/sanitizer-refuses" "$stubs/sanitizer-runs" "$stubs/nvidia-smi"
 
 # One run inside the bare system, in a mount namespace of its own: NAME (its OUT_DIR is copied to
 # OUT_DIR/NAME), N GPUS, a shell command (run inside the chroot first) that lays out its stubs,
@@ -151,7 +154,8 @@ cp /rehearsal/stubs/sanitizer-refuses $p/bin/compute-sanitizer'
 		env="SDCSCAN_BUNDLE_DRIVER_VERSION=" ;;
 	*) setup='mkdir -p /opt/cuda-13.0/lib64 /opt/cuda-13.0/compat && cp /rehearsal/stubs/libcu* /rehearsal/stubs/libnccl* /opt/cuda-13.0/lib64/ &&
 cp /rehearsal/stubs/libcuda.so.580.65.06 /opt/cuda-13.0/compat/ && ln -s libcuda.so.580.65.06 /opt/cuda-13.0/compat/libcuda.so.1 &&
-mkdir -p /opt/nvidia/nsight-compute/2025.3.1 && cp /rehearsal/stubs/sanitizer-runs /opt/nvidia/nsight-compute/2025.3.1/compute-sanitizer'
+mkdir -p /opt/nvidia/nsight-compute/2025.3.1 && cp /rehearsal/stubs/sanitizer-runs /opt/nvidia/nsight-compute/2025.3.1/compute-sanitizer &&
+mkdir -p /usr/local/bin && cp /rehearsal/stubs/nvidia-smi /usr/local/bin/'
 		env="SDCSCAN_BUNDLE_DRIVER_VERSION=580.95.05 CUDA_HOME=/opt/cuda-13.0" ;;
 	esac
 	t0=$(date +%s)
@@ -186,7 +190,8 @@ mkdir -p /opt/nvidia/nsight-compute/2025.3.1 && cp /rehearsal/stubs/sanitizer-ru
 			expect 2 "no NVIDIA driver loaded" "no driver" ;;
 		*) expect "$n" "^libcublas.so.13: /opt/cuda-13.0/lib64/libcublas.so.13 (toolkit)" "cuBLAS from CUDA_HOME"
 			expect "$n" "not used: driver 580.95.05 runs CUDA 13.x" "compat left alone over a new driver"
-			expect "$n" "^compute-sanitizer: /opt/nvidia/nsight-compute/2025.3.1/compute-sanitizer (Nsight)" "the sanitizer from Nsight" ;;
+			expect "$n" "^compute-sanitizer: /opt/nvidia/nsight-compute/2025.3.1/compute-sanitizer (Nsight)" "the sanitizer from Nsight"
+			expect "$n" "^GPUs: the driver lists $n, sdcscan sees $n$" "nvidia-smi -L against the module" ;;
 		esac
 	fi
 	say "$n fake GPU(s): $secs s, $([ $bad = 0 ] && echo passed || echo FAILED)"

@@ -22,7 +22,7 @@ embbag|40|20|2|16 rounds at 4,000,000 rows: a core's lookups (~15 s) and the tab
 bench-ring-hops|15|3|1|CRC32C and the hop check up to 64 MiB: GPU < 0.1 s at 3.35 TB/s, the CPU's at ~10 GB/s ~7 s
 sm-replay|12|5|1|4 iterations at 512x512x512 bf16, one tile replayed on each of the 132 SMs (< 0.1 s)
 quick|50|20|1|the quick profile, --duration 30 (timed) and gemm.gpu_duration=12
-calibrate|45|5|1|3000 trials of fp32, tf32 and bf16 at the calibration's sizes: 9000 GEMMs and their checks
+calibrate|45|5|1|3000 trials of fp32, tf32 and bf16: 9000 GEMMs of 1024 x 1024 by K = 1024, 4096, 32768 (fp32 on the CUDA cores ~3 s), their operands drawn and checked
 tightness|25|3|1|V-ABFT's table: 5 sizes x 100 trials, each a GEMM and its fp64 reference on the CPU
 tightness-cal|25|3|1|the same with the calibration's e_max
 bench-overhead|40|10|1|6 types x 2 sizes x 3 contenders x 0.5 s (timed, 18 s) and each size's operands drawn

@@ -346,6 +346,25 @@ case "$(json_get "$TMP/calrun.json" "r['run']['environment']['gemm']['fp32-fast'
 "built-in: "*"calibrates GPUs only)") ;;
 *) fail "calibrate --gpus: the CPU's fast class did not fall back to its built-in e_max" ;;
 esac
+# A burn deeper than the calibration went (K=128, the burn's 256) scales its e_max as the default
+# grows with K (V-ABFT Table 7's accumulation, 5e-9 sqrt(K) + 1.2e-7), and says so.
+expect_exit 0 caldeep "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=fp32-fast --set gemm.gpu_k=256 \
+	--set gemm.calibration="$TMP/cal.json" --json "$TMP/caldeep.json"
+check=$(python3 - "$TMP/cal.json" "$TMP/caldeep.json" <<'PY'
+import json, math, sys
+cal = json.load(open(sys.argv[1]))["gpus"]["sdcscan fake GPU (CPU emulation), fake cuBLASLt"]["precisions"]["fp32-fast"]
+env = json.load(open(sys.argv[2]))["run"]["environment"]["gemm"]["gpu-fp32-fast"]
+acc = lambda k: 5e-9 * math.sqrt(k) + 1.2e-7
+want = cal["emax"] * acc(256) / acc(128)
+bad = []
+if abs(env["emax"] / want - 1) > 1e-9:
+    bad.append("e_max %r, want %r (the calibration's %r x %.4f)" % (env["emax"], want, cal["emax"], acc(256) / acc(128)))
+if ", measured to K=128: x%.4g for K=256 as the default grows" % (acc(256) / acc(128)) not in env["emax_source"]:
+    bad.append("source: %s" % env["emax_source"])
+print(" ".join(bad) or "ok")
+PY
+)
+[ "$check" = ok ] || fail "a burn deeper than its calibration: $check"
 # A CPU calibration into the same file keeps the GPUs' entries, and the reverse.
 expect_exit 0 calcpu "$SDCSCAN" calibrate gemm --cpus 0 --sizes 64 --trials 100 -o "$TMP/cal.json"
 [ "$(json_get "$TMP/cal.json" "sorted(r['gpus']) + sorted(r['precisions'])")" = \

@@ -11,6 +11,7 @@
  * one entry per GPU model and library; each kind of calibration keeps what the file holds of the
  * other.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -117,23 +118,39 @@ struct calibrate_opts {
 	uint32_t gpu_precisions;
 };
 
-/* Up to MAX_SIZES square sizes from 16 to 8192 (the protocol's representative K). */
-static int parse_square_sizes(const char *value, void *field, char *err, size_t errlen)
+/* Up to MAX_SIZES whole numbers from 16 to max, comma-separated, into field (a struct square_sizes). */
+static int parse_numbers(const char *value, void *field, int max, const char *what, char *err, size_t errlen)
 {
 	struct square_sizes *out = field;
-	struct sdc_size3 z[MAX_SIZES];
-	const int n = sdc_cli_parse_sizes(value, z, MAX_SIZES);
-	int ok = n > 0;
-	for (int i = 0; i < n && ok; i++)
-		ok = z[i].m == z[i].n && z[i].n == z[i].k && z[i].m >= 16 && z[i].m <= 8192;
-	if (!ok) {
-		snprintf(err, errlen, "up to %d square sizes from 16 to 8192, comma-separated", MAX_SIZES);
+	int n = 0;
+	for (const char *s = value; *s; n++) {
+		char *end;
+		errno = 0;
+		const long v = strtol(s, &end, 10);
+		if (n == MAX_SIZES || end == s || (*end && *end != ',') || errno || v < 16 || v > max || (*end && !end[1])) {
+			snprintf(err, errlen, "up to %d %s from 16 to %d, comma-separated", MAX_SIZES, what, max);
+			return -1;
+		}
+		out->v[n] = (int)v;
+		s = *end ? end + 1 : end;
+	}
+	if (!n) {
+		snprintf(err, errlen, "up to %d %s from 16 to %d, comma-separated", MAX_SIZES, what, max);
 		return -1;
 	}
-	for (int i = 0; i < n; i++)
-		out->v[i] = z[i].m;
 	out->n = n;
 	return 0;
+}
+
+static int parse_square_sizes(const char *value, void *field, char *err, size_t errlen)
+{
+	return parse_numbers(value, field, 8192, "square sizes", err, errlen);
+}
+
+/* --gpu-sizes: depths, to the burn's deepest gpu_k (each GEMM min(K, 1024) square by K). */
+static int parse_gpu_depths(const char *value, void *field, char *err, size_t errlen)
+{
+	return parse_numbers(value, field, 32768, "depths", err, errlen);
 }
 
 #define OPT(f) offsetof(struct calibrate_opts, f)
@@ -149,7 +166,9 @@ static const struct sdc_option calibrate_options[] = {
 	{ .name = "kernel", .short_name = 'k', .metavar = "NAME", .type = SDC_OPT_ARG, .offset = OPT(kernel),
 	  .def = "auto", .help = "auto, openblas or portable (auto, as the burn)" },
 	{ .name = "gpu-sizes", .metavar = "LIST", .type = SDC_OPT_CUSTOM, .offset = OPT(gpu_sizes),
-	  .parse = parse_square_sizes, .def = "1024,4096", .help = "with --gpus: square sizes (the burn's gpu_k is 4096)" },
+	  .parse = parse_gpu_depths, .def = "1024,4096,32768",
+	  .help = "with --gpus: depths K, each GEMM min(K, 1024) square by K (the burn's gpu_k is 32768: its bound from a "
+		  "shallower calibration is scaled up to its depth)" },
 	{ .name = "gpu-precisions", .metavar = "LIST", .type = SDC_OPT_SET, .offset = OPT(gpu_precisions),
 	  .choices = gpu_precision_names, .def = "fp32-fast,tf32-fast,bf16-fast",
 	  .help = "with --gpus: the GPU's fast types" },

@@ -22,6 +22,11 @@
 #include "base/stop.h"
 
 #define MARGIN 0.2
+/* Rows and columns of a calibration GEMM at most: its error grows with the depth K, which is
+ * measured as deep as the burn's; fewer columns sum fewer rounded products into each checksum,
+ * whose relative error is then no smaller (a bound on the safe side), and a GEMM as deep as the
+ * burn's costs 1024 x 1024 x 32768, 69 GFLOP, not 4096^2 x 32768's 1.1 TFLOP. */
+#define MAX_ROWS 1024
 
 /* The GPU's fast types a calibration covers, in the order --gpu-precisions names them. */
 static const enum sdc_gpu_type fast_types[] = { SDC_GPU_FP32_FAST, SDC_GPU_TF32_FAST, SDC_GPU_BF16_FAST };
@@ -31,12 +36,14 @@ struct size_stats {
 	uint64_t gemms, rows;
 };
 
-/* trials GEMMs of type at n x n x n on the bound GPU; the largest relative error into st. */
-static int calibrate_one(const struct sdc_gpu_gemm_ops *m, enum sdc_gpu_type type, int n, uint64_t trials, uint64_t seed,
+/* trials GEMMs of type at depth k (n x n x k, n = min(k, MAX_ROWS)) on the bound GPU; the largest
+ * relative error into st. */
+static int calibrate_one(const struct sdc_gpu_gemm_ops *m, enum sdc_gpu_type type, int k, uint64_t trials, uint64_t seed,
 			 const double *pool, struct size_stats *st, char *err, size_t errlen)
 {
+	const int n = k < MAX_ROWS ? k : MAX_ROWS;
 	struct sdc_gpu_gemm_cfg cfg;
-	if (sdc_gemm_gpu_burn_cfg(type, n, n, n, seed, &cfg, err, errlen))
+	if (sdc_gemm_gpu_burn_cfg(type, n, n, k, seed, &cfg, err, errlen))
 		return -1;
 	cfg.report_all = 1;
 	uint64_t *sums = malloc(sizeof(uint64_t) * 2 * (size_t)n);

@@ -31,7 +31,11 @@ static bool too_few(const struct sdc_facts *prec, const char *file, const char *
 		const struct sdc_facts *s = sdc_facts_row_at(prec, "sizes", i);
 		int64_t g = 0, k = 0;
 		sdc_facts_get_int(s, "gemms", &g);
-		sdc_facts_get_int(s, "k", &k);
+		if (!sdc_facts_get_int(s, "k", &k) || k < 1 || k > INT32_MAX) {
+			snprintf(err, errlen, "calibration file %s: %s has a size whose K is not a positive integer (the "
+				 "depth it was measured at, which the burn scales its e_max from)", file, name);
+			return true;
+		}
 		if (g < SDC_CALIBRATION_MIN_GEMMS) {
 			snprintf(err, errlen, "calibration file %s: %s at K=%" PRId64 " rests on %" PRId64
 				 " GEMMs, fewer than the %d per size its maximum needs; run sdcscan calibrate with more --trials",
@@ -78,7 +82,7 @@ void sdc_calibration_key_gpu(struct sdc_calibration_key *k, const char *model, c
 }
 
 int sdc_calibration_find(const char *path, const struct sdc_calibration_key *key, const char *precision, double *emax,
-			 char *source, size_t srclen, char *err, size_t errlen)
+			 int *deepest, char *source, size_t srclen, char *err, size_t errlen)
 {
 	const bool named = path && *path;
 	const char *file = named ? path : sdc_calibration_default_path();
@@ -103,6 +107,12 @@ int sdc_calibration_find(const char *path, const struct sdc_calibration_key *key
 		rc = -1;
 	} else if (sdc_facts_has(p, "emax")) {
 		*emax = e;
+		*deepest = 0;
+		for (size_t i = 0; i < sdc_facts_rows(p, "sizes"); i++) {
+			int64_t k = 0;
+			sdc_facts_get_int(sdc_facts_row_at(p, "sizes", i), "k", &k);
+			*deepest = k > *deepest ? (int)k : *deepest; /* (too_few: each in 1..INT32_MAX) */
+		}
 		snprintf(source, srclen, "calibrated: %g for %s from %s", *emax, name, file);
 	}
 	sdc_facts_free(doc);

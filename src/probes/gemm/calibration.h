@@ -54,12 +54,13 @@ void sdc_calibration_key_gpu(struct sdc_calibration_key *k, const char *model, c
 /*
  * A GPU's e_max for a precision ("fp32-fast", "tf32-fast", "bf16-fast") from the file's "gpus"
  * section, which `sdcscan calibrate --gpus` writes beside the CPU's: {"gpus": {"MODEL, LIBRARY":
- * {"precisions": {NAME: {"emax": X}}}}}. 0 with source set when found; 0 with source empty when
- * the file or the entry is not there (the caller's built-in applies); -1 with err for a corrupt
- * file or a named file that is missing.
+ * {"precisions": {NAME: {"emax": X, "sizes": [{"k": K, ...}]}}}}}. 0 with source set when found
+ * (and *deepest the largest K it was measured at); 0 with source empty when the file or the entry
+ * is not there (the caller's built-in applies); -1 with err for a corrupt file or a named file
+ * that is missing.
  */
 int sdc_calibration_find(const char *path, const struct sdc_calibration_key *key, const char *precision, double *emax,
-			 char *source, size_t srclen, char *err, size_t errlen);
+			 int *deepest, char *source, size_t srclen, char *err, size_t errlen);
 
 /* $SDCSCAN_CALIBRATION when set, else SDC_CALIBRATION_PATH. */
 const char *sdc_calibration_default_path(void);

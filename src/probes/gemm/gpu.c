@@ -204,8 +204,19 @@ int sdc_gemm_gpu_emax(const char *calibration, const char *model, enum sdc_gpu_t
 	struct sdc_calibration_key key;
 	sdc_calibration_key_gpu(&key, model, m ? m->blas : "no GPU module");
 	const char *prec = sdc_gemm_gpu_type_names[type];
-	if (sdc_calibration_find(calibration, &key, prec, emax, source, srclen, err, errlen) < 0)
+	int deepest = 0;
+	if (sdc_calibration_find(calibration, &key, prec, emax, &deepest, source, srclen, err, errlen) < 0)
 		return -1;
+	if (source[0] && deepest < k) {
+		/* Measured no deeper than K=deepest: the error grows with the depth (sqrt(K), Table 7's
+		 * accumulation), so a bound from shallower GEMMs would be too tight for the burn's (a
+		 * calibration at 4096 by 2.3x at 32768). It grows as the default does. */
+		const double scale = default_emax(type, k) / default_emax(type, deepest);
+		*emax *= scale;
+		const size_t len = strlen(source);
+		snprintf(source + len, srclen - len, ", measured to K=%d: x%.4g for K=%d as the default grows (%s)", deepest,
+			 scale, k, default_why(type));
+	}
 	if (!source[0]) {
 		*emax = default_emax(type, k);
 		snprintf(source, srclen,

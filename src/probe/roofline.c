@@ -113,22 +113,20 @@ double sdc_rl_row_bytes(uint64_t stride, uint64_t len)
 	return sum / n;
 }
 
-int sdc_rl_wavefronts(const uint32_t word[32], int banks)
+int sdc_rl_wavefronts(const uint32_t *word, int n, int banks)
 {
 	int most = 1;
 	for (int b = 0; b < banks; b++) {
-		uint32_t seen[32];
-		int n = 0;
-		for (int l = 0; l < 32; l++) {
+		int distinct = 0;
+		for (int l = 0; l < n; l++) {
 			if (word[l] % (uint32_t)banks != (uint32_t)b)
 				continue;
-			int k = 0;
-			while (k < n && seen[k] != word[l])
+			int k = 0; /* counted once: at its first lane */
+			while (k < l && word[k] != word[l])
 				k++;
-			if (k == n)
-				seen[n++] = word[l];
+			distinct += k == l;
 		}
-		most = n > most ? n : most;
+		most = distinct > most ? distinct : most;
 	}
 	return most;
 }

@@ -71,9 +71,11 @@ double sdc_rl_run_bytes(uint64_t offset, uint64_t len);
 /* The same for a row of len bytes at the start of a row of a table of stride-byte rows (table
  * aligned to a sector), averaged over the rows' starts within a sector (a random row's mean). */
 double sdc_rl_row_bytes(uint64_t stride, uint64_t len);
-/* Shared-memory wavefronts of one warp's 4-byte accesses to words word[0..31] (the most distinct
- * words any one of banks banks holds; the same word in two lanes is one access). */
-int sdc_rl_wavefronts(const uint32_t word[32], int banks);
+/* Shared-memory wavefronts of one warp's access to the 4-byte words word[0..n) (32 for a scalar
+ * access, 32 v for a v-word vector one: every word its lanes ask for): the most distinct words any
+ * one of banks banks holds; the same word in two lanes is one access. (A 128-bit access may take
+ * a wavefront per quarter-warp at least: this is the fewest, as a roofline takes.) */
+int sdc_rl_wavefronts(const uint32_t *word, int n, int banks);
 
 /*
  * The by-design verdict: whether estimate meets target (at_least: estimate >= target, else <=),

@@ -37,6 +37,14 @@ if [ "${PTX_LINT_FMA_F32:-}" = required ]; then
 	grep -v 'fma\.rn\.f32' "$TMP/project.ptx" >"$TMP/rest.ptx"
 	mv "$TMP/rest.ptx" "$TMP/project.ptx"
 fi
+# PTX_LINT_SHARED_LOADS=v4 (xgemm.cu): every shared-memory load is 128-bit, as the exact GEMM's
+# roofline counts them (probes/minitrain/bench_gpu.c): scalar ones would take 12 wavefronts a step, not 3.
+if [ "${PTX_LINT_SHARED_LOADS:-}" = v4 ]; then
+	if ! grep -q 'ld\.shared\.v4\.f32' "$TMP/project.ptx" || grep -q 'ld\.shared\.f32' "$TMP/project.ptx"; then
+		echo "FAIL: $SRC's shared-memory loads are not all ld.shared.v4.f32: $(grep -c 'ld\.shared\.f32' "$TMP/project.ptx") scalar" >&2
+		failed=1
+	fi
+fi
 if grep -n 'fma\.' "$TMP/project.ptx" >"$TMP/fma"; then
 	echo "FAIL: $(wc -l <"$TMP/fma") fused multiply-adds in the PTX of $SRC, e.g.:" >&2
 	head -3 "$TMP/fma" >&2
@@ -64,5 +72,5 @@ if grep -q 'fma\.' "$TMP/nofmad.ptx"; then
 	echo "FAIL: the module's flags let nvcc contract the canary: -fmad=false is not in effect" >&2
 	failed=1
 fi
-[ $failed = 0 ] && echo "PASS: $(grep -c '^' "$TMP/project.ptx") lines of PTX, no fma${PTX_LINT_FMA_F32:+ but fma.rn.f32}, no ftz"
+[ $failed = 0 ] && echo "PASS: $(grep -c '^' "$TMP/project.ptx") lines of PTX, no fma${PTX_LINT_FMA_F32:+ but fma.rn.f32}, no ftz${PTX_LINT_SHARED_LOADS:+, shared loads $PTX_LINT_SHARED_LOADS}"
 exit $failed

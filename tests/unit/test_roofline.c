@@ -85,16 +85,22 @@ static void bytes_and_banks(void)
 	uint32_t w[32];
 	for (int l = 0; l < 32; l++)
 		w[l] = 7;
-	CHECK(sdc_rl_wavefronts(w, 32) == 1); /* a broadcast */
+	CHECK(sdc_rl_wavefronts(w, 32, 32) == 1); /* a broadcast */
 	for (int l = 0; l < 32; l++)
 		w[l] = (uint32_t)l;
-	CHECK(sdc_rl_wavefronts(w, 32) == 1);
+	CHECK(sdc_rl_wavefronts(w, 32, 32) == 1);
 	for (int l = 0; l < 32; l++)
 		w[l] = 32u * (uint32_t)l;
-	CHECK(sdc_rl_wavefronts(w, 32) == 32);
+	CHECK(sdc_rl_wavefronts(w, 32, 32) == 32);
 	for (int l = 0; l < 32; l++)
 		w[l] = (uint32_t)(l % 16 * 4); /* k_xgemm's B patch, j = 0: lanes tx and tx + 8 share a bank */
-	CHECK(sdc_rl_wavefronts(w, 32) == 2);
+	CHECK(sdc_rl_wavefronts(w, 32, 32) == 2);
+	/* its float4 of B: lanes tx = 0..15 (and again 16..31) ask for words 0..63, two in each bank */
+	uint32_t v[128];
+	for (int l = 0; l < 32; l++)
+		for (int j = 0; j < 4; j++)
+			v[l * 4 + j] = (uint32_t)(l % 16 * 4 + j);
+	CHECK(sdc_rl_wavefronts(v, 128, 32) == 2);
 }
 
 /* The row check's bytes, and the share at the burn's sizes. */
@@ -225,10 +231,12 @@ static void embbag_check(void)
 	printf("\n");
 }
 
-/* The exact GEMM: 12 wavefronts of loads a step (A's 4 broadcasts, B's 4 two-way conflicts) and
- * 12 of stores every 16 steps (A's transposed stores two-way); 32 FP32 instructions a warp and
- * step on 128 lanes: 8 clocks; 41 instructions on 4 schedulers (a load and a store of 8 tile
- * elements every 16 steps): 10.25. */
+/* The exact GEMM, a warp's step: A's float4 (lanes of one ty ask for words 4 ty .. 4 ty + 3; a
+ * warp's two ty: 8 words in 8 banks) 1 wavefront, B's (16 tx: words 0..63, two a bank) 2; and
+ * 12 of stores every 16 steps (A's transposed stores two-way): 3.75 clocks. 32 FP32 instructions
+ * on 128 lanes: 8 clocks; 35 instructions on 4 schedulers (2 loads, and a load and a store of 8
+ * tile elements every 16 steps): 8.75, the busiest. (With scalar loads: 12.75 of wavefronts, B's
+ * lanes tx and tx + 8 sharing a bank, and 10.25 of issue: 30.4% at 4096.) */
 static void exact_gemm(void)
 {
 	char why[64];
@@ -237,12 +245,13 @@ static void exact_gemm(void)
 		return;
 	struct sdc_mt_xgemm_roofline x;
 	sdc_mt_xgemm_roofline(sxm, 4096, 0, &x);
-	CHECK(x.fp32_clk == 8 && x.smem_clk == 12.75 && x.issue_clk == 10.25);
-	const double per_sm = (2.0 * 4 * 4 * 32 / 12.75) / (2 * 128);
+	CHECK_MSG(x.fp32_clk == 8 && x.smem_clk == 3.75 && x.issue_clk == 8.75, "clocks: fp32 %g smem %g issue %g",
+		  x.fp32_clk, x.smem_clk, x.issue_clk);
+	const double per_sm = (2.0 * 4 * 4 * 32 / 8.75) / (2 * 128);
 	CHECK(close_to(x.per_sm, per_sm));
 	/* 64 x 64 blocks of 64 x 64 on 132 SMs: the busiest has 32 */
 	CHECK(close_to(x.spread, 4096.0 / (32 * 132)) && close_to(x.share, per_sm * 4096.0 / (32 * 132)));
-	CHECK(x.share >= 0.30 && x.share < 0.31); /* borderline: the review said so */
+	CHECK(x.share >= 0.44 && x.share < 0.45); /* 44.3%: the target's 30% with room */
 	sdc_mt_xgemm_roofline(sxm, 512, 0, &x); /* 64 blocks: half the SMs idle */
 	CHECK(close_to(x.share, per_sm * 64.0 / 132) && x.share < 0.30);
 	sdc_mt_xgemm_roofline(sxm, 4096, 100, &x); /* a GPU's own SM count (MIG) */

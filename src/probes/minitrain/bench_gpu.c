@@ -11,8 +11,9 @@
  * by side (target: the GPU trains faster than one core, or it is not worth running there).
  *
  * Beside each size's share, the design's by the roofline (probe/roofline.h) on the GPU's model:
- * what k_xgemm's loop asks of an SM (no FMA: a rounded product and a rounded sum each step, scalar
- * shared-memory loads, their bank conflicts) against sgemm at the FP32 FMA peak.
+ * what k_xgemm's loop asks of an SM (no FMA: a rounded product and a rounded sum each step, a
+ * 128-bit shared-memory load of each tile a step, their bank conflicts) against sgemm at the FP32
+ * FMA peak.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -35,6 +36,7 @@
 #include "base/clock.h"
 
 #define TARGET_SHARE 0.30
+_Static_assert(SDC_XGEMM_TM == 4 && SDC_XGEMM_TN == 4, "k_xgemm loads a float4 of each tile a step");
 
 void sdc_mt_xgemm_roofline(const struct sdc_rl_gpu *gpu, int n, int sms, struct sdc_mt_xgemm_roofline *out)
 {
@@ -42,38 +44,37 @@ void sdc_mt_xgemm_roofline(const struct sdc_rl_gpu *gpu, int n, int sms, struct 
 	       T = SDC_XGEMM_THREADS, AROW = BM + SDC_XGEMM_APAD };
 	/*
 	 * Warp 0's lanes (every warp's addresses are its own shifted alike): in a step p of the loop
-	 * each lane loads as[p][ty TM + i] and bs[p][tx TN + j], one float each (the PTX keeps them
-	 * scalar); every BK steps it stores its share of the tiles, as[p][r] (r = e / BK, p = e % BK)
-	 * and bs[p][col] (p = e / BN, col = e % BN) for e = tid, tid + T, ...
+	 * each lane loads as[p][ty TM .. ty TM + TM) and bs[p][tx TN .. tx TN + TN), one 128-bit load
+	 * each (TM = TN = 4: ld.shared.v4.f32, which ptx_lint_xgemm requires); every BK steps it stores
+	 * its share of the tiles, as[p][r] (r = e / BK, p = e % BK) and bs[p][col] (p = e / BN,
+	 * col = e % BN) for e = tid, tid + T, ..., one float each.
 	 */
-	uint32_t w[32];
+	uint32_t w[32 * 4];
 	double lds = 0, sts = 0;
-	for (int i = 0; i < TM; i++) {
-		for (int l = 0; l < 32; l++)
-			w[l] = (uint32_t)(l / (BN / TN) * TM + i);
-		lds += sdc_rl_wavefronts(w, gpu->smem_banks);
-	}
-	for (int j = 0; j < TN; j++) {
-		for (int l = 0; l < 32; l++)
-			w[l] = (uint32_t)(l % (BN / TN) * TN + j);
-		lds += sdc_rl_wavefronts(w, gpu->smem_banks);
-	}
+	for (int l = 0; l < 32; l++)
+		for (int i = 0; i < TM; i++)
+			w[l * TM + i] = (uint32_t)(l / (BN / TN) * TM + i);
+	lds += sdc_rl_wavefronts(w, 32 * TM, gpu->smem_banks);
+	for (int l = 0; l < 32; l++)
+		for (int j = 0; j < TN; j++)
+			w[l * TN + j] = (uint32_t)(l % (BN / TN) * TN + j);
+	lds += sdc_rl_wavefronts(w, 32 * TN, gpu->smem_banks);
 	for (int e0 = 0; e0 < BM * BK; e0 += T) {
 		for (int l = 0; l < 32; l++)
 			w[l] = (uint32_t)((e0 + l) % BK * AROW + (e0 + l) / BK);
-		sts += sdc_rl_wavefronts(w, gpu->smem_banks);
+		sts += sdc_rl_wavefronts(w, 32, gpu->smem_banks);
 	}
 	for (int e0 = 0; e0 < BK * BN; e0 += T) {
 		for (int l = 0; l < 32; l++)
 			w[l] = (uint32_t)((e0 + l) / BN * BN + (e0 + l) % BN);
-		sts += sdc_rl_wavefronts(w, gpu->smem_banks);
+		sts += sdc_rl_wavefronts(w, 32, gpu->smem_banks);
 	}
 	/* a step: TM TN elements, each a rounded product and a rounded sum (sdc_xmac: two FP32
-	 * instructions, no FMA), TM + TN loads; every BK steps the tiles' loads from memory and stores */
+	 * instructions, no FMA), 2 loads; every BK steps the tiles' loads from memory and stores */
 	const double fp32 = 2.0 * TM * TN, moves = 2.0 * (BM * BK + BK * BN) / T;
 	out->fp32_clk = fp32 * 32 / gpu->fp32_lanes;
 	out->smem_clk = lds + sts / BK;
-	out->issue_clk = (fp32 + TM + TN + moves / BK) / SDC_RL_SCHEDULERS;
+	out->issue_clk = (fp32 + 2 + moves / BK) / SDC_RL_SCHEDULERS;
 	double clk = out->fp32_clk > out->smem_clk ? out->fp32_clk : out->smem_clk;
 	clk = clk > out->issue_clk ? clk : out->issue_clk;
 	out->per_sm = TM * TN * 32 / clk / gpu->fp32_lanes; /* (2 TM TN 32 flops / clk) / (2 lanes) */

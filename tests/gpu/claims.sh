@@ -85,6 +85,36 @@ grep -q '^embbag  *3s  *1s  FAILED (exit 1): bits differ / table a/b$' "$out/sum
 	fail "summary.txt's embbag row: $(grep '^embbag ' "$out/summary.txt")"
 expect "bar" "^  FAILED       embbag-bits "
 
+# judge() on a bench's exit 2, from logs in the benches' own formats (a GPU's, BUNDLE_FAKE=0)
+minitrain_log() { # TRAINING_TARGET GEMM_BITS GEMM_TARGET
+	printf '%s\n' "bits: exact GEMM 67 x 131 x 77 (tile edges), every element against this CPU's: the same" \
+		"model  bits          GPU steps/s  core steps/s  GPU/core  target" \
+		"dlrm   same                248.0        1097.1       0.2x  $1" "xfmr   same                 78.6         854.9       0.1x  met" \
+		"" "GEMM, square n (bits: against this CPU's exact kernel, all rows up to 1024, else the first and last 8;" \
+		"    n  bits       exact GFLOP/s  sgemm GFLOP/s  exact/sgemm  roofline  target" \
+		" 1024  $2         9000.0        20000.0        45.0%     44.3%  $3, met by design (roofline 44.3%)" \
+		>"$out/bench-minitrain.log"
+}
+judged() { # STAGE RC WANT-STATUS RESULT-PATTERN: judge's result into $res
+	rm -f "$out/$1.result"
+	res=$(judge "$1" "$2")
+	s=$?
+	[ $s = "$3" ] && echo "$res" | grep -q -- "$4" || fail "judge $1 exit $2: status $s, '$res' (expected $3, '$4')"
+}
+minitrain_log MISSED same met
+judged bench-minitrain 2 0 '^ok: .*MISSED only .*training target.*(dlrm 0.2x)'
+stages ok "bench-minitrain=$res"
+expect "training" "^  tested       exact-gemm-speed "
+minitrain_log met same MISSED
+judged bench-minitrain 2 1 '^MISSED A TARGET (exit 2): '
+stages ok "bench-minitrain=$res"
+expect "gemm speed" "^  FAILED       exact-gemm-speed "
+expect "gemm speed" "^  tested       exact-class-bits "
+minitrain_log MISSED DIFFERENT met
+judged bench-minitrain 2 1 '^FAILED (exit 2): bits differ: *1024 DIFFERENT'
+stages ok "bench-minitrain=$res"
+expect "gemm bits" "^  FAILED       exact-class-bits "
+
 BUNDLE_FAKE=1
 stages "ok on the fake module (it says nothing of a GPU: GPU run owed)"
 expect "fake" "^claims: $n: 0 tested, 0 failed, 0 not tested here, $n rehearsed on the fake only, 0 not run yet$"

@@ -147,6 +147,19 @@ sanitizes finding 0 0 1
 sanitizes race 0 0 1
 sanitizes refuses 0 0 3
 sanitizes nothing 0 0 4
+# racecheck and synccheck leave cuBLASLt's kernels out (--kernel-name-exclude, one argument whatever
+# its '|'); a sanitizer that does not take the option runs the command again without it
+printf '#!/bin/sh\necho "$*" >>"%s/args"\ncase " $* " in *" --kernel-name-exclude "*) [ -n "${REFUSE_EXCLUDE:-}" ] && { echo "Unrecognized option: --kernel-name-exclude"; exit 1; } ;; esac\nwhile [ $# -gt 0 ]; do case $1 in --*) shift 2 ;; *) break ;; esac; done\necho "========= COMPUTE-SANITIZER"; "$@"; r=$?; echo "========= ERROR SUMMARY: 0 errors"; exit $r\n' \
+	"$out" >"$out/scoped"
+chmod +x "$out/scoped"
+cs=$out/scoped cs_exclude="regex=nvjet|xmma"
+sanitized racecheck 0 sh -c "exit 0" >/dev/null || fail "sanitized with --kernel-name-exclude: not a pass"
+grep -q -- '--tool racecheck --target-processes all --error-exitcode 9 --kernel-name-exclude regex=nvjet|xmma sh -c exit 0$' "$out/args" ||
+	fail "sanitized: the sanitizer was called as: $(cat "$out/args")"
+rm -f "$out/args"
+REFUSE_EXCLUDE=1 sanitized racecheck 0 sh -c "exit 0" >"$out/refuse.log"
+[ $? = 0 ] && [ -z "$cs_exclude" ] && [ "$(wc -l <"$out/args")" = 2 ] && grep -q 'again without it' "$out/refuse.log" ||
+	fail "sanitized with a sanitizer that refuses --kernel-name-exclude: $(cat "$out/refuse.log")"
 cs=""
 sanitized memcheck 2 sh -c "exit 2" >/dev/null || fail "sanitized without a sanitizer: the expected exit 2 was not a pass"
 

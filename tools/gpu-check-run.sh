@@ -120,8 +120,9 @@ stage_info() {
 		echo
 		echo "== nvidia-smi -q"
 		nvidia-smi -q
-		gpus_compared "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')" "$(echo "$v" | sed -n 's/^gpus: \([0-9]*\) .*/\1/p')" ||
-			rc=1
+		L=$(nvidia-smi -L 2>/dev/null)
+		gpus_compared "$(echo "$L" | grep -c '^GPU ')" "$(echo "$v" | sed -n 's/^gpus: \([0-9]*\) .*/\1/p')" \
+			"$(echo "$L" | grep -c '^ *MIG ')" || rc=1
 	fi
 	if [ -d "$B/mpi" ]; then
 		echo
@@ -139,12 +140,15 @@ stage_info() {
 	return $rc
 }
 
-# gpus_compared LISTED SEEN: the module sees every GPU the driver lists (nvidia-smi -L's GPU lines;
-# SEEN empty: none), or the line says FAIL (a GPU CUDA cannot open would go untested, unsaid).
-# Under CUDA_VISIBLE_DEVICES the two differ by design: not compared.
+# gpus_compared LISTED SEEN [MIGS]: the module sees every GPU the driver lists (nvidia-smi -L's GPU
+# lines; SEEN empty: none), or the line says FAIL (a GPU CUDA cannot open would go untested,
+# unsaid). Under CUDA_VISIBLE_DEVICES, or with MIG instances (CUDA enumerates those, not the
+# GPUs), the two differ by design: not compared.
 gpus_compared() {
 	if [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then
 		echo "GPUs: the driver lists $1, sdcscan sees ${2:-none} (CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES: not compared)"
+	elif [ "${3:-0}" != 0 ]; then
+		echo "GPUs: the driver lists $1 with $3 MIG instances, sdcscan sees ${2:-none} (MIG: not compared)"
 	elif [ "$1" != "${2:-0}" ]; then
 		echo "FAIL: the driver lists $1 GPUs (nvidia-smi -L), sdcscan sees ${2:-none}"
 		return 1

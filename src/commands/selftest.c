@@ -21,6 +21,7 @@
 #include "runner/report.h"
 #include "runner/report_read.h"
 #include "runner/runner.h"
+#include "base/macros.h"
 #include "base/message.h"
 #include "base/clock.h"
 
@@ -32,7 +33,8 @@ static const struct sdc_option selftest_options[] = {
 	{ .name = "gpu-timeout", .metavar = "SECONDS", .type = SDC_OPT_DOUBLE, .offset = OPT(gpu_timeout), .dmin = 1,
 	  .dmax = 3600, /* the probes' own bound */
 	  .help = "every GPU probe's gpu_timeout, the longest one wait on a GPU may take before it is named hung (the "
-		  "probes' default 30 s): longer under compute-sanitizer, whose kernels run 10-100x slower" },
+		  "probes' default 30 s; their hang_timeout at least this and a minute): longer under compute-sanitizer, "
+		  "whose kernels run 10-100x slower" },
 	SDC_OPT_END,
 };
 
@@ -141,10 +143,14 @@ static int build_plan(struct sdc_plan *plan, struct sdc_run *run, const struct s
 		}
 		char timeout[32];
 		snprintf(timeout, sizeof(timeout), "%.17g", o->gpu_timeout);
-		if (o->gpu_timeout > 0 && sdc_opt_find(p->options, "gpu_timeout") &&
-		    sdc_plan_entry_set(e, "gpu_timeout", timeout, err, sizeof(err))) {
-			sdc_error("selftest: --gpu-timeout for %s: %s", p->name, err);
-			return -1;
+		if (o->gpu_timeout > 0 && sdc_opt_find(p->options, "gpu_timeout")) {
+			if (sdc_plan_entry_set(e, "gpu_timeout", timeout, err, sizeof(err))) {
+				sdc_error("selftest: --gpu-timeout for %s: %s", p->name, err);
+				return -1;
+			}
+			/* a GPU lane waiting on its GPU makes no progress the supervisor sees: the wait's
+			 * deadline must come first, or a slow wait is a hung worker at hang_timeout */
+			e->common.hang_timeout = SDC_MAX(e->common.hang_timeout, o->gpu_timeout + 60);
 		}
 		/* every variant runs its SELFTEST_ITERATIONS (the faults are planned on them), however slow
 		 * the devices: 8 GPUs emulated on 2 cores got 1 to 3 of 12 in a share of 60 s, and 3 of 12

@@ -125,6 +125,27 @@ PY
 }
 rot rot_midset 6 16 7
 rot rot_at_end 14 14 13
+# B rotting mid-set fails every row of the next GEMM (iteration 6): that look takes the fingerprints
+# at once, so B is named there, reloaded, and no SM is blamed for rows it computed right.
+expect_exit 2 rot_b env FAKE_GPU_ROT_B=6 "$SDCSCAN" run $GPU --set gemm.dtypes=int8 --set gemm.gpu_dtypes=bf16 \
+	--set gemm.gpu_refresh=8 --json "$TMP/rot_b.json"
+check=$(python3 - "$TMP/rot_b.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+bad = []
+f = r["findings"]
+ops = [(x["iteration"], x["target"], x["row"], x["col"]) for x in f if x["kind"] == "operand-corrupt"]
+if ops != [(6, "B", 5, 7)]:
+    bad.append("operand findings %r, want B[5][7] at iteration 6" % ops)
+if sorted(set(x["iteration"] for x in f)) != [6]:
+    bad.append("findings at iterations %r, want 6 only" % sorted(set(x["iteration"] for x in f)))
+blamed = [x for x in f if x.get("sm") is not None and x.get("sm", -1) >= 0]
+if blamed:
+    bad.append("an SM blamed: %s" % blamed[0].get("detail"))
+print(" ".join(bad) or "ok")
+PY
+)
+[ "$check" = ok ] || fail "B rotting at rest: $check"
 
 # selftest: every GPU fault kind (A, B, C of every GPU variant) found and located.
 # (--gpu-timeout, as gpu-check's memcheck gives it: every GPU probe's deadline, no other probe's)

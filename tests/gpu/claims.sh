@@ -169,6 +169,8 @@ gpus_compared 8 8 >/dev/null || fail "gpus_compared: 8 listed and 8 seen is a fa
 [ "$(gpus_compared 8 7)" = "FAIL: the driver lists 8 GPUs (nvidia-smi -L), sdcscan sees 7" ] ||
 	fail "gpus_compared: 8 listed and 7 seen: '$(gpus_compared 8 7)'"
 gpus_compared 1 "" >/dev/null && fail "gpus_compared: 1 listed and none seen passed"
+gpus_compared 8 8 0 >/dev/null || fail "gpus_compared: 8 listed, no MIG, 8 seen is a failure"
+gpus_compared 1 2 2 >/dev/null || fail "gpus_compared: a GPU with 2 MIG instances is a failure"
 CUDA_VISIBLE_DEVICES=0 gpus_compared 8 1 >/dev/null || fail "gpus_compared: a CUDA_VISIBLE_DEVICES choice is a failure"
 
 [ $FAILED = 0 ] && echo PASS

@@ -118,39 +118,46 @@ struct calibrate_opts {
 	uint32_t gpu_precisions;
 };
 
-/* Up to MAX_SIZES whole numbers from 16 to max, comma-separated, into field (a struct square_sizes). */
-static int parse_numbers(const char *value, void *field, int max, const char *what, char *err, size_t errlen)
+/* Up to MAX_SIZES square sizes from 16 to 8192 (the protocol's representative K). */
+static int parse_square_sizes(const char *value, void *field, char *err, size_t errlen)
 {
 	struct square_sizes *out = field;
-	int n = 0;
-	for (const char *s = value; *s; n++) {
-		char *end;
-		errno = 0;
-		const long v = strtol(s, &end, 10);
-		if (n == MAX_SIZES || end == s || (*end && *end != ',') || errno || v < 16 || v > max || (*end && !end[1])) {
-			snprintf(err, errlen, "up to %d %s from 16 to %d, comma-separated", MAX_SIZES, what, max);
-			return -1;
-		}
-		out->v[n] = (int)v;
-		s = *end ? end + 1 : end;
-	}
-	if (!n) {
-		snprintf(err, errlen, "up to %d %s from 16 to %d, comma-separated", MAX_SIZES, what, max);
+	struct sdc_size3 z[MAX_SIZES];
+	const int n = sdc_cli_parse_sizes(value, z, MAX_SIZES);
+	int ok = n > 0;
+	for (int i = 0; i < n && ok; i++)
+		ok = z[i].m == z[i].n && z[i].n == z[i].k && z[i].m >= 16 && z[i].m <= 8192;
+	if (!ok) {
+		snprintf(err, errlen, "up to %d square sizes from 16 to 8192, comma-separated", MAX_SIZES);
 		return -1;
 	}
+	for (int i = 0; i < n; i++)
+		out->v[i] = z[i].m;
 	out->n = n;
 	return 0;
 }
 
-static int parse_square_sizes(const char *value, void *field, char *err, size_t errlen)
-{
-	return parse_numbers(value, field, 8192, "square sizes", err, errlen);
-}
-
-/* --gpu-sizes: depths, to the burn's deepest gpu_k (each GEMM min(K, 1024) square by K). */
+/* --gpu-sizes: up to MAX_SIZES depths K from 16 to the burn's deepest gpu_k, comma-separated
+ * (sdc_cli_parse_sizes stops square sizes at 16384); each GEMM min(K, 1024) square by K. */
 static int parse_gpu_depths(const char *value, void *field, char *err, size_t errlen)
 {
-	return parse_numbers(value, field, 32768, "depths", err, errlen);
+	struct square_sizes *out = field;
+	int n = 0;
+	for (const char *s = value; *s && n <= MAX_SIZES; n++) {
+		char *end;
+		errno = 0;
+		const long v = strtol(s, &end, 10);
+		if (n == MAX_SIZES || end == s || (*end && *end != ',') || errno || v < 16 || v > 32768)
+			break;
+		out->v[n] = (int)v;
+		s = *end ? end + 1 : end;
+		if (!*s) {
+			out->n = n + 1;
+			return 0;
+		}
+	}
+	snprintf(err, errlen, "up to %d depths from 16 to 32768, comma-separated", MAX_SIZES);
+	return -1;
 }
 
 #define OPT(f) offsetof(struct calibrate_opts, f)

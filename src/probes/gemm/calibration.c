@@ -33,7 +33,7 @@ static bool too_few(const struct sdc_facts *prec, const char *file, const char *
 		sdc_facts_get_int(s, "gemms", &g);
 		if (!sdc_facts_get_int(s, "k", &k) || k < 1 || k > INT32_MAX) {
 			snprintf(err, errlen, "calibration file %s: %s has a size whose K is not a positive integer (the "
-				 "depth it was measured at, which the burn scales its e_max from)", file, name);
+				 "depth it was measured at)", file, name);
 			return true;
 		}
 		if (g < SDC_CALIBRATION_MIN_GEMMS) {

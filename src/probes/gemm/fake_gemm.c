@@ -19,6 +19,7 @@
  *   FAKE_GPU_ROT=N        after a burn engine's Nth checked product, A[5][7]'s bit 3 flips at rest,
  *                         unannounced (a page that goes bad under a running burn; the injector's
  *                         faults are announced to the burn, which checks their iteration at once)
+ *   FAKE_GPU_ROT_B=N      the same for B[5][7] (which fails every row's check from the next GEMM)
  */
 #include <math.h>
 #include <stdbool.h>
@@ -361,9 +362,14 @@ static int fake_submit(struct sdc_gpu_gemm *g, int slot, int what, char *err, si
 		if (fail("multiply", err, errlen))
 			return -1;
 		fake_multiply(g, sl, what & SDC_GPU_MULTIPLY);
-		if ((what & SDC_GPU_MULTIPLY) && g->c.cls >= 16 && g->c.m > 5 && g->c.k > 7 && /* burn engines only */
-		    ++g->products == fake_env_int("FAKE_GPU_ROT", -1))
-			g->a[((size_t)5 * g->kp + 7) * g->esz] ^= 8; /* the element's low byte: bit 3 */
+		if ((what & SDC_GPU_MULTIPLY) && g->c.cls >= 16 && g->c.m > 5 && g->c.k > 7 && g->c.n > 7) {
+			/* burn engines only; the element's low byte: bit 3 (B lies transposed: ldc rows of kp) */
+			++g->products;
+			if (g->products == fake_env_int("FAKE_GPU_ROT", -1))
+				g->a[((size_t)5 * g->kp + 7) * g->esz] ^= 8;
+			if (g->products == fake_env_int("FAKE_GPU_ROT_B", -1))
+				g->bt[((size_t)7 * g->kp + 5) * g->esz] ^= 8;
+		}
 	}
 	if (what & SDC_GPU_CHECK) {
 		sl->failed = fail("check", err, errlen);

@@ -344,16 +344,18 @@ static bool may_submit(const struct gemm_lane *l, uint64_t iter)
 }
 
 /*
- * Whether iteration iter takes the operands' fingerprints: the last of its operand set (the
- * operands are compared with their load's before they are thrown away), and one with an A or B
- * fault due. Every GEMM's would re-read A and B, bytes a deeper k does not shrink (the burn at
- * 85% of plain by the roofline, issue 39); once a set, they cost 1/gpu_refresh of that. A change
- * at rest is still found before the set is redrawn, or at the lane's end (verify_at_end), with
- * the GEMMs since the last fingerprint in its window.
+ * Whether iteration iter takes the operands' fingerprints. The burn's: the last of its operand
+ * set (the operands are compared with their load's before they are thrown away), and one with an
+ * A or B fault due. Every GEMM's would re-read A and B, bytes a deeper k does not shrink (the
+ * burn at 85% of plain by the roofline, issue 39); once a set, they cost 1/gpu_refresh of that. A
+ * change at rest is still found before the set is redrawn, at the lane's end (verify_at_end), or
+ * as soon as a row fails (the look takes them then, so no SM is blamed for a changed B); with
+ * the GEMMs since the last fingerprint in its window. The lanes that vote with the CPUs take
+ * them every GEMM: small, and their C is read back whole anyway.
  */
 static bool fingerprinted(const struct gemm_lane *l, uint64_t iter, int faults)
 {
-	return (faults & FAULT_AB) || (iter + 1) % l->sh->gpu_refresh == 0;
+	return !l->sh->gpu_burn || (faults & FAULT_AB) || (iter + 1) % l->sh->gpu_refresh == 0;
 }
 
 /*
@@ -368,7 +370,8 @@ static int submit(struct gemm_lane *l, int slot, int faults)
 	inject(l, 'B');
 	if (l->w->failed)
 		return -1;
-	const int verify = SDC_GPU_CHECK | (fingerprinted(l, l->iter, faults) ? SDC_GPU_FINGERPRINT : 0);
+	l->fingerprinted[slot] = fingerprinted(l, l->iter, faults);
+	const int verify = SDC_GPU_CHECK | (l->fingerprinted[slot] ? SDC_GPU_FINGERPRINT : 0);
 	if (!(faults & FAULT_C))
 		return l->m->gemm_submit(l->g, slot, SDC_GPU_MULTIPLY | verify, l->err, sizeof(l->err));
 	if (l->m->gemm_submit(l->g, slot, SDC_GPU_MULTIPLY, l->err, sizeof(l->err)))

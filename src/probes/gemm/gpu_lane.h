@@ -26,6 +26,7 @@ struct gemm_lane {
 	bool loaded;
 	uint64_t iter;    /* the iteration being submitted or looked at */
 	int slot;         /* the slot being looked at (its C) */
+	bool fingerprinted[SDC_GPU_SLOTS]; /* the slot's submission took the operands' fingerprints */
 	const double *pool;
 	int esz, csz;
 	uint64_t *sums;   /* m x 2 */
@@ -57,7 +58,8 @@ void sdc_gemm_lane_finding(struct sdc_finding *f, const struct gemm_lane *l, con
  */
 int sdc_gemm_lane_look(struct gemm_lane *l, int slot, uint64_t iter, bool *redo);
 /* The operands' fingerprints taken alone (slot's C untouched) against the load's, after the lane's
- * last iteration iter took none: a change at rest since the last is filed at iter. */
+ * last iteration iter took none: a change at rest since the last is filed at iter (and the
+ * operands reloaded). */
 void sdc_gemm_lane_verify_at_end(struct gemm_lane *l, int slot, uint64_t iter);
 
 #endif

@@ -321,17 +321,28 @@ static bool verify_operands(struct gemm_lane *l, const struct sdc_gpu_check *chk
 	return true;
 }
 
+/* The operands' fingerprints alone, on slot (its C untouched), into chk's a_intact, b_intact. */
+static int fingerprints_now(struct gemm_lane *l, int slot, struct sdc_gpu_check *chk)
+{
+	struct sdc_gpu_check fp = { .bad = NULL }; /* (a fingerprint-only collect lists no rows) */
+	if (l->m->gemm_submit(l->g, slot, SDC_GPU_FINGERPRINT, l->err, sizeof(l->err)) ||
+	    l->m->gemm_collect(l->g, slot, NULL, &fp, l->err, sizeof(l->err))) {
+		sdc_gemm_lane_error(l, "taking the operands' fingerprints");
+		return -1;
+	}
+	l->fingerprinted[slot] = true;
+	chk->a_intact = fp.a_intact;
+	chk->b_intact = fp.b_intact;
+	return 0;
+}
+
 void sdc_gemm_lane_verify_at_end(struct gemm_lane *l, int slot, uint64_t iter)
 {
 	struct sdc_gpu_check chk = { .bad = l->bad };
 	l->iter = iter;
 	l->slot = slot;
-	if (l->m->gemm_submit(l->g, slot, SDC_GPU_FINGERPRINT, l->err, sizeof(l->err)) ||
-	    l->m->gemm_collect(l->g, slot, NULL, &chk, l->err, sizeof(l->err))) {
-		sdc_gemm_lane_error(l, "taking the operands' fingerprints");
-		return;
-	}
-	verify_operands(l, &chk);
+	if (!fingerprints_now(l, slot, &chk))
+		verify_operands(l, &chk);
 }
 
 static void report_rows(struct gemm_lane *l, const struct sdc_gpu_check *chk, bool operand_fault)
@@ -418,10 +429,14 @@ int sdc_gemm_lane_look(struct gemm_lane *l, int slot, uint64_t iter, bool *redo)
 		sdc_gemm_lane_error(l, "multiplying and checking");
 		return -1;
 	}
-	/* Operands first: a changed input explains the rows that fail after it. */
+	/* Operands first: a changed input explains the rows that fail after it (an iteration that took
+	 * no fingerprints takes them now, before its rows or the closed form blame the GPU). */
+	const bool exact_closed_form = c->extreme && sdc_gpu_type_exact(c->type);
+	if (!l->fingerprinted[slot] && (chk.nbad || exact_closed_form) && fingerprints_now(l, slot, &chk))
+		return -1;
 	const bool operand_fault = verify_operands(l, &chk);
 	*redo = operand_fault;
-	if (c->extreme && sdc_gpu_type_exact(c->type))
+	if (exact_closed_form)
 		check_closed_form(l);
 	if (chk.nbad)
 		report_rows(l, &chk, operand_fault);

@@ -587,7 +587,7 @@ void sdc_gemm_gpu_run(struct sdc_worker *w)
 		it++;
 	}
 	if (in_flight && !w->failed && !sdc_gemm_lane_look(&l, flight_slot, flight_iter, &redo) &&
-	    !fingerprinted(&l, flight_iter, faults_due(&l, flight_iter)))
+	    !l.fingerprinted[flight_slot])
 		sdc_gemm_lane_verify_at_end(&l, next, flight_iter);
 out:
 	lane_release(&l);
